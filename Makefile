@@ -1,0 +1,42 @@
+# Front door: `make test` and `make bench` on a fresh Debian machine.
+PREFIX ?= /usr/local
+BUILD ?= build
+BENCH_MODE ?= quick
+JOBS ?= $(shell nproc)
+
+.PHONY: all setup build test test-asan test-epoll bench bench-full install clean
+
+all: build
+
+setup:
+	@scripts/setup.sh build
+
+build: setup
+	@cmake -S . -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_INSTALL_PREFIX=$(PREFIX) >/dev/null
+	@ninja -C $(BUILD)
+
+test: build
+	cd $(BUILD) && ctest --output-on-failure -j$(JOBS)
+
+test-epoll: build
+	cd $(BUILD) && UAIO_BACKEND=epoll ctest --output-on-failure -j$(JOBS)
+
+test-asan: setup
+	@cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DUAIO_SANITIZE=ON -DUAIO_BUILD_BENCH=OFF >/dev/null
+	@ninja -C build-asan
+	cd build-asan && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 ctest --output-on-failure -j$(JOBS)
+
+bench:
+	@scripts/setup.sh bench
+	@cmake -S . -B build-rel -G Ninja -DCMAKE_BUILD_TYPE=Release -DUAIO_BUILD_TESTS=OFF >/dev/null
+	@ninja -C build-rel
+	.venv/bin/python bench/run.py --build build-rel --mode $(BENCH_MODE)
+
+bench-full:
+	$(MAKE) bench BENCH_MODE=full
+
+install: build
+	cmake --install $(BUILD) --prefix $(PREFIX)
+
+clean:
+	rm -rf $(BUILD) build-asan build-rel

@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# Installs what the build, tests and benchmarks need, only when missing.
+# usage: scripts/setup.sh [build|bench]
+set -euo pipefail
+want=(cmake ninja-build gcc make pkg-config liburing-dev libevent-dev libaio-dev)
+if [ "${1:-build}" = bench ]; then
+  want+=(python3 python3-venv python3-pip)
+fi
+missing=()
+for p in "${want[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "setup: installing ${missing[*]}"
+  SUDO=; [ "$(id -u)" -eq 0 ] || SUDO=sudo
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}" >/dev/null
+fi
+if [ "${1:-build}" = bench ]; then
+  # Plots only: a private venv so the system Python stays untouched.
+  if [ ! -x .venv/bin/python ] || ! .venv/bin/python -c 'import matplotlib' 2>/dev/null; then
+    python3 -m venv .venv
+    .venv/bin/pip install -q --disable-pip-version-check matplotlib
+  fi
+fi

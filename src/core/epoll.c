@@ -1,0 +1,587 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Fallback backend for when io_uring is missing or forbidden: level-
+ * triggered epoll for watches and for ops on pollable fds (pipes, sockets,
+ * ttys: tried at once without blocking, else queued per fd until ready),
+ * and the worker pool for everything that may block (regular files,
+ * path ops, fsync, ...). Results reach callbacks through loop->done.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include "core/internal.h"
+
+#define WAKE_KEY	UINT64_MAX
+#define MAX_EVENTS	256
+#define OX_PLAIN	0x2	/* fd lacks RWF_NOWAIT: readiness, then plain I/O */
+
+struct uaio_fdq {
+	uaio_op *rh, *rt;	/* read-side ops, FIFO */
+	uaio_op *wh, *wt;	/* write-side ops, FIFO */
+	uint32_t reg;		/* events registered with epoll */
+};
+
+struct epoll_state {
+	int epfd;
+	uaio_watch **always;	/* regular-file watches: always ready */
+	unsigned nalways, capalways;
+	struct epoll_event evs[MAX_EVENTS];
+};
+
+#define E(l) ((struct epoll_state *)(l)->bs)
+
+static int ep_init(uaio_loop *l, const struct uaio_loop_params *p)
+{
+	struct epoll_state *es = calloc(1, sizeof(*es));
+	struct epoll_event ev = { .events = EPOLLIN, .data.u64 = WAKE_KEY };
+
+	if (!es)
+		return -ENOMEM;
+	es->epfd = epoll_create1(EPOLL_CLOEXEC);
+	if (es->epfd < 0 || epoll_ctl(es->epfd, EPOLL_CTL_ADD, l->wake_fd, &ev) < 0) {
+		int err = -errno;
+		if (es->epfd >= 0)
+			close(es->epfd);
+		free(es);
+		return err;
+	}
+	l->bs = es;
+	return 0;
+}
+
+static void ep_fini(uaio_loop *l)
+{
+	struct epoll_state *es = E(l);
+
+	close(es->epfd);
+	free(es->always);
+	free(es);
+	l->bs = NULL;
+}
+
+static bool is_rw(const uaio_op *op)
+{
+	return op->opcode == OP_READ || op->opcode == OP_READV ||
+	       op->opcode == OP_WRITE || op->opcode == OP_WRITEV;
+}
+
+static bool is_read_side(const uaio_op *op)
+{
+	switch (op->opcode) {
+	case OP_WRITE: case OP_WRITEV: case OP_SEND: case OP_SENDMSG:
+	case OP_CONNECT:
+		return false;
+	case OP_POLL:
+		return (op->len & POLLIN) || !(op->len & POLLOUT);
+	}
+	return true;
+}
+
+/* Registers the union of what the watch and the queued ops wait for. */
+static int update_reg(uaio_loop *l, int fd)
+{
+	struct uaio_fdent *e = uaio__fdent(l, fd, false);
+	struct epoll_event ev = { .data.u64 = (uint64_t)fd };
+	uint32_t want = 0, have;
+	int op, r;
+
+	if (!e)
+		return 0;
+	if (e->w && (e->w->state & WS_ACTIVE) && !(e->w->state & WS_ALWAYS)) {
+		if (e->w->events & UAIO_READABLE)
+			want |= EPOLLIN | EPOLLRDHUP;
+		if (e->w->events & UAIO_WRITABLE)
+			want |= EPOLLOUT;
+	}
+	if (e->q && e->q->rh)
+		want |= EPOLLIN | EPOLLRDHUP;
+	if (e->q && e->q->wh)
+		want |= EPOLLOUT;
+	have = e->q ? e->q->reg : 0;
+	if (want == have)
+		return 0;
+	/* The fd's one epoll registration is recorded in its fdq. */
+	if (!e->q && !(e->q = calloc(1, sizeof(*e->q))))
+		return -ENOMEM;
+	ev.events = want;
+	op = !have ? EPOLL_CTL_ADD : !want ? EPOLL_CTL_DEL : EPOLL_CTL_MOD;
+	r = epoll_ctl(E(l)->epfd, op, fd, &ev);
+	if (r < 0 && op == EPOLL_CTL_MOD && errno == ENOENT)
+		r = epoll_ctl(E(l)->epfd, EPOLL_CTL_ADD, fd, &ev);
+	if (r < 0 && op != EPOLL_CTL_DEL)
+		return -errno;
+	e->q->reg = want;
+	if (e->w)
+		e->w->armed = want;
+	return 0;
+}
+
+static struct uaio_fdq *fdq(uaio_loop *l, int fd)
+{
+	struct uaio_fdent *e = uaio__fdent(l, fd, true);
+
+	if (!e)
+		return NULL;
+	if (!e->q)
+		e->q = calloc(1, sizeof(*e->q));
+	return e->q;
+}
+
+static void q_push(uaio_op **h, uaio_op **t, uaio_op *op)
+{
+	op->next = NULL;
+	if (*t)
+		(*t)->next = op;
+	else
+		*h = op;
+	*t = op;
+}
+
+static bool q_unlink(uaio_op **h, uaio_op **t, uaio_op *op)
+{
+	uaio_op *prev = NULL;
+
+	for (uaio_op **pp = h; *pp; prev = *pp, pp = &(*pp)->next) {
+		if (*pp == op) {
+			*pp = op->next;
+			if (*t == op)
+				*t = prev;
+			return true;
+		}
+	}
+	return false;
+}
+
+static long rw_nowait(uaio_op *op, bool plain)
+{
+	struct iovec one = { (void *)(uintptr_t)op->addr, op->len };
+	const struct iovec *iov = &one;
+	int n = 1;
+	off_t off = (off_t)op->off;
+	bool wr = op->opcode == OP_WRITE || op->opcode == OP_WRITEV;
+	ssize_t r;
+
+	if (op->opcode == OP_READV || op->opcode == OP_WRITEV) {
+		iov = (const struct iovec *)(uintptr_t)op->addr;
+		n = (int)op->len;
+	}
+	for (;;) {
+		int fl = plain ? 0 : RWF_NOWAIT;
+		r = wr ? pwritev2(op->fd, iov, n, off, fl) : preadv2(op->fd, iov, n, off, fl);
+		/* A stream ignores the offset under io_uring; do the same. */
+		if (r < 0 && errno == ESPIPE && off != -1) {
+			off = -1;
+			continue;
+		}
+		return r < 0 ? -errno : r;
+	}
+}
+
+static short ready(int fd, short events)
+{
+	struct pollfd p = { .fd = fd, .events = events };
+
+	return poll(&p, 1, 0) == 1 ? p.revents : 0;
+}
+
+/* One non-blocking try: result, or -EAGAIN to keep waiting. */
+static long attempt(uaio_op *op)
+{
+	void *a = (void *)(uintptr_t)op->addr;
+	long r;
+
+	switch (op->opcode) {
+	case OP_READ: case OP_READV: case OP_WRITE: case OP_WRITEV:
+		if (op->xflags & OX_PLAIN) {
+			bool wr = op->opcode == OP_WRITE || op->opcode == OP_WRITEV;
+			if (!ready(op->fd, wr ? POLLOUT : POLLIN))
+				return -EAGAIN;
+		}
+		return rw_nowait(op, op->xflags & OX_PLAIN);
+	case OP_RECV:
+		r = recv(op->fd, a, op->len, (int)op->rw_flags | MSG_DONTWAIT);
+		break;
+	case OP_SEND:
+		r = send(op->fd, a, op->len, (int)op->rw_flags | MSG_DONTWAIT | MSG_NOSIGNAL);
+		break;
+	case OP_RECVMSG:
+		r = recvmsg(op->fd, a, (int)op->rw_flags | MSG_DONTWAIT);
+		break;
+	case OP_SENDMSG:
+		r = sendmsg(op->fd, a, (int)op->rw_flags | MSG_DONTWAIT | MSG_NOSIGNAL);
+		break;
+	case OP_ACCEPT:
+	case OP_ACCEPT_MULTI: {
+		short rv = ready(op->fd, POLLIN);
+		if (rv & POLLNVAL)
+			return -EBADF;
+		if (!rv)
+			return -EAGAIN;
+		r = accept4(op->fd, a, (socklen_t *)(uintptr_t)op->addr2,
+			    (int)op->rw_flags);
+		break;
+	}
+	case OP_CONNECT: {
+		int err = 0;
+		socklen_t len = sizeof(err);
+		if (!ready(op->fd, POLLOUT))
+			return -EAGAIN;
+		if (getsockopt(op->fd, SOL_SOCKET, SO_ERROR, &err, &len) < 0)
+			return -errno;
+		return -err;
+	}
+	case OP_POLL: {
+		short rv = ready(op->fd, (short)op->len);
+		return rv ? rv : -EAGAIN;
+	}
+	default:
+		return -EINVAL;
+	}
+	return r < 0 ? -errno : r;
+}
+
+static bool blocks_on_disk(int fd)
+{
+	struct stat st;
+
+	return fstat(fd, &st) == 0 && (S_ISREG(st.st_mode) || S_ISBLK(st.st_mode) ||
+				       S_ISDIR(st.st_mode));
+}
+
+static int enqueue(uaio_loop *l, uaio_op *op)
+{
+	struct uaio_fdq *q = fdq(l, op->fd);
+	int r;
+
+	if (!q)
+		return -ENOMEM;
+	if (is_read_side(op))
+		q_push(&q->rh, &q->rt, op);
+	else
+		q_push(&q->wh, &q->wt, op);
+	op->state = OS_FDQ;
+	r = update_reg(l, op->fd);
+	if (r < 0) {
+		if (is_read_side(op))
+			q_unlink(&q->rh, &q->rt, op);
+		else
+			q_unlink(&q->wh, &q->wt, op);
+		op->state = OS_IDLE;
+		/* Not pollable after all (EPERM): let a worker block on it. */
+		return r == -EPERM ? uaio__workers_submit(l, op) : r;
+	}
+	return 0;
+}
+
+static int cancel_fd_ops(uaio_loop *l, int fd)
+{
+	struct uaio_fdent *e = uaio__fdent(l, fd, false);
+	int n = 0;
+
+	if (e && e->q) {
+		uaio_op *lists[2] = { e->q->rh, e->q->wh }, *op, *next;
+		e->q->rh = e->q->rt = e->q->wh = e->q->wt = NULL;
+		for (int i = 0; i < 2; i++)
+			for (op = lists[i]; op; op = next, n++) {
+				next = op->next;
+				uaio__complete(l, op, -ECANCELED);
+			}
+		update_reg(l, fd);
+	}
+	return n + uaio__workers_cancel_fd(l, fd);
+}
+
+static void always_remove(uaio_loop *l, uaio_watch *w)
+{
+	struct epoll_state *es = E(l);
+
+	for (unsigned i = 0; i < es->nalways; i++) {
+		if (es->always[i] == w) {
+			es->always[i] = es->always[--es->nalways];
+			return;
+		}
+	}
+}
+
+static void ep_watch_stop(uaio_loop *l, uaio_watch *w)
+{
+	int fd = w->fd;
+
+	if (w->state & WS_ALWAYS)
+		always_remove(l, w);
+	uaio__watch_finish(l, w, 0);
+	update_reg(l, fd);
+}
+
+static int ep_close(uaio_loop *l, uaio_op *op)
+{
+	struct uaio_fdent *e;
+	int fd = op->fd;
+
+	cancel_fd_ops(l, fd);
+	e = uaio__fdent(l, fd, false);
+	if (e && e->w) {
+		uaio_watch *w = e->w;
+		if (w->state & WS_ALWAYS)
+			always_remove(l, w);
+		uaio__watch_finish(l, w, -EBADF);
+	}
+	if (e) {
+		epoll_ctl(E(l)->epfd, EPOLL_CTL_DEL, fd, NULL);
+		free(e->q);
+		e->q = NULL;
+	}
+	uaio__complete(l, op, close(fd) < 0 ? -errno : 0);
+	return 0;
+}
+
+static int ep_cancel(uaio_loop *l, uaio_op *op, uaio_op *t)
+{
+	struct uaio_fdent *e;
+	int r = -ENOENT;
+
+	switch (t->state) {
+	case OS_FDQ:
+		e = uaio__fdent(l, t->fd, false);
+		if (e && e->q && (q_unlink(&e->q->rh, &e->q->rt, t) ||
+				  q_unlink(&e->q->wh, &e->q->wt, t))) {
+			uaio__complete(l, t, -ECANCELED);
+			update_reg(l, t->fd);
+			r = 0;
+		}
+		break;
+	case OS_WORKQ:
+	case OS_RUNNING:
+		r = uaio__workers_cancel(l, t);
+		break;
+	case OS_TIMERQ:
+		uaio__heap_remove(l, t->len);
+		uaio__complete(l, t, -ECANCELED);
+		r = 0;
+		break;
+	}
+	uaio__complete(l, op, r);
+	return 0;
+}
+
+static int ep_cancel_fd(uaio_loop *l, uaio_op *op)
+{
+	uaio__complete(l, op, cancel_fd_ops(l, op->fd));
+	return 0;
+}
+
+static int ep_submit(uaio_loop *l, uaio_op *op)
+{
+	struct uaio_fdent *e;
+	long r;
+
+	switch (op->opcode) {
+	case OP_NOP:
+		uaio__complete(l, op, 0);
+		return 0;
+	case OP_TIMEOUT:
+		op->state = OS_TIMERQ;
+		return uaio__heap_push(l, uaio__clock_ns() + op->off,
+				       (uintptr_t)op | 1);
+	case OP_CANCEL:
+		return ep_cancel(l, op, (uaio_op *)(uintptr_t)op->addr);
+	case OP_CANCEL_FD:
+		return ep_cancel_fd(l, op);
+	case OP_CLOSE:
+		return ep_close(l, op);
+	case OP_READ: case OP_READV: case OP_WRITE: case OP_WRITEV:
+	case OP_RECV: case OP_SEND: case OP_RECVMSG: case OP_SENDMSG:
+	case OP_ACCEPT: case OP_ACCEPT_MULTI: case OP_POLL:
+		break;
+	case OP_CONNECT: {
+		int fl = fcntl(op->fd, F_GETFL);
+		if (fl < 0)
+			return -EBADF;
+		/* A blocking socket would block the loop: a worker waits. */
+		if (!(fl & O_NONBLOCK))
+			return uaio__workers_submit(l, op);
+		r = connect(op->fd, (void *)(uintptr_t)op->addr, op->len);
+		if (r == 0 || errno != EINPROGRESS) {
+			uaio__complete(l, op, r < 0 ? -errno : 0);
+			return 0;
+		}
+		return enqueue(l, op);
+	}
+	default:
+		return uaio__workers_submit(l, op);
+	}
+
+	/* Keep per-fd order: behind anything already queued on that side. */
+	e = uaio__fdent(l, op->fd, false);
+	if (e && e->q && (is_read_side(op) ? e->q->rh : e->q->wh))
+		return enqueue(l, op);
+	if (op->opcode == OP_ACCEPT_MULTI)
+		return enqueue(l, op);
+	r = attempt(op);
+	if (r == -EAGAIN || (r == -EOPNOTSUPP && is_rw(op))) {
+		if (is_rw(op) && blocks_on_disk(op->fd))
+			return uaio__workers_submit(l, op);
+		if (r == -EOPNOTSUPP)
+			op->xflags |= OX_PLAIN;
+		return enqueue(l, op);
+	}
+	uaio__complete(l, op, r);
+	return 0;
+}
+
+struct more_res {
+	uaio_op *op;
+	long res;
+};
+
+/* Runs the queue of one side while its head makes progress. Multishot
+ * results are collected in more[] and delivered after unlocking. */
+static int run_queue(uaio_loop *l, uaio_op **h, uaio_op **t,
+		     struct more_res *more, int nmore, int maxmore)
+{
+	while (*h) {
+		uaio_op *op = *h;
+		long r;
+
+		r = attempt(op);
+		if (r == -EAGAIN)
+			break;
+		if (op->opcode == OP_ACCEPT_MULTI && r >= 0) {
+			more[nmore++] = (struct more_res){ op, r };
+			if (nmore == maxmore)
+				break;
+			continue;
+		}
+		*h = op->next;
+		if (!*h)
+			*t = NULL;
+		uaio__complete(l, op, r);
+	}
+	return nmore;
+}
+
+static int handle_fd(uaio_loop *l, int fd, uint32_t events)
+{
+	struct uaio_fdent *e = uaio__fdent(l, fd, false);
+	struct more_res more[16];
+	int nmore = 0, n = 0;
+	bool lk;
+
+	if (!e)
+		return 0;
+	lk = uaio__lock(l);
+	if (e->q) {
+		if (events & (EPOLLIN | EPOLLHUP | EPOLLERR | EPOLLRDHUP))
+			nmore = run_queue(l, &e->q->rh, &e->q->rt, more, nmore, 16);
+		if (events & (EPOLLOUT | EPOLLHUP | EPOLLERR))
+			nmore = run_queue(l, &e->q->wh, &e->q->wt, more, nmore, 16);
+	}
+	uaio__unlock(l, lk);
+	for (int i = 0; i < nmore; i++, n++) {
+		more[i].op->xflags |= OX_MORE;
+		more[i].op->cb(more[i].op, (int)more[i].res, more[i].op->data);
+	}
+	e = uaio__fdent(l, fd, false);
+	if (e && e->w && (e->w->state & WS_ACTIVE) && !(e->w->state & WS_STOPPING))
+		n += uaio__watch_dispatch(l, e->w, events);
+	lk = uaio__lock(l);
+	update_reg(l, fd);
+	uaio__unlock(l, lk);
+	return n;
+}
+
+static int ep_watch_arm(uaio_loop *l, uaio_watch *w)
+{
+	struct epoll_state *es = E(l);
+	int r;
+
+	if (w->state & WS_ALWAYS)
+		return 0;
+	r = update_reg(l, w->fd);
+	if (r == -EPERM) {
+		/* Regular files are always ready, as poll(2) says. */
+		if (es->nalways == es->capalways) {
+			unsigned cap = es->capalways ? es->capalways * 2 : 16;
+			uaio_watch **a = realloc(es->always, cap * sizeof(*a));
+			if (!a)
+				return -ENOMEM;
+			es->always = a;
+			es->capalways = cap;
+		}
+		es->always[es->nalways++] = w;
+		w->state |= WS_ALWAYS;
+		return 0;
+	}
+	return r;
+}
+
+static int ep_wait(uaio_loop *l, int64_t timeout_ns)
+{
+	struct epoll_state *es = E(l);
+	struct timespec ts, *tsp = NULL;
+	int n, total = 0;
+
+	for (unsigned i = 0; i < es->nalways; i++)
+		if (es->always[i]->events)
+			timeout_ns = 0;
+	if (timeout_ns >= 0) {
+		ts.tv_sec = timeout_ns / 1000000000;
+		ts.tv_nsec = timeout_ns % 1000000000;
+		tsp = &ts;
+	}
+	n = epoll_pwait2(es->epfd, es->evs, MAX_EVENTS, tsp, NULL);
+	if (n < 0 && errno == ENOSYS)	/* before 5.11: millisecond waits */
+		n = epoll_wait(es->epfd, es->evs, MAX_EVENTS,
+			       !tsp ? -1 : (int)((timeout_ns + 999999) / 1000000));
+	if (n < 0)
+		return errno == EINTR ? 0 : -errno;
+	for (int i = 0; i < n; i++) {
+		uint64_t key = es->evs[i].data.u64;
+
+		if (key == WAKE_KEY) {
+			uint64_t v;
+			ssize_t r = read(l->wake_fd, &v, sizeof(v));
+			(void)r;
+			total += uaio__drain_inbox(l);
+			continue;
+		}
+		total += handle_fd(l, (int)key, es->evs[i].events);
+	}
+	for (unsigned i = 0; i < es->nalways;) {
+		uaio_watch *w = es->always[i];
+		if (w->events)
+			total += uaio__watch_dispatch(l, w, POLLIN | POLLOUT);
+		if (i < es->nalways && es->always[i] == w)
+			i++;
+	}
+	return total;
+}
+
+static int ep_fd(const uaio_loop *l)
+{
+	return E(l)->epfd;
+}
+
+const struct uaio_backend uaio__epoll_backend = {
+	.name = "epoll",
+	.kind = UAIO_BACKEND_EPOLL,
+	.init = ep_init,
+	.fini = ep_fini,
+	.submit = ep_submit,
+	.watch_arm = ep_watch_arm,
+	.watch_stop = ep_watch_stop,
+	.wait = ep_wait,
+	.flush = NULL,
+	.cancel = ep_cancel,
+	.cancel_fd = ep_cancel_fd,
+	.fd = ep_fd,
+};

@@ -1,0 +1,197 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Loop internals shared by the loop core (loop.c), its two backends
+ * (uring.c, epoll.c) and the worker pool (workers.c).
+ *
+ * Ownership: everything here belongs to the loop's owner thread except the
+ * inbox (posts and worker completions, under inbox_lock) and, on
+ * UAIO_LOOP_THREADSAFE loops, the submission state (under lock).
+ */
+#ifndef UAIO_CORE_INTERNAL_H
+#define UAIO_CORE_INTERNAL_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <uaio/loop.h>
+
+#ifdef UAIO_BUILDING_SHARED
+#define UAIO_API __attribute__((visibility("default")))
+#else
+#define UAIO_API
+#endif
+
+#define UAIO_LIKELY(x) __builtin_expect(!!(x), 1)
+#define UAIO_UNLIKELY(x) __builtin_expect(!!(x), 0)
+
+enum uaio_opcode {
+	OP_NOP = 1, OP_READ, OP_WRITE, OP_READV, OP_WRITEV, OP_RECV, OP_SEND,
+	OP_RECVMSG, OP_SENDMSG, OP_ACCEPT, OP_ACCEPT_MULTI, OP_CONNECT,
+	OP_OPENAT, OP_OPENAT2, OP_CLOSE, OP_STATX, OP_FSYNC, OP_FALLOCATE,
+	OP_SPLICE, OP_TEE, OP_TIMEOUT, OP_CANCEL, OP_CANCEL_FD, OP_POLL,
+	OP_UNLINKAT, OP_RENAMEAT, OP_MKDIRAT, OP_SYMLINKAT, OP_LINKAT,
+	OP_FADVISE, OP_MADVISE, OP_SHUTDOWN, OP_WORK,
+};
+
+/* uaio_op.state */
+enum {
+	OS_IDLE = 0,
+	OS_PENDING,	/* in loop->pending: waiting for room in the ring */
+	OS_KERNEL,	/* in the io_uring */
+	OS_FDQ,		/* epoll: queued on its fd, waiting for readiness */
+	OS_WORKQ,	/* queued for the worker pool */
+	OS_RUNNING,	/* a worker is executing it */
+	OS_TIMERQ,	/* epoll: timeout op in the timer heap */
+	OS_DONE,	/* result known, callback not yet run (loop->done) */
+};
+
+/* uaio_op.xflags */
+#define OX_MORE		0x1	/* multishot: more completions follow */
+
+/* uaio_watch.state */
+#define WS_ACTIVE	0x01
+#define WS_STOPPING	0x02
+#define WS_ALWAYS	0x04	/* epoll: regular file, always ready */
+#define WS_CLOSING	0x08	/* on loop->closing, handle_close pending */
+#define WS_REMOVING	0x10	/* io_uring: poll remove in flight */
+#define WS_REASON_SHIFT	8	/* -reason stored above the flags */
+
+struct uaio_fdent {
+	uaio_watch *w;
+	struct uaio_fdq *q;	/* epoll backend only */
+};
+
+struct uaio_heap_ent {
+	uint64_t when;
+	uint64_t seq;
+	uintptr_t p;		/* uaio_timer *, or uaio_op * | 1 */
+};
+
+struct uaio_backend {
+	const char *name;
+	int kind;
+	int (*init)(uaio_loop *l, const struct uaio_loop_params *p);
+	void (*fini)(uaio_loop *l);
+	/* Queue op (state set by the backend). Called under the loop lock. */
+	int (*submit)(uaio_loop *l, uaio_op *op);
+	/* Make the backend watch w->events (0 = nothing); w is active. */
+	int (*watch_arm)(uaio_loop *l, uaio_watch *w);
+	/* Stop watching; the backend calls uaio__watch_finish() when done. */
+	void (*watch_stop)(uaio_loop *l, uaio_watch *w);
+	/* Submit, wait up to timeout_ns (<0 forever), dispatch; returns the
+	 * number of callbacks run or -errno. */
+	int (*wait)(uaio_loop *l, int64_t timeout_ns);
+	/* Hand queued submissions to the kernel now (thread-safe loops). */
+	void (*flush)(uaio_loop *l);
+	int (*cancel)(uaio_loop *l, uaio_op *op, uaio_op *target);
+	int (*cancel_fd)(uaio_loop *l, uaio_op *op);
+	int (*fd)(const uaio_loop *l);
+};
+
+struct uaio_workers {
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	uaio_op *head, *tail;
+	pthread_t *tids;
+	unsigned nthreads, max, idle;
+	bool stop;
+};
+
+struct uaio_post;
+
+struct uaio_loop {
+	const struct uaio_backend *be;
+	void *bs;			/* backend state */
+	unsigned flags;
+	unsigned features;
+	pid_t pid;			/* creator: a forked child must not drive it */
+	bool stop;
+	bool threadsafe;
+
+	uint64_t now;
+	unsigned inflight;		/* ops submitted, final callback not yet run */
+	unsigned nwatch;		/* active watches */
+
+	/* Ops waiting for ring room, FIFO; and ops with a result whose
+	 * callback runs at the next dispatch point. */
+	uaio_op *pending_head, *pending_tail;
+	uaio_op *done_head, *done_tail;
+	uaio_watch *closing;		/* handle_close still to run */
+
+	struct uaio_fdent *fds;
+	unsigned nfds;
+
+	struct uaio_heap_ent *heap;
+	uint32_t nheap, capheap;
+	uint64_t heap_seq;
+
+	/* Cross-thread inbox: posts and worker completions. */
+	int wake_fd;			/* eventfd */
+	uint64_t wake_buf;
+	atomic_int wake_pending;
+	pthread_mutex_t inbox_lock;
+	struct uaio_post *post_head, *post_tail;
+	uaio_op *wdone_head, *wdone_tail;
+
+	struct uaio_workers workers;
+	unsigned nworkers;
+
+	pthread_mutex_t lock;		/* thread-safe loops only */
+};
+
+extern const struct uaio_backend uaio__uring_backend;
+extern const struct uaio_backend uaio__epoll_backend;
+
+/* Thread-safe loops take the loop lock around submission state. */
+extern __thread uaio_loop *uaio__held;
+static inline bool uaio__lock(uaio_loop *l)
+{
+	if (!l->threadsafe || uaio__held == l)
+		return false;
+	pthread_mutex_lock(&l->lock);
+	uaio__held = l;
+	return true;
+}
+static inline void uaio__unlock(uaio_loop *l, bool taken)
+{
+	if (taken) {
+		if (l->be->flush)
+			l->be->flush(l);
+		uaio__held = NULL;
+		pthread_mutex_unlock(&l->lock);
+	}
+}
+
+/* loop.c */
+void uaio__complete(uaio_loop *l, uaio_op *op, long res);
+void uaio__complete_more(uaio_loop *l, uaio_op *op, long res);
+int uaio__run_done(uaio_loop *l);
+void uaio__watch_finish(uaio_loop *l, uaio_watch *w, int reason);
+int uaio__watch_dispatch(uaio_loop *l, uaio_watch *w, unsigned revents);
+int uaio__drain_inbox(uaio_loop *l);
+void uaio__wake(uaio_loop *l);
+struct uaio_fdent *uaio__fdent(uaio_loop *l, int fd, bool grow);
+int uaio__heap_push(uaio_loop *l, uint64_t when, uintptr_t p);
+void uaio__heap_remove(uaio_loop *l, uint32_t idx);
+uint64_t uaio__clock_ns(void);
+int uaio__cancel_local(uaio_loop *l, uaio_op *target);
+int uaio__cancel_local_fd(uaio_loop *l, int fd);
+
+static inline int uaio__watch_reason(const uaio_watch *w)
+{
+	return -(int)(w->state >> WS_REASON_SHIFT);
+}
+static inline void uaio__watch_set_reason(uaio_watch *w, int reason)
+{
+	w->state = (w->state & ((1u << WS_REASON_SHIFT) - 1)) |
+		   ((uint32_t)(-reason) << WS_REASON_SHIFT);
+}
+
+/* workers.c */
+int uaio__workers_submit(uaio_loop *l, uaio_op *op);
+int uaio__workers_cancel(uaio_loop *l, uaio_op *op);
+int uaio__workers_cancel_fd(uaio_loop *l, int fd);
+void uaio__workers_stop(uaio_loop *l, bool join);
+long uaio__op_exec(uaio_op *op);
+
+#endif

@@ -1,0 +1,1128 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The loop core: creation and backend choice, the run loop, timers (a
+ * binary min-heap), deferred completions, watches' common logic, the
+ * cross-thread inbox, and the uaio_op_* argument packing. Backends only
+ * move ops into and out of the kernel.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <poll.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "core/internal.h"
+
+__thread uaio_loop *uaio__held;
+
+struct uaio_post {
+	struct uaio_post *next;
+	void (*fn)(void *);
+	void *data;
+};
+
+uint64_t uaio__clock_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static const struct uaio_backend *pick_backend(const struct uaio_loop_params *p)
+{
+	unsigned flags = p ? p->flags : 0;
+	const char *env = getenv("UAIO_BACKEND");
+
+	if (flags & UAIO_LOOP_FORCE_EPOLL)
+		return &uaio__epoll_backend;
+	if (flags & UAIO_LOOP_FORCE_URING)
+		return &uaio__uring_backend;
+	if (env && (!strcmp(env, "epoll") || !strcmp(env, "fallback")))
+		return &uaio__epoll_backend;
+	return &uaio__uring_backend;
+}
+
+UAIO_API uaio_loop *uaio_loop_new(const struct uaio_loop_params *p)
+{
+	uaio_loop *l = calloc(1, sizeof(*l));
+	int ret;
+
+	if (!l)
+		return NULL;
+	l->flags = p ? p->flags : 0;
+	l->threadsafe = !!(l->flags & UAIO_LOOP_THREADSAFE);
+	l->nworkers = p && p->workers ? p->workers : 4;
+	l->pid = getpid();
+	l->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (l->wake_fd < 0) {
+		free(l);
+		return NULL;
+	}
+	pthread_mutex_init(&l->inbox_lock, NULL);
+	pthread_mutex_init(&l->lock, NULL);
+	pthread_mutex_init(&l->workers.mu, NULL);
+	pthread_cond_init(&l->workers.cv, NULL);
+	l->now = uaio__clock_ns();
+
+	l->be = pick_backend(p);
+	ret = l->be->init(l, p);
+	/* No ring here (ENOSYS, EPERM from io_uring_disabled or seccomp, old
+	 * kernel): the same interface on epoll, unless the caller insisted. */
+	if (ret < 0 && l->be == &uaio__uring_backend &&
+	    !(l->flags & UAIO_LOOP_FORCE_URING)) {
+		l->be = &uaio__epoll_backend;
+		ret = l->be->init(l, p);
+	}
+	if (ret < 0) {
+		close(l->wake_fd);
+		free(l);
+		errno = -ret;
+		return NULL;
+	}
+	return l;
+}
+
+UAIO_API void uaio_loop_free(uaio_loop *l)
+{
+	struct uaio_post *pn;
+	bool child = getpid() != l->pid;
+
+	if (!l)
+		return;
+	/* A forked child has none of the parent's threads: do not join. */
+	uaio__workers_stop(l, !child);
+	l->be->fini(l);
+	while ((pn = l->post_head)) {
+		l->post_head = pn->next;
+		free(pn);
+	}
+	for (unsigned i = 0; i < l->nfds; i++)
+		free(l->fds[i].q);
+	free(l->fds);
+	free(l->heap);
+	free(l->workers.tids);
+	close(l->wake_fd);
+	free(l);
+}
+
+UAIO_API int uaio_loop_backend(const uaio_loop *l)
+{
+	return l->be->kind;
+}
+
+UAIO_API const char *uaio_loop_backend_name(const uaio_loop *l)
+{
+	return l->be->name;
+}
+
+UAIO_API unsigned uaio_loop_features(const uaio_loop *l)
+{
+	return l->features;
+}
+
+UAIO_API int uaio_loop_fd(const uaio_loop *l)
+{
+	return l->be->fd(l);
+}
+
+UAIO_API uint64_t uaio_loop_now(uaio_loop *l)
+{
+	return l->now;
+}
+
+UAIO_API unsigned uaio_loop_inflight(const uaio_loop *l)
+{
+	return l->inflight;
+}
+
+UAIO_API void uaio_loop_stop(uaio_loop *l)
+{
+	l->stop = true;
+}
+
+UAIO_API void uaio_loop_lock(uaio_loop *l)
+{
+	if (l->threadsafe && uaio__held != l) {
+		pthread_mutex_lock(&l->lock);
+		uaio__held = l;
+	}
+}
+
+UAIO_API void uaio_loop_unlock(uaio_loop *l)
+{
+	if (l->threadsafe && uaio__held == l)
+		uaio__unlock(l, true);
+}
+
+/* ------------------------------------------------------------ completion */
+
+static void done_push(uaio_loop *l, uaio_op *op)
+{
+	op->next = NULL;
+	if (l->done_tail)
+		l->done_tail->next = op;
+	else
+		l->done_head = op;
+	l->done_tail = op;
+}
+
+/* Result known outside a CQE: the callback runs at the next dispatch
+ * point, never from inside the submitting call. */
+void uaio__complete(uaio_loop *l, uaio_op *op, long res)
+{
+	op->off = (uint64_t)res;
+	op->xflags &= ~OX_MORE;
+	op->state = OS_DONE;
+	done_push(l, op);
+}
+
+/* Multishot result on the epoll backend: the op stays queued, so the
+ * result is delivered at once (we are at a dispatch point, unlocked). */
+void uaio__complete_more(uaio_loop *l, uaio_op *op, long res)
+{
+	op->xflags |= OX_MORE;
+	op->cb(op, res > INT_MAX ? INT_MAX : (int)res, op->data);
+}
+
+int uaio__run_done(uaio_loop *l)
+{
+	uaio_op *op, *next;
+	int n = 0;
+	bool lk = uaio__lock(l);
+
+	/* Only what is here now: callbacks that resubmit wait a round. */
+	op = l->done_head;
+	l->done_head = l->done_tail = NULL;
+	uaio__unlock(l, lk);
+	for (; op; op = next, n++) {
+		long res = (long)op->off;
+
+		next = op->next;
+		op->state = OS_IDLE;
+		lk = uaio__lock(l);
+		l->inflight--;
+		uaio__unlock(l, lk);
+		op->cb(op, res > INT_MAX ? INT_MAX : res < INT_MIN ? INT_MIN : (int)res,
+		       op->data);
+	}
+	return n;
+}
+
+UAIO_API int uaio_op_more(const uaio_op *op)
+{
+	return !!(op->xflags & OX_MORE);
+}
+
+UAIO_API int uaio_op_pending(const uaio_op *op)
+{
+	return op->state != OS_IDLE;
+}
+
+UAIO_API long uaio_op_result_long(const uaio_op *op)
+{
+	return (long)op->off;
+}
+
+/* ----------------------------------------------------------------- inbox */
+
+void uaio__wake(uaio_loop *l)
+{
+	uint64_t one = 1;
+
+	if (atomic_exchange(&l->wake_pending, 1) == 0) {
+		ssize_t r = write(l->wake_fd, &one, sizeof(one));
+		(void)r;
+	}
+}
+
+/* Runs posts and moves worker results to the done list. */
+int uaio__drain_inbox(uaio_loop *l)
+{
+	struct uaio_post *pn, *pnext;
+	uaio_op *op, *next;
+	int n = 0;
+
+	/* Clear first: a post racing with the drain wakes us again. */
+	atomic_store(&l->wake_pending, 0);
+	pthread_mutex_lock(&l->inbox_lock);
+	pn = l->post_head;
+	op = l->wdone_head;
+	l->post_head = l->post_tail = NULL;
+	l->wdone_head = l->wdone_tail = NULL;
+	pthread_mutex_unlock(&l->inbox_lock);
+
+	if (op) {
+		bool lk = uaio__lock(l);
+		for (; op; op = next) {
+			next = op->next;
+			uaio__complete(l, op, (long)op->off);
+		}
+		uaio__unlock(l, lk);
+	}
+	for (; pn; pn = pnext, n++) {
+		pnext = pn->next;
+		pn->fn(pn->data);
+		free(pn);
+	}
+	return n;
+}
+
+UAIO_API int uaio_loop_post(uaio_loop *l, void (*fn)(void *), void *data)
+{
+	struct uaio_post *pn;
+
+	if (!l || !fn)
+		return -EINVAL;
+	pn = malloc(sizeof(*pn));
+	if (!pn)
+		return -ENOMEM;
+	pn->fn = fn;
+	pn->data = data;
+	pn->next = NULL;
+	pthread_mutex_lock(&l->inbox_lock);
+	if (l->post_tail)
+		l->post_tail->next = pn;
+	else
+		l->post_head = pn;
+	l->post_tail = pn;
+	pthread_mutex_unlock(&l->inbox_lock);
+	uaio__wake(l);
+	return 0;
+}
+
+/* ---------------------------------------------------------------- timers */
+
+static bool heap_less(const struct uaio_heap_ent *a, const struct uaio_heap_ent *b)
+{
+	return a->when < b->when || (a->when == b->when && a->seq < b->seq);
+}
+
+static void heap_set(uaio_loop *l, uint32_t i, struct uaio_heap_ent e)
+{
+	l->heap[i] = e;
+	if (e.p & 1)
+		((uaio_op *)(e.p & ~(uintptr_t)1))->len = i;
+	else
+		((uaio_timer *)e.p)->heap_index = i;
+}
+
+static void heap_up(uaio_loop *l, uint32_t i)
+{
+	struct uaio_heap_ent e = l->heap[i];
+
+	while (i > 0) {
+		uint32_t parent = (i - 1) / 2;
+		if (!heap_less(&e, &l->heap[parent]))
+			break;
+		heap_set(l, i, l->heap[parent]);
+		i = parent;
+	}
+	heap_set(l, i, e);
+}
+
+static void heap_down(uaio_loop *l, uint32_t i)
+{
+	struct uaio_heap_ent e = l->heap[i];
+
+	for (;;) {
+		uint32_t c = 2 * i + 1;
+		if (c >= l->nheap)
+			break;
+		if (c + 1 < l->nheap && heap_less(&l->heap[c + 1], &l->heap[c]))
+			c++;
+		if (!heap_less(&l->heap[c], &e))
+			break;
+		heap_set(l, i, l->heap[c]);
+		i = c;
+	}
+	heap_set(l, i, e);
+}
+
+int uaio__heap_push(uaio_loop *l, uint64_t when, uintptr_t p)
+{
+	if (l->nheap == l->capheap) {
+		uint32_t cap = l->capheap ? l->capheap * 2 : 64;
+		struct uaio_heap_ent *h = realloc(l->heap, cap * sizeof(*h));
+		if (!h)
+			return -ENOMEM;
+		l->heap = h;
+		l->capheap = cap;
+	}
+	l->heap[l->nheap] = (struct uaio_heap_ent){ when, l->heap_seq++, p };
+	heap_up(l, l->nheap++);
+	return 0;
+}
+
+void uaio__heap_remove(uaio_loop *l, uint32_t idx)
+{
+	uintptr_t p = l->heap[idx].p;
+
+	if (p & 1)
+		((uaio_op *)(p & ~(uintptr_t)1))->len = UINT32_MAX;
+	else
+		((uaio_timer *)p)->heap_index = UINT32_MAX;
+	if (--l->nheap == idx)
+		return;
+	heap_set(l, idx, l->heap[l->nheap]);
+	if (idx > 0 && heap_less(&l->heap[idx], &l->heap[(idx - 1) / 2]))
+		heap_up(l, idx);
+	else
+		heap_down(l, idx);
+}
+
+UAIO_API void uaio_timer_init(uaio_timer *t, uaio_timer_cb cb, void *data)
+{
+	memset(t, 0, sizeof(*t));
+	t->cb = cb;
+	t->data = data;
+	t->heap_index = UINT32_MAX;
+}
+
+UAIO_API int uaio_timer_start(uaio_loop *l, uaio_timer *t, uint64_t timeout_ns,
+			      uint64_t period_ns)
+{
+	if (!l || !t || !t->cb)
+		return -EINVAL;
+	if (t->heap_index != UINT32_MAX)
+		uaio__heap_remove(l, t->heap_index);
+	t->when = uaio__clock_ns() + timeout_ns;
+	t->period = period_ns;
+	return uaio__heap_push(l, t->when, (uintptr_t)t);
+}
+
+UAIO_API int uaio_timer_stop(uaio_loop *l, uaio_timer *t)
+{
+	if (!l || !t)
+		return -EINVAL;
+	if (t->heap_index == UINT32_MAX)
+		return -ENOENT;
+	uaio__heap_remove(l, t->heap_index);
+	return 0;
+}
+
+UAIO_API int uaio_timer_pending(const uaio_timer *t)
+{
+	return t->heap_index != UINT32_MAX;
+}
+
+static int run_timers(uaio_loop *l)
+{
+	int n = 0;
+
+	while (l->nheap && l->heap[0].when <= l->now) {
+		bool lk = uaio__lock(l);
+		uintptr_t p;
+
+		if (!l->nheap || l->heap[0].when > l->now) {
+			uaio__unlock(l, lk);
+			break;
+		}
+		p = l->heap[0].p;
+		uaio__heap_remove(l, 0);
+		if (p & 1) {	/* epoll backend's timeout op */
+			uaio__complete(l, (uaio_op *)(p & ~(uintptr_t)1), -ETIME);
+			uaio__unlock(l, lk);
+			continue;
+		}
+		uaio__unlock(l, lk);
+		uaio_timer *t = (uaio_timer *)p;
+		if (t->period) {
+			/* Fell behind by more than a period: skip, don't burst. */
+			t->when += t->period;
+			if (t->when <= l->now)
+				t->when = l->now + t->period;
+			uaio__heap_push(l, t->when, p);
+		}
+		t->cb(t);
+		n++;
+	}
+	return n;
+}
+
+/* ------------------------------------------------------------------ run */
+
+static int run_closing(uaio_loop *l)
+{
+	int n = 0;
+
+	while (l->closing) {
+		uaio_watch *w = l->closing;
+
+		l->closing = w->next;
+		w->state = 0;
+		if (w->handler && w->handler->handle_close)
+			w->handler->handle_close(w, uaio__watch_reason(w));
+		n++;
+	}
+	return n;
+}
+
+static bool loop_alive(uaio_loop *l)
+{
+	return l->inflight || l->nwatch || l->nheap || l->closing ||
+	       l->post_head || atomic_load(&l->wake_pending);
+}
+
+UAIO_API int uaio_loop_run_once(uaio_loop *l, int64_t timeout_ns)
+{
+	int n, r;
+
+	if (!l)
+		return -EINVAL;
+	l->now = uaio__clock_ns();
+	n = run_timers(l);
+	n += uaio__run_done(l);
+	n += run_closing(l);
+	if (n || l->stop || l->done_head || l->closing) {
+		timeout_ns = 0;
+	} else if (l->nheap) {
+		int64_t until = (int64_t)(l->heap[0].when - l->now);
+		if (until < 0)
+			until = 0;
+		if (timeout_ns < 0 || until < timeout_ns)
+			timeout_ns = until;
+	}
+	r = l->be->wait(l, timeout_ns);
+	if (r < 0)
+		return r;
+	n += r;
+	l->now = uaio__clock_ns();
+	n += run_timers(l);
+	n += uaio__run_done(l);
+	n += run_closing(l);
+	return n;
+}
+
+UAIO_API int uaio_loop_run(uaio_loop *l)
+{
+	int r;
+
+	if (!l)
+		return -EINVAL;
+	l->stop = false;
+	while (!l->stop && loop_alive(l)) {
+		r = uaio_loop_run_once(l, -1);
+		if (r < 0)
+			return r;
+	}
+	if (l->stop) {
+		l->stop = false;
+		return loop_alive(l) ? 1 : 0;
+	}
+	return 0;
+}
+
+/* -------------------------------------------------------------- watches */
+
+struct uaio_fdent *uaio__fdent(uaio_loop *l, int fd, bool grow)
+{
+	if ((unsigned)fd >= l->nfds) {
+		unsigned n = l->nfds ? l->nfds : 64;
+		struct uaio_fdent *t;
+
+		if (!grow)
+			return NULL;
+		while (n <= (unsigned)fd)
+			n *= 2;
+		t = realloc(l->fds, n * sizeof(*t));
+		if (!t)
+			return NULL;
+		memset(t + l->nfds, 0, (n - l->nfds) * sizeof(*t));
+		l->fds = t;
+		l->nfds = n;
+	}
+	return &l->fds[fd];
+}
+
+/* The watch is over: unlink it; handle_close runs at the next dispatch
+ * point so that callers never see their watch closed under their feet. */
+void uaio__watch_finish(uaio_loop *l, uaio_watch *w, int reason)
+{
+	struct uaio_fdent *e = uaio__fdent(l, w->fd, false);
+
+	if (w->state & WS_CLOSING)
+		return;
+	if (e && e->w == w)
+		e->w = NULL;
+	if (w->state & WS_ACTIVE)
+		l->nwatch--;
+	if (!(w->state & WS_STOPPING))
+		uaio__watch_set_reason(w, reason);
+	w->state = (w->state & ~(WS_ACTIVE | WS_STOPPING)) | WS_CLOSING;
+	w->armed = 0;
+	w->next = l->closing;
+	l->closing = w;
+}
+
+/* Common event delivery for both backends; returns callbacks run. */
+int uaio__watch_dispatch(uaio_loop *l, uaio_watch *w, unsigned revents)
+{
+	const struct uaio_handler *h = w->handler;
+	bool in, out;
+	int n = 0;
+
+	if (revents & POLLNVAL) {
+		uaio__watch_finish(l, w, -EBADF);
+		return 0;
+	}
+	in = (revents & (POLLIN | POLLPRI | POLLHUP | POLLERR | POLLRDHUP)) &&
+	     (w->events & UAIO_READABLE);
+	out = (revents & (POLLOUT | POLLERR)) && (w->events & UAIO_WRITABLE);
+	if (!in && !out) {
+		if (revents & (POLLHUP | POLLERR))
+			uaio__watch_finish(l, w, -EPIPE);
+		return 0;
+	}
+	if (in && h->handle_input) {
+		n++;
+		if (h->handle_input(w) < 0 && (w->state & WS_ACTIVE) &&
+		    !(w->state & WS_STOPPING)) {
+			l->be->watch_stop(l, w);
+			return n;
+		}
+	}
+	if (out && h->handle_output && (w->state & WS_ACTIVE) &&
+	    !(w->state & WS_STOPPING) && (w->events & UAIO_WRITABLE)) {
+		n++;
+		if (h->handle_output(w) < 0 && (w->state & WS_ACTIVE) &&
+		    !(w->state & WS_STOPPING))
+			l->be->watch_stop(l, w);
+	}
+	return n;
+}
+
+UAIO_API int uaio_watch_start(uaio_loop *l, uaio_watch *w, int fd,
+			      uint32_t events, const struct uaio_handler *h,
+			      void *data)
+{
+	struct uaio_fdent *e;
+	int ret;
+
+	if (!l || !w || !h || (events & ~(UAIO_READABLE | UAIO_WRITABLE)))
+		return -EINVAL;
+	if (fd < 0 || fcntl(fd, F_GETFD) < 0)
+		return -EBADF;
+	if (w->state & (WS_ACTIVE | WS_CLOSING))
+		return -EBUSY;
+	e = uaio__fdent(l, fd, true);
+	if (!e)
+		return -ENOMEM;
+	if (e->w)
+		return -EEXIST;
+	w->handler = h;
+	w->data = data;
+	w->fd = fd;
+	w->events = events;
+	w->armed = 0;
+	w->state = WS_ACTIVE;
+	w->next = NULL;
+	e->w = w;
+	l->nwatch++;
+	ret = l->be->watch_arm(l, w);
+	if (ret < 0) {
+		e->w = NULL;
+		l->nwatch--;
+		w->state = 0;
+	}
+	return ret;
+}
+
+UAIO_API int uaio_watch_modify(uaio_loop *l, uaio_watch *w, uint32_t events)
+{
+	if (!l || !w || (events & ~(UAIO_READABLE | UAIO_WRITABLE)))
+		return -EINVAL;
+	if (!(w->state & WS_ACTIVE) || (w->state & WS_STOPPING))
+		return -ENOENT;
+	if (w->events == events)
+		return 0;
+	w->events = events;
+	return l->be->watch_arm(l, w);
+}
+
+UAIO_API int uaio_watch_stop(uaio_loop *l, uaio_watch *w)
+{
+	if (!l || !w)
+		return -EINVAL;
+	if (w->state & (WS_STOPPING | WS_CLOSING))
+		return -EALREADY;
+	if (!(w->state & WS_ACTIVE))
+		return -ENOENT;
+	l->be->watch_stop(l, w);
+	return 0;
+}
+
+/* ------------------------------------------------------------- proactor */
+
+/* Removes target from the loop's own queues (not yet in any kernel or
+ * worker): 0 if found and cancelled, -ENOENT otherwise. Under the lock. */
+int uaio__cancel_local(uaio_loop *l, uaio_op *target)
+{
+	uaio_op **pp, *prev = NULL;
+
+	if (target->state != OS_PENDING)
+		return -ENOENT;
+	for (pp = &l->pending_head; *pp; prev = *pp, pp = &(*pp)->next) {
+		if (*pp == target) {
+			*pp = target->next;
+			if (l->pending_tail == target)
+				l->pending_tail = prev;
+			uaio__complete(l, target, -ECANCELED);
+			return 0;
+		}
+	}
+	return -ENOENT;
+}
+
+int uaio__cancel_local_fd(uaio_loop *l, int fd)
+{
+	uaio_op **pp = &l->pending_head, *prev = NULL;
+	int n = 0;
+
+	while (*pp) {
+		uaio_op *op = *pp;
+		if (op->fd == fd && op->opcode != OP_CLOSE &&
+		    op->opcode != OP_CANCEL && op->opcode != OP_CANCEL_FD) {
+			*pp = op->next;
+			if (l->pending_tail == op)
+				l->pending_tail = prev;
+			uaio__complete(l, op, -ECANCELED);
+			n++;
+		} else {
+			prev = op;
+			pp = &op->next;
+		}
+	}
+	return n;
+}
+
+static int submit(uaio_loop *l, uaio_op *op, unsigned opcode, int fd,
+		  uaio_op_cb cb, void *data)
+{
+	bool lk;
+	int ret;
+
+	op->cb = cb;
+	op->data = data;
+	op->opcode = opcode;
+	op->fd = fd;
+	op->xflags = 0;
+	op->next = NULL;
+	lk = uaio__lock(l);
+	l->inflight++;
+	ret = l->be->submit(l, op);
+	if (ret < 0) {
+		l->inflight--;
+		op->state = OS_IDLE;
+	}
+	/* Another thread's loop may be asleep with a result it must see. */
+	if (l->threadsafe && l->done_head)
+		uaio__wake(l);
+	uaio__unlock(l, lk);
+	return ret;
+}
+
+#define OP_CHECK(l, op, cb) do { \
+	if (UAIO_UNLIKELY(!(l) || !(op) || !(cb))) return -EINVAL; \
+	if (UAIO_UNLIKELY((op)->state != OS_IDLE)) return -EBUSY; \
+} while (0)
+
+static void op_args(uaio_op *op, uint64_t off, uint64_t addr, uint64_t addr2,
+		    uint32_t len, uint32_t rw_flags)
+{
+	op->off = off;
+	op->addr = addr;
+	op->addr2 = addr2;
+	op->len = len;
+	op->rw_flags = rw_flags;
+}
+
+UAIO_API int uaio_op_nop(uaio_loop *l, uaio_op *op, uaio_op_cb cb, void *data)
+{
+	OP_CHECK(l, op, cb);
+	op_args(op, 0, 0, 0, 0, 0);
+	return submit(l, op, OP_NOP, -1, cb, data);
+}
+
+static int rw(uaio_loop *l, uaio_op *op, unsigned opcode, int fd,
+	      const void *buf, size_t len, int64_t off, uaio_op_cb cb, void *data)
+{
+	OP_CHECK(l, op, cb);
+	if (fd < 0)
+		return -EBADF;
+	if (!buf && len)
+		return -EFAULT;
+	if (len > INT_MAX || off < -1)
+		return -EINVAL;
+	op_args(op, (uint64_t)off, (uintptr_t)buf, 0, (uint32_t)len, 0);
+	return submit(l, op, opcode, fd, cb, data);
+}
+
+UAIO_API int uaio_op_read(uaio_loop *l, uaio_op *op, int fd, void *buf,
+			  size_t len, int64_t off, uaio_op_cb cb, void *data)
+{
+	return rw(l, op, OP_READ, fd, buf, len, off, cb, data);
+}
+
+UAIO_API int uaio_op_write(uaio_loop *l, uaio_op *op, int fd, const void *buf,
+			   size_t len, int64_t off, uaio_op_cb cb, void *data)
+{
+	return rw(l, op, OP_WRITE, fd, buf, len, off, cb, data);
+}
+
+static int rwv(uaio_loop *l, uaio_op *op, unsigned opcode, int fd,
+	       const struct iovec *iov, int iovcnt, int64_t off, uaio_op_cb cb,
+	       void *data)
+{
+	OP_CHECK(l, op, cb);
+	if (fd < 0)
+		return -EBADF;
+	if (iovcnt < 0 || iovcnt > IOV_MAX || off < -1)
+		return -EINVAL;
+	if (!iov && iovcnt)
+		return -EFAULT;
+	op_args(op, (uint64_t)off, (uintptr_t)iov, 0, (uint32_t)iovcnt, 0);
+	return submit(l, op, opcode, fd, cb, data);
+}
+
+UAIO_API int uaio_op_readv(uaio_loop *l, uaio_op *op, int fd,
+			   const struct iovec *iov, int iovcnt, int64_t off,
+			   uaio_op_cb cb, void *data)
+{
+	return rwv(l, op, OP_READV, fd, iov, iovcnt, off, cb, data);
+}
+
+UAIO_API int uaio_op_writev(uaio_loop *l, uaio_op *op, int fd,
+			    const struct iovec *iov, int iovcnt, int64_t off,
+			    uaio_op_cb cb, void *data)
+{
+	return rwv(l, op, OP_WRITEV, fd, iov, iovcnt, off, cb, data);
+}
+
+static int sr(uaio_loop *l, uaio_op *op, unsigned opcode, int fd,
+	      const void *buf, size_t len, int flags, uaio_op_cb cb, void *data)
+{
+	OP_CHECK(l, op, cb);
+	if (fd < 0)
+		return -EBADF;
+	if (!buf && len)
+		return -EFAULT;
+	if (len > INT_MAX)
+		return -EINVAL;
+	op_args(op, 0, (uintptr_t)buf, 0, (uint32_t)len, (uint32_t)flags);
+	return submit(l, op, opcode, fd, cb, data);
+}
+
+UAIO_API int uaio_op_recv(uaio_loop *l, uaio_op *op, int fd, void *buf,
+			  size_t len, int flags, uaio_op_cb cb, void *data)
+{
+	return sr(l, op, OP_RECV, fd, buf, len, flags, cb, data);
+}
+
+UAIO_API int uaio_op_send(uaio_loop *l, uaio_op *op, int fd, const void *buf,
+			  size_t len, int flags, uaio_op_cb cb, void *data)
+{
+	return sr(l, op, OP_SEND, fd, buf, len, flags, cb, data);
+}
+
+static int msg(uaio_loop *l, uaio_op *op, unsigned opcode, int fd,
+	       const struct msghdr *m, int flags, uaio_op_cb cb, void *data)
+{
+	OP_CHECK(l, op, cb);
+	if (fd < 0)
+		return -EBADF;
+	if (!m)
+		return -EFAULT;
+	op_args(op, 0, (uintptr_t)m, 0, 0, (uint32_t)flags);
+	return submit(l, op, opcode, fd, cb, data);
+}
+
+UAIO_API int uaio_op_recvmsg(uaio_loop *l, uaio_op *op, int fd,
+			     struct msghdr *m, int flags, uaio_op_cb cb,
+			     void *data)
+{
+	return msg(l, op, OP_RECVMSG, fd, m, flags, cb, data);
+}
+
+UAIO_API int uaio_op_sendmsg(uaio_loop *l, uaio_op *op, int fd,
+			     const struct msghdr *m, int flags, uaio_op_cb cb,
+			     void *data)
+{
+	return msg(l, op, OP_SENDMSG, fd, m, flags, cb, data);
+}
+
+UAIO_API int uaio_op_accept(uaio_loop *l, uaio_op *op, int fd,
+			    struct sockaddr *addr, socklen_t *addrlen,
+			    int flags, uaio_op_cb cb, void *data)
+{
+	OP_CHECK(l, op, cb);
+	if (fd < 0)
+		return -EBADF;
+	if (flags & ~(SOCK_NONBLOCK | SOCK_CLOEXEC))
+		return -EINVAL;
+	if (addr && !addrlen)
+		return -EFAULT;
+	op_args(op, 0, (uintptr_t)addr, (uintptr_t)addrlen, 0, (uint32_t)flags);
+	return submit(l, op, OP_ACCEPT, fd, cb, data);
+}
+
+UAIO_API int uaio_op_accept_multishot(uaio_loop *l, uaio_op *op, int fd,
+				      int flags, uaio_op_cb cb, void *data)
+{
+	OP_CHECK(l, op, cb);
+	if (fd < 0)
+		return -EBADF;
+	if (flags & ~(SOCK_NONBLOCK | SOCK_CLOEXEC))
+		return -EINVAL;
+	op_args(op, 0, 0, 0, 0, (uint32_t)flags);
+	return submit(l, op, OP_ACCEPT_MULTI, fd, cb, data);
+}
+
+UAIO_API int uaio_op_connect(uaio_loop *l, uaio_op *op, int fd,
+			     const struct sockaddr *addr, socklen_t addrlen,
+			     uaio_op_cb cb, void *data)
+{
+	OP_CHECK(l, op, cb);
+	if (fd < 0)
+		return -EBADF;
+	if (!addr)
+		return -EFAULT;
+	op_args(op, 0, (uintptr_t)addr, 0, addrlen, 0);
+	return submit(l, op, OP_CONNECT, fd, cb, data);
+}
+
+UAIO_API int uaio_op_openat(uaio_loop *l, uaio_op *op, int dfd,
+			    const char *path, int flags, mode_t mode,
+			    uaio_op_cb cb, void *data)
+{
+	OP_CHECK(l, op, cb);
+	if (!path)
+		return -EFAULT;
+	op_args(op, 0, (uintptr_t)path, 0, mode, (uint32_t)flags);
+	return submit(l, op, OP_OPENAT, dfd, cb, data);
+}
+
+UAIO_API int uaio_op_openat2(uaio_loop *l, uaio_op *op, int dfd,
+			     const char *path, struct open_how *how,
+			     uaio_op_cb cb, void *data)
+{
+	OP_CHECK(l, op, cb);
+	if (!path || !how)
+		return -EFAULT;
+	op_args(op, 0, (uintptr_t)path, (uintptr_t)how, 0, 0);
+	return submit(l, op, OP_OPENAT2, dfd, cb, data);
+}
+
+UAIO_API int uaio_op_close(uaio_loop *l, uaio_op *op, int fd, uaio_op_cb cb,
+			   void *data)
+{
+	OP_CHECK(l, op, cb);
+	if (fd < 0)
+		return -EBADF;
+	op_args(op, 0, 0, 0, 0, 0);
+	return submit(l, op, OP_CLOSE, fd, cb, data);
+}
+
+UAIO_API int uaio_op_statx(uaio_loop *l, uaio_op *op, int dfd,
+			   const char *path, int flags, unsigned mask,
+			   struct statx *stx, uaio_op_cb cb, void *data)
+{
+	OP_CHECK(l, op, cb);
+	if (!path || !stx)
+		return -EFAULT;
+	op_args(op, 0, (uintptr_t)path, (uintptr_t)stx, mask, (uint32_t)flags);
+	return submit(l, op, OP_STATX, dfd, cb, data);
+}
+
+UAIO_API int uaio_op_fsync(uaio_loop *l, uaio_op *op, int fd, int datasync,
+			   uaio_op_cb cb, void *data)
+{
+	OP_CHECK(l, op, cb);
+	if (fd < 0)
+		return -EBADF;
+	op_args(op, 0, 0, 0, 0, datasync ? 1 : 0);
+	return submit(l, op, OP_FSYNC, fd, cb, data);
+}
+
+UAIO_API int uaio_op_fallocate(uaio_loop *l, uaio_op *op, int fd, int mode,
+			       int64_t off, int64_t len, uaio_op_cb cb,
+			       void *data)
+{
+	OP_CHECK(l, op, cb);
+	if (fd < 0)
+		return -EBADF;
+	if (off < 0 || len <= 0)
+		return -EINVAL;
+	op_args(op, (uint64_t)off, (uint64_t)len, 0, (uint32_t)mode, 0);
+	return submit(l, op, OP_FALLOCATE, fd, cb, data);
+}
+
+UAIO_API int uaio_op_splice(uaio_loop *l, uaio_op *op, int fd_in,
+			    int64_t off_in, int fd_out, int64_t off_out,
+			    size_t len, unsigned flags, uaio_op_cb cb,
+			    void *data)
+{
+	OP_CHECK(l, op, cb);
+	if (fd_in < 0 || fd_out < 0)
+		return -EBADF;
+	if (len > INT_MAX || off_in < -1 || off_out < -1)
+		return -EINVAL;
+	op_args(op, (uint64_t)off_in, (uint64_t)off_out, (uint64_t)fd_out,
+		(uint32_t)len, flags);
+	return submit(l, op, OP_SPLICE, fd_in, cb, data);
+}
+
+UAIO_API int uaio_op_tee(uaio_loop *l, uaio_op *op, int fd_in, int fd_out,
+			 size_t len, unsigned flags, uaio_op_cb cb, void *data)
+{
+	OP_CHECK(l, op, cb);
+	if (fd_in < 0 || fd_out < 0)
+		return -EBADF;
+	if (len > INT_MAX)
+		return -EINVAL;
+	op_args(op, 0, 0, (uint64_t)fd_out, (uint32_t)len, flags);
+	return submit(l, op, OP_TEE, fd_in, cb, data);
+}
+
+UAIO_API int uaio_op_timeout(uaio_loop *l, uaio_op *op, uint64_t timeout_ns,
+			     uaio_op_cb cb, void *data)
+{
+	OP_CHECK(l, op, cb);
+	/* addr/addr2 double as the kernel's __kernel_timespec. */
+	op_args(op, timeout_ns, timeout_ns / 1000000000ull,
+		timeout_ns % 1000000000ull, 0, 0);
+	return submit(l, op, OP_TIMEOUT, -1, cb, data);
+}
+
+UAIO_API int uaio_op_cancel(uaio_loop *l, uaio_op *op, uaio_op *target,
+			    uaio_op_cb cb, void *data)
+{
+	OP_CHECK(l, op, cb);
+	if (!target || target == op)
+		return -EINVAL;
+	op_args(op, 0, (uintptr_t)target, 0, 0, 0);
+	return submit(l, op, OP_CANCEL, -1, cb, data);
+}
+
+UAIO_API int uaio_op_cancel_fd(uaio_loop *l, uaio_op *op, int fd,
+			       uaio_op_cb cb, void *data)
+{
+	OP_CHECK(l, op, cb);
+	if (fd < 0)
+		return -EBADF;
+	op_args(op, 0, 0, 0, 0, 0);
+	return submit(l, op, OP_CANCEL_FD, fd, cb, data);
+}
+
+UAIO_API int uaio_op_poll(uaio_loop *l, uaio_op *op, int fd, short events,
+			  uaio_op_cb cb, void *data)
+{
+	OP_CHECK(l, op, cb);
+	if (fd < 0)
+		return -EBADF;
+	op_args(op, 0, 0, 0, (uint16_t)events, 0);
+	return submit(l, op, OP_POLL, fd, cb, data);
+}
+
+UAIO_API int uaio_op_unlinkat(uaio_loop *l, uaio_op *op, int dfd,
+			      const char *path, int flags, uaio_op_cb cb,
+			      void *data)
+{
+	OP_CHECK(l, op, cb);
+	if (!path)
+		return -EFAULT;
+	op_args(op, 0, (uintptr_t)path, 0, 0, (uint32_t)flags);
+	return submit(l, op, OP_UNLINKAT, dfd, cb, data);
+}
+
+UAIO_API int uaio_op_renameat(uaio_loop *l, uaio_op *op, int olddfd,
+			      const char *oldpath, int newdfd,
+			      const char *newpath, unsigned flags,
+			      uaio_op_cb cb, void *data)
+{
+	OP_CHECK(l, op, cb);
+	if (!oldpath || !newpath)
+		return -EFAULT;
+	op_args(op, 0, (uintptr_t)oldpath, (uintptr_t)newpath,
+		(uint32_t)newdfd, flags);
+	return submit(l, op, OP_RENAMEAT, olddfd, cb, data);
+}
+
+UAIO_API int uaio_op_mkdirat(uaio_loop *l, uaio_op *op, int dfd,
+			     const char *path, mode_t mode, uaio_op_cb cb,
+			     void *data)
+{
+	OP_CHECK(l, op, cb);
+	if (!path)
+		return -EFAULT;
+	op_args(op, 0, (uintptr_t)path, 0, mode, 0);
+	return submit(l, op, OP_MKDIRAT, dfd, cb, data);
+}
+
+UAIO_API int uaio_op_symlinkat(uaio_loop *l, uaio_op *op, const char *target,
+			       int newdfd, const char *linkpath, uaio_op_cb cb,
+			       void *data)
+{
+	OP_CHECK(l, op, cb);
+	if (!target || !linkpath)
+		return -EFAULT;
+	op_args(op, 0, (uintptr_t)target, (uintptr_t)linkpath, 0, 0);
+	return submit(l, op, OP_SYMLINKAT, newdfd, cb, data);
+}
+
+UAIO_API int uaio_op_linkat(uaio_loop *l, uaio_op *op, int olddfd,
+			    const char *oldpath, int newdfd,
+			    const char *newpath, int flags, uaio_op_cb cb,
+			    void *data)
+{
+	OP_CHECK(l, op, cb);
+	if (!oldpath || !newpath)
+		return -EFAULT;
+	op_args(op, 0, (uintptr_t)oldpath, (uintptr_t)newpath,
+		(uint32_t)newdfd, (uint32_t)flags);
+	return submit(l, op, OP_LINKAT, olddfd, cb, data);
+}
+
+UAIO_API int uaio_op_fadvise(uaio_loop *l, uaio_op *op, int fd, int64_t off,
+			     int64_t len, int advice, uaio_op_cb cb, void *data)
+{
+	OP_CHECK(l, op, cb);
+	if (fd < 0)
+		return -EBADF;
+	if (off < 0 || len < 0)
+		return -EINVAL;
+	op_args(op, (uint64_t)off, (uint64_t)len, 0, 0, (uint32_t)advice);
+	return submit(l, op, OP_FADVISE, fd, cb, data);
+}
+
+UAIO_API int uaio_op_madvise(uaio_loop *l, uaio_op *op, void *addr, size_t len,
+			     int advice, uaio_op_cb cb, void *data)
+{
+	OP_CHECK(l, op, cb);
+	op_args(op, 0, (uintptr_t)addr, len, 0, (uint32_t)advice);
+	return submit(l, op, OP_MADVISE, -1, cb, data);
+}
+
+UAIO_API int uaio_op_shutdown(uaio_loop *l, uaio_op *op, int fd, int how,
+			      uaio_op_cb cb, void *data)
+{
+	OP_CHECK(l, op, cb);
+	if (fd < 0)
+		return -EBADF;
+	op_args(op, 0, 0, 0, (uint32_t)how, 0);
+	return submit(l, op, OP_SHUTDOWN, fd, cb, data);
+}
+
+UAIO_API int uaio_op_work(uaio_loop *l, uaio_op *op, long (*fn)(void *),
+			  void *arg, uaio_op_cb cb, void *data)
+{
+	OP_CHECK(l, op, cb);
+	if (!fn)
+		return -EINVAL;
+	op_args(op, 0, (uintptr_t)fn, (uintptr_t)arg, 0, 0);
+	return submit(l, op, OP_WORK, -1, cb, data);
+}

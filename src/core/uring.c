@@ -1,0 +1,662 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * io_uring backend. user_data carries a pointer with a 2-bit tag:
+ *   0 op, 1 watch (one-shot poll, re-armed after dispatch: level-triggered),
+ *   2 the wake eventfd read, 3 internal requests whose CQE is ignored.
+ * Ops beyond what the CQ can hold wait in loop->pending, so the kernel
+ * never has to overflow for ops; watches rely on IORING_FEAT_NODROP.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <limits.h>
+#include <liburing.h>
+#include <poll.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "core/internal.h"
+
+#define TAG_OP		0u
+#define TAG_WATCH	1u
+#define TAG_WAKE	2u
+#define TAG_IGNORE	3u
+#define TAG_MASK	3u
+#define CQE_BATCH	64
+
+struct uring_state {
+	struct io_uring ring;
+	unsigned cq_cap;	/* ops allowed in the kernel at once */
+	unsigned kops;		/* ops + internal requests in the kernel */
+	bool enabled;		/* R_DISABLED ring enabled by its issuer */
+	bool defer;		/* DEFER_TASKRUN: completions need GETEVENTS */
+	bool wake_armed;
+	bool cancel_fd;
+};
+
+#define U(l) ((struct uring_state *)(l)->bs)
+
+static inline uint64_t ud(const void *p, unsigned tag)
+{
+	return (uint64_t)(uintptr_t)p | tag;
+}
+
+static int ring_enable(uaio_loop *l)
+{
+	struct uring_state *u = U(l);
+
+	if (UAIO_LIKELY(u->enabled))
+		return 0;
+	/* The first thread to submit becomes the single issuer. */
+	if (u->ring.flags & IORING_SETUP_R_DISABLED) {
+		/* liburing 2.3 declares io_uring_enable_rings but does not
+		 * export it: register directly. */
+		if (syscall(__NR_io_uring_register, u->ring.ring_fd,
+			    IORING_REGISTER_ENABLE_RINGS, NULL, 0) < 0)
+			return -errno;
+	}
+	u->enabled = true;
+	if (!l->threadsafe && io_uring_register_ring_fd(&u->ring) == 1)
+		l->features |= UAIO_FEAT_REG_RING_FD;
+	return 0;
+}
+
+static int ring_submit(uaio_loop *l)
+{
+	int r = ring_enable(l);
+	if (r < 0)
+		return r;
+	do {
+		r = io_uring_submit(&U(l)->ring);
+	} while (r == -EINTR);
+	return r;
+}
+
+/* An SQE, submitting what is queued if the SQ is full. */
+static struct io_uring_sqe *get_sqe(uaio_loop *l)
+{
+	struct uring_state *u = U(l);
+	struct io_uring_sqe *sqe = io_uring_get_sqe(&u->ring);
+
+	if (UAIO_UNLIKELY(!sqe)) {
+		ring_submit(l);
+		sqe = io_uring_get_sqe(&u->ring);
+	}
+	return sqe;
+}
+
+static int uring_init(uaio_loop *l, const struct uaio_loop_params *p)
+{
+	struct uring_state *u = calloc(1, sizeof(*u));
+	struct io_uring_params prm;
+	unsigned entries = p && p->entries ? p->entries : 256;
+	unsigned base = IORING_SETUP_CQSIZE | IORING_SETUP_CLAMP;
+	/* Best first; each step drops what an older kernel refuses. */
+	unsigned tries[4];
+	int n = 0, r = -ENOSYS;
+
+	if (!u)
+		return -ENOMEM;
+	if (p && (p->flags & UAIO_LOOP_SQPOLL))
+		tries[n++] = base | IORING_SETUP_SQPOLL;
+	if (!(l->flags & UAIO_LOOP_THREADSAFE)) {
+		tries[n++] = base | IORING_SETUP_SINGLE_ISSUER |
+			     IORING_SETUP_DEFER_TASKRUN | IORING_SETUP_R_DISABLED;
+		tries[n++] = base | IORING_SETUP_COOP_TASKRUN;
+	}
+	tries[n++] = base;
+	for (int i = 0; i < n; i++) {
+		memset(&prm, 0, sizeof(prm));
+		prm.flags = tries[i];
+		prm.cq_entries = entries * 16 < 4096 ? 4096 : entries * 16;
+		r = io_uring_queue_init_params(entries, &u->ring, &prm);
+		if (r == 0)
+			break;
+	}
+	if (r < 0) {
+		free(u);
+		return r;
+	}
+	/* Without these the guarantees above do not hold: use epoll. */
+	if (!(prm.features & IORING_FEAT_NODROP) ||
+	    !(prm.features & IORING_FEAT_EXT_ARG)) {
+		io_uring_queue_exit(&u->ring);
+		free(u);
+		return -EOPNOTSUPP;
+	}
+	if (prm.flags & IORING_SETUP_SINGLE_ISSUER)
+		l->features |= UAIO_FEAT_SINGLE_ISSUER;
+	if (prm.flags & IORING_SETUP_DEFER_TASKRUN) {
+		l->features |= UAIO_FEAT_DEFER_TASKRUN;
+		u->defer = true;
+	}
+	if (prm.flags & IORING_SETUP_COOP_TASKRUN)
+		l->features |= UAIO_FEAT_COOP_TASKRUN;
+	if (prm.flags & IORING_SETUP_SQPOLL)
+		l->features |= UAIO_FEAT_SQPOLL;
+	/* Thread-safe rings have no issuer to register: ready at once. */
+	u->enabled = l->threadsafe;
+	{
+		struct io_uring_probe *probe = io_uring_get_probe_ring(&u->ring);
+		/* ASYNC_CANCEL_FD arrived with 5.19 together with OP_SOCKET. */
+		if (probe && io_uring_opcode_supported(probe, IORING_OP_SOCKET)) {
+			l->features |= UAIO_FEAT_MULTISHOT | UAIO_FEAT_CANCEL_FD;
+			u->cancel_fd = true;
+		}
+		if (probe)
+			io_uring_free_probe(probe);
+	}
+	u->cq_cap = prm.cq_entries > 256 ? prm.cq_entries - 128 : prm.cq_entries / 2;
+	l->bs = u;
+	return 0;
+}
+
+static void uring_fini(uaio_loop *l)
+{
+	struct uring_state *u = U(l);
+
+	if (!u)
+		return;
+	io_uring_queue_exit(&u->ring);
+	free(u);
+	l->bs = NULL;
+}
+
+static void prep(struct io_uring_sqe *sqe, uaio_op *op)
+{
+	void *a = (void *)(uintptr_t)op->addr;
+	void *a2 = (void *)(uintptr_t)op->addr2;
+
+	switch (op->opcode) {
+	case OP_NOP:
+		io_uring_prep_nop(sqe);
+		break;
+	case OP_READ:
+		io_uring_prep_read(sqe, op->fd, a, op->len, op->off);
+		break;
+	case OP_WRITE:
+		io_uring_prep_write(sqe, op->fd, a, op->len, op->off);
+		break;
+	case OP_READV:
+		io_uring_prep_readv(sqe, op->fd, a, op->len, op->off);
+		break;
+	case OP_WRITEV:
+		io_uring_prep_writev(sqe, op->fd, a, op->len, op->off);
+		break;
+	case OP_RECV:
+		io_uring_prep_recv(sqe, op->fd, a, op->len, (int)op->rw_flags);
+		break;
+	case OP_SEND:
+		io_uring_prep_send(sqe, op->fd, a, op->len,
+				   (int)op->rw_flags | MSG_NOSIGNAL);
+		break;
+	case OP_RECVMSG:
+		io_uring_prep_recvmsg(sqe, op->fd, a, op->rw_flags);
+		break;
+	case OP_SENDMSG:
+		io_uring_prep_sendmsg(sqe, op->fd, a, op->rw_flags | MSG_NOSIGNAL);
+		break;
+	case OP_ACCEPT:
+		io_uring_prep_accept(sqe, op->fd, a, a2, (int)op->rw_flags);
+		break;
+	case OP_ACCEPT_MULTI:
+		io_uring_prep_multishot_accept(sqe, op->fd, NULL, NULL,
+					       (int)op->rw_flags);
+		break;
+	case OP_CONNECT:
+		io_uring_prep_connect(sqe, op->fd, a, op->len);
+		break;
+	case OP_OPENAT:
+		io_uring_prep_openat(sqe, op->fd, a, (int)op->rw_flags, op->len);
+		break;
+	case OP_OPENAT2:
+		io_uring_prep_openat2(sqe, op->fd, a, a2);
+		break;
+	case OP_CLOSE:
+		io_uring_prep_close(sqe, op->fd);
+		break;
+	case OP_STATX:
+		io_uring_prep_statx(sqe, op->fd, a, (int)op->rw_flags, op->len, a2);
+		break;
+	case OP_FSYNC:
+		io_uring_prep_fsync(sqe, op->fd,
+				    op->rw_flags ? IORING_FSYNC_DATASYNC : 0);
+		break;
+	case OP_FALLOCATE:
+		io_uring_prep_fallocate(sqe, op->fd, (int)op->len, op->off, op->addr);
+		break;
+	case OP_SPLICE:
+		io_uring_prep_splice(sqe, op->fd, (int64_t)op->off, (int)op->addr2,
+				     (int64_t)op->addr, op->len, op->rw_flags);
+		break;
+	case OP_TEE:
+		io_uring_prep_tee(sqe, op->fd, (int)op->addr2, op->len, op->rw_flags);
+		break;
+	case OP_TIMEOUT:
+		io_uring_prep_timeout(sqe, (struct __kernel_timespec *)&op->addr, 0, 0);
+		break;
+	case OP_POLL:
+		io_uring_prep_poll_add(sqe, op->fd, op->len);
+		break;
+	case OP_UNLINKAT:
+		io_uring_prep_unlinkat(sqe, op->fd, a, (int)op->rw_flags);
+		break;
+	case OP_RENAMEAT:
+		io_uring_prep_renameat(sqe, op->fd, a, (int)op->len, a2, op->rw_flags);
+		break;
+	case OP_MKDIRAT:
+		io_uring_prep_mkdirat(sqe, op->fd, a, op->len);
+		break;
+	case OP_SYMLINKAT:
+		io_uring_prep_symlinkat(sqe, a, op->fd, a2);
+		break;
+	case OP_LINKAT:
+		io_uring_prep_linkat(sqe, op->fd, a, (int)op->len, a2, (int)op->rw_flags);
+		break;
+	case OP_FADVISE:
+		io_uring_prep_fadvise(sqe, op->fd, op->off, (off_t)op->addr,
+				      (int)op->rw_flags);
+		break;
+	case OP_MADVISE:
+		io_uring_prep_madvise(sqe, a, (off_t)op->addr2, (int)op->rw_flags);
+		break;
+	case OP_SHUTDOWN:
+		io_uring_prep_shutdown(sqe, op->fd, (int)op->len);
+		break;
+	}
+	io_uring_sqe_set_data64(sqe, ud(op, TAG_OP));
+}
+
+/* Into the kernel, or onto the pending list when the CQ is spoken for. */
+static int issue(uaio_loop *l, uaio_op *op)
+{
+	struct uring_state *u = U(l);
+	struct io_uring_sqe *sqe, *sqe2 = NULL;
+
+	if (UAIO_UNLIKELY(u->kops + 2 > u->cq_cap))
+		goto defer;
+	sqe = get_sqe(l);
+	if (UAIO_UNLIKELY(!sqe))
+		goto defer;
+	if (op->opcode == OP_CLOSE && u->cancel_fd) {
+		/* Cancel what is in flight on fd first, whatever it finds:
+		 * a hard link runs the close even if the cancel "fails". */
+		io_uring_prep_cancel_fd(sqe, op->fd, IORING_ASYNC_CANCEL_ALL);
+		io_uring_sqe_set_data64(sqe, ud(NULL, TAG_IGNORE));
+		sqe->flags |= IOSQE_IO_HARDLINK;
+		u->kops++;
+		/* The pair must reach the kernel together: no submit between. */
+		sqe2 = io_uring_get_sqe(&u->ring);
+		if (!sqe2) {
+			sqe->flags &= ~IOSQE_IO_HARDLINK;
+			ring_submit(l);
+			sqe2 = get_sqe(l);
+			if (!sqe2)
+				goto defer;
+		}
+		sqe = sqe2;
+	}
+	prep(sqe, op);
+	op->state = OS_KERNEL;
+	u->kops++;
+	return 0;
+defer:
+	op->state = OS_PENDING;
+	op->next = NULL;
+	if (l->pending_tail)
+		l->pending_tail->next = op;
+	else
+		l->pending_head = op;
+	l->pending_tail = op;
+	return 0;
+}
+
+static void end_watch_on_close(uaio_loop *l, int fd)
+{
+	struct uaio_fdent *e = uaio__fdent(l, fd, false);
+	uaio_watch *w = e ? e->w : NULL;
+
+	if (!w || !(w->state & WS_ACTIVE))
+		return;
+	uaio__watch_set_reason(w, -EBADF);
+	w->state |= WS_STOPPING;
+	e->w = NULL;
+	/* An armed poll is cancelled by the close's cancel-fd; its CQE
+	 * finishes the watch. */
+	if (!w->armed || !U(l)->cancel_fd)
+		uaio__watch_finish(l, w, -EBADF);
+	if (w->armed && !U(l)->cancel_fd) {
+		struct io_uring_sqe *sqe = get_sqe(l);
+		if (sqe) {
+			io_uring_prep_poll_remove(sqe, ud(w, TAG_WATCH));
+			io_uring_sqe_set_data64(sqe, ud(NULL, TAG_IGNORE));
+			U(l)->kops++;
+		}
+	}
+}
+
+static int uring_submit(uaio_loop *l, uaio_op *op)
+{
+	switch (op->opcode) {
+	case OP_WORK:
+		return uaio__workers_submit(l, op);
+	case OP_CANCEL:
+		return l->be->cancel(l, op, (uaio_op *)(uintptr_t)op->addr);
+	case OP_CANCEL_FD:
+		return l->be->cancel_fd(l, op);
+	case OP_CLOSE:
+		uaio__cancel_local_fd(l, op->fd);
+		end_watch_on_close(l, op->fd);
+		break;
+	}
+	if (l->pending_head) {	/* keep FIFO order behind waiting ops */
+		op->state = OS_PENDING;
+		l->pending_tail->next = op;
+		l->pending_tail = op;
+		return 0;
+	}
+	return issue(l, op);
+}
+
+static int uring_cancel(uaio_loop *l, uaio_op *op, uaio_op *target)
+{
+	struct io_uring_sqe *sqe;
+	int r;
+
+	switch (target->state) {
+	case OS_PENDING:
+		r = uaio__cancel_local(l, target);
+		break;
+	case OS_WORKQ:
+	case OS_RUNNING:
+		r = uaio__workers_cancel(l, target);
+		break;
+	case OS_KERNEL:
+		sqe = get_sqe(l);
+		if (!sqe)
+			return -EAGAIN;
+		io_uring_prep_cancel64(sqe, ud(target, TAG_OP), 0);
+		io_uring_sqe_set_data64(sqe, ud(op, TAG_OP));
+		op->state = OS_KERNEL;
+		U(l)->kops++;
+		return 0;
+	default:
+		r = -ENOENT;
+	}
+	uaio__complete(l, op, r);
+	return 0;
+}
+
+static int uring_cancel_fd(uaio_loop *l, uaio_op *op)
+{
+	struct uring_state *u = U(l);
+	struct io_uring_sqe *sqe;
+	int local = uaio__cancel_local_fd(l, op->fd);
+
+	local += uaio__workers_cancel_fd(l, op->fd);
+	if (!u->cancel_fd || !(sqe = get_sqe(l))) {
+		uaio__complete(l, op, local);
+		return 0;
+	}
+	io_uring_prep_cancel_fd(sqe, op->fd, IORING_ASYNC_CANCEL_ALL);
+	io_uring_sqe_set_data64(sqe, ud(op, TAG_OP));
+	op->off = (uint64_t)local;	/* added to the kernel's count */
+	op->state = OS_KERNEL;
+	u->kops++;
+	return 0;
+}
+
+static void arm_wake(uaio_loop *l)
+{
+	struct uring_state *u = U(l);
+	struct io_uring_sqe *sqe;
+
+	if (u->wake_armed)
+		return;
+	sqe = get_sqe(l);
+	if (!sqe)
+		return;
+	io_uring_prep_read(sqe, l->wake_fd, &l->wake_buf, sizeof(l->wake_buf), 0);
+	io_uring_sqe_set_data64(sqe, ud(l, TAG_WAKE));
+	u->wake_armed = true;
+}
+
+static unsigned poll_mask(uint32_t events)
+{
+	return (events & UAIO_READABLE ? POLLIN | POLLRDHUP : 0) |
+	       (events & UAIO_WRITABLE ? POLLOUT : 0);
+}
+
+static int uring_watch_arm(uaio_loop *l, uaio_watch *w)
+{
+	struct io_uring_sqe *sqe;
+
+	if (w->armed) {
+		/* Changing the mask: remove the poll; its -ECANCELED CQE
+		 * re-arms with the current events. */
+		if (!(w->state & WS_REMOVING)) {
+			sqe = get_sqe(l);
+			if (!sqe)
+				return -EAGAIN;
+			io_uring_prep_poll_remove(sqe, ud(w, TAG_WATCH));
+			io_uring_sqe_set_data64(sqe, ud(NULL, TAG_IGNORE));
+			U(l)->kops++;
+			w->state |= WS_REMOVING;
+		}
+		return 0;
+	}
+	if (!w->events)
+		return 0;
+	sqe = get_sqe(l);
+	if (!sqe)
+		return -EAGAIN;
+	io_uring_prep_poll_add(sqe, w->fd, poll_mask(w->events));
+	io_uring_sqe_set_data64(sqe, ud(w, TAG_WATCH));
+	w->armed = w->events;
+	return 0;
+}
+
+static void uring_watch_stop(uaio_loop *l, uaio_watch *w)
+{
+	struct uaio_fdent *e = uaio__fdent(l, w->fd, false);
+
+	uaio__watch_set_reason(w, 0);
+	w->state |= WS_STOPPING;
+	if (e && e->w == w)
+		e->w = NULL;
+	if (!w->armed) {
+		uaio__watch_finish(l, w, 0);
+		return;
+	}
+	struct io_uring_sqe *sqe = get_sqe(l);
+	if (sqe) {
+		io_uring_prep_poll_remove(sqe, ud(w, TAG_WATCH));
+		io_uring_sqe_set_data64(sqe, ud(NULL, TAG_IGNORE));
+		U(l)->kops++;
+	}
+}
+
+static int watch_cqe(uaio_loop *l, uaio_watch *w, int res)
+{
+	int n;
+
+	w->armed = 0;
+	w->state &= ~WS_REMOVING;
+	if (w->state & WS_STOPPING) {
+		uaio__watch_finish(l, w, uaio__watch_reason(w));
+		return 0;
+	}
+	if (!(w->state & WS_ACTIVE))
+		return 0;
+	if (res == -ECANCELED) {	/* mask change or cancel_fd: re-arm */
+		uring_watch_arm(l, w);
+		return 0;
+	}
+	if (res < 0) {
+		uaio__watch_finish(l, w, res == -EBADF ? -EBADF : -EPIPE);
+		return 0;
+	}
+	n = uaio__watch_dispatch(l, w, (unsigned)res);
+	if ((w->state & WS_ACTIVE) && !(w->state & WS_STOPPING) && !w->armed)
+		uring_watch_arm(l, w);
+	return n;
+}
+
+/* Moves pending ops into the ring while there is room. */
+static void refill(uaio_loop *l)
+{
+	struct uring_state *u = U(l);
+
+	while (l->pending_head && u->kops + 2 <= u->cq_cap) {
+		uaio_op *op = l->pending_head;
+		l->pending_head = op->next;
+		if (!l->pending_head)
+			l->pending_tail = NULL;
+		issue(l, op);
+		if (op->state == OS_PENDING)	/* no SQE: try later */
+			break;
+	}
+}
+
+static void uring_flush(uaio_loop *l)
+{
+	if (io_uring_sq_ready(&U(l)->ring))
+		ring_submit(l);
+}
+
+struct cqe_copy {
+	uint64_t ud;
+	int32_t res;
+	uint32_t flags;
+};
+
+static int reap(uaio_loop *l)
+{
+	struct uring_state *u = U(l);
+	struct io_uring_cqe *cqes[CQE_BATCH];
+	struct cqe_copy c[CQE_BATCH];
+	int total = 0;
+
+	for (;;) {
+		unsigned n = io_uring_peek_batch_cqe(&u->ring, cqes, CQE_BATCH);
+		bool lk;
+
+		if (!n)
+			break;
+		for (unsigned i = 0; i < n; i++)
+			c[i] = (struct cqe_copy){ cqes[i]->user_data, cqes[i]->res,
+						  cqes[i]->flags };
+		io_uring_cq_advance(&u->ring, n);
+
+		for (unsigned i = 0; i < n; i++) {
+			void *p = (void *)(uintptr_t)(c[i].ud & ~(uint64_t)TAG_MASK);
+
+			switch (c[i].ud & TAG_MASK) {
+			case TAG_OP: {
+				uaio_op *op = p;
+				int res = c[i].res;
+
+				if (c[i].flags & IORING_CQE_F_MORE) {
+					op->xflags |= OX_MORE;
+				} else {
+					lk = uaio__lock(l);
+					u->kops--;
+					l->inflight--;
+					uaio__unlock(l, lk);
+					op->xflags &= ~OX_MORE;
+					op->state = OS_IDLE;
+					if (op->opcode == OP_CANCEL_FD)
+						res = (res == -ENOENT ? 0 : res) + (int)op->off;
+				}
+				op->cb(op, res, op->data);
+				total++;
+				break;
+			}
+			case TAG_WATCH:
+				total += watch_cqe(l, p, c[i].res);
+				break;
+			case TAG_WAKE:
+				u->wake_armed = false;
+				total += uaio__drain_inbox(l);
+				arm_wake(l);
+				break;
+			default:
+				lk = uaio__lock(l);
+				u->kops--;
+				uaio__unlock(l, lk);
+			}
+		}
+		if (n < CQE_BATCH)
+			break;
+	}
+	if (l->pending_head) {
+		bool lk = uaio__lock(l);
+		refill(l);
+		uaio__unlock(l, lk);
+	}
+	return total;
+}
+
+static int uring_wait(uaio_loop *l, int64_t timeout_ns)
+{
+	struct uring_state *u = U(l);
+	struct io_uring_cqe *cqe;
+	int r;
+	bool lk;
+
+	r = ring_enable(l);
+	if (r < 0)
+		return r;
+	arm_wake(l);
+	lk = uaio__lock(l);
+	if (l->threadsafe) {
+		/* Other threads submit under the lock; wait without it. */
+		if (io_uring_sq_ready(&u->ring))
+			ring_submit(l);
+		uaio__unlock(l, lk);
+		lk = false;
+	}
+	if (timeout_ns == 0) {
+		if (io_uring_sq_ready(&u->ring) || u->defer)
+			r = io_uring_submit_and_get_events(&u->ring);
+	} else if (!io_uring_cq_ready(&u->ring)) {
+		struct __kernel_timespec ts, *tsp = NULL;
+
+		if (timeout_ns > 0) {
+			ts.tv_sec = timeout_ns / 1000000000;
+			ts.tv_nsec = timeout_ns % 1000000000;
+			tsp = &ts;
+		}
+		if (l->threadsafe)
+			r = io_uring_wait_cqes(&u->ring, &cqe, 1, tsp, NULL);
+		else
+			r = io_uring_submit_and_wait_timeout(&u->ring, &cqe, 1, tsp, NULL);
+	} else if (io_uring_sq_ready(&u->ring)) {
+		r = io_uring_submit(&u->ring);
+	}
+	uaio__unlock(l, lk);
+	if (r < 0 && r != -ETIME && r != -EINTR && r != -EAGAIN && r != -EBUSY)
+		return r;
+	return reap(l);
+}
+
+static int uring_fd(const uaio_loop *l)
+{
+	return U(l)->ring.ring_fd;
+}
+
+const struct uaio_backend uaio__uring_backend = {
+	.name = "io_uring",
+	.kind = UAIO_BACKEND_URING,
+	.init = uring_init,
+	.fini = uring_fini,
+	.submit = uring_submit,
+	.watch_arm = uring_watch_arm,
+	.watch_stop = uring_watch_stop,
+	.wait = uring_wait,
+	.flush = uring_flush,
+	.cancel = uring_cancel,
+	.cancel_fd = uring_cancel_fd,
+	.fd = uring_fd,
+};

@@ -109,6 +109,7 @@ struct uaio_loop {
 	bool threadsafe;
 
 	uint64_t now;
+	bool now_valid;
 	unsigned inflight;		/* ops submitted, final callback not yet run */
 	unsigned nwatch;		/* active watches */
 

@@ -130,9 +130,19 @@ UAIO_API int uaio_loop_fd(const uaio_loop *l)
 	return l->be->fd(l);
 }
 
+/* The clock is read only when someone needs it: timers, or a caller. */
+static uint64_t loop_now(uaio_loop *l)
+{
+	if (!l->now_valid) {
+		l->now = uaio__clock_ns();
+		l->now_valid = true;
+	}
+	return l->now;
+}
+
 UAIO_API uint64_t uaio_loop_now(uaio_loop *l)
 {
-	return l->now;
+	return loop_now(l);
 }
 
 UAIO_API unsigned uaio_loop_inflight(const uaio_loop *l)
@@ -414,6 +424,9 @@ static int run_timers(uaio_loop *l)
 {
 	int n = 0;
 
+	if (!l->nheap)
+		return 0;
+	loop_now(l);
 	while (l->nheap && l->heap[0].when <= l->now) {
 		bool lk = uaio__lock(l);
 		uintptr_t p;
@@ -474,14 +487,14 @@ UAIO_API int uaio_loop_run_once(uaio_loop *l, int64_t timeout_ns)
 
 	if (!l)
 		return -EINVAL;
-	l->now = uaio__clock_ns();
+	l->now_valid = false;
 	n = run_timers(l);
 	n += uaio__run_done(l);
 	n += run_closing(l);
 	if (n || l->stop || l->done_head || l->closing) {
 		timeout_ns = 0;
 	} else if (l->nheap) {
-		int64_t until = (int64_t)(l->heap[0].when - l->now);
+		int64_t until = (int64_t)(l->heap[0].when - loop_now(l));
 		if (until < 0)
 			until = 0;
 		if (timeout_ns < 0 || until < timeout_ns)
@@ -491,7 +504,7 @@ UAIO_API int uaio_loop_run_once(uaio_loop *l, int64_t timeout_ns)
 	if (r < 0)
 		return r;
 	n += r;
-	l->now = uaio__clock_ns();
+	l->now_valid = false;
 	n += run_timers(l);
 	n += uaio__run_done(l);
 	n += run_closing(l);

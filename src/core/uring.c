@@ -630,6 +630,8 @@ static int uring_wait(uaio_loop *l, int64_t timeout_ns)
 		}
 		if (l->threadsafe)
 			r = io_uring_wait_cqes(&u->ring, &cqe, 1, tsp, NULL);
+		else if (!tsp)	/* one plain enter: the common, hot case */
+			r = io_uring_submit_and_wait(&u->ring, 1);
 		else
 			r = io_uring_submit_and_wait_timeout(&u->ring, &cqe, 1, tsp, NULL);
 	} else if (io_uring_sq_ready(&u->ring)) {

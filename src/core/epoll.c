@@ -471,15 +471,15 @@ static int run_queue(uaio_loop *l, uaio_op **h, uaio_op **t,
 
 static int handle_fd(uaio_loop *l, int fd, uint32_t events)
 {
-	struct uaio_fdent *e = uaio__fdent(l, fd, false);
+	struct uaio_fdent *e;
 	struct more_res more[16];
 	int nmore = 0, n = 0;
-	bool lk;
+	uaio_watch *w = NULL;
+	/* Other threads may grow the fd table of a thread-safe loop. */
+	bool lk = uaio__lock(l);
 
-	if (!e)
-		return 0;
-	lk = uaio__lock(l);
-	if (e->q) {
+	e = uaio__fdent(l, fd, false);
+	if (e && e->q) {
 		if (events & (EPOLLIN | EPOLLHUP | EPOLLERR | EPOLLRDHUP))
 			nmore = run_queue(l, &e->q->rh, &e->q->rt, more, nmore, 16);
 		if (events & (EPOLLOUT | EPOLLHUP | EPOLLERR))
@@ -490,9 +490,13 @@ static int handle_fd(uaio_loop *l, int fd, uint32_t events)
 		more[i].op->xflags |= OX_MORE;
 		more[i].op->cb(more[i].op, (int)more[i].res, more[i].op->data);
 	}
+	lk = uaio__lock(l);
 	e = uaio__fdent(l, fd, false);
 	if (e && e->w && (e->w->state & WS_ACTIVE) && !(e->w->state & WS_STOPPING))
-		n += uaio__watch_dispatch(l, e->w, events);
+		w = e->w;
+	uaio__unlock(l, lk);
+	if (w)
+		n += uaio__watch_dispatch(l, w, events);
 	lk = uaio__lock(l);
 	update_reg(l, fd);
 	uaio__unlock(l, lk);

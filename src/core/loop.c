@@ -464,10 +464,16 @@ static int run_closing(uaio_loop *l)
 	int n = 0;
 
 	while (l->closing) {
+		bool lk = uaio__lock(l);
 		uaio_watch *w = l->closing;
 
-		l->closing = w->next;
-		w->state = 0;
+		if (w) {
+			l->closing = w->next;
+			w->state = 0;
+		}
+		uaio__unlock(l, lk);
+		if (!w)
+			break;
 		if (w->handler && w->handler->handle_close)
 			w->handler->handle_close(w, uaio__watch_reason(w));
 		n++;
@@ -614,6 +620,7 @@ UAIO_API int uaio_watch_start(uaio_loop *l, uaio_watch *w, int fd,
 			      void *data)
 {
 	struct uaio_fdent *e;
+	bool lk;
 	int ret;
 
 	if (!l || !w || !h || (events & ~(UAIO_READABLE | UAIO_WRITABLE)))
@@ -622,11 +629,12 @@ UAIO_API int uaio_watch_start(uaio_loop *l, uaio_watch *w, int fd,
 		return -EBADF;
 	if (w->state & (WS_ACTIVE | WS_CLOSING))
 		return -EBUSY;
+	lk = uaio__lock(l);
 	e = uaio__fdent(l, fd, true);
-	if (!e)
-		return -ENOMEM;
-	if (e->w)
-		return -EEXIST;
+	if (!e || e->w) {
+		uaio__unlock(l, lk);
+		return !e ? -ENOMEM : -EEXIST;
+	}
 	w->handler = h;
 	w->data = data;
 	w->fd = fd;
@@ -638,15 +646,19 @@ UAIO_API int uaio_watch_start(uaio_loop *l, uaio_watch *w, int fd,
 	l->nwatch++;
 	ret = l->be->watch_arm(l, w);
 	if (ret < 0) {
-		e->w = NULL;
+		uaio__fdent(l, fd, false)->w = NULL;
 		l->nwatch--;
 		w->state = 0;
 	}
+	uaio__unlock(l, lk);
 	return ret;
 }
 
 UAIO_API int uaio_watch_modify(uaio_loop *l, uaio_watch *w, uint32_t events)
 {
+	bool lk;
+	int r;
+
 	if (!l || !w || (events & ~(UAIO_READABLE | UAIO_WRITABLE)))
 		return -EINVAL;
 	if (!(w->state & WS_ACTIVE) || (w->state & WS_STOPPING))
@@ -654,18 +666,25 @@ UAIO_API int uaio_watch_modify(uaio_loop *l, uaio_watch *w, uint32_t events)
 	if (w->events == events)
 		return 0;
 	w->events = events;
-	return l->be->watch_arm(l, w);
+	lk = uaio__lock(l);
+	r = l->be->watch_arm(l, w);
+	uaio__unlock(l, lk);
+	return r;
 }
 
 UAIO_API int uaio_watch_stop(uaio_loop *l, uaio_watch *w)
 {
+	bool lk;
+
 	if (!l || !w)
 		return -EINVAL;
 	if (w->state & (WS_STOPPING | WS_CLOSING))
 		return -EALREADY;
 	if (!(w->state & WS_ACTIVE))
 		return -ENOENT;
+	lk = uaio__lock(l);
 	l->be->watch_stop(l, w);
+	uaio__unlock(l, lk);
 	return 0;
 }
 

@@ -411,15 +411,19 @@ static void arm_wake(uaio_loop *l)
 {
 	struct uring_state *u = U(l);
 	struct io_uring_sqe *sqe;
+	bool lk;
 
 	if (u->wake_armed)
 		return;
+	lk = uaio__lock(l);
 	sqe = get_sqe(l);
-	if (!sqe)
-		return;
-	io_uring_prep_read(sqe, l->wake_fd, &l->wake_buf, sizeof(l->wake_buf), 0);
-	io_uring_sqe_set_data64(sqe, ud(l, TAG_WAKE));
-	u->wake_armed = true;
+	if (sqe) {
+		io_uring_prep_read(sqe, l->wake_fd, &l->wake_buf,
+				   sizeof(l->wake_buf), 0);
+		io_uring_sqe_set_data64(sqe, ud(l, TAG_WAKE));
+		u->wake_armed = true;
+	}
+	uaio__unlock(l, lk);
 }
 
 static unsigned poll_mask(uint32_t events)
@@ -428,7 +432,7 @@ static unsigned poll_mask(uint32_t events)
 	       (events & UAIO_WRITABLE ? POLLOUT : 0);
 }
 
-static int uring_watch_arm(uaio_loop *l, uaio_watch *w)
+static int watch_arm_locked(uaio_loop *l, uaio_watch *w)
 {
 	struct io_uring_sqe *sqe;
 
@@ -457,7 +461,17 @@ static int uring_watch_arm(uaio_loop *l, uaio_watch *w)
 	return 0;
 }
 
-static void uring_watch_stop(uaio_loop *l, uaio_watch *w)
+/* Thread-safe loops share the SQ with submitters: lock around it. */
+static int uring_watch_arm(uaio_loop *l, uaio_watch *w)
+{
+	bool lk = uaio__lock(l);
+	int r = watch_arm_locked(l, w);
+
+	uaio__unlock(l, lk);
+	return r;
+}
+
+static void watch_stop_locked(uaio_loop *l, uaio_watch *w)
 {
 	struct uaio_fdent *e = uaio__fdent(l, w->fd, false);
 
@@ -477,26 +491,36 @@ static void uring_watch_stop(uaio_loop *l, uaio_watch *w)
 	}
 }
 
+static void uring_watch_stop(uaio_loop *l, uaio_watch *w)
+{
+	bool lk = uaio__lock(l);
+
+	watch_stop_locked(l, w);
+	uaio__unlock(l, lk);
+}
+
 static int watch_cqe(uaio_loop *l, uaio_watch *w, int res)
 {
 	int n;
+
+	bool lk = uaio__lock(l);
 
 	w->armed = 0;
 	w->state &= ~WS_REMOVING;
 	if (w->state & WS_STOPPING) {
 		uaio__watch_finish(l, w, uaio__watch_reason(w));
+		uaio__unlock(l, lk);
 		return 0;
 	}
-	if (!(w->state & WS_ACTIVE))
-		return 0;
-	if (res == -ECANCELED) {	/* mask change or cancel_fd: re-arm */
-		uring_watch_arm(l, w);
-		return 0;
-	}
-	if (res < 0) {
-		uaio__watch_finish(l, w, res == -EBADF ? -EBADF : -EPIPE);
+	if (!(w->state & WS_ACTIVE) || res == -ECANCELED || res < 0) {
+		if (res == -ECANCELED)	/* mask change or cancel_fd: re-arm */
+			watch_arm_locked(l, w);
+		else if (res < 0)
+			uaio__watch_finish(l, w, res == -EBADF ? -EBADF : -EPIPE);
+		uaio__unlock(l, lk);
 		return 0;
 	}
+	uaio__unlock(l, lk);
 	n = uaio__watch_dispatch(l, w, (unsigned)res);
 	if ((w->state & WS_ACTIVE) && !(w->state & WS_STOPPING) && !w->armed)
 		uring_watch_arm(l, w);
@@ -602,42 +626,38 @@ static int uring_wait(uaio_loop *l, int64_t timeout_ns)
 {
 	struct uring_state *u = U(l);
 	struct io_uring_cqe *cqe;
-	int r;
-	bool lk;
+	struct __kernel_timespec ts, *tsp = NULL;
+	int r = 0;
 
 	r = ring_enable(l);
 	if (r < 0)
 		return r;
 	arm_wake(l);
-	lk = uaio__lock(l);
+	if (timeout_ns > 0) {
+		ts.tv_sec = timeout_ns / 1000000000;
+		ts.tv_nsec = timeout_ns % 1000000000;
+		tsp = &ts;
+	}
 	if (l->threadsafe) {
-		/* Other threads submit under the lock; wait without it. */
+		/* Submitters share the SQ under the lock: flush it there, then
+		 * wait touching only the CQ side. */
+		bool lk = uaio__lock(l);
 		if (io_uring_sq_ready(&u->ring))
 			ring_submit(l);
 		uaio__unlock(l, lk);
-		lk = false;
-	}
-	if (timeout_ns == 0) {
+		if (timeout_ns != 0 && !io_uring_cq_ready(&u->ring))
+			r = io_uring_wait_cqes(&u->ring, &cqe, 1, tsp, NULL);
+	} else if (timeout_ns == 0) {
 		if (io_uring_sq_ready(&u->ring) || u->defer)
 			r = io_uring_submit_and_get_events(&u->ring);
-	} else if (!io_uring_cq_ready(&u->ring)) {
-		struct __kernel_timespec ts, *tsp = NULL;
-
-		if (timeout_ns > 0) {
-			ts.tv_sec = timeout_ns / 1000000000;
-			ts.tv_nsec = timeout_ns % 1000000000;
-			tsp = &ts;
-		}
-		if (l->threadsafe)
-			r = io_uring_wait_cqes(&u->ring, &cqe, 1, tsp, NULL);
-		else if (!tsp)	/* one plain enter: the common, hot case */
-			r = io_uring_submit_and_wait(&u->ring, 1);
-		else
-			r = io_uring_submit_and_wait_timeout(&u->ring, &cqe, 1, tsp, NULL);
-	} else if (io_uring_sq_ready(&u->ring)) {
-		r = io_uring_submit(&u->ring);
+	} else if (io_uring_cq_ready(&u->ring)) {
+		if (io_uring_sq_ready(&u->ring))
+			r = io_uring_submit(&u->ring);
+	} else if (!tsp) {	/* one plain enter: the common, hot case */
+		r = io_uring_submit_and_wait(&u->ring, 1);
+	} else {
+		r = io_uring_submit_and_wait_timeout(&u->ring, &cqe, 1, tsp, NULL);
 	}
-	uaio__unlock(l, lk);
 	if (r < 0 && r != -ETIME && r != -EINTR && r != -EAGAIN && r != -EBUSY)
 		return r;
 	return reap(l);

@@ -47,6 +47,7 @@ enum {
 
 /* uaio_op.xflags */
 #define OX_MORE		0x1	/* multishot: more completions follow */
+#define OX_STARTED	0x8000	/* io_uring close: local cancels done */
 
 /* uaio_watch.state */
 #define WS_ACTIVE	0x01
@@ -138,6 +139,8 @@ struct uaio_loop {
 	unsigned nworkers;
 
 	pthread_mutex_t lock;		/* thread-safe loops only */
+	pthread_t owner;		/* thread-safe loops: the driving thread */
+	bool has_owner;
 };
 
 extern const struct uaio_backend uaio__uring_backend;

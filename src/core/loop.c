@@ -493,6 +493,13 @@ UAIO_API int uaio_loop_run_once(uaio_loop *l, int64_t timeout_ns)
 
 	if (!l)
 		return -EINVAL;
+	if (l->threadsafe && (!l->has_owner || !pthread_equal(l->owner, pthread_self()))) {
+		/* Whoever drives the loop issues for everyone (see uring.c). */
+		bool lk = uaio__lock(l);
+		l->owner = pthread_self();
+		l->has_owner = true;
+		uaio__unlock(l, lk);
+	}
 	l->now_valid = false;
 	n = run_timers(l);
 	n += uaio__run_done(l);

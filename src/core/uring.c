@@ -268,17 +268,46 @@ static void prep(struct io_uring_sqe *sqe, uaio_op *op)
 	io_uring_sqe_set_data64(sqe, ud(op, TAG_OP));
 }
 
-/* Into the kernel, or onto the pending list when the CQ is spoken for. */
+static void pending_push(uaio_loop *l, uaio_op *op, bool front)
+{
+	op->state = OS_PENDING;
+	if (front) {
+		op->next = l->pending_head;
+		l->pending_head = op;
+		if (!l->pending_tail)
+			l->pending_tail = op;
+		return;
+	}
+	op->next = NULL;
+	if (l->pending_tail)
+		l->pending_tail->next = op;
+	else
+		l->pending_head = op;
+	l->pending_tail = op;
+}
+
+/*
+ * io_uring ties a request to the thread that issued it and cancels it when
+ * that thread exits. A thread-safe loop therefore issues only from the
+ * thread that drives it; other threads queue and wake that thread.
+ */
+static bool is_issuer(const uaio_loop *l)
+{
+	return !l->threadsafe ||
+	       (l->has_owner && pthread_equal(l->owner, pthread_self()));
+}
+
+/* Into the kernel; -EAGAIN when the CQ is spoken for or the SQ is full. */
 static int issue(uaio_loop *l, uaio_op *op)
 {
 	struct uring_state *u = U(l);
-	struct io_uring_sqe *sqe, *sqe2 = NULL;
+	struct io_uring_sqe *sqe, *sqe2;
 
 	if (UAIO_UNLIKELY(u->kops + 2 > u->cq_cap))
-		goto defer;
+		return -EAGAIN;
 	sqe = get_sqe(l);
 	if (UAIO_UNLIKELY(!sqe))
-		goto defer;
+		return -EAGAIN;
 	if (op->opcode == OP_CLOSE && u->cancel_fd) {
 		/* Cancel what is in flight on fd first, whatever it finds:
 		 * a hard link runs the close even if the cancel "fails". */
@@ -293,22 +322,13 @@ static int issue(uaio_loop *l, uaio_op *op)
 			ring_submit(l);
 			sqe2 = get_sqe(l);
 			if (!sqe2)
-				goto defer;
+				return -EAGAIN;
 		}
 		sqe = sqe2;
 	}
 	prep(sqe, op);
 	op->state = OS_KERNEL;
 	u->kops++;
-	return 0;
-defer:
-	op->state = OS_PENDING;
-	op->next = NULL;
-	if (l->pending_tail)
-		l->pending_tail->next = op;
-	else
-		l->pending_head = op;
-	l->pending_tail = op;
 	return 0;
 }
 
@@ -336,27 +356,42 @@ static void end_watch_on_close(uaio_loop *l, int fd)
 	}
 }
 
-static int uring_submit(uaio_loop *l, uaio_op *op)
+static int uring_cancel(uaio_loop *l, uaio_op *op, uaio_op *target);
+static int uring_cancel_fd(uaio_loop *l, uaio_op *op);
+
+/* Starts op on the issuing thread: 0, or -EAGAIN to wait for room. */
+static int start(uaio_loop *l, uaio_op *op)
 {
 	switch (op->opcode) {
-	case OP_WORK:
-		return uaio__workers_submit(l, op);
 	case OP_CANCEL:
-		return l->be->cancel(l, op, (uaio_op *)(uintptr_t)op->addr);
+		return uring_cancel(l, op, (uaio_op *)(uintptr_t)op->addr);
 	case OP_CANCEL_FD:
-		return l->be->cancel_fd(l, op);
+		return uring_cancel_fd(l, op);
 	case OP_CLOSE:
-		uaio__cancel_local_fd(l, op->fd);
-		end_watch_on_close(l, op->fd);
+		if (!(op->xflags & OX_STARTED)) {	/* once, even if retried */
+			uaio__cancel_local_fd(l, op->fd);
+			end_watch_on_close(l, op->fd);
+			op->xflags |= OX_STARTED;
+		}
 		break;
 	}
-	if (l->pending_head) {	/* keep FIFO order behind waiting ops */
-		op->state = OS_PENDING;
-		l->pending_tail->next = op;
-		l->pending_tail = op;
-		return 0;
-	}
 	return issue(l, op);
+}
+
+static int uring_submit(uaio_loop *l, uaio_op *op)
+{
+	bool issuer;
+
+	if (op->opcode == OP_WORK)
+		return uaio__workers_submit(l, op);
+	issuer = is_issuer(l);
+	/* FIFO behind waiting ops; other threads hand over to the issuer. */
+	if (l->pending_head || !issuer || start(l, op) == -EAGAIN) {
+		pending_push(l, op, false);
+		if (!issuer)
+			uaio__wake(l);
+	}
+	return 0;
 }
 
 static int uring_cancel(uaio_loop *l, uaio_op *op, uaio_op *target)
@@ -537,15 +572,17 @@ static void refill(uaio_loop *l)
 		l->pending_head = op->next;
 		if (!l->pending_head)
 			l->pending_tail = NULL;
-		issue(l, op);
-		if (op->state == OS_PENDING)	/* no SQE: try later */
+		op->state = OS_IDLE;
+		if (start(l, op) == -EAGAIN) {
+			pending_push(l, op, true);
 			break;
+		}
 	}
 }
 
 static void uring_flush(uaio_loop *l)
 {
-	if (io_uring_sq_ready(&U(l)->ring))
+	if (is_issuer(l) && io_uring_sq_ready(&U(l)->ring))
 		ring_submit(l);
 }
 
@@ -642,6 +679,7 @@ static int uring_wait(uaio_loop *l, int64_t timeout_ns)
 		/* Submitters share the SQ under the lock: flush it there, then
 		 * wait touching only the CQ side. */
 		bool lk = uaio__lock(l);
+		refill(l);
 		if (io_uring_sq_ready(&u->ring))
 			ring_submit(l);
 		uaio__unlock(l, lk);

@@ -111,6 +111,13 @@ int uaio_loop_post(uaio_loop *l, void (*fn)(void *data), void *data);
 
 #define UAIO_READABLE	0x1u
 #define UAIO_WRITABLE	0x2u
+/*
+ * Edge-triggered (like EPOLLET): handlers run when readiness arrives
+ * (new data, new room), not again for data left unread. Cheaper on
+ * io_uring (one multishot poll instead of a re-armed one-shot poll); the
+ * handler must then drain the fd until EAGAIN.
+ */
+#define UAIO_EDGE	0x4u
 
 /*
  * The Reactor's event handler (ACE style). Level-triggered: while the fd
@@ -141,14 +148,15 @@ struct uaio_watch {
 	struct uaio_watch *next;	/* private */
 };
 
-/* Starts watching w->fd for events. Returns 0, -EBADF, -EINVAL, -EEXIST
- * (fd already watched on the epoll backend) or -ENOMEM. */
+/* Starts watching fd for events (UAIO_READABLE | UAIO_WRITABLE, optionally
+ * | UAIO_EDGE). Returns 0, -EBADF, -EINVAL, -EEXIST (fd already watched by
+ * this loop), -EBUSY (w in use) or -ENOMEM. */
 int uaio_watch_start(uaio_loop *l, uaio_watch *w, int fd, uint32_t events,
 		     const struct uaio_handler *h, void *data);
 /* Changes the wanted events; 0 keeps the watch registered but idle. */
 int uaio_watch_modify(uaio_loop *l, uaio_watch *w, uint32_t events);
-/* Ends the watch; handle_close(w, 0) follows (possibly from inside this
- * call on the epoll backend, later on io_uring). -EALREADY if stopping. */
+/* Ends the watch; handle_close(w, 0) follows at the loop's next dispatch
+ * point, never from inside this call. -EALREADY if already stopping. */
 int uaio_watch_stop(uaio_loop *l, uaio_watch *w);
 
 /* ---------------------------------------------------------------- timers */

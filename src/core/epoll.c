@@ -28,12 +28,15 @@ struct uaio_fdq {
 	uaio_op *rh, *rt;	/* read-side ops, FIFO */
 	uaio_op *wh, *wt;	/* write-side ops, FIFO */
 	uint32_t reg;		/* events registered with epoll */
+	bool idle_marked;	/* on idle[]: maybe deregister next round */
 };
 
 struct epoll_state {
 	int epfd;
 	uaio_watch **always;	/* regular-file watches: always ready */
 	unsigned nalways, capalways;
+	int *idle;		/* fds whose queue emptied this round */
+	unsigned nidle, capidle;
 	struct epoll_event evs[MAX_EVENTS];
 };
 
@@ -64,6 +67,7 @@ static void ep_fini(uaio_loop *l)
 
 	close(es->epfd);
 	free(es->always);
+	free(es->idle);
 	free(es);
 	l->bs = NULL;
 }
@@ -86,32 +90,49 @@ static bool is_read_side(const uaio_op *op)
 	return true;
 }
 
-/* Registers the union of what the watch and the queued ops wait for. */
-static int update_reg(uaio_loop *l, int fd)
+static uint32_t want_mask(const struct uaio_fdent *e)
 {
-	struct uaio_fdent *e = uaio__fdent(l, fd, false);
-	struct epoll_event ev = { .data.u64 = (uint64_t)fd };
-	uint32_t want = 0, have;
-	int op, r;
+	uint32_t want = 0;
 
-	if (!e)
-		return 0;
 	if (e->w && (e->w->state & WS_ACTIVE) && !(e->w->state & WS_ALWAYS)) {
 		if (e->w->events & UAIO_READABLE)
 			want |= EPOLLIN | EPOLLRDHUP;
 		if (e->w->events & UAIO_WRITABLE)
 			want |= EPOLLOUT;
+		if ((e->w->events & UAIO_EDGE) && want)
+			want |= EPOLLET;
 	}
 	if (e->q && e->q->rh)
 		want |= EPOLLIN | EPOLLRDHUP;
 	if (e->q && e->q->wh)
 		want |= EPOLLOUT;
-	have = e->q ? e->q->reg : 0;
+	/* Queued ops are retried until EAGAIN only while level-triggered. */
+	if (e->q && (e->q->rh || e->q->wh))
+		want &= ~EPOLLET;
+	return want;
+}
+
+/* The fd's one epoll registration: its mask is kept in the fdq if there is
+ * one, else in the watch (no allocation for watch-only fds). */
+static uint32_t reg_of(const struct uaio_fdent *e)
+{
+	return e->q ? e->q->reg : e->w ? e->w->armed : 0;
+}
+
+/* Registers the union of what the watch and the queued ops wait for. */
+static int update_reg(uaio_loop *l, int fd)
+{
+	struct uaio_fdent *e = uaio__fdent(l, fd, false);
+	struct epoll_event ev = { .data.u64 = (uint64_t)fd };
+	uint32_t want, have;
+	int op, r;
+
+	if (!e)
+		return 0;
+	want = want_mask(e);
+	have = reg_of(e);
 	if (want == have)
 		return 0;
-	/* The fd's one epoll registration is recorded in its fdq. */
-	if (!e->q && !(e->q = calloc(1, sizeof(*e->q))))
-		return -ENOMEM;
 	ev.events = want;
 	op = !have ? EPOLL_CTL_ADD : !want ? EPOLL_CTL_DEL : EPOLL_CTL_MOD;
 	r = epoll_ctl(E(l)->epfd, op, fd, &ev);
@@ -119,10 +140,48 @@ static int update_reg(uaio_loop *l, int fd)
 		r = epoll_ctl(E(l)->epfd, EPOLL_CTL_ADD, fd, &ev);
 	if (r < 0 && op != EPOLL_CTL_DEL)
 		return -errno;
-	e->q->reg = want;
+	if (e->q)
+		e->q->reg = want;
 	if (e->w)
 		e->w->armed = want;
 	return 0;
+}
+
+/* Deregistering an fd whose queue just emptied waits a round: the
+ * callback usually queues the next op on it at once (saves two
+ * epoll_ctl calls per op). */
+static void mark_idle(uaio_loop *l, int fd, struct uaio_fdq *q)
+{
+	struct epoll_state *es = E(l);
+
+	if (q->idle_marked)
+		return;
+	if (es->nidle == es->capidle) {
+		unsigned cap = es->capidle ? es->capidle * 2 : 64;
+		int *a = realloc(es->idle, cap * sizeof(*a));
+		if (!a) {
+			update_reg(l, fd);
+			return;
+		}
+		es->idle = a;
+		es->capidle = cap;
+	}
+	es->idle[es->nidle++] = fd;
+	q->idle_marked = true;
+}
+
+static void flush_idle(uaio_loop *l)
+{
+	struct epoll_state *es = E(l);
+
+	for (unsigned i = 0; i < es->nidle; i++) {
+		struct uaio_fdent *e = uaio__fdent(l, es->idle[i], false);
+		if (e && e->q && e->q->idle_marked) {
+			e->q->idle_marked = false;
+			update_reg(l, es->idle[i]);
+		}
+	}
+	es->nidle = 0;
 }
 
 static struct uaio_fdq *fdq(uaio_loop *l, int fd)
@@ -131,8 +190,8 @@ static struct uaio_fdq *fdq(uaio_loop *l, int fd)
 
 	if (!e)
 		return NULL;
-	if (!e->q)
-		e->q = calloc(1, sizeof(*e->q));
+	if (!e->q && (e->q = calloc(1, sizeof(*e->q))) && e->w)
+		e->q->reg = e->w->armed;
 	return e->q;
 }
 
@@ -314,10 +373,14 @@ static void always_remove(uaio_loop *l, uaio_watch *w)
 
 static void ep_watch_stop(uaio_loop *l, uaio_watch *w)
 {
+	struct uaio_fdent *e = uaio__fdent(l, w->fd, false);
 	int fd = w->fd;
 
 	if (w->state & WS_ALWAYS)
 		always_remove(l, w);
+	/* Without an fdq the registration is recorded only in the watch. */
+	if (e && !e->q && w->armed)
+		epoll_ctl(E(l)->epfd, EPOLL_CTL_DEL, fd, NULL);
 	uaio__watch_finish(l, w, 0);
 	update_reg(l, fd);
 }
@@ -333,6 +396,8 @@ static int ep_close(uaio_loop *l, uaio_op *op)
 		uaio_watch *w = e->w;
 		if (w->state & WS_ALWAYS)
 			always_remove(l, w);
+		if (!e->q && w->armed)
+			epoll_ctl(E(l)->epfd, EPOLL_CTL_DEL, fd, NULL);
 		uaio__watch_finish(l, w, -EBADF);
 	}
 	if (e) {
@@ -420,9 +485,11 @@ static int ep_submit(uaio_loop *l, uaio_op *op)
 		return uaio__workers_submit(l, op);
 	}
 
-	/* Keep per-fd order: behind anything already queued on that side. */
+	/* Keep per-fd order: behind anything already queued on that side.
+	 * If epoll already watches that side, it will say when to try. */
 	e = uaio__fdent(l, op->fd, false);
-	if (e && e->q && (is_read_side(op) ? e->q->rh : e->q->wh))
+	if (e && e->q && (is_read_side(op) ? e->q->rh || (e->q->reg & EPOLLIN)
+					   : e->q->wh || (e->q->reg & EPOLLOUT)))
 		return enqueue(l, op);
 	if (op->opcode == OP_ACCEPT_MULTI)
 		return enqueue(l, op);
@@ -498,7 +565,11 @@ static int handle_fd(uaio_loop *l, int fd, uint32_t events)
 	if (w)
 		n += uaio__watch_dispatch(l, w, events);
 	lk = uaio__lock(l);
-	update_reg(l, fd);
+	e = uaio__fdent(l, fd, false);
+	if (e && e->q && !(want_mask(e) & ~reg_of(e)))
+		mark_idle(l, fd, e->q);	/* only less wanted: next round */
+	else
+		update_reg(l, fd);
 	uaio__unlock(l, lk);
 	return n;
 }
@@ -534,6 +605,11 @@ static int ep_wait(uaio_loop *l, int64_t timeout_ns)
 	struct timespec ts, *tsp = NULL;
 	int n, total = 0;
 
+	if (es->nidle) {
+		bool lk = uaio__lock(l);
+		flush_idle(l);
+		uaio__unlock(l, lk);
+	}
 	for (unsigned i = 0; i < es->nalways; i++)
 		if (es->always[i]->events)
 			timeout_ns = 0;

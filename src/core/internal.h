@@ -59,7 +59,7 @@ enum {
 
 struct uaio_fdent {
 	uaio_watch *w;
-	struct uaio_fdq *q;	/* epoll backend only */
+	struct uaio_fdq *q;	/* epoll backend: ops waiting on this fd */
 };
 
 struct uaio_heap_ent {

@@ -630,7 +630,7 @@ UAIO_API int uaio_watch_start(uaio_loop *l, uaio_watch *w, int fd,
 	bool lk;
 	int ret;
 
-	if (!l || !w || !h || (events & ~(UAIO_READABLE | UAIO_WRITABLE)))
+	if (!l || !w || !h || (events & ~(UAIO_READABLE | UAIO_WRITABLE | UAIO_EDGE)))
 		return -EINVAL;
 	if (fd < 0 || fcntl(fd, F_GETFD) < 0)
 		return -EBADF;
@@ -666,7 +666,7 @@ UAIO_API int uaio_watch_modify(uaio_loop *l, uaio_watch *w, uint32_t events)
 	bool lk;
 	int r;
 
-	if (!l || !w || (events & ~(UAIO_READABLE | UAIO_WRITABLE)))
+	if (!l || !w || (events & ~(UAIO_READABLE | UAIO_WRITABLE | UAIO_EDGE)))
 		return -EINVAL;
 	if (!(w->state & WS_ACTIVE) || (w->state & WS_STOPPING))
 		return -ENOENT;

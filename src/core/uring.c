@@ -485,12 +485,15 @@ static int watch_arm_locked(uaio_loop *l, uaio_watch *w)
 		}
 		return 0;
 	}
-	if (!w->events)
+	if (!(w->events & (UAIO_READABLE | UAIO_WRITABLE)))
 		return 0;
 	sqe = get_sqe(l);
 	if (!sqe)
 		return -EAGAIN;
-	io_uring_prep_poll_add(sqe, w->fd, poll_mask(w->events));
+	if (w->events & UAIO_EDGE)	/* armed once, stays armed */
+		io_uring_prep_poll_multishot(sqe, w->fd, poll_mask(w->events));
+	else
+		io_uring_prep_poll_add(sqe, w->fd, poll_mask(w->events));
 	io_uring_sqe_set_data64(sqe, ud(w, TAG_WATCH));
 	w->armed = w->events;
 	return 0;
@@ -534,12 +537,17 @@ static void uring_watch_stop(uaio_loop *l, uaio_watch *w)
 	uaio__unlock(l, lk);
 }
 
-static int watch_cqe(uaio_loop *l, uaio_watch *w, int res)
+static int watch_cqe(uaio_loop *l, uaio_watch *w, int res, unsigned flags)
 {
 	int n;
-
 	bool lk = uaio__lock(l);
 
+	if (flags & IORING_CQE_F_MORE) {	/* multishot: still armed */
+		bool live = (w->state & WS_ACTIVE) &&
+			    !(w->state & (WS_STOPPING | WS_REMOVING));
+		uaio__unlock(l, lk);
+		return live && res > 0 ? uaio__watch_dispatch(l, w, (unsigned)res) : 0;
+	}
 	w->armed = 0;
 	w->state &= ~WS_REMOVING;
 	if (w->state & WS_STOPPING) {
@@ -635,7 +643,7 @@ static int reap(uaio_loop *l)
 				break;
 			}
 			case TAG_WATCH:
-				total += watch_cqe(l, p, c[i].res);
+				total += watch_cqe(l, p, c[i].res, c[i].flags);
 				break;
 			case TAG_WAKE:
 				u->wake_armed = false;

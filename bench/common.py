@@ -1,0 +1,165 @@
+"""Shared helpers for the bench suites (bench/<name>/bench.py).
+
+Every suite gets a ctx from bench/run.py with these functions attached;
+they are plain module functions so a suite may also import them directly.
+"""
+import datetime
+import os
+import platform
+import statistics
+import subprocess
+import sys
+
+
+class BenchError(RuntimeError):
+    pass
+
+
+def smoke():
+    """UAIO_BENCH_SMOKE=1: suites shrink to a few seconds to prove they work;
+    the numbers are meaningless."""
+    return os.environ.get("UAIO_BENCH_SMOKE", "") not in ("", "0")
+
+
+def run_cmd(argv, env=None, timeout=600, cwd=None):
+    """Runs argv, returns its stdout; raises BenchError on failure."""
+    full_env = None
+    if env:
+        full_env = dict(os.environ)
+        full_env.update({k: str(v) for k, v in env.items()})
+    try:
+        p = subprocess.run([str(a) for a in argv], env=full_env, cwd=cwd,
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                           text=True, timeout=timeout)
+    except subprocess.TimeoutExpired as e:
+        raise BenchError(f"timeout after {timeout}s: {' '.join(map(str, argv))}") from e
+    if p.returncode != 0:
+        tail = (p.stderr or "").strip().splitlines()[-5:]
+        raise BenchError(f"exit {p.returncode}: {' '.join(map(str, argv))}: "
+                         + " | ".join(tail))
+    return p.stdout
+
+
+def parse_kv(line):
+    """'mode=epoll P=10 rate=1.5' -> {'mode': 'epoll', 'P': 10, 'rate': 1.5}."""
+    out = {}
+    for tok in line.split():
+        if "=" not in tok:
+            continue
+        k, v = tok.split("=", 1)
+        for conv in (int, float):
+            try:
+                v = conv(v)
+                break
+            except ValueError:
+                pass
+        out[k] = v
+    return out
+
+
+def median(xs):
+    xs = [x for x in xs if x is not None]
+    return statistics.median(xs) if xs else None
+
+
+def best(xs, higher_is_better=True):
+    xs = [x for x in xs if x is not None]
+    if not xs:
+        return None
+    return max(xs) if higher_is_better else min(xs)
+
+
+def fmt_num(x, digits=3):
+    """Human number: 1234567 -> '1.23 M', None -> '–'."""
+    if x is None:
+        return "–"
+    ax = abs(x)
+    for div, suf in ((1e9, " G"), (1e6, " M"), (1e3, " k")):
+        if ax >= div:
+            return f"{x / div:.{digits}g}{suf}"
+    return f"{x:.{digits}g}"
+
+
+def fmt_ratio(x):
+    return "–" if x is None else f"{x:.2f}×"
+
+
+def table(headers, rows):
+    """Markdown table; cells are converted with str()."""
+    headers = [str(h) for h in headers]
+    rows = [["–" if c is None else str(c) for c in r] for r in rows]
+    out = ["| " + " | ".join(headers) + " |",
+           "|" + "|".join("---" for _ in headers) + "|"]
+    for r in rows:
+        out.append("| " + " | ".join(r) + " |")
+    return "\n".join(out) + "\n"
+
+
+def _read(path):
+    try:
+        with open(path) as f:
+            return f.read()
+    except OSError:
+        return ""
+
+
+def machine_info():
+    """One markdown paragraph: date, kernel, CPU, cores, memory."""
+    cpu = "unknown CPU"
+    for line in _read("/proc/cpuinfo").splitlines():
+        if line.startswith("model name"):
+            cpu = line.split(":", 1)[1].strip()
+            break
+    mem = "?"
+    for line in _read("/proc/meminfo").splitlines():
+        if line.startswith("MemTotal:"):
+            mem = f"{int(line.split()[1]) / 1048576:.1f} GiB"
+            break
+    distro = ""
+    for line in _read("/etc/os-release").splitlines():
+        if line.startswith("PRETTY_NAME="):
+            distro = line.split("=", 1)[1].strip('"')
+    now = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    return (f"{now}; Linux {platform.release()} ({distro}); {cpu}; "
+            f"{os.cpu_count()} cores; {mem} RAM; Python {platform.python_version()}")
+
+
+def log(msg):
+    print(f"[bench] {msg}", file=sys.stderr, flush=True)
+
+
+def plot_lines(path, title, xlabel, ylabel, series, logx=False, logy=False,
+               styles=None):
+    """series: {label: [(x, y), ...]}; styles: {label: plot kwargs}, e.g.
+    {"epoll": {"linestyle": "--"}}. Writes a PNG; returns True, or False
+    when matplotlib is missing (plots are optional, tables are not)."""
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        log("matplotlib not available: skipping " + str(path))
+        return False
+    fig, ax = plt.subplots(figsize=(8, 5), dpi=110)
+    markers = "os^vD<>pP*Xhd"
+    for i, (label, pts) in enumerate(series.items()):
+        pts = [(x, y) for x, y in pts if y is not None]
+        if not pts:
+            continue
+        xs, ys = zip(*sorted(pts))
+        kw = {"marker": markers[i % len(markers)]}
+        kw.update((styles or {}).get(label, {}))
+        ax.plot(xs, ys, label=label, **kw)
+    if logx:
+        ax.set_xscale("log")
+    if logy:
+        ax.set_yscale("log")
+    ax.set_title(title)
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)
+    return True

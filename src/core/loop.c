@@ -481,6 +481,20 @@ static int run_closing(uaio_loop *l)
 	return n;
 }
 
+/* Timers due, deferred completions, pending handle_close calls. */
+static inline int run_ready(uaio_loop *l)
+{
+	int n = 0;
+
+	if (l->nheap)
+		n += run_timers(l);
+	if (l->done_head)
+		n += uaio__run_done(l);
+	if (l->closing)
+		n += run_closing(l);
+	return n;
+}
+
 static bool loop_alive(uaio_loop *l)
 {
 	return l->inflight || l->nwatch || l->nheap || l->closing ||
@@ -501,9 +515,7 @@ UAIO_API int uaio_loop_run_once(uaio_loop *l, int64_t timeout_ns)
 		uaio__unlock(l, lk);
 	}
 	l->now_valid = false;
-	n = run_timers(l);
-	n += uaio__run_done(l);
-	n += run_closing(l);
+	n = run_ready(l);
 	if (n || l->stop || l->done_head || l->closing) {
 		timeout_ns = 0;
 	} else if (l->nheap) {
@@ -516,12 +528,8 @@ UAIO_API int uaio_loop_run_once(uaio_loop *l, int64_t timeout_ns)
 	r = l->be->wait(l, timeout_ns);
 	if (r < 0)
 		return r;
-	n += r;
 	l->now_valid = false;
-	n += run_timers(l);
-	n += uaio__run_done(l);
-	n += run_closing(l);
-	return n;
+	return n + r + run_ready(l);
 }
 
 UAIO_API int uaio_loop_run(uaio_loop *l)

@@ -603,19 +603,26 @@ struct cqe_copy {
 static int reap(uaio_loop *l)
 {
 	struct uring_state *u = U(l);
-	struct io_uring_cqe *cqes[CQE_BATCH];
 	struct cqe_copy c[CQE_BATCH];
 	int total = 0;
 
 	for (;;) {
-		unsigned n = io_uring_peek_batch_cqe(&u->ring, cqes, CQE_BATCH);
+		struct io_uring_cqe *cqe;
+		unsigned head, n = 0;
 		bool lk;
 
+		/* Completions the kernel had to hold back (NODROP) come in
+		 * only through an enter. */
+		if (UAIO_UNLIKELY(IO_URING_READ_ONCE(*u->ring.sq.kflags) &
+				  IORING_SQ_CQ_OVERFLOW))
+			io_uring_get_events(&u->ring);
+		io_uring_for_each_cqe(&u->ring, head, cqe) {
+			c[n++] = (struct cqe_copy){ cqe->user_data, cqe->res, cqe->flags };
+			if (n == CQE_BATCH)
+				break;
+		}
 		if (!n)
 			break;
-		for (unsigned i = 0; i < n; i++)
-			c[i] = (struct cqe_copy){ cqes[i]->user_data, cqes[i]->res,
-						  cqes[i]->flags };
 		io_uring_cq_advance(&u->ring, n);
 
 		for (unsigned i = 0; i < n; i++) {
@@ -674,10 +681,10 @@ static int uring_wait(uaio_loop *l, int64_t timeout_ns)
 	struct __kernel_timespec ts, *tsp = NULL;
 	int r = 0;
 
-	r = ring_enable(l);
-	if (r < 0)
+	if (UAIO_UNLIKELY(!u->enabled) && (r = ring_enable(l)) < 0)
 		return r;
-	arm_wake(l);
+	if (UAIO_UNLIKELY(!u->wake_armed))
+		arm_wake(l);
 	if (timeout_ns > 0) {
 		ts.tv_sec = timeout_ns / 1000000000;
 		ts.tv_nsec = timeout_ns % 1000000000;

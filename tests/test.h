@@ -25,4 +25,100 @@
 /* Runs one named sub-test and reports it. */
 #define RUN(fn) do { fprintf(stderr, "  %s ...\n", #fn); fn(); } while (0)
 
+/* ------------------------------------------------------------------ *
+ * Helpers shared by the core loop tests. Only defined when
+ * <uaio/loop.h> was included before this header.
+ * ------------------------------------------------------------------ */
+#ifdef UAIO_LOOP_H
+#include <fcntl.h>
+#include <signal.h>
+#include <stdint.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+/* Checks that an API call returning 0 / -errno succeeded. */
+#define CHECK_OK(expr) do { long _r = (long)(expr); if (_r < 0) { \
+	fprintf(stderr, "%s:%d: %s failed: %ld (%s)\n", __FILE__, __LINE__, \
+		#expr, _r, strerror((int)-_r)); exit(T_EXIT_FAIL); } } while (0)
+
+/* A hang is a failure, not a ctest timeout five minutes later. */
+static inline void t_watchdog(unsigned secs)
+{
+	signal(SIGALRM, SIG_DFL);
+	alarm(secs);
+}
+
+/* Creates a loop (backend from UAIO_BACKEND unless flags force one) and
+ * says which backend the test runs on. */
+static inline uaio_loop *t_loop_new_p(unsigned flags, unsigned entries,
+				      unsigned workers)
+{
+	struct uaio_loop_params p = { .flags = flags, .entries = entries,
+				      .workers = workers };
+	uaio_loop *l = uaio_loop_new(&p);
+
+	if (!l) {
+		fprintf(stderr, "uaio_loop_new(flags %#x): %s\n", flags,
+			strerror(errno));
+		exit(T_EXIT_FAIL);
+	}
+	return l;
+}
+
+static inline uaio_loop *t_loop_new(unsigned flags)
+{
+	return t_loop_new_p(flags, 0, 0);
+}
+
+static inline void t_banner(const char *prog)
+{
+	uaio_loop *l = t_loop_new(0);
+	const char *env = getenv("UAIO_BACKEND");
+
+	fprintf(stderr, "%s: backend %s (UAIO_BACKEND=%s)\n", prog,
+		uaio_loop_backend_name(l), env ? env : "");
+	uaio_loop_free(l);
+}
+
+/* Runs iterations until *flag becomes nonzero; fails after max_iter. */
+#define T_RUN_UNTIL(l, cond, max_iter) do { int _i = 0; \
+	while (!(cond)) { int _r = uaio_loop_run_once((l), -1); \
+		if (_r < 0 || ++_i > (max_iter)) { \
+			fprintf(stderr, "%s:%d: loop never reached %s (run_once %d, %d iterations)\n", \
+				__FILE__, __LINE__, #cond, _r, _i); \
+			exit(T_EXIT_FAIL); } } } while (0)
+
+/* Raises RLIMIT_NOFILE to at least want; returns the limit now in force. */
+static inline rlim_t t_raise_nofile(rlim_t want)
+{
+	struct rlimit rl;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) < 0)
+		return 0;
+	if (rl.rlim_cur >= want)
+		return rl.rlim_cur;
+	rl.rlim_cur = want;
+	if (rl.rlim_max < want)
+		rl.rlim_max = want;
+	if (setrlimit(RLIMIT_NOFILE, &rl) < 0) {
+		getrlimit(RLIMIT_NOFILE, &rl);
+		rl.rlim_cur = rl.rlim_max;
+		setrlimit(RLIMIT_NOFILE, &rl);
+		getrlimit(RLIMIT_NOFILE, &rl);
+	}
+	return rl.rlim_cur;
+}
+
+static inline int t_is_epoll(void)
+{
+	const char *e = getenv("UAIO_BACKEND");
+	return e && (!strcmp(e, "epoll") || !strcmp(e, "fallback"));
+}
+
+static inline void t_set_nonblock(int fd)
+{
+	fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
+}
+#endif /* UAIO_LOOP_H */
+
 #endif

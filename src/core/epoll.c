@@ -119,8 +119,9 @@ static uint32_t reg_of(const struct uaio_fdent *e)
 	return e->q ? e->q->reg : e->w ? e->w->armed : 0;
 }
 
-/* Registers the union of what the watch and the queued ops wait for. */
-static int update_reg(uaio_loop *l, int fd)
+/* Registers the union of what the watch and the queued ops wait for.
+ * force re-issues an unchanged mask: see enqueue(). */
+static int update_reg_force(uaio_loop *l, int fd, bool force)
 {
 	struct uaio_fdent *e = uaio__fdent(l, fd, false);
 	struct epoll_event ev = { .data.u64 = (uint64_t)fd };
@@ -131,7 +132,7 @@ static int update_reg(uaio_loop *l, int fd)
 		return 0;
 	want = want_mask(e);
 	have = reg_of(e);
-	if (want == have)
+	if (want == have && !(force && want))
 		return 0;
 	ev.events = want;
 	op = !have ? EPOLL_CTL_ADD : !want ? EPOLL_CTL_DEL : EPOLL_CTL_MOD;
@@ -145,6 +146,11 @@ static int update_reg(uaio_loop *l, int fd)
 	if (e->w)
 		e->w->armed = want;
 	return 0;
+}
+
+static int update_reg(uaio_loop *l, int fd)
+{
+	return update_reg_force(l, fd, false);
 }
 
 /* Deregistering an fd whose queue just emptied waits a round: the
@@ -328,7 +334,12 @@ static int enqueue(uaio_loop *l, uaio_op *op)
 	else
 		q_push(&q->wh, &q->wt, op);
 	op->state = OS_FDQ;
-	r = update_reg(l, op->fd);
+	/* A registration kept past an emptied queue (mark_idle) may be
+	 * stale: the caller can have closed the fd and got the number back
+	 * for another file, which epoll does not watch. MOD revalidates it
+	 * (ENOENT -> ADD) at one syscall instead of the DEL + ADD saved. */
+	r = update_reg_force(l, op->fd, q->idle_marked);
+	q->idle_marked = false;
 	if (r < 0) {
 		if (is_read_side(op))
 			q_unlink(&q->rh, &q->rt, op);
@@ -624,7 +635,8 @@ static int ep_wait(uaio_loop *l, int64_t timeout_ns)
 			       !tsp ? -1 : (int)((timeout_ns + 999999) / 1000000));
 	if (n < 0)
 		return errno == EINTR ? 0 : -errno;
-	for (int i = 0; i < n; i++) {
+	/* Level-triggered: events left by a stop are reported again. */
+	for (int i = 0; i < n && !l->stop; i++) {
 		uint64_t key = es->evs[i].data.u64;
 
 		if (key == WAKE_KEY) {
@@ -636,7 +648,7 @@ static int ep_wait(uaio_loop *l, int64_t timeout_ns)
 		}
 		total += handle_fd(l, (int)key, es->evs[i].events);
 	}
-	for (unsigned i = 0; i < es->nalways;) {
+	for (unsigned i = 0; i < es->nalways && !l->stop;) {
 		uaio_watch *w = es->always[i];
 		if (w->events)
 			total += uaio__watch_dispatch(l, w, POLLIN | POLLOUT);

@@ -212,6 +212,19 @@ int uaio__run_done(uaio_loop *l)
 	for (; op; op = next, n++) {
 		long res = (long)op->off;
 
+		if (UAIO_UNLIKELY(l->stop)) {
+			/* Stopped: the rest go back, ahead of newer results. */
+			lk = uaio__lock(l);
+			uaio_op *t = op;
+			while (t->next)
+				t = t->next;
+			t->next = l->done_head;
+			if (!l->done_head)
+				l->done_tail = t;
+			l->done_head = op;
+			uaio__unlock(l, lk);
+			break;
+		}
 		next = op->next;
 		op->state = OS_IDLE;
 		lk = uaio__lock(l);
@@ -427,7 +440,7 @@ static int run_timers(uaio_loop *l)
 	if (!l->nheap)
 		return 0;
 	loop_now(l);
-	while (l->nheap && l->heap[0].when <= l->now) {
+	while (l->nheap && l->heap[0].when <= l->now && !l->stop) {
 		bool lk = uaio__lock(l);
 		uintptr_t p;
 
@@ -463,19 +476,21 @@ static int run_closing(uaio_loop *l)
 {
 	int n = 0;
 
-	while (l->closing) {
+	while (l->closing && !l->stop) {
 		bool lk = uaio__lock(l);
 		uaio_watch *w = l->closing;
+		int reason = 0;
 
 		if (w) {
 			l->closing = w->next;
+			reason = uaio__watch_reason(w);
 			w->state = 0;
 		}
 		uaio__unlock(l, lk);
 		if (!w)
 			break;
 		if (w->handler && w->handler->handle_close)
-			w->handler->handle_close(w, uaio__watch_reason(w));
+			w->handler->handle_close(w, reason);
 		n++;
 	}
 	return n;
@@ -488,9 +503,9 @@ static inline int run_ready(uaio_loop *l)
 
 	if (l->nheap)
 		n += run_timers(l);
-	if (l->done_head)
+	if (l->done_head && !l->stop)
 		n += uaio__run_done(l);
-	if (l->closing)
+	if (l->closing && !l->stop)
 		n += run_closing(l);
 	return n;
 }
@@ -515,8 +530,11 @@ UAIO_API int uaio_loop_run_once(uaio_loop *l, int64_t timeout_ns)
 		uaio__unlock(l, lk);
 	}
 	l->now_valid = false;
+	l->stop = false;
 	n = run_ready(l);
-	if (n || l->stop || l->done_head || l->closing) {
+	if (l->stop)	/* a callback asked to return: don't wait or reap */
+		return n;
+	if (n || l->done_head || l->closing) {
 		timeout_ns = 0;
 	} else if (l->nheap) {
 		int64_t until = (int64_t)(l->heap[0].when - loop_now(l));
@@ -529,7 +547,7 @@ UAIO_API int uaio_loop_run_once(uaio_loop *l, int64_t timeout_ns)
 	if (r < 0)
 		return r;
 	l->now_valid = false;
-	return n + r + run_ready(l);
+	return n + r + (l->stop ? 0 : run_ready(l));
 }
 
 UAIO_API int uaio_loop_run(uaio_loop *l)
@@ -605,14 +623,17 @@ int uaio__watch_dispatch(uaio_loop *l, uaio_watch *w, unsigned revents)
 		return 0;
 	}
 	in = (revents & (POLLIN | POLLPRI | POLLHUP | POLLERR | POLLRDHUP)) &&
-	     (w->events & UAIO_READABLE);
-	out = (revents & (POLLOUT | POLLERR)) && (w->events & UAIO_WRITABLE);
+	     (w->events & UAIO_READABLE) && h->handle_input;
+	out = (revents & (POLLOUT | POLLERR)) && (w->events & UAIO_WRITABLE) &&
+	      h->handle_output;
 	if (!in && !out) {
+		/* Hang-up or error that no handler will hear of: it would
+		 * otherwise stay ready forever. */
 		if (revents & (POLLHUP | POLLERR))
 			uaio__watch_finish(l, w, -EPIPE);
 		return 0;
 	}
-	if (in && h->handle_input) {
+	if (in) {
 		n++;
 		if (h->handle_input(w) < 0 && (w->state & WS_ACTIVE) &&
 		    !(w->state & WS_STOPPING)) {
@@ -620,7 +641,7 @@ int uaio__watch_dispatch(uaio_loop *l, uaio_watch *w, unsigned revents)
 			return n;
 		}
 	}
-	if (out && h->handle_output && (w->state & WS_ACTIVE) &&
+	if (out && (w->state & WS_ACTIVE) &&
 	    !(w->state & WS_STOPPING) && (w->events & UAIO_WRITABLE)) {
 		n++;
 		if (h->handle_output(w) < 0 && (w->state & WS_ACTIVE) &&

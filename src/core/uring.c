@@ -623,9 +623,15 @@ static int reap(uaio_loop *l)
 		}
 		if (!n)
 			break;
-		io_uring_cq_advance(&u->ring, n);
 
+		/* CQEs are consumed one by one as dispatched, so that a
+		 * callback's uaio_loop_stop() leaves the rest in the ring. */
 		for (unsigned i = 0; i < n; i++) {
+			if (UAIO_UNLIKELY(l->stop)) {
+				n = i;
+				break;
+			}
+			io_uring_cq_advance(&u->ring, 1);
 			void *p = (void *)(uintptr_t)(c[i].ud & ~(uint64_t)TAG_MASK);
 
 			switch (c[i].ud & TAG_MASK) {
@@ -663,7 +669,7 @@ static int reap(uaio_loop *l)
 				uaio__unlock(l, lk);
 			}
 		}
-		if (n < CQE_BATCH)
+		if (n < CQE_BATCH || l->stop)
 			break;
 	}
 	if (l->pending_head) {

@@ -1,0 +1,231 @@
+/* SPDX-License-Identifier: MIT */
+/* Regular files (page cache hit inline, miss in the background) and the
+ * calls that go through io_uring opcodes. */
+#include "laio/laio_util.h"
+#include <fcntl.h>
+#include <linux/openat2.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/uio.h>
+
+#define FSIZE (4u << 20)
+static char dir[64], path[128];
+
+static void make_file(void)
+{
+	char *b = malloc(FSIZE);
+	int fd;
+
+	for (unsigned i = 0; i < FSIZE; i++)
+		b[i] = (char)(i * 13 + (i >> 12));
+	snprintf(path, sizeof(path), "%s/data", dir);
+	fd = open(path, O_CREAT | O_TRUNC | O_WRONLY, 0600);
+	CHECK(fd >= 0);
+	CHECK_EQ(write(fd, b, FSIZE), FSIZE);
+	CHECK(fsync(fd) == 0);
+	close(fd);
+	free(b);
+}
+
+static int expect_byte(unsigned i)
+{
+	return (char)(i * 13 + (i >> 12));
+}
+
+/* Drops the file from the page cache; 1 if it took (checked with mincore). */
+static int evict(int fd)
+{
+	void *m;
+	unsigned char vec[FSIZE / 4096];
+	int resident = 0;
+
+	CHECK(posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED) == 0);
+	m = mmap(NULL, FSIZE, PROT_READ, MAP_SHARED, fd, 0);
+	CHECK(m != MAP_FAILED);
+	CHECK(mincore(m, FSIZE, vec) == 0);
+	for (unsigned i = 0; i < FSIZE / 4096; i++)
+		resident += vec[i] & 1;
+	munmap(m, FSIZE);
+	return resident == 0;
+}
+
+static void cached_reads(void)
+{
+	int fd = open(path, O_RDONLY);
+	char b[4096], c[100];
+	struct iovec iov[2] = { { b, 100 }, { c, 100 } };
+
+	CHECK(fd >= 0);
+	CHECK_EQ(pread(fd, b, 4096, 0), 4096);	/* warm */
+	CHECK_EQ(INL(laio_syscall(SYS_pread64, fd, b, 4096, 0)), 4096);
+	CHECK_EQ(b[4095], expect_byte(4095));
+	CHECK_EQ(INL(laio_syscall(SYS_read, fd, b, 100)), 100);
+	CHECK_EQ(INL(laio_syscall(SYS_readv, fd, iov, 2)), 200);
+	CHECK_EQ(c[0], expect_byte(200));
+	CHECK_EQ(lseek(fd, 0, SEEK_CUR), 300);
+	CHECK_EQ(INL(laio_syscall(SYS_preadv, fd, iov, 2, 10)), 200);
+	CHECK_EQ(b[0], expect_byte(10));
+	errno = 0;
+	CHECK_EQ(INL(laio_syscall(SYS_pread64, fd, b, 10, -5L)), -1);
+	CHECK_EQ(errno, EINVAL);
+	/* at EOF */
+	CHECK_EQ(INL(laio_syscall(SYS_pread64, fd, b, 10, FSIZE)), 0);
+	close(fd);
+}
+
+static void evicted_reads(void)
+{
+	int fd = open(path, O_RDONLY);
+	static char b[65536];
+	struct laio_completion c;
+	void *h;
+
+	CHECK(fd >= 0);
+	if (!evict(fd)) {
+		fprintf(stderr, "    (page cache eviction did not take: background read not tested)\n");
+		close(fd);
+		return;
+	}
+	h = BG(laio_syscall(SYS_pread64, fd, b, 4096, 1 << 20));
+	c = wait_one(h);
+	CHECK_EQ(c.laio_return_value, 4096);
+	CHECK_EQ(b[17], expect_byte((1 << 20) + 17));
+	/* read() with the file position */
+	CHECK(evict(fd));
+	CHECK(lseek(fd, 2 << 20, SEEK_SET) == 2 << 20);
+	h = BG(laio_syscall(SYS_read, fd, b, sizeof(b)));
+	c = wait_one(h);
+	CHECK_EQ(c.laio_return_value, (long)sizeof(b));
+	CHECK_EQ(b[5], expect_byte((2 << 20) + 5));
+	CHECK_EQ(lseek(fd, 0, SEEK_CUR), (2 << 20) + (long)sizeof(b));
+	close(fd);
+}
+
+static void writes(void)
+{
+	char p2[160];
+	int fd;
+	struct any_res a;
+
+	snprintf(p2, sizeof(p2), "%s/w", dir);
+	fd = (int)ANY_OK(laio_syscall(SYS_openat, AT_FDCWD, p2, O_CREAT | O_RDWR | O_TRUNC, 0600));
+	/* buffered writes: inline where the fs supports RWF_NOWAIT, else
+	 * background; the result is the same */
+	a = ANY(laio_syscall(SYS_write, fd, "hello", 5));
+	CHECK_EQ(a.ret, 5);
+	CHECK_EQ(ANY_OK(laio_syscall(SYS_pwrite64, fd, "J", 1, 0)), 1);
+	CHECK_EQ(ANY_OK(laio_syscall(SYS_fsync, fd)), 0);
+	CHECK_EQ(ANY_OK(laio_syscall(SYS_fdatasync, fd)), 0);
+	CHECK_EQ(ANY_OK(laio_syscall(SYS_fallocate, fd, 0, 0, 8192)), 0);
+	struct stat st;
+	CHECK(fstat(fd, &st) == 0);
+	CHECK_EQ(st.st_size, 8192);
+	char b[6] = {0};
+	CHECK_EQ(pread(fd, b, 5, 0), 5);
+	CHECK(memcmp(b, "Jello", 5) == 0);
+	CHECK_EQ(ANY_OK(laio_syscall(SYS_fadvise64, fd, 0, 0, POSIX_FADV_DONTNEED)), 0);
+	CHECK_EQ(ANY_OK(laio_syscall(SYS_close, fd)), 0);
+	CHECK(fcntl(fd, F_GETFD) == -1 && errno == EBADF);
+	ANY_ERR(laio_syscall(SYS_close, fd), EBADF);
+	ANY_ERR(laio_syscall(SYS_fsync, 999), EBADF);
+}
+
+static void paths(void)
+{
+	char a[160], b[160], d[160], l[160];
+	struct statx stx;
+	int fd;
+
+	snprintf(a, sizeof(a), "%s/a", dir);
+	snprintf(b, sizeof(b), "%s/b", dir);
+	snprintf(d, sizeof(d), "%s/d", dir);
+	snprintf(l, sizeof(l), "%s/l", dir);
+	/* cached lookup of an existing file: inline (RESOLVE_CACHED) */
+	CHECK(access(path, R_OK) == 0);
+	fd = (int)INL(laio_syscall(SYS_openat, AT_FDCWD, path, O_RDONLY | O_CLOEXEC, 0));
+	CHECK(fd >= 0);
+	CHECK(fcntl(fd, F_GETFD) & FD_CLOEXEC);
+	close(fd);
+	fd = (int)INL(laio_syscall(SYS_open, path, O_RDONLY, 0));
+	CHECK(fd >= 0);
+	close(fd);
+	struct open_how how = { .flags = O_RDONLY };
+	fd = (int)INL(laio_syscall(SYS_openat2, AT_FDCWD, path, &how, sizeof(how)));
+	CHECK(fd >= 0);
+	close(fd);
+	/* missing file: ENOENT either way */
+	ANY_ERR(laio_syscall(SYS_openat, AT_FDCWD, "/nonexistent/x/y", O_RDONLY, 0), ENOENT);
+	ANY_ERR(laio_syscall(SYS_openat2, AT_FDCWD, "/nonexistent/x/y", &how, sizeof(how)), ENOENT);
+	fd = (int)ANY_OK(laio_syscall(SYS_creat, a, 0644));
+	close(fd);
+	CHECK_EQ(ANY_OK(laio_syscall(SYS_statx, AT_FDCWD, a, 0, STATX_SIZE, &stx)), 0);
+	CHECK_EQ(stx.stx_size, 0);
+	ANY_ERR(laio_syscall(SYS_statx, AT_FDCWD, "/nonexistent", 0, STATX_SIZE, &stx), ENOENT);
+	CHECK_EQ(ANY_OK(laio_syscall(SYS_rename, a, b)), 0);
+	CHECK(access(a, F_OK) == -1 && access(b, F_OK) == 0);
+	CHECK_EQ(ANY_OK(laio_syscall(SYS_renameat2, AT_FDCWD, b, AT_FDCWD, a, RENAME_NOREPLACE)), 0);
+	CHECK_EQ(ANY_OK(laio_syscall(SYS_link, a, b)), 0);
+	CHECK_EQ(ANY_OK(laio_syscall(SYS_symlink, a, l)), 0);
+	char t[160] = {0};
+	CHECK(readlink(l, t, sizeof(t)) > 0 && !strcmp(t, a));
+	CHECK_EQ(ANY_OK(laio_syscall(SYS_unlink, l)), 0);
+	CHECK_EQ(ANY_OK(laio_syscall(SYS_unlinkat, AT_FDCWD, b, 0)), 0);
+	CHECK_EQ(ANY_OK(laio_syscall(SYS_mkdir, d, 0755)), 0);
+	ANY_ERR(laio_syscall(SYS_mkdirat, AT_FDCWD, d, 0755), EEXIST);
+	CHECK_EQ(ANY_OK(laio_syscall(SYS_symlinkat, a, AT_FDCWD, l)), 0);
+	CHECK_EQ(ANY_OK(laio_syscall(SYS_linkat, AT_FDCWD, a, AT_FDCWD, b, 0)), 0);
+	CHECK_EQ(ANY_OK(laio_syscall(SYS_renameat, AT_FDCWD, b, AT_FDCWD, path, 0)) , 0);
+	CHECK_EQ(ANY_OK(laio_syscall(SYS_rmdir, d)), 0);
+	ANY_ERR(laio_syscall(SYS_rmdir, d), ENOENT);
+	CHECK_EQ(ANY_OK(laio_syscall(SYS_unlink, l)), 0);
+	CHECK_EQ(ANY_OK(laio_syscall(SYS_unlink, a)), 0);
+	/* restore the data file renamed over above */
+	make_file();
+}
+
+static void splice_tee_madvise(void)
+{
+	int p[2], q[2];
+	char b[8] = {0};
+	void *m;
+
+	CHECK(pipe(p) == 0 && pipe(q) == 0);
+	CHECK(write(p[1], "splice", 6) == 6);
+	CHECK_EQ(ANY_OK(laio_syscall(SYS_tee, p[0], q[1], 6, 0)), 6);
+	CHECK_EQ(ANY_OK(laio_syscall(SYS_splice, p[0], NULL, q[1], NULL, 6, 0)), 6);
+	CHECK_EQ(read(q[0], b, 8), 8);
+	CHECK(memcmp(b, "splicesp", 8) == 0);
+	/* offsets given: the helper pool updates them like splice(2) */
+	int fd = open(path, O_RDONLY);
+	loff_t off = 4096;
+	CHECK_EQ(ANY_OK(laio_syscall(SYS_splice, fd, &off, p[1], NULL, 3, 0)), 3);
+	CHECK_EQ(off, 4099);
+	close(fd);
+	m = mmap(NULL, 65536, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	CHECK(m != MAP_FAILED);
+	CHECK_EQ(ANY_OK(laio_syscall(SYS_madvise, m, 65536, MADV_DONTNEED)), 0);
+	ANY_ERR(laio_syscall(SYS_madvise, (char *)m + 1, 4096, MADV_DONTNEED), EINVAL);
+	munmap(m, 65536);
+	close(p[0]); close(p[1]); close(q[0]); close(q[1]);
+}
+
+static void all(void)
+{
+	RUN(cached_reads);
+	RUN(evicted_reads);
+	RUN(writes);
+	RUN(paths);
+	RUN(splice_tee_madvise);
+}
+
+int main(void)
+{
+	snprintf(dir, sizeof(dir), "/var/tmp/laio-test-XXXXXX");
+	CHECK(mkdtemp(dir));
+	make_file();
+	RUN_MECHS(all);
+	unlink(path);
+	rmdir(dir);
+	return T_EXIT_PASS;
+}

@@ -1,0 +1,191 @@
+/* SPDX-License-Identifier: MIT */
+/* Sockets: recv/send inline when data/room is there, background when not;
+ * accept/connect/shutdown through io_uring opcodes. Loopback only. */
+#include "laio/laio_util.h"
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+
+static void stream_pair(void)
+{
+	int s[2];
+	char b[16] = {0};
+	void *h;
+	struct laio_completion c;
+
+	CHECK(socketpair(AF_UNIX, SOCK_STREAM, 0, s) == 0);
+	h = BG(laio_syscall(SYS_recvfrom, s[0], b, sizeof(b), 0, NULL, NULL));
+	CHECK_EQ(INL(laio_syscall(SYS_sendto, s[1], "ping", 4, 0, NULL, 0)), 4);
+	c = wait_one(h);
+	CHECK_EQ(c.laio_return_value, 4);
+	CHECK(!memcmp(b, "ping", 4));
+	/* data already there: inline */
+	CHECK(send(s[1], "pong", 4, 0) == 4);
+	CHECK_EQ(INL(laio_syscall(SYS_recvfrom, s[0], b, sizeof(b), 0, NULL, NULL)), 4);
+	/* caller's MSG_DONTWAIT: EAGAIN inline */
+	errno = 0;
+	CHECK_EQ(INL(laio_syscall(SYS_recvfrom, s[0], b, sizeof(b), MSG_DONTWAIT, NULL, NULL)), -1);
+	CHECK_EQ(errno, EAGAIN);
+	/* recvmsg / sendmsg */
+	struct iovec iov = { b, sizeof(b) };
+	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
+	h = BG(laio_syscall(SYS_recvmsg, s[0], &mh, 0));
+	struct iovec siov = { "msg!", 4 };
+	struct msghdr smh = { .msg_iov = &siov, .msg_iovlen = 1 };
+	CHECK_EQ(INL(laio_syscall(SYS_sendmsg, s[1], &smh, 0)), 4);
+	c = wait_one(h);
+	CHECK_EQ(c.laio_return_value, 4);
+	CHECK(!memcmp(b, "msg!", 4));
+	/* peer closes while a recv is in the background */
+	h = BG(laio_syscall(SYS_read, s[0], b, sizeof(b)));
+	close(s[1]);
+	c = wait_one(h);
+	CHECK_EQ(c.laio_return_value, 0);
+	close(s[0]);
+	/* errors inline */
+	errno = 0;
+	CHECK_EQ(INL(laio_syscall(SYS_recvfrom, 12345, b, 1, 0, NULL, NULL)), -1);
+	CHECK_EQ(errno, EBADF);
+	int p[2];
+	CHECK(pipe(p) == 0);
+	errno = 0;
+	CHECK_EQ(INL(laio_syscall(SYS_recvfrom, p[0], b, 1, 0, NULL, NULL)), -1);
+	CHECK_EQ(errno, ENOTSOCK);
+	close(p[0]);
+	close(p[1]);
+}
+
+/* A blocking send larger than the socket buffer sends everything. */
+static void big_send(void)
+{
+	int s[2];
+	size_t big = 4 << 20, got = 0;
+	char *w = malloc(big), *r = malloc(big);
+	void *h;
+	int done = 0;
+
+	for (size_t i = 0; i < big; i++)
+		w[i] = (char)(i * 31 + 7);
+	CHECK(socketpair(AF_UNIX, SOCK_STREAM, 0, s) == 0);
+	h = BG(laio_syscall(SYS_sendto, s[1], w, big, 0, NULL, 0));
+	while (got < big) {
+		ssize_t n = recv(s[0], r + got, big - got, MSG_DONTWAIT);
+		if (n > 0)
+			got += (size_t)n;
+		struct laio_completion c;
+		struct timespec t = { 0, 1000000 };
+		int k = laio_poll(&c, 1, &t);
+		CHECK(k >= 0);
+		if (k) {
+			CHECK(c.laio_handle == h);
+			CHECK_EQ(c.laio_return_value, (long)big);
+			done = 1;
+		}
+	}
+	CHECK(!memcmp(w, r, big));
+	if (!done)
+		CHECK_EQ(wait_one(h).laio_return_value, (long)big);
+	close(s[0]);
+	close(s[1]);
+	free(w);
+	free(r);
+}
+
+static void udp_addr(void)
+{
+	int a = socket(AF_INET, SOCK_DGRAM, 0), b = socket(AF_INET, SOCK_DGRAM, 0);
+	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	struct sockaddr_in from;
+	socklen_t sl = sizeof(sa), fl = sizeof(from);
+	char buf[32] = {0};
+	void *h;
+
+	CHECK(a >= 0 && b >= 0);
+	CHECK(bind(a, (struct sockaddr *)&sa, sizeof(sa)) == 0);
+	CHECK(getsockname(a, (struct sockaddr *)&sa, &sl) == 0);
+	h = BG(laio_syscall(SYS_recvfrom, a, buf, sizeof(buf), 0, &from, &fl));
+	CHECK_EQ(INL(laio_syscall(SYS_sendto, b, "dgram", 5, 0, &sa, sizeof(sa))), 5);
+	CHECK_EQ(wait_one(h).laio_return_value, 5);
+	CHECK(!memcmp(buf, "dgram", 5));
+	CHECK_EQ(from.sin_family, AF_INET);
+	struct sockaddr_in bsa;
+	socklen_t bl = sizeof(bsa);
+	CHECK(getsockname(b, (struct sockaddr *)&bsa, &bl) == 0);
+	CHECK_EQ(from.sin_port, bsa.sin_port);
+	close(a);
+	close(b);
+}
+
+static void tcp_accept_connect(void)
+{
+	int ls = socket(AF_INET, SOCK_STREAM, 0), cs = socket(AF_INET, SOCK_STREAM, 0);
+	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	socklen_t sl = sizeof(sa);
+	struct laio_completion c[2];
+	struct timespec t = { 10, 0 };
+	void *ha, *hc = NULL;
+	long as = -1;
+	char b[8];
+
+	CHECK(ls >= 0 && cs >= 0);
+	CHECK(bind(ls, (struct sockaddr *)&sa, sizeof(sa)) == 0);
+	CHECK(listen(ls, 8) == 0);
+	CHECK(getsockname(ls, (struct sockaddr *)&sa, &sl) == 0);
+	/* no client yet: accept goes to the background */
+	ha = BG(laio_syscall(SYS_accept4, ls, NULL, NULL, SOCK_CLOEXEC));
+	errno = 0;
+	long r = laio_syscall(SYS_connect, cs, &sa, sizeof(sa));
+	if (r == -1 && errno == EINPROGRESS)
+		hc = laio_gethandle();
+	else
+		CHECK_EQ(r, 0);
+	int want = hc ? 2 : 1, seen = 0;
+	while (seen < want) {
+		int n = laio_poll(c, 2, &t);
+		if (n <= 0)
+			fprintf(stderr, "    laio_poll = %d, seen %d of %d\n", n, seen, want);
+		CHECK(n > 0);
+		for (int i = 0; i < n; i++, seen++) {
+			if (c[i].laio_handle == ha) {
+				as = c[i].laio_return_value;
+				CHECK(as >= 0);
+			} else {
+				CHECK(c[i].laio_handle == hc);
+				CHECK_EQ(c[i].laio_return_value, 0);
+			}
+		}
+	}
+	CHECK(as >= 0);
+	CHECK(fcntl((int)as, F_GETFD) & FD_CLOEXEC);
+	CHECK_EQ(INL(laio_syscall(SYS_write, cs, "tcp", 3)), 3);
+	CHECK_EQ(ANY_OK(laio_syscall(SYS_read, (int)as, b, 8)), 3);
+	CHECK_EQ(ANY_OK(laio_syscall(SYS_shutdown, cs, SHUT_WR)), 0);
+	CHECK_EQ(ANY_OK(laio_syscall(SYS_read, (int)as, b, 8)), 0);
+	/* a pending client: accept may complete inline */
+	int cs2 = socket(AF_INET, SOCK_STREAM, 0);
+	CHECK(connect(cs2, (struct sockaddr *)&sa, sizeof(sa)) == 0);
+	long as2 = ANY_OK(laio_syscall(SYS_accept, ls, NULL, NULL));
+	CHECK(as2 >= 0);
+	/* O_NONBLOCK listener with nobody waiting: EAGAIN */
+	CHECK(fcntl(ls, F_SETFL, O_NONBLOCK) == 0);
+	ANY_ERR(laio_syscall(SYS_accept, ls, NULL, NULL), EAGAIN);
+	ANY_ERR(laio_syscall(SYS_shutdown, 4321, SHUT_RD), EBADF);
+	close((int)as2); close(cs2);
+	close((int)as); close(cs); close(ls);
+}
+
+static void all(void)
+{
+	if (getenv("ONLY_TCP")) { RUN(tcp_accept_connect); return; }
+	RUN(stream_pair);
+	RUN(big_send);
+	RUN(udp_addr);
+	RUN(tcp_accept_connect);
+}
+
+int main(void)
+{
+	RUN_MECHS(all);
+	return T_EXIT_PASS;
+}

@@ -303,6 +303,22 @@ int uaio_op_work(uaio_loop *l, uaio_op *op, long (*fn)(void *arg), void *arg,
 		 uaio_op_cb cb, void *data);
 long uaio_op_result_long(const uaio_op *op);
 
+/* --------------------------------------------------------------- pinning */
+
+/*
+ * Pins the open file behind fd: returns a descriptor-like handle that the
+ * fd-first ops (read, write, readv, writev, recv, send, recvmsg, sendmsg,
+ * fsync, fallocate, poll, ...; not splice, tee or close) accept in place
+ * of fd, and that keeps naming the same open file after the caller closes
+ * fd or gets its number back for another file. io_uring: a registered-file
+ * slot (no descriptor is used, and POSIX record locks are untouched);
+ * epoll: a duplicate descriptor. Thread-safe. Returns the handle (>= 0),
+ * -EBADF, or -ENFILE / -EMFILE when no slot is left.
+ */
+int uaio_file_pin(uaio_loop *l, int fd);
+/* Drops a pin once no op uses it any more. */
+void uaio_file_unpin(uaio_loop *l, int pinned);
+
 /* For multishot ops inside the callback: 1 if more completions follow. */
 int uaio_op_more(const uaio_op *op);
 /* 1 from submission until the final callback has started. */

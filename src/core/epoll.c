@@ -663,6 +663,19 @@ static int ep_fd(const uaio_loop *l)
 	return E(l)->epfd;
 }
 
+/* No registered files here: a duplicate descriptor keeps the file. */
+static int ep_pin(uaio_loop *l, int fd)
+{
+	int d = fcntl(fd, F_DUPFD_CLOEXEC, 0);
+
+	return d < 0 ? -errno : d;
+}
+
+static void ep_unpin(uaio_loop *l, int pinned)
+{
+	close(pinned);
+}
+
 const struct uaio_backend uaio__epoll_backend = {
 	.name = "epoll",
 	.kind = UAIO_BACKEND_EPOLL,
@@ -676,4 +689,6 @@ const struct uaio_backend uaio__epoll_backend = {
 	.cancel = ep_cancel,
 	.cancel_fd = ep_cancel_fd,
 	.fd = ep_fd,
+	.pin = ep_pin,
+	.unpin = ep_unpin,
 };

@@ -87,7 +87,14 @@ struct uaio_backend {
 	int (*cancel)(uaio_loop *l, uaio_op *op, uaio_op *target);
 	int (*cancel_fd)(uaio_loop *l, uaio_op *op);
 	int (*fd)(const uaio_loop *l);
+	/* uaio_file_pin / unpin, called under the loop lock. */
+	int (*pin)(uaio_loop *l, int fd);
+	void (*unpin)(uaio_loop *l, int pinned);
 };
+
+/* A pinned handle on io_uring: registered-file slot | this bit. Real
+ * descriptors stay below 2^30 (the kernel caps fs.nr_open there). */
+#define UAIO_FD_FIXED	0x40000000
 
 struct uaio_workers {
 	pthread_mutex_t mu;

@@ -94,8 +94,10 @@ UAIO_API void uaio_loop_free(uaio_loop *l)
 
 	if (!l)
 		return;
-	/* A forked child has none of the parent's threads: do not join. */
-	uaio__workers_stop(l, !child);
+	/* A forked child has none of the parent's threads, and any lock one
+	 * of them held stays locked: neither join nor lock. */
+	if (!child)
+		uaio__workers_stop(l, true);
 	l->be->fini(l);
 	while ((pn = l->post_head)) {
 		l->post_head = pn->next;
@@ -1183,6 +1185,32 @@ UAIO_API int uaio_op_shutdown(uaio_loop *l, uaio_op *op, int fd, int how,
 		return -EBADF;
 	op_args(op, 0, 0, 0, (uint32_t)how, 0);
 	return submit(l, op, OP_SHUTDOWN, fd, cb, data);
+}
+
+UAIO_API int uaio_file_pin(uaio_loop *l, int fd)
+{
+	bool lk;
+	int r;
+
+	if (!l)
+		return -EINVAL;
+	if (fd < 0 || fd >= UAIO_FD_FIXED)
+		return -EBADF;
+	lk = uaio__lock(l);
+	r = l->be->pin(l, fd);
+	uaio__unlock(l, lk);
+	return r;
+}
+
+UAIO_API void uaio_file_unpin(uaio_loop *l, int pinned)
+{
+	bool lk;
+
+	if (!l || pinned < 0)
+		return;
+	lk = uaio__lock(l);
+	l->be->unpin(l, pinned);
+	uaio__unlock(l, lk);
 }
 
 UAIO_API int uaio_op_work(uaio_loop *l, uaio_op *op, long (*fn)(void *),

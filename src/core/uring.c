@@ -13,6 +13,7 @@
 #include <poll.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -33,6 +34,10 @@ struct uring_state {
 	bool defer;		/* DEFER_TASKRUN: completions need GETEVENTS */
 	bool wake_armed;
 	bool cancel_fd;
+	/* Registered-file slots for uaio_file_pin(), registered on first use. */
+	int *slot_free;
+	unsigned nslots, nfree;
+	int files_err;		/* registration failed: -errno */
 };
 
 #define U(l) ((struct uring_state *)(l)->bs)
@@ -159,8 +164,66 @@ static void uring_fini(uaio_loop *l)
 	if (!u)
 		return;
 	io_uring_queue_exit(&u->ring);
+	free(u->slot_free);
 	free(u);
 	l->bs = NULL;
+}
+
+/* The table holds at most RLIMIT_NOFILE files (a kernel rule). */
+static int files_setup(struct uring_state *u)
+{
+	struct rlimit rl;
+	unsigned n = 65536;
+	int r;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < n)
+		n = (unsigned)rl.rlim_cur;
+	u->slot_free = malloc(n * sizeof(*u->slot_free));
+	if (!u->slot_free)
+		return -ENOMEM;
+	r = io_uring_register_files_sparse(&u->ring, n);
+	if (r < 0) {
+		free(u->slot_free);
+		u->slot_free = NULL;
+		return r;
+	}
+	for (unsigned i = 0; i < n; i++)
+		u->slot_free[i] = (int)(n - 1 - i);
+	u->nslots = u->nfree = n;
+	return 0;
+}
+
+static int uring_pin(uaio_loop *l, int fd)
+{
+	struct uring_state *u = U(l);
+	int slot, r;
+
+	if (!u->nslots && !u->files_err && (r = files_setup(u)) < 0)
+		u->files_err = r;
+	if (u->files_err)
+		return u->files_err;
+	if (!u->nfree)
+		return -ENFILE;
+	slot = u->slot_free[--u->nfree];
+	r = io_uring_register_files_update(&u->ring, (unsigned)slot, &fd, 1);
+	if (r < 0) {
+		u->slot_free[u->nfree++] = slot;
+		return r;
+	}
+	return slot | UAIO_FD_FIXED;
+}
+
+static void uring_unpin(uaio_loop *l, int pinned)
+{
+	struct uring_state *u = U(l);
+	int slot = pinned & ~UAIO_FD_FIXED, none = -1;
+
+	if (!(pinned & UAIO_FD_FIXED) || (unsigned)slot >= u->nslots)
+		return;
+	/* Drop the reference now: a pipe end kept open here would hide EOF
+	 * from its reader. */
+	io_uring_register_files_update(&u->ring, (unsigned)slot, &none, 1);
+	u->slot_free[u->nfree++] = slot;
 }
 
 static void prep(struct io_uring_sqe *sqe, uaio_op *op)
@@ -264,6 +327,11 @@ static void prep(struct io_uring_sqe *sqe, uaio_op *op)
 	case OP_SHUTDOWN:
 		io_uring_prep_shutdown(sqe, op->fd, (int)op->len);
 		break;
+	}
+	/* A pinned handle names a registered file (ops whose file is fd). */
+	if (UAIO_UNLIKELY(op->fd >= UAIO_FD_FIXED) && sqe->fd == op->fd) {
+		sqe->fd = op->fd & ~UAIO_FD_FIXED;
+		sqe->flags |= IOSQE_FIXED_FILE;
 	}
 	io_uring_sqe_set_data64(sqe, ud(op, TAG_OP));
 }
@@ -740,4 +808,6 @@ const struct uaio_backend uaio__uring_backend = {
 	.cancel = uring_cancel,
 	.cancel_fd = uring_cancel_fd,
 	.fd = uring_fd,
+	.pin = uring_pin,
+	.unpin = uring_unpin,
 };

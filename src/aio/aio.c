@@ -1,0 +1,1345 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * POSIX AIO on the uaio loop (see include/uaio/aio.h, docs/design.md).
+ *
+ * A request first tries to finish in the caller without blocking
+ * (RWF_NOWAIT): cached reads, room in a pipe. Only when it would block
+ * does it get a record and become an op on the engine's loop, which one
+ * engine thread drives: io_uring ties a request to the thread that issued
+ * it and cancels it when that thread exits, so the engine thread is the
+ * only issuer, and it sleeps in the kernel between completions so that
+ * signals and SIGEV_THREAD callbacks arrive while the program sleeps.
+ *
+ * The status lives in the caller's aiocb (glibc's __error_code and
+ * __return_value), so aio_error(), aio_return() and aio_suspend() are
+ * lock-free and async-signal-safe. The aiocb's reserved bytes carry a
+ * state word (LIVE / DONE / RETURNED, xor'ed with its address) that tells
+ * our aiocbs from ones we never saw.
+ *
+ * Ordering: requests on a non-seekable file (pipe, socket, tty) run one at
+ * a time in submission order (a FIFO per file, keyed by device and inode);
+ * requests on regular files run in parallel, and an fsync waits for the
+ * writes to its descriptor that were queued before it (epoch barriers).
+ *
+ * Locking: the engine mutex guards records, FIFOs, barriers and list-I/O
+ * groups; it is taken before the loop's own lock. Records carry a pinned
+ * handle of their file (uaio_file_pin), so the caller may close or reuse
+ * the descriptor while the request is in flight.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <linux/futex.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/uio.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <uaio/aio.h>
+#include <uaio/loop.h>
+#include "aio/aio_internal.h"
+
+#define API __attribute__((visibility("default")))
+
+/* The kernel moves at most this much per read or write (MAX_RW_COUNT). */
+#define RW_MAX		((size_t)INT_MAX & ~(size_t)4095)
+#define CHUNK_REQS	512
+#define SERIAL_BUCKETS	256
+
+/* ------------------------------------------------------ aiocb state */
+
+struct cbpriv {
+	_Atomic uint64_t state;		/* ST_* ^ the aiocb's address */
+	struct aio_req *req;		/* its record, while it has one */
+	uint64_t done;			/* bytes written before the current op */
+	uint64_t spare;
+};
+_Static_assert(sizeof(struct cbpriv) <= sizeof(((struct aiocb *)0)->__glibc_reserved),
+	       "aiocb reserved area too small");
+_Static_assert(offsetof(struct aiocb, __glibc_reserved) % 8 == 0,
+	       "aiocb reserved area misaligned");
+
+#define ST_LIVE		0x75616f696c697665ull
+#define ST_DONE		0x75616f69646f6e65ull
+#define ST_RETURNED	0x75616f6972657464ull
+
+static inline struct cbpriv *priv(const struct aiocb *cb)
+{
+	return (struct cbpriv *)(void *)cb->__glibc_reserved;
+}
+
+static inline uint64_t tag(const struct aiocb *cb, uint64_t st)
+{
+	return st ^ (uint64_t)(uintptr_t)cb;
+}
+
+static inline uint64_t cb_state(const struct aiocb *cb)
+{
+	return atomic_load_explicit(&priv(cb)->state, memory_order_acquire) ^
+	       (uint64_t)(uintptr_t)cb;
+}
+
+/* ------------------------------------------------------ the engine */
+
+enum { K_READ, K_WRITE, K_FSYNC, K_DSYNC };
+enum { RS_FREE, RS_QUEUED, RS_LOOP };	/* RS_QUEUED: waiting in this layer */
+#define RF_PINNED	0x1
+#define RF_SERIAL	0x2
+#define RF_CANCEL	0x4
+
+struct aio_lio;
+
+struct aio_req {
+	uaio_op op;			/* first: the op callback finds the record */
+	struct aiocb *cb;
+	struct aio_req *next;		/* FIFO, barrier list or free list */
+	void *owner;			/* struct aio_serial * or struct aio_fdw * */
+	struct aio_lio *lio;
+	uint32_t epoch;			/* write: its descriptor's epoch; fsync: its barrier */
+	uint32_t remaining;		/* fsync: earlier writes still in flight */
+	int fd;				/* what the op uses: a pinned handle, or the fd */
+	uint8_t kind, state, flags;
+	int8_t prio;
+};
+_Static_assert(sizeof(struct aio_req) <= 128, "request record over budget");
+
+struct aio_chunk {
+	struct aio_chunk *next;
+	struct aio_req reqs[CHUNK_REQS];
+};
+
+/* A non-seekable file with requests: one in flight, the rest wait. */
+struct aio_serial {
+	struct aio_serial *hnext;
+	dev_t dev;
+	ino_t ino;
+	struct aio_req *busy;
+	struct aio_req *head, *tail;
+};
+
+/* A descriptor with writes in flight: fsyncs wait for the earlier ones. */
+struct aio_fdw {
+	int fd;
+	unsigned writes;
+	uint32_t epoch;
+	struct aio_req *barriers;
+};
+
+/* A list-I/O group: LIO_WAIT's waiter or LIO_NOWAIT's notification. */
+struct aio_lio {
+	unsigned pending;		/* async requests left, +1 while submitting */
+	unsigned refs;			/* pending + the waiter */
+	bool notify;
+	struct sigevent sev;
+};
+
+static struct aio_engine {
+	pthread_mutex_t mu;
+	uaio_loop *loop;		/* created with the engine thread */
+	pthread_t thread;
+	bool atfork;
+	pid_t pid;
+
+	struct aio_chunk *chunks;
+	struct aio_req *free;
+	unsigned long nreq;		/* records in use = requests in flight */
+	unsigned long max;		/* AIO_MAX */
+	unsigned workers;		/* fallback pool size */
+
+	atomic_uint nserial;		/* serial files with requests */
+	struct aio_serial *serial[SERIAL_BUCKETS];
+	struct aio_fdw **fdw;
+	unsigned nfdw;
+	unsigned *pinrefs;		/* requests per pinned handle */
+	unsigned npinrefs;
+
+	/* Bumped at every completion; aio_suspend and lio_listio sleep on
+	 * it with a futex. */
+	atomic_uint seq;
+	atomic_uint waiters;
+} aio_engine = {
+	.mu = PTHREAD_MUTEX_INITIALIZER,
+	.max = UAIO_AIO_MAX_DEFAULT,
+	.workers = 8,
+};
+
+#define E (&aio_engine)
+
+static void req_cb(uaio_op *op, int res, void *data);
+
+/* ------------------------------------------------ completion, waiting */
+
+static void seq_bump(void)
+{
+	atomic_fetch_add(&E->seq, 1);
+	if (atomic_load(&E->waiters))
+		syscall(SYS_futex, &E->seq, FUTEX_WAKE_PRIVATE, INT_MAX, NULL, NULL, 0);
+}
+
+/* Sleeps while seq == snap. Always with an absolute deadline: the kernel
+ * then reports EINTR for every handled signal, SA_RESTART or not, as
+ * aio_suspend and lio_listio must. Returns 0, -ETIMEDOUT or -EINTR. */
+static int seq_wait(unsigned snap, const struct timespec *deadline)
+{
+	struct timespec far;
+	long r;
+
+	if (!deadline) {
+		clock_gettime(CLOCK_MONOTONIC, &far);
+		far.tv_sec += 86400;
+		deadline = &far;
+	}
+	r = syscall(SYS_futex, &E->seq, FUTEX_WAIT_BITSET_PRIVATE, snap, deadline,
+		    NULL, FUTEX_BITSET_MATCH_ANY);
+	if (r < 0 && (errno == ETIMEDOUT || errno == EINTR))
+		return -errno;
+	return 0;
+}
+
+/* The final status, for aio_error/aio_return: nothing touches cb after
+ * this, the caller may reuse it at once. */
+static void publish(struct aiocb *cb, long res)
+{
+	cb->__return_value = res < 0 ? -1 : res;
+	atomic_store_explicit(&priv(cb)->state, tag(cb, ST_DONE), memory_order_release);
+	__atomic_store_n(&cb->__error_code, res < 0 ? (int)-res : 0, __ATOMIC_RELEASE);
+}
+
+/* A request's end: status, then waiters, then its notification. */
+static void complete(struct aiocb *cb, long res)
+{
+	struct sigevent sev;
+	bool notify = cb->aio_sigevent.sigev_notify == SIGEV_THREAD ||
+		      (cb->aio_sigevent.sigev_notify == SIGEV_SIGNAL &&
+		       cb->aio_sigevent.sigev_signo);
+
+	if (notify)
+		sev = cb->aio_sigevent;
+	publish(cb, res);
+	seq_bump();
+	if (notify)
+		uaio__notify(&sev);
+}
+
+static void lio_put_locked(struct aio_lio *g, bool pending)
+{
+	if (pending && --g->pending == 0 && g->notify)
+		uaio__notify(&g->sev);
+	if (--g->refs == 0)
+		free(g);
+	else if (pending && g->pending == 0)
+		seq_bump();	/* LIO_WAIT's waiter */
+}
+
+/* ------------------------------------------------------ records */
+
+static struct aio_req *req_alloc_locked(void)
+{
+	struct aio_req *r;
+
+	if (E->nreq >= E->max)
+		return NULL;
+	if (!E->free) {
+		struct aio_chunk *c = calloc(1, sizeof(*c));
+
+		if (!c)
+			return NULL;
+		c->next = E->chunks;
+		E->chunks = c;
+		for (int i = CHUNK_REQS - 1; i >= 0; i--) {
+			c->reqs[i].next = E->free;
+			E->free = &c->reqs[i];
+		}
+	}
+	r = E->free;
+	E->free = r->next;
+	memset(r, 0, sizeof(*r));
+	E->nreq++;
+	return r;
+}
+
+static void req_free_locked(struct aio_req *r)
+{
+	r->state = RS_FREE;
+	r->cb = NULL;
+	r->next = E->free;
+	E->free = r;
+	E->nreq--;
+}
+
+/* --------------------------------------------------------- pinning */
+
+/* Handles are shared by the requests of one lio_listio() on one fd; the
+ * cache holds a reference of its own until the call ends. */
+struct pincache {
+	int fd, pinned;
+};
+
+static bool pinref_grow_locked(unsigned idx)
+{
+	unsigned n = E->npinrefs ? E->npinrefs : 256, *a;
+
+	if (idx < E->npinrefs)
+		return true;
+	while (n <= idx)
+		n *= 2;
+	a = realloc(E->pinrefs, n * sizeof(*a));
+	if (!a)
+		return false;
+	memset(a + E->npinrefs, 0, (n - E->npinrefs) * sizeof(*a));
+	E->pinrefs = a;
+	E->npinrefs = n;
+	return true;
+}
+
+static void pincache_release(struct pincache *pc)
+{
+	if (pc->pinned < 0)
+		return;
+	pthread_mutex_lock(&E->mu);
+	if (--E->pinrefs[(unsigned)pc->pinned & 0x3fffffffu] == 0)
+		uaio_file_unpin(E->loop, pc->pinned);
+	pthread_mutex_unlock(&E->mu);
+	pc->pinned = -1;
+}
+
+static void pin_get_locked(struct aio_req *r, int fd, struct pincache *pc)
+{
+	unsigned idx;
+	int p;
+
+	if (pc && pc->fd == fd && pc->pinned >= 0) {
+		p = pc->pinned;
+	} else {
+		p = uaio_file_pin(E->loop, fd);
+		idx = (unsigned)p & 0x3fffffffu;
+		if (p >= 0 && !pinref_grow_locked(idx)) {
+			uaio_file_unpin(E->loop, p);
+			p = -1;
+		}
+		if (p < 0) {		/* no slot left: the bare descriptor */
+			r->fd = fd;
+			return;
+		}
+		if (pc) {
+			if (pc->pinned >= 0 && --E->pinrefs[(unsigned)pc->pinned & 0x3fffffffu] == 0)
+				uaio_file_unpin(E->loop, pc->pinned);
+			pc->fd = fd;
+			pc->pinned = p;
+			E->pinrefs[idx]++;
+		}
+	}
+	E->pinrefs[(unsigned)p & 0x3fffffffu]++;
+	r->fd = p;
+	r->flags |= RF_PINNED;
+}
+
+static void pin_put_locked(struct aio_req *r)
+{
+	unsigned idx = (unsigned)r->fd & 0x3fffffffu;
+
+	if (!(r->flags & RF_PINNED))
+		return;
+	r->flags &= ~RF_PINNED;
+	if (--E->pinrefs[idx] == 0)
+		uaio_file_unpin(E->loop, r->fd);
+}
+
+/* ------------------------------------------------- engine thread */
+
+static void fork_prepare(void)
+{
+	pthread_mutex_lock(&E->mu);
+	if (E->loop)
+		uaio_loop_lock(E->loop);
+	uaio__notify_fork_prepare();
+}
+
+static void fork_parent(void)
+{
+	uaio__notify_fork_parent();
+	if (E->loop)
+		uaio_loop_unlock(E->loop);
+	pthread_mutex_unlock(&E->mu);
+}
+
+/* The child inherits no requests: its copies of our aiocbs become unknown
+ * ones, and the engine starts afresh on first need. */
+static void fork_child(void)
+{
+	struct aio_chunk *c, *cnext;
+
+	uaio__notify_fork_child();
+	for (c = E->chunks; c; c = cnext) {
+		cnext = c->next;
+		for (int i = 0; i < CHUNK_REQS; i++) {
+			struct aio_req *r = &c->reqs[i];
+			if (r->state != RS_FREE && r->cb &&
+			    cb_state(r->cb) == ST_LIVE)
+				atomic_store(&priv(r->cb)->state, 0);
+		}
+		free(c);
+	}
+	E->chunks = NULL;
+	E->free = NULL;
+	E->nreq = 0;
+	for (int i = 0; i < SERIAL_BUCKETS; i++) {
+		struct aio_serial *s, *snext;
+		for (s = E->serial[i]; s; s = snext) {
+			snext = s->hnext;
+			free(s);
+		}
+		E->serial[i] = NULL;
+	}
+	atomic_store(&E->nserial, 0);
+	for (unsigned i = 0; i < E->nfdw; i++)
+		free(E->fdw[i]);
+	free(E->fdw);
+	E->fdw = NULL;
+	E->nfdw = 0;
+	free(E->pinrefs);
+	E->pinrefs = NULL;
+	E->npinrefs = 0;
+	if (E->loop) {
+		uaio_loop_unlock(E->loop);
+		uaio_loop_free(E->loop);	/* child-safe: no locks, no joins */
+		E->loop = NULL;
+	}
+	atomic_store(&E->waiters, 0);
+	pthread_mutex_init(&E->mu, NULL);
+}
+
+static void *engine_main(void *arg)
+{
+	uaio_loop *l = arg;
+
+	for (;;)
+		if (uaio_loop_run_once(l, -1) < 0)
+			usleep(1000);	/* never seen; don't spin if it happens */
+	return NULL;
+}
+
+static int engine_start_locked(void)
+{
+	struct uaio_loop_params p = {
+		.flags = UAIO_LOOP_THREADSAFE,
+		.entries = 1024,
+		.workers = E->workers,
+	};
+	sigset_t all, old;
+	pthread_attr_t attr;
+	int r;
+
+	if (E->loop)
+		return 0;
+	if (!E->atfork) {
+		if (pthread_atfork(fork_prepare, fork_parent, fork_child))
+			return -EAGAIN;
+		E->atfork = true;
+	}
+	E->loop = uaio_loop_new(&p);
+	if (!E->loop)
+		return errno == ENOMEM ? -EAGAIN : -errno;
+	/* The engine takes no signals: they belong to the program. */
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	pthread_attr_init(&attr);
+	pthread_attr_setstacksize(&attr, 256 * 1024);
+	r = pthread_create(&E->thread, &attr, engine_main, E->loop);
+	pthread_attr_destroy(&attr);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (r) {
+		uaio_loop_free(E->loop);
+		E->loop = NULL;
+		return -EAGAIN;
+	}
+	pthread_detach(E->thread);
+	E->pid = getpid();
+	return 0;
+}
+
+bool uaio__aio_engine_started(void)
+{
+	bool s;
+
+	pthread_mutex_lock(&E->mu);
+	s = E->loop != NULL;
+	pthread_mutex_unlock(&E->mu);
+	return s;
+}
+
+const char *uaio__aio_backend_name(void)
+{
+	const char *n;
+
+	pthread_mutex_lock(&E->mu);
+	n = E->loop ? uaio_loop_backend_name(E->loop) : "none";
+	pthread_mutex_unlock(&E->mu);
+	return n;
+}
+
+/* ---------------------------------------------- serial files, fsync */
+
+static struct aio_serial **serial_slot(dev_t dev, ino_t ino)
+{
+	size_t h = (size_t)(ino * 0x9e3779b97f4a7c15ull ^ dev) % SERIAL_BUCKETS;
+	struct aio_serial **pp = &E->serial[h];
+
+	while (*pp && ((*pp)->dev != dev || (*pp)->ino != ino))
+		pp = &(*pp)->hnext;
+	return pp;
+}
+
+static struct aio_serial *serial_get_locked(const struct stat *st, bool create)
+{
+	struct aio_serial **pp = serial_slot(st->st_dev, st->st_ino), *s = *pp;
+
+	if (s || !create)
+		return s;
+	s = calloc(1, sizeof(*s));
+	if (!s)
+		return NULL;
+	s->dev = st->st_dev;
+	s->ino = st->st_ino;
+	*pp = s;
+	atomic_fetch_add(&E->nserial, 1);
+	return s;
+}
+
+static void serial_maybe_free_locked(struct aio_serial *s)
+{
+	struct aio_serial **pp;
+
+	if (s->busy || s->head)
+		return;
+	pp = serial_slot(s->dev, s->ino);
+	*pp = s->hnext;
+	free(s);
+	atomic_fetch_sub(&E->nserial, 1);
+}
+
+/* Waiting requests go in priority order, equal priorities in order. */
+static void serial_queue_locked(struct aio_serial *s, struct aio_req *r)
+{
+	struct aio_req **pp = &s->head, *prev = NULL;
+
+	while (*pp && (*pp)->prio <= r->prio) {
+		prev = *pp;
+		pp = &(*pp)->next;
+	}
+	r->next = *pp;
+	*pp = r;
+	if (!r->next)
+		s->tail = r;
+	(void)prev;
+	r->state = RS_QUEUED;
+}
+
+static struct aio_fdw *fdw_get_locked(int fd, bool create)
+{
+	struct aio_fdw *w;
+
+	if ((unsigned)fd < E->nfdw && E->fdw[fd])
+		return E->fdw[fd];
+	if (!create)
+		return NULL;
+	if ((unsigned)fd >= E->nfdw) {
+		unsigned n = E->nfdw ? E->nfdw : 64;
+		struct aio_fdw **a;
+
+		while (n <= (unsigned)fd)
+			n *= 2;
+		a = realloc(E->fdw, n * sizeof(*a));
+		if (!a)
+			return NULL;
+		memset(a + E->nfdw, 0, (n - E->nfdw) * sizeof(*a));
+		E->fdw = a;
+		E->nfdw = n;
+	}
+	w = calloc(1, sizeof(*w));
+	if (w)
+		w->fd = fd;
+	E->fdw[fd] = w;
+	return w;
+}
+
+static void fdw_maybe_free_locked(struct aio_fdw *w)
+{
+	if (w->writes || w->barriers)
+		return;
+	E->fdw[w->fd] = NULL;
+	free(w);
+}
+
+/* ------------------------------------------------- issue and end */
+
+static size_t cb_len(const struct aiocb *cb)
+{
+	return cb->aio_nbytes > RW_MAX ? RW_MAX : cb->aio_nbytes;
+}
+
+/* Hands r's (next) op to the loop. */
+static int req_issue_locked(struct aio_req *r)
+{
+	struct aiocb *cb = r->cb;
+	uint64_t done = priv(cb)->done;
+	char *buf = (char *)cb->aio_buf;
+	int64_t off = r->flags & RF_SERIAL ? -1 : (int64_t)cb->aio_offset;
+	int ret;
+
+	r->state = RS_LOOP;
+	switch (r->kind) {
+	case K_READ:
+		ret = uaio_op_read(E->loop, &r->op, r->fd, buf, cb_len(cb), off,
+				   req_cb, NULL);
+		break;
+	case K_WRITE:
+		ret = uaio_op_write(E->loop, &r->op, r->fd, buf + done,
+				    cb_len(cb) - done, off < 0 ? -1 : off + (int64_t)done,
+				    req_cb, NULL);
+		break;
+	default:
+		ret = uaio_op_fsync(E->loop, &r->op, r->fd, r->kind == K_DSYNC,
+				    req_cb, NULL);
+	}
+	if (ret < 0)
+		r->state = RS_QUEUED;
+	return ret;
+}
+
+/* The end of r whatever its owner: unpin, free, publish, notify. */
+static void req_release_locked(struct aio_req *r, long res)
+{
+	struct aiocb *cb = r->cb;
+	struct aio_lio *g = r->lio;
+
+	pin_put_locked(r);
+	priv(cb)->req = NULL;
+	req_free_locked(r);
+	complete(cb, res);
+	if (g)
+		lio_put_locked(g, true);
+}
+
+static void req_end_locked(struct aio_req *r, long res);
+
+/* Starts the next waiting request of a serial file. */
+static void serial_advance_locked(struct aio_serial *s)
+{
+	while (!s->busy && s->head) {
+		struct aio_req *r = s->head;
+		int ret;
+
+		s->head = r->next;
+		if (!s->head)
+			s->tail = NULL;
+		s->busy = r;
+		ret = req_issue_locked(r);
+		if (ret < 0) {
+			s->busy = NULL;
+			req_release_locked(r, ret);
+		}
+	}
+	serial_maybe_free_locked(s);
+}
+
+/* A write in flight on w ended: release the fsyncs that waited for it. */
+static void fdw_write_done_locked(struct aio_fdw *w, struct aio_req *wr)
+{
+	struct aio_req **pp = &w->barriers;
+
+	w->writes--;
+	while (*pp) {
+		struct aio_req *b = *pp;
+
+		if (b->epoch > wr->epoch && --b->remaining == 0) {
+			int ret;
+
+			*pp = b->next;
+			b->owner = NULL;
+			ret = req_issue_locked(b);
+			if (ret < 0)
+				req_release_locked(b, ret);
+			continue;
+		}
+		pp = &b->next;
+	}
+	fdw_maybe_free_locked(w);
+}
+
+/* r's op ended with res: continue a stream write, else finish r. */
+static void req_end_locked(struct aio_req *r, long res)
+{
+	struct aiocb *cb = r->cb;
+	struct cbpriv *pv = priv(cb);
+
+	/* A blocking write to a pipe or socket writes everything. */
+	if (r->kind == K_WRITE && (r->flags & RF_SERIAL) && res > 0 &&
+	    !(r->flags & RF_CANCEL) && (size_t)res < cb_len(cb) - pv->done) {
+		pv->done += (uint64_t)res;
+		if (req_issue_locked(r) == 0)
+			return;
+		res = 0;
+	}
+	if (pv->done)
+		res = res >= 0 ? res + (long)pv->done : (long)pv->done;
+	if (r->flags & RF_SERIAL) {
+		struct aio_serial *s = r->owner;
+		s->busy = NULL;
+		req_release_locked(r, res);
+		serial_advance_locked(s);
+		return;
+	}
+	if (r->kind == K_WRITE && r->owner)
+		fdw_write_done_locked(r->owner, r);
+	req_release_locked(r, res);
+}
+
+static void req_cb(uaio_op *op, int res, void *data)
+{
+	pthread_mutex_lock(&E->mu);
+	req_end_locked((struct aio_req *)op, res);
+	pthread_mutex_unlock(&E->mu);
+}
+
+/* ---------------------------------------------------- submission */
+
+static int cb_check(const struct aiocb *cb)
+{
+	if (!cb)
+		return -EINVAL;
+	if (cb->aio_reqprio < 0 || cb->aio_reqprio > UAIO_AIO_PRIO_DELTA_MAX)
+		return -EINVAL;
+	if (uaio__sigevent_check(&cb->aio_sigevent) < 0)
+		return -EINVAL;
+	/* The same aiocb twice at once is undefined: refuse it. */
+	if (cb_state(cb) == ST_LIVE)
+		return -EINVAL;
+	return 0;
+}
+
+static void cb_mark_live(struct aiocb *cb)
+{
+	struct cbpriv *pv = priv(cb);
+
+	cb->__return_value = 0;
+	pv->req = NULL;
+	pv->done = 0;
+	__atomic_store_n(&cb->__error_code, EINPROGRESS, __ATOMIC_RELAXED);
+	atomic_store_explicit(&pv->state, tag(cb, ST_LIVE), memory_order_release);
+}
+
+static void cb_unmark(struct aiocb *cb)
+{
+	atomic_store_explicit(&priv(cb)->state, 0, memory_order_release);
+}
+
+/* One non-blocking try of the rest of cb's transfer at off. */
+static long attempt(int fd, int kind, struct aiocb *cb, int64_t off, int rwf)
+{
+	uint64_t done = priv(cb)->done;
+	struct iovec iov = { (char *)cb->aio_buf + done, cb_len(cb) - done };
+	ssize_t r;
+
+	if (kind == K_READ)
+		r = preadv2(fd, &iov, 1, off, rwf);
+	else
+		r = pwritev2(fd, &iov, 1, off < 0 ? -1 : off + (int64_t)done, rwf);
+	return r < 0 ? -errno : r;
+}
+
+/* Whether an attempt's result is the request's result (else: background,
+ * after recording a partial write in done). */
+static bool attempt_final(struct aiocb *cb, int kind, long res, bool stream,
+			  bool nonblock)
+{
+	if (res == -EAGAIN || res == -EOPNOTSUPP)
+		return stream && nonblock && res == -EAGAIN;
+	if (res < 0)
+		return true;
+	if (kind == K_READ)	/* short from the cache may be EOF or not */
+		return stream || res == 0 || (size_t)res == cb_len(cb);
+	if ((size_t)res == cb_len(cb) - priv(cb)->done || nonblock)
+		return true;
+	priv(cb)->done += (uint64_t)res;
+	return false;
+}
+
+static void lio_add_locked(struct aio_req *r, struct aio_lio *g)
+{
+	if (g) {
+		r->lio = g;
+		g->pending++;
+		g->refs++;
+	}
+}
+
+/* The request becomes a record on a non-seekable file's FIFO. */
+static int submit_serial(struct aiocb *cb, int kind, int fd, int fl,
+			 const struct stat *st, struct pincache *pc,
+			 struct aio_lio *g)
+{
+	struct aio_serial *s;
+	struct aio_req *r;
+	long res;
+	int ret;
+
+	pthread_mutex_lock(&E->mu);
+	s = serial_get_locked(st, true);
+	if (!s) {
+		pthread_mutex_unlock(&E->mu);
+		return -EAGAIN;
+	}
+	if (!s->busy && !s->head && kind <= K_WRITE) {
+		/* Nothing ahead of it: try now, under the lock, so that no
+		 * later request can overtake it. */
+		res = attempt(fd, kind, cb, -1, RWF_NOWAIT);
+		if (res == -EOPNOTSUPP && (fl & O_NONBLOCK))
+			res = attempt(fd, kind, cb, -1, 0);
+		if (attempt_final(cb, kind, res, true, fl & O_NONBLOCK)) {
+			serial_maybe_free_locked(s);
+			pthread_mutex_unlock(&E->mu);
+			complete(cb, res + (res >= 0 ? (long)priv(cb)->done : 0));
+			return 0;
+		}
+	}
+	if ((ret = engine_start_locked()) < 0 || !(r = req_alloc_locked())) {
+		serial_maybe_free_locked(s);
+		pthread_mutex_unlock(&E->mu);
+		return ret < 0 ? ret : -EAGAIN;
+	}
+	r->cb = cb;
+	r->kind = (uint8_t)kind;
+	r->prio = (int8_t)cb->aio_reqprio;
+	r->flags = RF_SERIAL;
+	r->owner = s;
+	priv(cb)->req = r;
+	pin_get_locked(r, fd, pc);
+	lio_add_locked(r, g);
+	if (s->busy || s->head) {
+		serial_queue_locked(s, r);
+	} else {
+		s->busy = r;
+		if ((ret = req_issue_locked(r)) < 0) {
+			s->busy = NULL;
+			req_release_locked(r, ret);
+			serial_maybe_free_locked(s);
+		}
+	}
+	pthread_mutex_unlock(&E->mu);
+	return 0;
+}
+
+/* The request becomes a record on a regular file or block device. */
+static int submit_parallel(struct aiocb *cb, int kind, int fd,
+			   struct pincache *pc, struct aio_lio *g)
+{
+	struct aio_req *r;
+	struct aio_fdw *w = NULL;
+	int ret;
+
+	pthread_mutex_lock(&E->mu);
+	if ((ret = engine_start_locked()) < 0 || !(r = req_alloc_locked())) {
+		pthread_mutex_unlock(&E->mu);
+		return ret < 0 ? ret : -EAGAIN;
+	}
+	if (kind != K_READ && !(w = fdw_get_locked(fd, kind == K_WRITE)) &&
+	    kind == K_WRITE) {
+		req_free_locked(r);
+		pthread_mutex_unlock(&E->mu);
+		return -EAGAIN;
+	}
+	r->cb = cb;
+	r->kind = (uint8_t)kind;
+	r->prio = (int8_t)cb->aio_reqprio;
+	priv(cb)->req = r;
+	pin_get_locked(r, fd, pc);
+	lio_add_locked(r, g);
+	if (kind == K_WRITE) {
+		r->owner = w;
+		r->epoch = w->epoch;
+		w->writes++;
+	} else if (w && w->writes) {
+		/* An fsync after writes still in flight: a barrier. */
+		r->epoch = ++w->epoch;
+		r->remaining = w->writes;
+		r->owner = w;
+		r->next = w->barriers;
+		w->barriers = r;
+		r->state = RS_QUEUED;
+		pthread_mutex_unlock(&E->mu);
+		return 0;
+	}
+	if ((ret = req_issue_locked(r)) < 0)
+		req_end_locked(r, ret);
+	pthread_mutex_unlock(&E->mu);
+	return 0;
+}
+
+/*
+ * Queues a read or write: 0 when queued (or already finished: the status
+ * is in the aiocb), -errno when refused (the aiocb is untouched then, but
+ * for its state word).
+ */
+static int submit_rw(struct aiocb *cb, int kind, struct pincache *pc,
+		     struct aio_lio *g)
+{
+	struct stat st;
+	int fd, fl, ret;
+	long res;
+	bool positional = false;
+
+	if ((ret = cb_check(cb)) < 0)
+		return ret;
+	fd = cb->aio_fildes;
+	fl = fcntl(fd, F_GETFL);
+	if (fl < 0 || (fl & O_PATH) ||
+	    (fl & O_ACCMODE) == (kind == K_READ ? O_WRONLY : O_RDONLY))
+		return -EBADF;
+	cb_mark_live(cb);
+
+	/* Serial files with requests exist, or no usable offset, or O_DIRECT
+	 * (whose "non-blocking" try would wait for the device): classify the
+	 * file before trying anything. */
+	if (atomic_load_explicit(&E->nserial, memory_order_relaxed) ||
+	    cb->aio_offset < 0 || (fl & O_DIRECT)) {
+		if (fstat(fd, &st) < 0) {
+			ret = -errno;
+			goto refuse;
+		}
+		if (!S_ISREG(st.st_mode) && !S_ISBLK(st.st_mode))
+			return submit_serial(cb, kind, fd, fl, &st, pc, g);
+		if (cb->aio_offset < 0) {
+			ret = -EINVAL;
+			goto refuse;
+		}
+		positional = true;
+	}
+	if (!(fl & O_DIRECT)) {
+		res = attempt(fd, kind, cb, cb->aio_offset, RWF_NOWAIT);
+		if (res == -ESPIPE && !positional) {	/* a stream */
+			if (fstat(fd, &st) < 0) {
+				ret = -errno;
+				goto refuse;
+			}
+			return submit_serial(cb, kind, fd, fl, &st, pc, g);
+		}
+		if (attempt_final(cb, kind, res, false, false)) {
+			complete(cb, res + (res >= 0 ? (long)priv(cb)->done : 0));
+			return 0;
+		}
+	}
+	ret = submit_parallel(cb, kind, fd, pc, g);
+	if (ret == 0)
+		return 0;
+refuse:
+	cb_unmark(cb);
+	return ret;
+}
+
+static int posix_ret(int r)
+{
+	if (r < 0) {
+		errno = -r;
+		return -1;
+	}
+	return r;
+}
+
+API int uaio_read(struct aiocb *cb)
+{
+	return posix_ret(submit_rw(cb, K_READ, NULL, NULL));
+}
+
+API int uaio_write(struct aiocb *cb)
+{
+	return posix_ret(submit_rw(cb, K_WRITE, NULL, NULL));
+}
+
+API int uaio_fsync(int op, struct aiocb *cb)
+{
+	struct stat st;
+	int fd, ret;
+
+	if (op != O_SYNC && op != O_DSYNC)
+		return posix_ret(-EINVAL);
+	if ((ret = cb_check(cb)) < 0)
+		return posix_ret(ret);
+	fd = cb->aio_fildes;
+	if (fcntl(fd, F_GETFL) < 0 || fstat(fd, &st) < 0)
+		return posix_ret(-EBADF);
+	cb_mark_live(cb);
+	if (S_ISREG(st.st_mode) || S_ISBLK(st.st_mode))
+		ret = submit_parallel(cb, op == O_DSYNC ? K_DSYNC : K_FSYNC, fd, NULL, NULL);
+	else
+		ret = submit_serial(cb, op == O_DSYNC ? K_DSYNC : K_FSYNC, fd, 0, &st,
+				    NULL, NULL);
+	if (ret < 0)
+		cb_unmark(cb);
+	return posix_ret(ret);
+}
+
+/* ------------------------------------------------------ lio_listio */
+
+API int ulio_listio(int mode, struct aiocb *const list[], int nent,
+		    struct sigevent *sig)
+{
+	struct aio_lio *g = NULL;
+	struct pincache pc = { -1, -1 };
+	bool notify = mode == LIO_NOWAIT && sig &&
+		      (sig->sigev_notify == SIGEV_THREAD ||
+		       (sig->sigev_notify == SIGEV_SIGNAL && sig->sigev_signo));
+	int failed = 0, again = 0, want = 0, r;
+
+	if ((mode != LIO_WAIT && mode != LIO_NOWAIT) || nent < 0 ||
+	    (unsigned long)nent > E->max || (nent && !list))
+		return posix_ret(-EINVAL);
+	if (mode == LIO_NOWAIT && sig && uaio__sigevent_check(sig) < 0)
+		return posix_ret(-EINVAL);
+	for (int i = 0; i < nent; i++)
+		if (list[i] && list[i]->aio_lio_opcode != LIO_NOP)
+			want++;
+	/* AIO_MAX would be exceeded: nothing is queued. */
+	if (E->nreq + (unsigned long)want > E->max)
+		return posix_ret(-EAGAIN);
+	if (mode == LIO_WAIT || notify) {
+		g = calloc(1, sizeof(*g));
+		if (!g)
+			return posix_ret(-EAGAIN);
+		g->pending = 1;		/* held while submitting */
+		g->refs = 1;
+		g->notify = notify;
+		if (notify)
+			g->sev = *sig;
+	}
+	for (int i = 0; i < nent; i++) {
+		struct aiocb *cb = list[i];
+
+		if (!cb || cb->aio_lio_opcode == LIO_NOP)
+			continue;
+		if (cb->aio_lio_opcode != LIO_READ && cb->aio_lio_opcode != LIO_WRITE)
+			r = -EINVAL;
+		else
+			r = submit_rw(cb, cb->aio_lio_opcode == LIO_READ ? K_READ : K_WRITE,
+				      &pc, g);
+		if (r < 0) {
+			/* The entry's own status tells what went wrong. */
+			if (cb_state(cb) != ST_LIVE)
+				publish(cb, r);
+			failed++;
+			again += r == -EAGAIN;
+		}
+	}
+	pincache_release(&pc);
+	if (!g)
+		return failed ? posix_ret(again ? -EAGAIN : -EIO) : 0;
+
+	pthread_mutex_lock(&E->mu);
+	if (mode == LIO_WAIT)
+		g->refs++;		/* the waiter's */
+	lio_put_locked(g, true);	/* the submission hold */
+	pthread_mutex_unlock(&E->mu);
+	if (mode == LIO_NOWAIT)
+		return failed ? posix_ret(again ? -EAGAIN : -EIO) : 0;
+
+	r = 0;
+	atomic_fetch_add(&E->waiters, 1);
+	for (;;) {
+		unsigned snap = atomic_load(&E->seq);
+		unsigned left;
+
+		pthread_mutex_lock(&E->mu);
+		left = g->pending;
+		pthread_mutex_unlock(&E->mu);
+		if (!left)
+			break;
+		if (seq_wait(snap, NULL) == -EINTR) {
+			r = -EINTR;
+			break;
+		}
+	}
+	atomic_fetch_sub(&E->waiters, 1);
+	pthread_mutex_lock(&E->mu);
+	lio_put_locked(g, false);
+	pthread_mutex_unlock(&E->mu);
+	if (r < 0)
+		return posix_ret(r);
+	for (int i = 0; i < nent && !failed; i++) {
+		const struct aiocb *cb = list[i];
+		if (cb && (cb->aio_lio_opcode == LIO_READ || cb->aio_lio_opcode == LIO_WRITE) &&
+		    __atomic_load_n(&cb->__error_code, __ATOMIC_ACQUIRE) != 0)
+			failed++;
+	}
+	return failed ? posix_ret(again ? -EAGAIN : -EIO) : 0;
+}
+
+/* ------------------------------------------- error, return, suspend */
+
+API int uaio_error(const struct aiocb *cb)
+{
+	uint64_t st;
+
+	if (!cb)
+		return posix_ret(-EINVAL);
+	st = cb_state(cb);
+	if (st != ST_LIVE && st != ST_DONE && st != ST_RETURNED)
+		return posix_ret(-EINVAL);
+	return __atomic_load_n(&cb->__error_code, __ATOMIC_ACQUIRE);
+}
+
+API ssize_t uaio_return(struct aiocb *cb)
+{
+	uint64_t want;
+
+	if (!cb)
+		return posix_ret(-EINVAL);
+	want = tag(cb, ST_DONE);
+	/* Exactly once, even when threads race for it. */
+	if (atomic_compare_exchange_strong(&priv(cb)->state, &want,
+					   tag(cb, ST_RETURNED)))
+		return cb->__return_value;
+	return posix_ret(cb_state(cb) == ST_LIVE ? -EINPROGRESS : -EINVAL);
+}
+
+static bool any_done(const struct aiocb *const list[], int nent)
+{
+	for (int i = 0; i < nent; i++) {
+		const struct aiocb *cb = list[i];
+
+		if (cb && (cb_state(cb) != ST_LIVE ||
+			   __atomic_load_n(&cb->__error_code, __ATOMIC_ACQUIRE) != EINPROGRESS))
+			return true;
+	}
+	return false;
+}
+
+API int uaio_suspend(const struct aiocb *const list[], int nent,
+		     const struct timespec *timeout)
+{
+	struct timespec deadline;
+	int r = 0;
+
+	if (nent < 0 || (nent && !list))
+		return posix_ret(-EINVAL);
+	if (timeout && (timeout->tv_sec < 0 || timeout->tv_nsec < 0 ||
+			timeout->tv_nsec >= 1000000000))
+		return posix_ret(-EINVAL);
+	if (any_done(list, nent))
+		return 0;
+	if (timeout) {
+		if (!timeout->tv_sec && !timeout->tv_nsec)
+			return posix_ret(-EAGAIN);
+		clock_gettime(CLOCK_MONOTONIC, &deadline);
+		deadline.tv_sec += timeout->tv_sec;
+		deadline.tv_nsec += timeout->tv_nsec;
+		if (deadline.tv_nsec >= 1000000000) {
+			deadline.tv_sec++;
+			deadline.tv_nsec -= 1000000000;
+		}
+	}
+	atomic_fetch_add(&E->waiters, 1);
+	for (;;) {
+		unsigned snap = atomic_load(&E->seq);
+
+		if (any_done(list, nent))
+			break;
+		r = seq_wait(snap, timeout ? &deadline : NULL);
+		if (r == -ETIMEDOUT && !timeout)
+			r = 0;
+		if (r == -ETIMEDOUT) {
+			r = any_done(list, nent) ? 0 : -EAGAIN;
+			break;
+		}
+		if (r == -EINTR)
+			break;
+	}
+	atomic_fetch_sub(&E->waiters, 1);
+	return posix_ret(r);
+}
+
+/* ---------------------------------------------------------- cancel */
+
+struct cancel_slot {
+	uaio_op op;
+	struct aiocb *cb;
+	atomic_int res;
+	atomic_bool done;
+};
+
+static void cancel_cb(uaio_op *op, int res, void *data)
+{
+	struct cancel_slot *c = (struct cancel_slot *)op;
+
+	atomic_store(&c->res, res);
+	atomic_store(&c->done, true);
+	seq_bump();
+}
+
+/* Cancels r (under mu): 0 if it is gone now, 1 if a kernel cancel went
+ * out through slot c, -1 if it cannot be cancelled. */
+static int cancel_locked(struct aio_req *r, struct cancel_slot *c)
+{
+	if (r->flags & RF_CANCEL)
+		return -1;
+	r->flags |= RF_CANCEL;
+	if (r->state == RS_QUEUED) {
+		struct aio_req **pp;
+
+		if (r->flags & RF_SERIAL) {
+			struct aio_serial *s = r->owner;
+			struct aio_req *prev = NULL;
+			for (pp = &s->head; *pp != r; prev = *pp, pp = &(*pp)->next)
+				;
+			*pp = r->next;
+			if (s->tail == r)
+				s->tail = prev;
+			req_release_locked(r, -ECANCELED);
+			serial_maybe_free_locked(s);
+		} else {
+			struct aio_fdw *w = r->owner;
+			for (pp = &w->barriers; *pp != r; pp = &(*pp)->next)
+				;
+			*pp = r->next;
+			req_release_locked(r, -ECANCELED);
+			fdw_maybe_free_locked(w);
+		}
+		return 0;
+	}
+	c->cb = r->cb;
+	atomic_store(&c->done, false);
+	if (uaio_op_cancel(E->loop, &c->op, &r->op, cancel_cb, NULL) < 0)
+		return -1;
+	return 1;
+}
+
+API int uaio_cancel(int fd, struct aiocb *cb)
+{
+	struct cancel_slot one, *cs = &one;
+	size_t n = 0, cap = 1;
+	int canceled = 0, notcanceled = 0;
+
+	if (fcntl(fd, F_GETFD) < 0)
+		return posix_ret(-EBADF);
+	if (cb && cb->aio_fildes != fd)
+		return posix_ret(-EINVAL);
+	if (cb && cb_state(cb) != ST_LIVE)
+		return AIO_ALLDONE;
+
+	pthread_mutex_lock(&E->mu);
+	if (cb) {
+		struct aio_req *r = priv(cb)->req;
+
+		if (!r || r->cb != cb || r->state == RS_FREE) {
+			/* Finishing inline in another thread right now. */
+			pthread_mutex_unlock(&E->mu);
+			return cb_state(cb) == ST_LIVE ? AIO_NOTCANCELED : AIO_ALLDONE;
+		}
+		int k = cancel_locked(r, cs);
+		canceled += k == 0;
+		notcanceled += k < 0;
+		n = k > 0;
+	} else {
+		/* Rare: walk every record, twice (count, then cancel). */
+		cap = 0;
+		for (struct aio_chunk *c = E->chunks; c; c = c->next)
+			for (int i = 0; i < CHUNK_REQS; i++)
+				cap += c->reqs[i].state == RS_LOOP &&
+				       c->reqs[i].cb->aio_fildes == fd;
+		if (cap > 1 && !(cs = malloc(cap * sizeof(*cs)))) {
+			pthread_mutex_unlock(&E->mu);
+			return posix_ret(-ENOMEM);
+		}
+		for (struct aio_chunk *c = E->chunks; c; c = c->next) {
+			for (int i = 0; i < CHUNK_REQS; i++) {
+				struct aio_req *r = &c->reqs[i];
+				int k;
+
+				if (r->state == RS_FREE || r->cb->aio_fildes != fd ||
+				    (r->state == RS_LOOP && n == cap))
+					continue;
+				k = cancel_locked(r, &cs[n]);
+				canceled += k == 0;
+				notcanceled += k < 0;
+				n += k > 0;
+			}
+		}
+	}
+	pthread_mutex_unlock(&E->mu);
+
+	/* Wait for the engine to answer each kernel cancel, then for the
+	 * request itself when the cancel found it. */
+	atomic_fetch_add(&E->waiters, 1);
+	for (size_t i = 0; i < n; i++) {
+		for (;;) {
+			unsigned snap = atomic_load(&E->seq);
+
+			if (!atomic_load(&cs[i].done) ||
+			    (atomic_load(&cs[i].res) == 0 && cb_state(cs[i].cb) == ST_LIVE)) {
+				seq_wait(snap, NULL);
+				continue;
+			}
+			if (cb_state(cs[i].cb) == ST_LIVE)
+				notcanceled++;
+			else if (__atomic_load_n(&cs[i].cb->__error_code, __ATOMIC_ACQUIRE) ==
+				 ECANCELED)
+				canceled++;
+			break;
+		}
+	}
+	atomic_fetch_sub(&E->waiters, 1);
+	if (cs != &one)
+		free(cs);
+	if (notcanceled)
+		return AIO_NOTCANCELED;
+	return canceled ? AIO_CANCELED : AIO_ALLDONE;
+}
+
+/* ------------------------------------------------------ init, limits */
+
+API void uaio_init(const struct aioinit *init)
+{
+	if (!init)
+		return;
+	pthread_mutex_lock(&E->mu);
+	if (init->aio_num > 0)
+		E->max = (unsigned long)init->aio_num;
+	if (init->aio_threads > 0 && !E->loop)
+		E->workers = (unsigned)init->aio_threads;
+	pthread_mutex_unlock(&E->mu);
+}
+
+/* The drop-in's aio_init: glibc takes aio_num as a hint, so it only ever
+ * raises the limit there. */
+void uaio__init_hint(const struct aioinit *init)
+{
+	struct aioinit in;
+
+	if (!init)
+		return;
+	in = *init;
+	if ((unsigned long)(in.aio_num > 0 ? in.aio_num : 0) < E->max)
+		in.aio_num = 0;
+	uaio_init(&in);
+}
+
+API long uaio_sysconf(int name)
+{
+	switch (name) {
+	case _SC_AIO_MAX:
+	case _SC_AIO_LISTIO_MAX:
+		return (long)E->max;
+	case _SC_AIO_PRIO_DELTA_MAX:
+		return UAIO_AIO_PRIO_DELTA_MAX;
+	}
+	errno = EINVAL;
+	return -1;
+}

@@ -1,0 +1,29 @@
+/* SPDX-License-Identifier: MIT */
+/* POSIX AIO layer internals: shared by aio.c, notify.c and the tests. */
+#ifndef UAIO_AIO_INTERNAL_H
+#define UAIO_AIO_INTERNAL_H
+
+#include <signal.h>
+#include <stdbool.h>
+
+/* Checks a sigevent as the submission functions must: 0 or -EINVAL. */
+int uaio__sigevent_check(const struct sigevent *sev);
+/*
+ * Delivers sev: SIGEV_SIGNAL queues sigev_signo with si_code SI_ASYNCIO
+ * and si_value = sigev_value; SIGEV_THREAD runs sigev_notify_function on
+ * the notification pool (started on first need), or on a thread of its
+ * own when sigev_notify_attributes is set. Callable with any lock held.
+ */
+void uaio__notify(const struct sigevent *sev);
+/* fork(): the pool's lock is held across it; the child's pool is empty. */
+void uaio__notify_fork_prepare(void);
+void uaio__notify_fork_parent(void);
+void uaio__notify_fork_child(void);
+/* Threads in the notification pool (tests). */
+unsigned uaio__notify_threads(void);
+
+/* Whether the engine thread and its loop exist (tests), its backend. */
+bool uaio__aio_engine_started(void);
+const char *uaio__aio_backend_name(void);
+
+#endif

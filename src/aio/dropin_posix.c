@@ -1,0 +1,64 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * libuaio-posix.so: the standard aio_* names, so that an unmodified
+ * program built against glibc's <aio.h> runs on uaio when LD_PRELOADed or
+ * linked ahead of libc (man 7 uaio_posix).
+ *
+ * Each name is exported under the versions glibc gives it (GLIBC_2.2.5
+ * from librt, GLIBC_2.4 for lio_listio, GLIBC_2.34 since libc took them
+ * over), so the references of a glibc-built binary, which carry those
+ * versions, bind here first. Everything else in this library is hidden.
+ */
+#define _GNU_SOURCE
+#include <aio.h>
+#include <stddef.h>
+
+#include <uaio/aio.h>
+
+_Static_assert(sizeof(struct aiocb) == sizeof(struct aiocb64) &&
+	       offsetof(struct aiocb, aio_offset) == offsetof(struct aiocb64, aio_offset),
+	       "aiocb64 differs from aiocb on this ABI");
+
+void uaio__init_hint(const struct aioinit *init);
+
+#define EXPORT __attribute__((visibility("default"), used))
+
+/* One definition per exported version: name@VER binds to name_tag. */
+#define VERSIONED(ret, name, params, call, tag, ver)			\
+	EXPORT ret name##_##tag params { return call; }			\
+	__asm__(".symver " #name "_" #tag ", " #name ver)
+
+#define ALL(ret, name, params, call)					\
+	VERSIONED(ret, name, params, call, v2_2_5, "@GLIBC_2.2.5");	\
+	VERSIONED(ret, name, params, call, v2_34, "@@GLIBC_2.34")
+
+ALL(int, aio_read, (struct aiocb *cb), uaio_read(cb));
+ALL(int, aio_read64, (struct aiocb64 *cb), uaio_read((struct aiocb *)cb));
+ALL(int, aio_write, (struct aiocb *cb), uaio_write(cb));
+ALL(int, aio_write64, (struct aiocb64 *cb), uaio_write((struct aiocb *)cb));
+ALL(int, aio_fsync, (int op, struct aiocb *cb), uaio_fsync(op, cb));
+ALL(int, aio_fsync64, (int op, struct aiocb64 *cb), uaio_fsync(op, (struct aiocb *)cb));
+ALL(int, aio_error, (const struct aiocb *cb), uaio_error(cb));
+ALL(int, aio_error64, (const struct aiocb64 *cb), uaio_error((const struct aiocb *)cb));
+ALL(ssize_t, aio_return, (struct aiocb *cb), uaio_return(cb));
+ALL(ssize_t, aio_return64, (struct aiocb64 *cb), uaio_return((struct aiocb *)cb));
+ALL(int, aio_cancel, (int fd, struct aiocb *cb), uaio_cancel(fd, cb));
+ALL(int, aio_cancel64, (int fd, struct aiocb64 *cb), uaio_cancel(fd, (struct aiocb *)cb));
+ALL(int, aio_suspend, (const struct aiocb *const l[], int n, const struct timespec *t),
+    uaio_suspend(l, n, t));
+ALL(int, aio_suspend64, (const struct aiocb64 *const l[], int n, const struct timespec *t),
+    uaio_suspend((const struct aiocb *const *)l, n, t));
+
+#define LIO(name, type)							\
+	ALL(int, name, (int mode, type *const l[], int n, struct sigevent *s), \
+	    ulio_listio(mode, (struct aiocb *const *)l, n, s));		\
+	VERSIONED(int, name, (int mode, type *const l[], int n, struct sigevent *s), \
+		  ulio_listio(mode, (struct aiocb *const *)l, n, s), v2_4, "@GLIBC_2.4")
+LIO(lio_listio, struct aiocb);
+LIO(lio_listio64, struct aiocb64);
+
+#define INIT(tag, ver)							\
+	EXPORT void aio_init_##tag(const struct aioinit *init) { uaio__init_hint(init); } \
+	__asm__(".symver aio_init_" #tag ", aio_init" ver)
+INIT(v2_2_5, "@GLIBC_2.2.5");
+INIT(v2_34, "@@GLIBC_2.34");

@@ -251,6 +251,18 @@ static long rw_nowait(uaio_op *op, bool plain)
 	}
 }
 
+static uint64_t rw_total(const uaio_op *op)
+{
+	const struct iovec *iov = (const struct iovec *)(uintptr_t)op->addr;
+	uint64_t n = 0;
+
+	if (op->opcode == OP_READ || op->opcode == OP_WRITE)
+		return op->len;
+	for (uint32_t i = 0; i < op->len; i++)
+		n += iov[i].iov_len;
+	return n;
+}
+
 static short ready(int fd, short events)
 {
 	struct pollfd p = { .fd = fd, .events = events };
@@ -512,6 +524,13 @@ static int ep_submit(uaio_loop *l, uaio_op *op)
 			op->xflags |= OX_PLAIN;
 		return enqueue(l, op);
 	}
+	/* Part of a file from the cache, the rest on disk: io_uring would
+	 * return it all (or stop at EOF), so a worker does the whole op. A
+	 * positional write may be redone; one at the file position may not. */
+	if (r > 0 && is_rw(op) && (uint64_t)r < rw_total(op) &&
+	    (op->off != (uint64_t)-1 || (op->opcode != OP_WRITE && op->opcode != OP_WRITEV)) &&
+	    blocks_on_disk(op->fd))
+		return uaio__workers_submit(l, op);
 	uaio__complete(l, op, r);
 	return 0;
 }
@@ -671,8 +690,17 @@ static int ep_pin(uaio_loop *l, int fd)
 	return d < 0 ? -errno : d;
 }
 
+/* The file stays open through the caller's fd, so epoll would keep our
+ * registration of the duplicate after close(): drop it first. */
 static void ep_unpin(uaio_loop *l, int pinned)
 {
+	struct uaio_fdent *e = uaio__fdent(l, pinned, false);
+
+	if (e && e->q) {
+		epoll_ctl(E(l)->epfd, EPOLL_CTL_DEL, pinned, NULL);
+		e->q->reg = 0;
+		e->q->idle_marked = false;
+	}
 	close(pinned);
 }
 

@@ -1,0 +1,88 @@
+/* SPDX-License-Identifier: MIT */
+/* Helpers shared by the POSIX AIO tests. */
+#ifndef AIO_TEST_UTIL_H
+#define AIO_TEST_UTIL_H
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+#include <uaio/aio.h>
+#include "test.h"
+#include "aio/aio_internal.h"
+
+/* A hang is a failure, not a ctest timeout five minutes later. */
+static inline void t_watchdog(unsigned secs)
+{
+	signal(SIGALRM, SIG_DFL);
+	alarm(secs);
+}
+
+/* An unlinked scratch file on a disk-backed file system (O_DIRECT works
+ * there, unlike on tmpfs). */
+static inline int t_tmpfile(void)
+{
+	char path[] = "/var/tmp/uaio-test-XXXXXX";
+	int fd = mkstemp(path);
+
+	CHECK(fd >= 0);
+	unlink(path);
+	return fd;
+}
+
+/* Drops fd's pages from the page cache so that reads must wait for the
+ * disk (the request cannot finish inline). */
+static inline void t_evict(int fd)
+{
+	CHECK(fdatasync(fd) == 0);
+	CHECK(posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED) == 0);
+}
+
+static inline void t_fill(char *p, size_t n, unsigned seed)
+{
+	for (size_t i = 0; i < n; i++)
+		p[i] = (char)((i * 131 + seed * 7 + (i >> 9)) & 0xff);
+}
+
+static inline struct aiocb t_cb(int fd, void *buf, size_t n, off_t off)
+{
+	struct aiocb cb;
+
+	memset(&cb, 0, sizeof(cb));
+	cb.aio_fildes = fd;
+	cb.aio_buf = buf;
+	cb.aio_nbytes = n;
+	cb.aio_offset = off;
+	cb.aio_sigevent.sigev_notify = SIGEV_NONE;
+	return cb;
+}
+
+/* Waits for cb (aio_suspend, retrying on EINTR) and returns aio_return;
+ * *err gets aio_error. */
+static inline ssize_t t_wait(struct aiocb *cb, int *err)
+{
+	const struct aiocb *l[1] = { cb };
+	int e;
+
+	while ((e = uaio_error(cb)) == EINPROGRESS) {
+		int r = uaio_suspend(l, 1, NULL);
+		CHECK(r == 0 || errno == EINTR);
+	}
+	CHECK(e >= 0);
+	if (err)
+		*err = e;
+	return uaio_return(cb);
+}
+
+#define ERRNO_IS(call, e) do { errno = 0; long _r = (long)(call); \
+	if (_r != -1 || errno != (e)) { fprintf(stderr, "%s:%d: %s = %ld errno %d (%s), wanted -1/%s\n", \
+		__FILE__, __LINE__, #call, _r, errno, strerror(errno), strerror(e)); \
+		exit(T_EXIT_FAIL); } } while (0)
+
+#endif

@@ -1,0 +1,193 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * ulio_listio: LIO_WAIT and LIO_NOWAIT with mixed good and failing
+ * entries (bad descriptor, bad opcode, LIO_NOP, NULL), per-entry status,
+ * EIO, EINVAL for a bad mode or list, EAGAIN beyond AIO_MAX, EINTR when
+ * a signal interrupts LIO_WAIT, and a large list of small writes.
+ */
+#include "aio/aio_util.h"
+
+static void wait_mixed(void)
+{
+	int fd = t_tmpfile(), err;
+	char a[8], b[8], w[8] = "written!";
+	struct aiocb ca, cw, cbad, cop, cnop;
+
+	CHECK(pwrite(fd, "readme!!", 8, 0) == 8);
+	ca = t_cb(fd, a, 8, 0);
+	ca.aio_lio_opcode = LIO_READ;
+	cw = t_cb(fd, w, 8, 100);
+	cw.aio_lio_opcode = LIO_WRITE;
+	struct aiocb *good[3] = { &ca, NULL, &cw };
+	CHECK_EQ(ulio_listio(LIO_WAIT, good, 3, NULL), 0);
+	/* LIO_WAIT: all done on return. */
+	CHECK_EQ(uaio_error(&ca), 0);
+	CHECK_EQ(uaio_error(&cw), 0);
+	CHECK_EQ(uaio_return(&ca), 8);
+	CHECK_EQ(uaio_return(&cw), 8);
+	CHECK(!memcmp(a, "readme!!", 8));
+	CHECK(pread(fd, b, 8, 100) == 8 && !memcmp(b, "written!", 8));
+
+	ca = t_cb(fd, a, 8, 0);
+	ca.aio_lio_opcode = LIO_READ;
+	cbad = t_cb(9999, b, 8, 0);
+	cbad.aio_lio_opcode = LIO_READ;
+	cop = t_cb(fd, b, 8, 0);
+	cop.aio_lio_opcode = 77;
+	cnop = t_cb(fd, b, 8, 0);
+	cnop.aio_lio_opcode = LIO_NOP;
+	struct aiocb *mixed[4] = { &cbad, &ca, &cop, &cnop };
+	ERRNO_IS(ulio_listio(LIO_WAIT, mixed, 4, NULL), EIO);
+	CHECK_EQ(uaio_error(&cbad), EBADF);
+	CHECK_EQ(uaio_return(&cbad), -1);
+	CHECK_EQ(uaio_error(&cop), EINVAL);
+	CHECK_EQ(t_wait(&ca, &err), 8);
+	CHECK_EQ(err, 0);
+	/* LIO_NOP entries are not requests. */
+	ERRNO_IS(uaio_error(&cnop), EINVAL);
+
+	/* An operation that fails in the kernel also makes it EIO. */
+	struct aiocb cf = t_cb(fd, NULL, 8, 0);
+	cf.aio_lio_opcode = LIO_READ;
+	struct aiocb *fault[1] = { &cf };
+	ERRNO_IS(ulio_listio(LIO_WAIT, fault, 1, NULL), EIO);
+	CHECK_EQ(uaio_error(&cf), EFAULT);
+
+	/* LIO_NOWAIT: refused entries make it EIO, the rest run. */
+	ca = t_cb(fd, a, 8, 0);
+	ca.aio_lio_opcode = LIO_READ;
+	cbad = t_cb(-5, b, 8, 0);
+	cbad.aio_lio_opcode = LIO_WRITE;
+	struct aiocb *nw[2] = { &ca, &cbad };
+	ERRNO_IS(ulio_listio(LIO_NOWAIT, nw, 2, NULL), EIO);
+	CHECK_EQ(uaio_error(&cbad), EBADF);
+	CHECK_EQ(t_wait(&ca, &err), 8);
+
+	/* Nothing to do. */
+	CHECK_EQ(ulio_listio(LIO_WAIT, NULL, 0, NULL), 0);
+	CHECK_EQ(ulio_listio(LIO_NOWAIT, good, 0, NULL), 0);
+	close(fd);
+}
+
+static void bad_calls(void)
+{
+	struct aiocb *l[1] = { NULL };
+	struct sigevent sev = { 0 };
+
+	ERRNO_IS(ulio_listio(7, l, 1, NULL), EINVAL);
+	ERRNO_IS(ulio_listio(LIO_WAIT, l, -1, NULL), EINVAL);
+	ERRNO_IS(ulio_listio(LIO_WAIT, NULL, 1, NULL), EINVAL);
+	ERRNO_IS(ulio_listio(LIO_WAIT, l, (int)uaio_sysconf(_SC_AIO_LISTIO_MAX) + 1, NULL),
+		 EINVAL);
+	sev.sigev_notify = SIGEV_SIGNAL;
+	sev.sigev_signo = 999;
+	ERRNO_IS(ulio_listio(LIO_NOWAIT, l, 1, &sev), EINVAL);
+	/* LIO_WAIT ignores sig. */
+	CHECK_EQ(ulio_listio(LIO_WAIT, l, 1, &sev), 0);
+}
+
+static void on_alarm(int sig) { (void)sig; }
+
+static void wait_interrupted(void)
+{
+	int p[2], err;
+	char b[4];
+	struct sigaction sa = { 0 };
+
+	/* SA_RESTART or not, the wait reports EINTR. */
+	sa.sa_handler = on_alarm;
+	sa.sa_flags = SA_RESTART;
+	CHECK(sigaction(SIGUSR1, &sa, NULL) == 0);
+	CHECK(pipe(p) == 0);
+	struct aiocb cb = t_cb(p[0], b, 4, 0);
+	cb.aio_lio_opcode = LIO_READ;
+	struct aiocb *l[1] = { &cb };
+	pid_t me = getpid(), kid = fork();
+	CHECK(kid >= 0);
+	if (kid == 0) {
+		/* Keep signalling until the parent has left the wait. */
+		for (int i = 0; i < 100000; i++) {
+			kill(me, SIGUSR1);
+			usleep(2000);
+		}
+		_exit(0);
+	}
+	ERRNO_IS(ulio_listio(LIO_WAIT, l, 1, NULL), EINTR);
+	kill(kid, SIGKILL);
+	waitpid(kid, NULL, 0);
+	/* The request goes on after the interrupted wait. */
+	CHECK_EQ(uaio_error(&cb), EINPROGRESS);
+	CHECK(write(p[1], "late", 4) == 4);
+	CHECK_EQ(t_wait(&cb, &err), 4);
+	CHECK(!memcmp(b, "late", 4));
+
+	/* aio_suspend too. */
+	cb = t_cb(p[0], b, 4, 0);
+	CHECK_EQ(uaio_read(&cb), 0);
+	kid = fork();
+	CHECK(kid >= 0);
+	if (kid == 0) {
+		for (int i = 0; i < 100000; i++) {
+			kill(me, SIGUSR1);
+			usleep(2000);
+		}
+		_exit(0);
+	}
+	const struct aiocb *cl[1] = { &cb };
+	ERRNO_IS(uaio_suspend(cl, 1, NULL), EINTR);
+	kill(kid, SIGKILL);
+	waitpid(kid, NULL, 0);
+	CHECK(write(p[1], "more", 4) == 4);
+	CHECK_EQ(t_wait(&cb, &err), 4);
+	close(p[0]);
+	close(p[1]);
+}
+
+/* 20 000 small writes in one list: every byte lands where it should. */
+static void many_small_writes(void)
+{
+	enum { N = 20000, SZ = 1000 };
+	int fd = t_tmpfile(), err;
+	char *w = malloc((size_t)N * SZ), *r = malloc((size_t)N * SZ);
+	struct aiocb *cbs = calloc(N, sizeof(*cbs)), **l = calloc(N, sizeof(*l));
+
+	t_fill(w, (size_t)N * SZ, 9);
+	for (int i = 0; i < N; i++) {
+		cbs[i] = t_cb(fd, w + (size_t)i * SZ, SZ, (off_t)i * SZ);
+		cbs[i].aio_lio_opcode = LIO_WRITE;
+		l[i] = &cbs[i];
+	}
+	CHECK_EQ(ulio_listio(LIO_WAIT, l, N, NULL), 0);
+	for (int i = 0; i < N; i++) {
+		CHECK_EQ(uaio_error(&cbs[i]), 0);
+		CHECK_EQ(uaio_return(&cbs[i]), SZ);
+	}
+	CHECK(pread(fd, r, (size_t)N * SZ, 0) == (ssize_t)N * SZ);
+	CHECK(!memcmp(r, w, (size_t)N * SZ));
+	/* And read back the same way, after dropping the cache. */
+	t_evict(fd);
+	memset(r, 0, (size_t)N * SZ);
+	for (int i = 0; i < N; i++) {
+		cbs[i] = t_cb(fd, r + (size_t)i * SZ, SZ, (off_t)i * SZ);
+		cbs[i].aio_lio_opcode = LIO_READ;
+	}
+	CHECK_EQ(ulio_listio(LIO_WAIT, l, N, NULL), 0);
+	for (int i = 0; i < N; i++)
+		CHECK_EQ(t_wait(&cbs[i], &err), SZ);
+	CHECK(!memcmp(r, w, (size_t)N * SZ));
+	free(w);
+	free(r);
+	free(cbs);
+	free(l);
+	close(fd);
+}
+
+int main(void)
+{
+	t_watchdog(120);
+	RUN(wait_mixed);
+	RUN(bad_calls);
+	RUN(wait_interrupted);
+	RUN(many_small_writes);
+	return T_EXIT_PASS;
+}

@@ -1,0 +1,255 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Notification: SIGEV_SIGNAL queued with SI_ASYNCIO and the caller's
+ * sigev_value, SIGEV_THREAD on a thread started only when first needed,
+ * both arriving while the program sleeps (sigsuspend, sem_wait) without
+ * calling into the library; lio_listio's own sigevent plus each request's.
+ */
+#include "aio/aio_util.h"
+#include <pthread.h>
+#include <semaphore.h>
+
+static int SIG_A, SIG_B;
+
+struct writer {
+	int fd;
+	const char *msg;
+};
+
+static void *writer_main(void *arg)
+{
+	struct writer *w = arg;
+
+	CHECK(write(w->fd, w->msg, strlen(w->msg)) == (ssize_t)strlen(w->msg));
+	return NULL;
+}
+
+static pthread_t start_writer(struct writer *w)
+{
+	pthread_t t;
+
+	CHECK(pthread_create(&t, NULL, writer_main, w) == 0);
+	return t;
+}
+
+/* ---- SIGEV_SIGNAL while sleeping in sigsuspend ---- */
+
+static volatile sig_atomic_t got_sig, got_code, got_val, status_in_handler = -2;
+static struct aiocb *handler_cb;
+
+static void on_sig(int sig, siginfo_t *si, void *uc)
+{
+	got_sig = sig;
+	got_code = si->si_code;
+	got_val = si->si_value.sival_int;
+	/* aio_error is async-signal-safe; the status is final already. */
+	status_in_handler = uaio_error(handler_cb);
+}
+
+static void signal_while_sleeping(void)
+{
+	struct sigaction sa = { 0 };
+	sigset_t block, old;
+	int p[2], err;
+	char b[16];
+
+	sa.sa_sigaction = on_sig;
+	sa.sa_flags = SA_SIGINFO;
+	CHECK(sigaction(SIG_A, &sa, NULL) == 0);
+	sigemptyset(&block);
+	sigaddset(&block, SIG_A);
+	CHECK(pthread_sigmask(SIG_BLOCK, &block, &old) == 0);
+
+	CHECK(pipe(p) == 0);
+	struct aiocb cb = t_cb(p[0], b, sizeof(b), 0);
+	cb.aio_sigevent.sigev_notify = SIGEV_SIGNAL;
+	cb.aio_sigevent.sigev_signo = SIG_A;
+	cb.aio_sigevent.sigev_value.sival_int = 0x1234;
+	handler_cb = &cb;
+	CHECK_EQ(uaio_read(&cb), 0);
+	CHECK_EQ(uaio_error(&cb), EINPROGRESS);
+	struct writer w = { p[1], "wake" };
+	pthread_t t = start_writer(&w);
+	sigset_t wait = old;
+	sigdelset(&wait, SIG_A);
+	while (!got_sig)
+		sigsuspend(&wait);
+	CHECK_EQ(got_sig, SIG_A);
+	CHECK_EQ(got_code, SI_ASYNCIO);
+	CHECK_EQ(got_val, 0x1234);
+	CHECK_EQ(status_in_handler, 0);
+	CHECK_EQ(t_wait(&cb, &err), 4);
+	pthread_join(t, NULL);
+	CHECK(pthread_sigmask(SIG_SETMASK, &old, NULL) == 0);
+	close(p[0]);
+	close(p[1]);
+}
+
+/* ---- SIGEV_SIGNAL for a request that finishes inside the call ---- */
+
+static void signal_inline(void)
+{
+	int fd = t_tmpfile(), err;
+	char b[8];
+	sigset_t set;
+	siginfo_t si;
+
+	sigemptyset(&set);
+	sigaddset(&set, SIG_B);
+	CHECK(pthread_sigmask(SIG_BLOCK, &set, NULL) == 0);
+	CHECK(pwrite(fd, "cached!!", 8, 0) == 8);
+	struct aiocb cb = t_cb(fd, b, 8, 0);
+	cb.aio_sigevent.sigev_notify = SIGEV_SIGNAL;
+	cb.aio_sigevent.sigev_signo = SIG_B;
+	cb.aio_sigevent.sigev_value.sival_ptr = &cb;
+	CHECK_EQ(uaio_read(&cb), 0);
+	CHECK_EQ(sigwaitinfo(&set, &si), SIG_B);
+	CHECK_EQ(si.si_code, SI_ASYNCIO);
+	CHECK(si.si_value.sival_ptr == &cb);
+	CHECK_EQ(si.si_pid, getpid());
+	CHECK_EQ(t_wait(&cb, &err), 8);
+	close(fd);
+}
+
+/* ---- SIGEV_THREAD while the caller waits on a semaphore ---- */
+
+struct tnote {
+	sem_t sem;
+	struct aiocb *cb;
+	pthread_t main;
+	int err;
+	ssize_t ret;
+	int other_thread;
+};
+
+static void on_thread(union sigval v)
+{
+	struct tnote *n = v.sival_ptr;
+
+	n->other_thread = !pthread_equal(pthread_self(), n->main);
+	n->err = uaio_error(n->cb);
+	n->ret = uaio_return(n->cb);
+	sem_post(&n->sem);
+}
+
+static void thread_notification(void)
+{
+	int p[2];
+	char b[16];
+	struct tnote n = { .main = pthread_self() };
+
+	CHECK_EQ(uaio__notify_threads(), 0);
+	CHECK(sem_init(&n.sem, 0, 0) == 0);
+	CHECK(pipe(p) == 0);
+	struct aiocb cb = t_cb(p[0], b, sizeof(b), 0);
+	cb.aio_sigevent.sigev_notify = SIGEV_THREAD;
+	cb.aio_sigevent.sigev_notify_function = on_thread;
+	cb.aio_sigevent.sigev_value.sival_ptr = &n;
+	n.cb = &cb;
+	CHECK_EQ(uaio_read(&cb), 0);
+	/* No notification yet: no thread yet. */
+	CHECK_EQ(uaio__notify_threads(), 0);
+	struct writer w = { p[1], "thread" };
+	pthread_t t = start_writer(&w);
+	while (sem_wait(&n.sem) < 0)
+		CHECK(errno == EINTR);
+	CHECK(n.other_thread);
+	CHECK_EQ(n.err, 0);
+	CHECK_EQ(n.ret, 6);
+	CHECK(!memcmp(b, "thread", 6));
+	CHECK(uaio__notify_threads() >= 1);
+	pthread_join(t, NULL);
+
+	/* With thread attributes: a thread of its own, detached. */
+	pthread_attr_t attr;
+	pthread_attr_init(&attr);
+	pthread_attr_setstacksize(&attr, 1 << 20);
+	cb = t_cb(p[0], b, sizeof(b), 0);
+	cb.aio_sigevent.sigev_notify = SIGEV_THREAD;
+	cb.aio_sigevent.sigev_notify_function = on_thread;
+	cb.aio_sigevent.sigev_notify_attributes = &attr;
+	cb.aio_sigevent.sigev_value.sival_ptr = &n;
+	CHECK_EQ(uaio_read(&cb), 0);
+	w.msg = "attr";
+	t = start_writer(&w);
+	while (sem_wait(&n.sem) < 0)
+		CHECK(errno == EINTR);
+	CHECK_EQ(n.ret, 4);
+	pthread_join(t, NULL);
+	pthread_attr_destroy(&attr);
+	sem_destroy(&n.sem);
+	close(p[0]);
+	close(p[1]);
+}
+
+/* ---- lio_listio(LIO_NOWAIT) with its own sigevent ---- */
+
+static void lio_nowait_signal(void)
+{
+	int fd = t_tmpfile(), p[2], err;
+	char a[4], b[4], c[8];
+	sigset_t set;
+	siginfo_t si;
+	int seen_a = 0, seen_b = 0;
+
+	sigemptyset(&set);
+	sigaddset(&set, SIG_A);
+	sigaddset(&set, SIG_B);
+	CHECK(pthread_sigmask(SIG_BLOCK, &set, NULL) == 0);
+	CHECK(pwrite(fd, "AAAABBBB", 8, 0) == 8);
+	CHECK(pipe(p) == 0);
+	struct aiocb ca = t_cb(fd, a, 4, 0), cbb = t_cb(fd, b, 4, 4),
+		     cp = t_cb(p[0], c, sizeof(c), 0);
+	ca.aio_lio_opcode = cbb.aio_lio_opcode = cp.aio_lio_opcode = LIO_READ;
+	/* One entry also asks for its own signal. */
+	cp.aio_sigevent.sigev_notify = SIGEV_SIGNAL;
+	cp.aio_sigevent.sigev_signo = SIG_B;
+	cp.aio_sigevent.sigev_value.sival_int = 7;
+	struct aiocb *list[4] = { &ca, NULL, &cbb, &cp };
+	struct sigevent sev = { 0 };
+	sev.sigev_notify = SIGEV_SIGNAL;
+	sev.sigev_signo = SIG_A;
+	sev.sigev_value.sival_int = 99;
+	CHECK_EQ(ulio_listio(LIO_NOWAIT, list, 4, &sev), 0);
+	/* The pipe read holds the list back: no list signal yet. */
+	struct timespec zero = { 0, 0 };
+	CHECK_EQ(sigtimedwait(&set, &si, &zero), -1);
+	CHECK_EQ(uaio_error(&cp), EINPROGRESS);
+	struct writer w = { p[1], "pipe" };
+	pthread_t t = start_writer(&w);
+	while (!seen_a || !seen_b) {
+		int s = sigwaitinfo(&set, &si);
+		CHECK(s == SIG_A || s == SIG_B);
+		CHECK_EQ(si.si_code, SI_ASYNCIO);
+		if (s == SIG_A) {
+			CHECK_EQ(si.si_value.sival_int, 99);
+			/* The list is done only when all of it is. */
+			CHECK_EQ(uaio_error(&cp), 0);
+			seen_a++;
+		} else {
+			CHECK_EQ(si.si_value.sival_int, 7);
+			seen_b++;
+		}
+	}
+	CHECK_EQ(seen_a, 1);
+	CHECK_EQ(t_wait(&ca, &err), 4);
+	CHECK_EQ(t_wait(&cbb, &err), 4);
+	CHECK_EQ(t_wait(&cp, &err), 4);
+	CHECK(!memcmp(a, "AAAA", 4) && !memcmp(b, "BBBB", 4) && !memcmp(c, "pipe", 4));
+	pthread_join(t, NULL);
+	close(p[0]);
+	close(p[1]);
+	close(fd);
+}
+
+int main(void)
+{
+	t_watchdog(60);
+	SIG_A = SIGRTMIN + 1;
+	SIG_B = SIGRTMIN + 2;
+	RUN(thread_notification);
+	RUN(signal_while_sleeping);
+	RUN(signal_inline);
+	RUN(lio_nowait_signal);
+	return T_EXIT_PASS;
+}

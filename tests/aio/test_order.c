@@ -1,0 +1,170 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Ordering: uaio_fsync completes only after the writes to its descriptor
+ * queued before it; requests on one non-seekable descriptor (a stream
+ * socketpair with a small buffer, a pipe) run one at a time in
+ * submission order, lower aio_reqprio first among those still waiting.
+ */
+#include "aio/aio_util.h"
+#include <pthread.h>
+#include <semaphore.h>
+#include <sys/socket.h>
+
+enum { NW = 64, WSZ = 64 * 1024 };
+
+
+struct fsync_check {
+	struct aiocb *writes;
+	int n, still_running;
+	sem_t sem;
+};
+
+static void on_fsync(union sigval v)
+{
+	struct fsync_check *f = v.sival_ptr;
+
+	for (int i = 0; i < f->n; i++)
+		if (uaio_error(&f->writes[i]) == EINPROGRESS)
+			f->still_running++;
+	sem_post(&f->sem);
+}
+
+static void fsync_after_writes(void)
+{
+	int fd = t_tmpfile(), err;
+	char *w = malloc((size_t)NW * WSZ);
+	struct aiocb *cbs = calloc(NW, sizeof(*cbs)), fs;
+	struct fsync_check f = { .writes = cbs, .n = NW };
+
+	t_fill(w, (size_t)NW * WSZ, 5);
+	CHECK(sem_init(&f.sem, 0, 0) == 0);
+	for (int round = 0; round < 2; round++) {
+		for (int i = 0; i < NW; i++) {
+			cbs[i] = t_cb(fd, w + (size_t)i * WSZ, WSZ, (off_t)i * WSZ);
+			CHECK_EQ(uaio_write(&cbs[i]), 0);
+		}
+		fs = t_cb(fd, NULL, 0, 0);
+		fs.aio_sigevent.sigev_notify = SIGEV_THREAD;
+		fs.aio_sigevent.sigev_notify_function = on_fsync;
+		fs.aio_sigevent.sigev_value.sival_ptr = &f;
+		CHECK_EQ(uaio_fsync(round ? O_DSYNC : O_SYNC, &fs), 0);
+		while (sem_wait(&f.sem) < 0)
+			CHECK(errno == EINTR);
+		CHECK_EQ(f.still_running, 0);
+		CHECK_EQ(t_wait(&fs, &err), 0);
+		CHECK_EQ(err, 0);
+		for (int i = 0; i < NW; i++)
+			CHECK_EQ(t_wait(&cbs[i], &err), WSZ);
+	}
+	/* An fsync with nothing before it. */
+	fs = t_cb(fd, NULL, 0, 0);
+	CHECK_EQ(uaio_fsync(O_SYNC, &fs), 0);
+	CHECK_EQ(t_wait(&fs, &err), 0);
+	sem_destroy(&f.sem);
+	free(w);
+	free(cbs);
+	close(fd);
+}
+
+/* Writes to one end and reads from the other, all queued at once: the
+ * bytes come out in submission order. */
+enum { SN = 48, SCH = 16 * 1024 };
+
+struct drain {
+	int fd;
+	struct aiocb *rc;
+	char *r, *all;
+	size_t got;
+};
+
+/* Collects the reads in order, then reads the rest to EOF. */
+static void *drain_main(void *arg)
+{
+	struct drain *d = arg;
+	int err;
+
+	for (int i = 0; i < SN; i++) {
+		ssize_t n = t_wait(&d->rc[i], &err);
+		CHECK(n >= 0);
+		memcpy(d->all + d->got, d->r + (size_t)i * SCH * 2, (size_t)n);
+		d->got += (size_t)n;
+	}
+	for (ssize_t n; (n = read(d->fd, d->all + d->got, (size_t)SN * SCH - d->got)) > 0;)
+		d->got += (size_t)n;
+	return NULL;
+}
+
+static void stream_in_order(void)
+{
+	int s[2], buf = 4096, err;
+	char *w = malloc((size_t)SN * SCH);
+	struct aiocb *wc = calloc(SN, sizeof(*wc)), *rc = calloc(SN, sizeof(*rc));
+	struct drain d = { .rc = rc, .r = malloc((size_t)SN * SCH * 2),
+			   .all = malloc((size_t)SN * SCH) };
+	pthread_t t;
+
+	CHECK(socketpair(AF_UNIX, SOCK_STREAM, 0, s) == 0);
+	CHECK(setsockopt(s[1], SOL_SOCKET, SO_SNDBUF, &buf, sizeof(buf)) == 0);
+	CHECK(setsockopt(s[0], SOL_SOCKET, SO_RCVBUF, &buf, sizeof(buf)) == 0);
+	d.fd = s[0];
+	t_fill(w, (size_t)SN * SCH, 6);
+	for (int i = 0; i < SN; i++) {
+		wc[i] = t_cb(s[1], w + (size_t)i * SCH, SCH, 0);
+		CHECK_EQ(uaio_write(&wc[i]), 0);
+		rc[i] = t_cb(s[0], d.r + (size_t)i * SCH * 2, SCH * 2, 0);
+		CHECK_EQ(uaio_read(&rc[i]), 0);
+	}
+	CHECK(pthread_create(&t, NULL, drain_main, &d) == 0);
+	/* Every write completes in full: a blocking write to a socket. */
+	for (int i = 0; i < SN; i++) {
+		CHECK_EQ(t_wait(&wc[i], &err), SCH);
+		CHECK_EQ(err, 0);
+	}
+	shutdown(s[1], SHUT_WR);
+	pthread_join(t, NULL);
+	CHECK_EQ(d.got, (size_t)SN * SCH);
+	CHECK(!memcmp(d.all, w, d.got));
+	free(d.all);
+	free(d.r);
+	free(w);
+	free(wc);
+	free(rc);
+	close(s[0]);
+	close(s[1]);
+}
+
+static void pipe_priority(void)
+{
+	int p[2], err;
+	char b[4][4];
+	struct aiocb c[4];
+	static const int prio[4] = { 0, 5, 0, 5 };
+
+	CHECK(pipe(p) == 0);
+	for (int i = 0; i < 4; i++) {
+		c[i] = t_cb(p[0], b[i], 1, 0);
+		c[i].aio_reqprio = prio[i];
+		CHECK_EQ(uaio_read(&c[i]), 0);
+	}
+	/* c0 is already waiting in the kernel; then c2, c1, c3. */
+	static const int expect[4] = { 0, 2, 1, 3 };
+	for (int k = 0; k < 4; k++) {
+		char ch = (char)('a' + k);
+		CHECK(write(p[1], &ch, 1) == 1);
+		CHECK_EQ(t_wait(&c[expect[k]], &err), 1);
+		CHECK_EQ(b[expect[k]][0], ch);
+		for (int j = k + 1; j < 4; j++)
+			CHECK_EQ(uaio_error(&c[expect[j]]), EINPROGRESS);
+	}
+	close(p[0]);
+	close(p[1]);
+}
+
+int main(void)
+{
+	t_watchdog(120);
+	RUN(fsync_after_writes);
+	RUN(stream_in_order);
+	RUN(pipe_priority);
+	return T_EXIT_PASS;
+}

@@ -917,7 +917,7 @@ static int submit_rw(struct aiocb *cb, int kind, struct pincache *pc,
 			goto refuse;
 		}
 		if (!S_ISREG(st.st_mode) && !S_ISBLK(st.st_mode))
-			return submit_serial(cb, kind, fd, fl, &st, pc, g);
+			goto serial;
 		if (cb->aio_offset < 0) {
 			ret = -EINVAL;
 			goto refuse;
@@ -931,7 +931,7 @@ static int submit_rw(struct aiocb *cb, int kind, struct pincache *pc,
 				ret = -errno;
 				goto refuse;
 			}
-			return submit_serial(cb, kind, fd, fl, &st, pc, g);
+			goto serial;
 		}
 		if (attempt_final(cb, kind, res, false, false)) {
 			complete(cb, res + (res >= 0 ? (long)priv(cb)->done : 0));
@@ -939,6 +939,11 @@ static int submit_rw(struct aiocb *cb, int kind, struct pincache *pc,
 		}
 	}
 	ret = submit_parallel(cb, kind, fd, pc, g);
+	if (ret == 0)
+		return 0;
+	goto refuse;
+serial:
+	ret = submit_serial(cb, kind, fd, fl, &st, pc, g);
 	if (ret == 0)
 		return 0;
 refuse:

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/uio.h>
@@ -37,6 +38,7 @@ struct epoll_state {
 	unsigned nalways, capalways;
 	int *idle;		/* fds whose queue emptied this round */
 	unsigned nidle, capidle;
+	unsigned npinned, pin_budget;	/* uaio_file_pin duplicates */
 	struct epoll_event evs[MAX_EVENTS];
 };
 
@@ -525,11 +527,11 @@ static int ep_submit(uaio_loop *l, uaio_op *op)
 		return enqueue(l, op);
 	}
 	/* Part of a file from the cache, the rest on disk: io_uring would
-	 * return it all (or stop at EOF), so a worker does the whole op. A
-	 * positional write may be redone; one at the file position may not. */
-	if (r > 0 && is_rw(op) && (uint64_t)r < rw_total(op) &&
-	    (op->off != (uint64_t)-1 || (op->opcode != OP_WRITE && op->opcode != OP_WRITEV)) &&
-	    blocks_on_disk(op->fd))
+	 * return it all (or stop at EOF), so a worker redoes the whole op.
+	 * Only at an explicit offset: at the file position, the partial
+	 * transfer has moved the position already. */
+	if (r > 0 && is_rw(op) && op->off != (uint64_t)-1 &&
+	    (uint64_t)r < rw_total(op) && blocks_on_disk(op->fd))
 		return uaio__workers_submit(l, op);
 	uaio__complete(l, op, r);
 	return 0;
@@ -682,12 +684,25 @@ static int ep_fd(const uaio_loop *l)
 	return E(l)->epfd;
 }
 
-/* No registered files here: a duplicate descriptor keeps the file. */
+/* No registered files here: a duplicate descriptor keeps the file. At
+ * most a quarter of RLIMIT_NOFILE, so that the program keeps room for
+ * its own descriptors. */
 static int ep_pin(uaio_loop *l, int fd)
 {
-	int d = fcntl(fd, F_DUPFD_CLOEXEC, 0);
+	struct epoll_state *es = E(l);
+	struct rlimit rl;
+	int d;
 
-	return d < 0 ? -errno : d;
+	if (!es->pin_budget)
+		es->pin_budget = getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur / 4 > 16 ?
+				 (unsigned)(rl.rlim_cur / 4 > 65536 ? 65536 : rl.rlim_cur / 4) : 16;
+	if (es->npinned >= es->pin_budget)
+		return -EMFILE;
+	d = fcntl(fd, F_DUPFD_CLOEXEC, 0);
+	if (d < 0)
+		return -errno;
+	es->npinned++;
+	return d;
 }
 
 /* The file stays open through the caller's fd, so epoll would keep our
@@ -702,6 +717,7 @@ static void ep_unpin(uaio_loop *l, int pinned)
 		e->q->idle_marked = false;
 	}
 	close(pinned);
+	E(l)->npinned--;
 }
 
 const struct uaio_backend uaio__epoll_backend = {

@@ -1,0 +1,100 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * fork(): the child inherits no requests (its copies of the parent's
+ * aiocbs are unknown to it) and uses AIO afresh, notification included,
+ * while the parent's requests carry on; exit() with requests in flight
+ * does not hang.
+ */
+#include "aio/aio_util.h"
+#include <semaphore.h>
+#include <sys/mman.h>
+
+static void on_child_note(union sigval v)
+{
+	sem_post(v.sival_ptr);
+}
+
+static void child_afresh(void)
+{
+	int p[2], q[2], err, st;
+	char b[8], c[8];
+
+	CHECK(pipe(p) == 0);
+	struct aiocb parent = t_cb(p[0], b, 6, 0);
+	CHECK_EQ(uaio_read(&parent), 0);
+	CHECK_EQ(uaio_error(&parent), EINPROGRESS);
+	sem_t *sem = mmap(NULL, sizeof(sem_t), PROT_READ | PROT_WRITE,
+			  MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	CHECK(sem != MAP_FAILED && sem_init(sem, 1, 0) == 0);
+	fflush(NULL);
+	pid_t kid = fork();
+	CHECK(kid >= 0);
+	if (kid == 0) {
+		/* Nothing inherited. */
+		ERRNO_IS(uaio_error(&parent), EINVAL);
+		ERRNO_IS(uaio_return(&parent), EINVAL);
+		CHECK_EQ(uaio_cancel(p[0], &parent), AIO_ALLDONE);
+		/* Everything works afresh: background, inline, notification. */
+		CHECK(pipe(q) == 0);
+		struct aiocb mine = t_cb(q[0], c, 5, 0);
+		mine.aio_sigevent.sigev_notify = SIGEV_THREAD;
+		mine.aio_sigevent.sigev_notify_function = on_child_note;
+		mine.aio_sigevent.sigev_value.sival_ptr = sem;
+		CHECK_EQ(uaio_read(&mine), 0);
+		CHECK(write(q[1], "child", 5) == 5);
+		while (sem_wait(sem) < 0)
+			CHECK(errno == EINTR);
+		CHECK_EQ(t_wait(&mine, &err), 5);
+		CHECK(!memcmp(c, "child", 5));
+		int fd = t_tmpfile();
+		struct aiocb w = t_cb(fd, "forked", 6, 0);
+		CHECK_EQ(uaio_write(&w), 0);
+		CHECK_EQ(t_wait(&w, &err), 6);
+		_exit(0);
+	}
+	CHECK(waitpid(kid, &st, 0) == kid);
+	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	/* The parent's request was not disturbed by the child. */
+	CHECK_EQ(uaio_error(&parent), EINPROGRESS);
+	CHECK(write(p[1], "parent", 6) == 6);
+	CHECK_EQ(t_wait(&parent, &err), 6);
+	CHECK(!memcmp(b, "parent", 6));
+	munmap(sem, sizeof(sem_t));
+	close(p[0]);
+	close(p[1]);
+}
+
+static void exit_in_flight(void)
+{
+	int st;
+
+	for (int how = 0; how < 2; how++) {
+		fflush(NULL);
+		pid_t kid = fork();
+		CHECK(kid >= 0);
+		if (kid == 0) {
+			static char b[16], big[1 << 20];
+			static struct aiocb r, w;
+			int p[2], fd = t_tmpfile();
+
+			CHECK(pipe(p) == 0);
+			r = t_cb(p[0], b, sizeof(b), 0);
+			CHECK_EQ(uaio_read(&r), 0);	/* never completes */
+			w = t_cb(fd, big, sizeof(big), 0);
+			CHECK_EQ(uaio_write(&w), 0);
+			if (how)
+				exit(3);
+			_exit(3);
+		}
+		CHECK(waitpid(kid, &st, 0) == kid);
+		CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 3);
+	}
+}
+
+int main(void)
+{
+	t_watchdog(60);
+	RUN(child_afresh);
+	RUN(exit_in_flight);
+	return T_EXIT_PASS;
+}

@@ -1219,8 +1219,8 @@ static int cancel_locked(struct aio_req *r, struct cancel_slot *c)
 		}
 		return 0;
 	}
+	memset(c, 0, sizeof(*c));
 	c->cb = r->cb;
-	atomic_store(&c->done, false);
 	if (uaio_op_cancel(E->loop, &c->op, &r->op, cancel_cb, NULL) < 0)
 		return -1;
 	return 1;

@@ -113,8 +113,15 @@ int main(void)
 	cb.aio_sigevent.sigev_notify = SIGEV_NONE;
 	OK(aio_read(&cb) == 0);
 	OK(aio_error(&cb) == EINPROGRESS);
-	OK(aio_cancel(p[0], &cb) == AIO_CANCELED);
-	OK(aio_error(&cb) == ECANCELED && aio_return(&cb) == -1);
+	/* glibc cannot cancel a read its helper thread already runs. */
+	int c = aio_cancel(p[0], &cb);
+	if (c == AIO_NOTCANCELED && !strcmp(impl, "glibc")) {
+		OK(write(p[1], "xxxx", 4) == 4);
+		OK(wait_for(&cb) == 4);
+	} else {
+		OK(c == AIO_CANCELED);
+		OK(aio_error(&cb) == ECANCELED && aio_return(&cb) == -1);
+	}
 	sigemptyset(&set);
 	sigaddset(&set, SIGUSR1);
 	sigprocmask(SIG_BLOCK, &set, NULL);

@@ -47,6 +47,7 @@
 #include <uaio/aio.h>
 #include <uaio/loop.h>
 #include "aio/aio_internal.h"
+#include "core/internal.h"
 
 #define API __attribute__((visibility("default")))
 
@@ -98,12 +99,20 @@ enum { RS_FREE, RS_QUEUED, RS_LOOP };	/* RS_QUEUED: waiting in this layer */
 
 struct aio_lio;
 
+/* A thread that handed requests to the kernel itself: its exit must wait
+ * for them, or io_uring would cancel them (see submit_parallel). */
+struct aio_thread {
+	unsigned direct;		/* its requests still in flight */
+	bool exiting;
+};
+
 struct aio_req {
 	uaio_op op;			/* first: the op callback finds the record */
 	struct aiocb *cb;
 	struct aio_req *next;		/* FIFO, barrier list or free list */
 	void *owner;			/* struct aio_serial * or struct aio_fdw * */
 	struct aio_lio *lio;
+	struct aio_thread *thr;		/* issued by that thread, not the engine */
 	uint32_t epoch;			/* write: its descriptor's epoch; fsync: its barrier */
 	uint32_t remaining;		/* fsync: earlier writes still in flight */
 	int fd;				/* what the op uses: a pinned handle, or the fd */
@@ -139,6 +148,7 @@ struct aio_lio {
 	unsigned pending;		/* async requests left, +1 while submitting */
 	unsigned refs;			/* pending + the waiter */
 	bool notify;
+	atomic_uint done;		/* futex: 1 once pending reached 0 */
 	struct sigevent sev;
 };
 
@@ -162,17 +172,23 @@ static struct aio_engine {
 	unsigned *pinrefs;		/* requests per pinned handle */
 	unsigned npinrefs;
 
+	pthread_key_t thread_key;	/* destructor: thread_exit_wait */
+	pthread_cond_t thread_cv;	/* a thread's direct requests ended */
+
 	/* Bumped at every completion; aio_suspend and lio_listio sleep on
 	 * it with a futex. */
 	atomic_uint seq;
 	atomic_uint waiters;
 } aio_engine = {
 	.mu = PTHREAD_MUTEX_INITIALIZER,
+	.thread_cv = PTHREAD_COND_INITIALIZER,
 	.max = UAIO_AIO_MAX_DEFAULT,
 	.workers = 8,
 };
 
 #define E (&aio_engine)
+
+static __thread struct aio_thread *aio_self;
 
 static void req_cb(uaio_op *op, int res, void *data);
 
@@ -185,10 +201,11 @@ static void seq_bump(void)
 		syscall(SYS_futex, &E->seq, FUTEX_WAKE_PRIVATE, INT_MAX, NULL, NULL, 0);
 }
 
-/* Sleeps while seq == snap. Always with an absolute deadline: the kernel
- * then reports EINTR for every handled signal, SA_RESTART or not, as
- * aio_suspend and lio_listio must. Returns 0, -ETIMEDOUT or -EINTR. */
-static int seq_wait(unsigned snap, const struct timespec *deadline)
+/* Sleeps while *word == snap. Always with an absolute deadline: the
+ * kernel then reports EINTR for every handled signal, SA_RESTART or not,
+ * as aio_suspend and lio_listio must. Returns 0, -ETIMEDOUT or -EINTR. */
+static int futex_wait_abs(atomic_uint *word, unsigned snap,
+			  const struct timespec *deadline)
 {
 	struct timespec far;
 	long r;
@@ -198,11 +215,16 @@ static int seq_wait(unsigned snap, const struct timespec *deadline)
 		far.tv_sec += 86400;
 		deadline = &far;
 	}
-	r = syscall(SYS_futex, &E->seq, FUTEX_WAIT_BITSET_PRIVATE, snap, deadline,
+	r = syscall(SYS_futex, word, FUTEX_WAIT_BITSET_PRIVATE, snap, deadline,
 		    NULL, FUTEX_BITSET_MATCH_ANY);
 	if (r < 0 && (errno == ETIMEDOUT || errno == EINTR))
 		return -errno;
 	return 0;
+}
+
+static int seq_wait(unsigned snap, const struct timespec *deadline)
+{
+	return futex_wait_abs(&E->seq, snap, deadline);
 }
 
 /* The final status, for aio_error/aio_return: nothing touches cb after
@@ -232,12 +254,17 @@ static void complete(struct aiocb *cb, long res)
 
 static void lio_put_locked(struct aio_lio *g, bool pending)
 {
-	if (pending && --g->pending == 0 && g->notify)
+	bool last = pending && --g->pending == 0;
+
+	if (last && g->notify)
 		uaio__notify(&g->sev);
+	if (last) {		/* LIO_WAIT's waiter sleeps on the group alone */
+		atomic_store(&g->done, 1);
+		if (g->refs > 1)
+			syscall(SYS_futex, &g->done, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
+	}
 	if (--g->refs == 0)
 		free(g);
-	else if (pending && g->pending == 0)
-		seq_bump();	/* LIO_WAIT's waiter */
 }
 
 /* ------------------------------------------------------ records */
@@ -278,10 +305,17 @@ static void req_free_locked(struct aio_req *r)
 
 /* --------------------------------------------------------- pinning */
 
-/* Handles are shared by the requests of one lio_listio() on one fd; the
- * cache holds a reference of its own until the call ends. */
+/*
+ * What one lio_listio() call learns about the descriptor of its last entry
+ * and reuses for the next ones on it: the file status flags, whether the
+ * file is positional and refuses non-blocking tries (so later entries skip
+ * the try), and a pinned handle they share. The cache holds a pin
+ * reference of its own until the call ends.
+ */
 struct pincache {
 	int fd, pinned;
+	int flfd, fl;		/* F_GETFL of flfd */
+	uint8_t notry;		/* 1 << kind: the try said EOPNOTSUPP */
 };
 
 static bool pinref_grow_locked(unsigned idx)
@@ -415,7 +449,10 @@ static void fork_child(void)
 		E->loop = NULL;
 	}
 	atomic_store(&E->waiters, 0);
+	if (aio_self)		/* the forking thread's count: records are gone */
+		aio_self->direct = 0;
 	pthread_mutex_init(&E->mu, NULL);
+	pthread_cond_init(&E->thread_cv, NULL);
 }
 
 static void *engine_main(void *arg)
@@ -426,6 +463,31 @@ static void *engine_main(void *arg)
 		if (uaio_loop_run_once(l, -1) < 0)
 			usleep(1000);	/* never seen; don't spin if it happens */
 	return NULL;
+}
+
+/* pthread key destructor: the exiting thread waits until the kernel
+ * has finished the requests it issued itself. */
+static void thread_exit_wait(void *arg)
+{
+	struct aio_thread *t = arg;
+
+	pthread_mutex_lock(&E->mu);
+	t->exiting = true;
+	while (t->direct)
+		pthread_cond_wait(&E->thread_cv, &E->mu);
+	aio_self = NULL;
+	pthread_mutex_unlock(&E->mu);
+	free(t);
+}
+
+static struct aio_thread *thread_self_locked(void)
+{
+	if (!aio_self && (aio_self = calloc(1, sizeof(*aio_self))) &&
+	    pthread_setspecific(E->thread_key, aio_self)) {
+		free(aio_self);
+		aio_self = NULL;
+	}
+	return aio_self;
 }
 
 static int engine_start_locked(void)
@@ -442,8 +504,12 @@ static int engine_start_locked(void)
 	if (E->loop)
 		return 0;
 	if (!E->atfork) {
-		if (pthread_atfork(fork_prepare, fork_parent, fork_child))
+		if (pthread_key_create(&E->thread_key, thread_exit_wait))
 			return -EAGAIN;
+		if (pthread_atfork(fork_prepare, fork_parent, fork_child)) {
+			pthread_key_delete(E->thread_key);
+			return -EAGAIN;
+		}
 		E->atfork = true;
 	}
 	E->loop = uaio_loop_new(&p);
@@ -623,6 +689,8 @@ static void req_release_locked(struct aio_req *r, long res)
 	struct aio_lio *g = r->lio;
 
 	pin_put_locked(r);
+	if (r->thr && --r->thr->direct == 0 && r->thr->exiting)
+		pthread_cond_broadcast(&E->thread_cv);
 	priv(cb)->req = NULL;
 	req_free_locked(r);
 	complete(cb, res);
@@ -879,7 +947,19 @@ static int submit_parallel(struct aiocb *cb, int kind, int fd,
 		pthread_mutex_unlock(&E->mu);
 		return 0;
 	}
-	if ((ret = req_issue_locked(r)) < 0)
+	/*
+	 * A single request on a regular file goes to the kernel from this
+	 * thread: the file reference is taken now, and no engine wake-up is
+	 * needed. Lists are handed over whole to the engine instead (one
+	 * wake-up, one batch). Disk I/O ends in bounded time, so the
+	 * thread's exit can wait for it (thread_exit_wait).
+	 */
+	if (!pc && (r->thr = thread_self_locked()))
+		r->thr->direct++;
+	uaio__issue_here = r->thr != NULL;
+	ret = req_issue_locked(r);
+	uaio__issue_here = false;
+	if (ret < 0)
 		req_end_locked(r, ret);
 	pthread_mutex_unlock(&E->mu);
 	return 0;
@@ -901,7 +981,16 @@ static int submit_rw(struct aiocb *cb, int kind, struct pincache *pc,
 	if ((ret = cb_check(cb)) < 0)
 		return ret;
 	fd = cb->aio_fildes;
-	fl = fcntl(fd, F_GETFL);
+	if (pc && pc->flfd == fd) {
+		fl = pc->fl;
+	} else {
+		fl = fcntl(fd, F_GETFL);
+		if (pc) {
+			pc->flfd = fl < 0 ? -1 : fd;
+			pc->fl = fl;
+			pc->notry = 0;
+		}
+	}
 	if (fl < 0 || (fl & O_PATH) ||
 	    (fl & O_ACCMODE) == (kind == K_READ ? O_WRONLY : O_RDONLY))
 		return -EBADF;
@@ -924,8 +1013,10 @@ static int submit_rw(struct aiocb *cb, int kind, struct pincache *pc,
 		}
 		positional = true;
 	}
-	if (!(fl & O_DIRECT)) {
+	if (!(fl & O_DIRECT) && !(pc && (pc->notry & (1u << kind)))) {
 		res = attempt(fd, kind, cb, cb->aio_offset, RWF_NOWAIT);
+		if (res == -EOPNOTSUPP && pc)
+			pc->notry |= (uint8_t)(1u << kind);	/* positional, no try */
 		if (res == -ESPIPE && !positional) {	/* a stream */
 			if (fstat(fd, &st) < 0) {
 				ret = -errno;
@@ -999,7 +1090,7 @@ API int ulio_listio(int mode, struct aiocb *const list[], int nent,
 		    struct sigevent *sig)
 {
 	struct aio_lio *g = NULL;
-	struct pincache pc = { -1, -1 };
+	struct pincache pc = { .fd = -1, .pinned = -1, .flfd = -1 };
 	bool notify = mode == LIO_NOWAIT && sig &&
 		      (sig->sigev_notify == SIGEV_THREAD ||
 		       (sig->sigev_notify == SIGEV_SIGNAL && sig->sigev_signo));
@@ -1057,22 +1148,11 @@ API int ulio_listio(int mode, struct aiocb *const list[], int nent,
 		return failed ? posix_ret(again ? -EAGAIN : -EIO) : 0;
 
 	r = 0;
-	atomic_fetch_add(&E->waiters, 1);
-	for (;;) {
-		unsigned snap = atomic_load(&E->seq);
-		unsigned left;
-
-		pthread_mutex_lock(&E->mu);
-		left = g->pending;
-		pthread_mutex_unlock(&E->mu);
-		if (!left)
-			break;
-		if (seq_wait(snap, NULL) == -EINTR) {
+	while (!atomic_load(&g->done))
+		if (futex_wait_abs(&g->done, 0, NULL) == -EINTR) {
 			r = -EINTR;
 			break;
 		}
-	}
-	atomic_fetch_sub(&E->waiters, 1);
 	pthread_mutex_lock(&E->mu);
 	lio_put_locked(g, false);
 	pthread_mutex_unlock(&E->mu);

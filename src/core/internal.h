@@ -155,6 +155,14 @@ extern const struct uaio_backend uaio__epoll_backend;
 
 /* Thread-safe loops take the loop lock around submission state. */
 extern __thread uaio_loop *uaio__held;
+/*
+ * Set by a layer above while it submits ops that the calling thread may
+ * hand to the kernel itself instead of leaving them to the driving
+ * thread (one syscall less, one thread wake-up less). The caller promises
+ * the thread outlives those ops: io_uring cancels a thread's pending
+ * requests when it exits. See src/aio/aio.c.
+ */
+extern __thread bool uaio__issue_here;
 static inline bool uaio__lock(uaio_loop *l)
 {
 	if (!l->threadsafe || uaio__held == l)

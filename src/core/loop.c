@@ -19,6 +19,7 @@
 #include "core/internal.h"
 
 __thread uaio_loop *uaio__held;
+__thread bool uaio__issue_here;
 
 struct uaio_post {
 	struct uaio_post *next;

@@ -361,7 +361,7 @@ static void pending_push(uaio_loop *l, uaio_op *op, bool front)
  */
 static bool is_issuer(const uaio_loop *l)
 {
-	return !l->threadsafe ||
+	return !l->threadsafe || uaio__issue_here ||
 	       (l->has_owner && pthread_equal(l->owner, pthread_self()));
 }
 

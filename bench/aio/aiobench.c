@@ -1,0 +1,423 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * POSIX AIO experiments after the UAIO thesis (ch. 5), written against
+ * <aio.h> only. Built twice from this file:
+ *   aiobench         the standard names: glibc, or uaio when run with
+ *                    LD_PRELOAD=libuaio-posix.so
+ *   aiobench_native  -DUAIO_NATIVE: the same code on uaio_* names
+ * --api sync runs the plain pread/pwrite peer of each experiment.
+ *
+ *   aiobench write1  --file F --mb N             (a) one aio_write of N MB
+ *   aiobench lio     --file F --mb N --n R       (b) N MB as R requests, lio_listio(LIO_WAIT)
+ *   aiobench procs   --file F --k K --reads R [--cold]
+ *                                                (c) K processes, lio_listio of R reads each
+ *   aiobench qd      --file F --depth M --secs S [--direct]
+ *                                                (d) M random 4 KiB reads in flight
+ *   aiobench overlap --file F --chunks C --chunk-kb KB --work-us W [--cold]
+ *                                                (e) reads overlapped with computation
+ * Output: one line of key=value pairs.
+ */
+#define _GNU_SOURCE
+#include <aio.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#ifdef UAIO_NATIVE
+#include <uaio/aio.h>
+#define aio_read uaio_read
+#define aio_write uaio_write
+#define aio_error uaio_error
+#define aio_return uaio_return
+#define aio_suspend uaio_suspend
+#define lio_listio ulio_listio
+#define API_NAME "native"
+#else
+#define API_NAME "posix"
+#endif
+
+#define DIE(...) do { fprintf(stderr, "aiobench: " __VA_ARGS__); fputc('\n', stderr); exit(1); } while (0)
+
+static const char *opt_file;
+static long opt_mb = 64, opt_n = 1, opt_k = 1, opt_reads = 200, opt_depth = 1;
+static long opt_chunks = 64, opt_chunk_kb = 1024, opt_work_us = 1000;
+static double opt_secs = 1.0;
+static int opt_cold, opt_direct, opt_sync;
+
+static double now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static uint64_t rng = 88172645463325252ull;
+static uint64_t xrand(void)
+{
+	rng ^= rng << 13;
+	rng ^= rng >> 7;
+	rng ^= rng << 17;
+	return rng;
+}
+
+static void *xalloc(size_t n)
+{
+	void *p;
+
+	if (posix_memalign(&p, 4096, n ? n : 4096))
+		DIE("out of memory");
+	memset(p, 0x5a, n);
+	return p;
+}
+
+static void drop_cache(int fd)
+{
+	fdatasync(fd);
+	posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
+}
+
+static void aio_wait_one(struct aiocb *cb)
+{
+	const struct aiocb *l[1] = { cb };
+
+	while (aio_error(cb) == EINPROGRESS)
+		aio_suspend(l, 1, NULL);
+}
+
+static struct aiocb mkcb(int fd, void *buf, size_t n, off_t off, int op)
+{
+	struct aiocb cb;
+
+	memset(&cb, 0, sizeof(cb));
+	cb.aio_fildes = fd;
+	cb.aio_buf = buf;
+	cb.aio_nbytes = n;
+	cb.aio_offset = off;
+	cb.aio_lio_opcode = op;
+	cb.aio_sigevent.sigev_notify = SIGEV_NONE;
+	return cb;
+}
+
+/* (a) One write of the whole buffer. */
+static void exp_write1(void)
+{
+	size_t n = (size_t)opt_mb << 20;
+	char *buf = xalloc(n);
+	int fd = open(opt_file, O_CREAT | O_TRUNC | O_WRONLY, 0644);
+	double t0, t1;
+
+	if (fd < 0)
+		DIE("open %s: %s", opt_file, strerror(errno));
+	t0 = now();
+	if (opt_sync) {
+		for (size_t done = 0; done < n;) {
+			ssize_t r = pwrite(fd, buf + done, n - done, (off_t)done);
+			if (r <= 0)
+				DIE("pwrite: %s", strerror(errno));
+			done += (size_t)r;
+		}
+	} else {
+		struct aiocb cb = mkcb(fd, buf, n, 0, LIO_WRITE);
+		if (aio_write(&cb))
+			DIE("aio_write: %s", strerror(errno));
+		aio_wait_one(&cb);
+		if (aio_return(&cb) != (ssize_t)n)
+			DIE("short write");
+	}
+	t1 = now();
+	printf("exp=write1 api=%s mb=%ld secs=%.6f mbps=%.1f\n", opt_sync ? "sync" : API_NAME,
+	       opt_mb, t1 - t0, opt_mb / (t1 - t0));
+	close(fd);
+}
+
+/* (b) The same bytes as opt_n requests in one lio_listio(LIO_WAIT). */
+static void exp_lio(void)
+{
+	size_t total = (size_t)opt_mb << 20, per = total / (size_t)opt_n;
+	char *buf = xalloc(total);
+	struct aiocb *cbs = calloc((size_t)opt_n, sizeof(*cbs));
+	struct aiocb **l = calloc((size_t)opt_n, sizeof(*l));
+	int fd = open(opt_file, O_CREAT | O_TRUNC | O_WRONLY, 0644);
+	double t0, t1;
+
+	if (fd < 0 || !cbs || !l)
+		DIE("setup: %s", strerror(errno));
+	for (long i = 0; i < opt_n; i++) {
+		cbs[i] = mkcb(fd, buf + i * per, per, (off_t)(i * per), LIO_WRITE);
+		l[i] = &cbs[i];
+	}
+	t0 = now();
+	if (opt_sync) {
+		for (long i = 0; i < opt_n; i++)
+			if (pwrite(fd, buf + i * per, per, (off_t)(i * per)) != (ssize_t)per)
+				DIE("pwrite: %s", strerror(errno));
+	} else {
+		if (lio_listio(LIO_WAIT, l, (int)opt_n, NULL))
+			DIE("lio_listio: %s", strerror(errno));
+		for (long i = 0; i < opt_n; i++)
+			if (aio_return(&cbs[i]) != (ssize_t)per)
+				DIE("request %ld failed", i);
+	}
+	t1 = now();
+	printf("exp=lio api=%s n=%ld mb=%ld secs=%.6f mbps=%.1f\n", opt_sync ? "sync" : API_NAME,
+	       opt_n, opt_mb, t1 - t0, (double)(per * opt_n) / (1 << 20) / (t1 - t0));
+	close(fd);
+}
+
+/* (c) One of K processes: opt_reads random 4 KiB reads in one list. */
+static void procs_child(int idx, off_t size)
+{
+	int fd = open(opt_file, O_RDONLY);
+	char *buf = xalloc((size_t)opt_reads * 4096);
+	struct aiocb *cbs = calloc((size_t)opt_reads, sizeof(*cbs));
+	struct aiocb **l = calloc((size_t)opt_reads, sizeof(*l));
+	off_t blocks = size / 4096;
+
+	rng += (uint64_t)idx * 0x9e3779b97f4a7c15ull;
+	if (fd < 0)
+		_exit(2);
+	for (long i = 0; i < opt_reads; i++) {
+		off_t off = (off_t)(xrand() % (uint64_t)blocks) * 4096;
+		cbs[i] = mkcb(fd, buf + i * 4096, 4096, off, LIO_READ);
+		l[i] = &cbs[i];
+	}
+	if (opt_sync) {
+		for (long i = 0; i < opt_reads; i++)
+			if (pread(fd, buf + i * 4096, 4096, cbs[i].aio_offset) != 4096)
+				_exit(3);
+	} else {
+		if (lio_listio(LIO_WAIT, l, (int)opt_reads, NULL))
+			_exit(4);
+		for (long i = 0; i < opt_reads; i++)
+			if (aio_return(&cbs[i]) != 4096)
+				_exit(5);
+	}
+	_exit(0);
+}
+
+static void exp_procs(void)
+{
+	struct stat st;
+	int fd = open(opt_file, O_RDONLY), status, bad = 0;
+	double t0, t1;
+
+	if (fd < 0 || fstat(fd, &st) < 0)
+		DIE("open %s: %s", opt_file, strerror(errno));
+	if (opt_cold)
+		drop_cache(fd);
+	fflush(NULL);
+	t0 = now();
+	for (long k = 0; k < opt_k; k++) {
+		pid_t p = fork();
+		if (p < 0)
+			DIE("fork: %s", strerror(errno));
+		if (p == 0)
+			procs_child((int)k, st.st_size);
+	}
+	for (long k = 0; k < opt_k; k++) {
+		if (wait(&status) < 0)
+			DIE("wait: %s", strerror(errno));
+		bad += !WIFEXITED(status) || WEXITSTATUS(status);
+	}
+	t1 = now();
+	if (bad)
+		DIE("%d children failed", bad);
+	printf("exp=procs api=%s k=%ld reads=%ld cold=%d secs=%.6f rps=%.0f\n",
+	       opt_sync ? "sync" : API_NAME, opt_k, opt_reads, opt_cold, t1 - t0,
+	       opt_k * opt_reads / (t1 - t0));
+	close(fd);
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+	return x < y ? -1 : x > y;
+}
+
+/* (d) opt_depth random 4 KiB reads kept in flight for opt_secs. */
+static void exp_qd(void)
+{
+	int fd = open(opt_file, O_RDONLY | (opt_direct ? O_DIRECT : 0));
+	struct stat st;
+	long m = opt_sync ? 1 : opt_depth, done = 0, nlat = 0, maxlat = 4000000;
+	char *buf;
+	struct aiocb *cbs;
+	const struct aiocb **l;
+	double *t_sub, *lat, t0, t_end, t;
+	off_t blocks;
+
+	if (fd < 0 || fstat(fd, &st) < 0)
+		DIE("open %s: %s", opt_file, strerror(errno));
+	blocks = st.st_size / 4096;
+	buf = xalloc((size_t)m * 4096);
+	cbs = calloc((size_t)m, sizeof(*cbs));
+	l = calloc((size_t)m, sizeof(*l));
+	t_sub = calloc((size_t)m, sizeof(*t_sub));
+	lat = malloc((size_t)maxlat * sizeof(*lat));
+	t0 = now();
+	t_end = t0 + opt_secs;
+	if (opt_sync) {
+		while ((t = now()) < t_end) {
+			off_t off = (off_t)(xrand() % (uint64_t)blocks) * 4096;
+			if (pread(fd, buf, 4096, off) != 4096)
+				DIE("pread: %s", strerror(errno));
+			double t2 = now();
+			if (nlat < maxlat)
+				lat[nlat++] = t2 - t;
+			done++;
+		}
+	} else {
+		for (long i = 0; i < m; i++) {
+			cbs[i] = mkcb(fd, buf + i * 4096, 4096,
+				      (off_t)(xrand() % (uint64_t)blocks) * 4096, LIO_READ);
+			l[i] = &cbs[i];
+			t_sub[i] = now();
+			if (aio_read(&cbs[i]))
+				DIE("aio_read: %s", strerror(errno));
+		}
+		for (;;) {
+			aio_suspend(l, (int)m, NULL);
+			t = now();
+			for (long i = 0; i < m; i++) {
+				int e = aio_error(&cbs[i]);
+				if (e == EINPROGRESS)
+					continue;
+				if (e || aio_return(&cbs[i]) != 4096)
+					DIE("read failed: %s", strerror(e));
+				if (nlat < maxlat)
+					lat[nlat++] = t - t_sub[i];
+				done++;
+				if (t >= t_end)
+					continue;
+				cbs[i].aio_offset = (off_t)(xrand() % (uint64_t)blocks) * 4096;
+				t_sub[i] = t;
+				if (aio_read(&cbs[i]))
+					DIE("aio_read: %s", strerror(errno));
+			}
+			/* What is still in flight is left to exit(): at depth
+			 * 4096, glibc would take seconds to drain it. */
+			if (t >= t_end)
+				break;
+		}
+	}
+	t = now();
+	qsort(lat, (size_t)nlat, sizeof(*lat), cmp_double);
+	printf("exp=qd api=%s depth=%ld direct=%d secs=%.6f rps=%.0f p50_us=%.1f p99_us=%.1f\n",
+	       opt_sync ? "sync" : API_NAME, m, opt_direct, t - t0, done / (t_end - t0),
+	       nlat ? lat[nlat / 2] * 1e6 : 0, nlat ? lat[(nlat * 99) / 100] * 1e6 : 0);
+	close(fd);
+}
+
+/* Stand-in computation: a checksum pass over the chunk, repeated until
+ * opt_work_us of CPU time have gone by. */
+static volatile uint64_t sink;
+static void compute(const char *p, size_t n)
+{
+	double until = now() + opt_work_us * 1e-6;
+	uint64_t h = 0;
+
+	do {
+		for (size_t i = 0; i < n; i += 64)
+			h = h * 31 + (uint8_t)p[i];
+	} while (now() < until);
+	sink += h;
+}
+
+/* (e) Read chunk i+1 while computing on chunk i. */
+static void exp_overlap(void)
+{
+	size_t cs = (size_t)opt_chunk_kb << 10;
+	int fd = open(opt_file, O_RDONLY);
+	char *buf[2] = { xalloc(cs), xalloc(cs) };
+	double t0, t1;
+
+	if (fd < 0)
+		DIE("open %s: %s", opt_file, strerror(errno));
+	if (opt_cold)
+		drop_cache(fd);
+	t0 = now();
+	if (opt_sync) {
+		for (long i = 0; i < opt_chunks; i++) {
+			if (pread(fd, buf[0], cs, (off_t)(i * cs)) != (ssize_t)cs)
+				DIE("pread: %s", strerror(errno));
+			compute(buf[0], cs);
+		}
+	} else {
+		struct aiocb cb[2];
+		cb[0] = mkcb(fd, buf[0], cs, 0, LIO_READ);
+		if (aio_read(&cb[0]))
+			DIE("aio_read: %s", strerror(errno));
+		for (long i = 0; i < opt_chunks; i++) {
+			int cur = (int)(i & 1), nxt = cur ^ 1;
+			aio_wait_one(&cb[cur]);
+			if (aio_return(&cb[cur]) != (ssize_t)cs)
+				DIE("short read");
+			if (i + 1 < opt_chunks) {
+				cb[nxt] = mkcb(fd, buf[nxt], cs, (off_t)((i + 1) * cs), LIO_READ);
+				if (aio_read(&cb[nxt]))
+					DIE("aio_read: %s", strerror(errno));
+			}
+			compute(buf[cur], cs);
+		}
+	}
+	t1 = now();
+	printf("exp=overlap api=%s chunks=%ld chunk_kb=%ld work_us=%ld cold=%d secs=%.6f\n",
+	       opt_sync ? "sync" : API_NAME, opt_chunks, opt_chunk_kb, opt_work_us, opt_cold,
+	       t1 - t0);
+	close(fd);
+}
+
+int main(int argc, char **argv)
+{
+	const char *exp;
+
+	if (argc < 2)
+		DIE("usage: aiobench write1|lio|procs|qd|overlap [options] (see the source)");
+	exp = argv[1];
+	for (int i = 2; i < argc; i++) {
+		const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+#define OPT(name, var, conv) if (!strcmp(a, name)) { if (!v) DIE("%s needs a value", a); var = conv(v); i++; continue; }
+		OPT("--file", opt_file, (const char *));
+		OPT("--mb", opt_mb, atol);
+		OPT("--n", opt_n, atol);
+		OPT("--k", opt_k, atol);
+		OPT("--reads", opt_reads, atol);
+		OPT("--depth", opt_depth, atol);
+		OPT("--secs", opt_secs, atof);
+		OPT("--chunks", opt_chunks, atol);
+		OPT("--chunk-kb", opt_chunk_kb, atol);
+		OPT("--work-us", opt_work_us, atol);
+		if (!strcmp(a, "--api") && v) {
+			opt_sync = !strcmp(v, "sync");
+			i++;
+			continue;
+		}
+		if (!strcmp(a, "--cold")) { opt_cold = 1; continue; }
+		if (!strcmp(a, "--direct")) { opt_direct = 1; continue; }
+		DIE("unknown option %s", a);
+	}
+	if (!opt_file)
+		DIE("--file is required");
+	if (!strcmp(exp, "write1"))
+		exp_write1();
+	else if (!strcmp(exp, "lio"))
+		exp_lio();
+	else if (!strcmp(exp, "procs"))
+		exp_procs();
+	else if (!strcmp(exp, "qd"))
+		exp_qd();
+	else if (!strcmp(exp, "overlap"))
+		exp_overlap();
+	else
+		DIE("unknown experiment %s", exp);
+	return 0;
+}

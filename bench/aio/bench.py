@@ -1,0 +1,277 @@
+"""POSIX AIO: the UAIO thesis experiments (ch. 5) and a queue-depth sweep,
+each run five ways in one run on the same files: glibc, uaio through the
+drop-in (LD_PRELOAD=libuaio-posix.so on the very same binary), uaio's
+native uaio_* API, raw liburing (the practical limit) and plain
+pread/pwrite.
+
+Called by bench/run.py as run(ctx); returns the markdown section.
+"""
+import collections
+import os
+
+VARIANTS = ["glibc", "dropin", "native", "liburing", "sync"]
+LABEL = {
+    "glibc": "glibc aio_*",
+    "dropin": "uaio drop-in (LD_PRELOAD)",
+    "native": "uaio native uaio_*",
+    "liburing": "raw liburing",
+    "sync": "plain pread/pwrite",
+}
+
+
+def plan(mode, smoke):
+    if smoke:
+        return dict(reps=1, write_mb=[8], lio_mb=8, lio_n=[50, 5000], procs_k=[2],
+                    procs_file_mb=16, qd_depth=[1, 16], qd_secs=0.1, qd_file_mb=32,
+                    direct_file_mb=64, ov_chunks=8, ov_kb=256, ov_work=500)
+    if mode == "full":
+        return dict(reps=5, write_mb=[50, 100, 200, 500], lio_mb=64,
+                    lio_n=[50, 500, 5000, 20000, 50000], procs_k=[10, 20, 30, 40, 50, 60],
+                    procs_file_mb=512, qd_depth=[1, 16, 256, 4096], qd_secs=2.0,
+                    qd_file_mb=256, direct_file_mb=2048, ov_chunks=64, ov_kb=1024,
+                    ov_work=2000)
+    return dict(reps=3, write_mb=[50, 200], lio_mb=64,
+                lio_n=[50, 500, 5000, 20000, 50000], procs_k=[10, 30, 60],
+                procs_file_mb=256, qd_depth=[1, 16, 256, 4096], qd_secs=0.5,
+                qd_file_mb=128, direct_file_mb=1024, ov_chunks=48, ov_kb=1024,
+                ov_work=2000)
+
+
+class Runner:
+    def __init__(self, ctx):
+        self.ctx = ctx
+        d = ctx.build / "bench" / "aio"
+        lib = ctx.build / "src" / "aio" / "libuaio-posix.so"
+        self.cmd = {
+            "glibc": ([str(d / "aiobench")], None),
+            "dropin": ([str(d / "aiobench")], {"LD_PRELOAD": str(lib)}),
+            "native": ([str(d / "aiobench_native")], None),
+            "liburing": ([str(d / "aiobench_uring")], None),
+            "sync": ([str(d / "aiobench")], None),
+        }
+        self.vals = collections.defaultdict(list)
+        self.errors = []
+
+    def one(self, variant, exp, args, key, metric, timeout=600):
+        argv, env = self.cmd[variant]
+        argv = argv + [exp] + [str(a) for a in args]
+        if variant == "sync":
+            argv += ["--api", "sync"]
+        try:
+            out = self.ctx.run_cmd(argv, env=env, timeout=timeout)
+        except Exception as e:  # noqa: BLE001 - a failing variant must not end the suite
+            self.ctx.log(f"FAILED {variant} {exp}: {e}")
+            if len(self.errors) < 20:
+                self.errors.append(f"{variant} {exp} {' '.join(map(str, args))}: {e}")
+            return None
+        kv = self.ctx.parse_kv(out.strip().splitlines()[-1])
+        for m in metric if isinstance(metric, (list, tuple)) else [metric]:
+            self.vals[key + (variant, m)].append(float(kv[m]))
+        return kv
+
+    def med(self, key, variant, m):
+        return self.ctx.median(self.vals.get(key + (variant, m), []))
+
+    def best(self, key, variant, m, higher=True):
+        return self.ctx.best(self.vals.get(key + (variant, m), []), higher)
+
+
+def ratio(a, b):
+    return a / b if a is not None and b else None
+
+
+def make_file(path, mb):
+    """A file of pseudo-random bytes, written once per run."""
+    block = os.urandom(1 << 20)
+    with open(path, "wb") as f:
+        for i in range(mb):
+            f.write(block[i % 7:] + block[:i % 7])
+        f.flush()
+        os.fsync(f.fileno())
+
+
+def warm(path):
+    with open(path, "rb") as f:
+        while f.read(1 << 22):
+            pass
+
+
+def verdict(pairs, target):
+    got = [(lbl, r) for lbl, r in pairs if r is not None]
+    if not got:
+        return "not measured"
+    missed = [(lbl, r) for lbl, r in got if r < target]
+    if not missed:
+        return f"**met** (min {min(r for _, r in got):.2f}×)"
+    worst = min(missed, key=lambda x: x[1])
+    return (f"**missed** at {', '.join(lbl for lbl, _ in missed)}; worst {worst[0]}: "
+            f"{worst[1]:.2f}× ({(target - worst[1]) / target * 100:.0f}% short)")
+
+
+def run(ctx):
+    cfg = plan(ctx.mode, ctx.smoke)
+    R = Runner(ctx)
+    S = ctx.scratch
+    fmt, rat = ctx.fmt_num, ctx.fmt_ratio
+    md = ["## POSIX AIO: glibc vs uaio (drop-in and native) vs raw liburing\n",
+          "One set of POSIX-only programs (`bench/aio/aiobench.c`) run as plain glibc, "
+          "as the same binary under `LD_PRELOAD=libuaio-posix.so`, and rebuilt on the "
+          "`uaio_*` names; beside them the raw liburing peer (`aiobench_uring.c`, "
+          "SINGLE_ISSUER + DEFER_TASKRUN, batched submission and reaping) and plain "
+          "pread/pwrite. "
+          f"Mode **{ctx.mode}**: {cfg['reps']} repetitions, the five variants interleaved "
+          "within each repetition; tables give medians (best-of in brackets where shown). "
+          "Files live on the machine's disk-backed /var/tmp.\n"]
+    ctx.log("generating data files")
+    data = S / "data.bin"
+    make_file(data, cfg["procs_file_mb"])
+    direct = S / "direct.bin"
+    make_file(direct, cfg["direct_file_mb"])
+    qdfile = S / "qd.bin"
+    make_file(qdfile, cfg["qd_file_mb"])
+    out = S / "out.bin"
+
+    # (a) one big write ------------------------------------------------
+    for rep in range(cfg["reps"]):
+        for mb in cfg["write_mb"]:
+            for v in VARIANTS:
+                R.one(v, "write1", ["--file", out, "--mb", mb], ("a", mb), "mbps")
+                os.unlink(out)
+    rows = []
+    for mb in cfg["write_mb"]:
+        g = R.med(("a", mb), "glibc", "mbps")
+        rows.append([f"{mb} MB"] + [fmt(R.med(("a", mb), v, "mbps")) for v in VARIANTS] +
+                    [rat(ratio(R.med(("a", mb), "dropin", "mbps"), g)),
+                     rat(ratio(R.med(("a", mb), "native", "mbps"), g))])
+    md.append("### (a) One aio_write of N MB (thesis 5.2.1), MB/s\n")
+    md.append(ctx.table(["size"] + [LABEL[v] for v in VARIANTS] +
+                        ["drop-in ÷ glibc", "native ÷ glibc"], rows))
+    a_pairs = [(f"{mb} MB", ratio(R.med(("a", mb), "dropin", "mbps"),
+                                  R.med(("a", mb), "glibc", "mbps"))) for mb in cfg["write_mb"]]
+    md.append(f"\nTarget drop-in ≥ 0.95× glibc: {verdict(a_pairs, 0.95)}\n")
+
+    # (b) lio_listio of N requests ---------------------------------------
+    for rep in range(cfg["reps"]):
+        for n in cfg["lio_n"]:
+            for v in VARIANTS:
+                R.one(v, "lio", ["--file", out, "--mb", cfg["lio_mb"], "--n", n], ("b", n), "mbps")
+                os.unlink(out)
+    rows = []
+    for n in cfg["lio_n"]:
+        g = R.med(("b", n), "glibc", "mbps")
+        u = R.med(("b", n), "liburing", "mbps")
+        d = R.med(("b", n), "dropin", "mbps")
+        nat = R.med(("b", n), "native", "mbps")
+        rows.append([n] + [fmt(R.med(("b", n), v, "mbps")) for v in VARIANTS] +
+                    [rat(ratio(d, g)), rat(ratio(d, u)), rat(ratio(nat, u))])
+    md.append(f"\n### (b) {cfg['lio_mb']} MB written with lio_listio(LIO_WAIT) as N requests "
+              "(thesis 5.2.2), MB/s\n")
+    md.append(ctx.table(["N"] + [LABEL[v] for v in VARIANTS] +
+                        ["drop-in ÷ glibc", "drop-in ÷ liburing", "native ÷ liburing"], rows))
+    top = max(cfg["lio_n"])
+    pairs_g = [(f"N={top}", ratio(R.med(("b", top), "dropin", "mbps"), R.med(("b", top), "glibc", "mbps")))]
+    pairs_u = [(f"N={top}", ratio(R.med(("b", top), "dropin", "mbps"), R.med(("b", top), "liburing", "mbps")))]
+    never = [(f"N={n}", ratio(R.med(("b", n), "dropin", "mbps"), R.med(("b", n), "glibc", "mbps")))
+             for n in cfg["lio_n"]]
+    md.append(f"\nTargets at N = {top}: drop-in ≥ 25× glibc: {verdict(pairs_g, 25)}; "
+              f"≥ 0.9× liburing: {verdict(pairs_u, 0.9)}. Never below glibc: {verdict(never, 1.0)}\n")
+    ctx.plot_lines(ctx.imgdir / "aio_lio.png", f"{cfg['lio_mb']} MB via lio_listio as N requests",
+                   "N requests (log)", "MB/s (log)",
+                   {LABEL[v]: [(n, R.med(("b", n), v, "mbps")) for n in cfg["lio_n"]] for v in VARIANTS},
+                   logx=True, logy=True)
+    md.append("\n![lio_listio MB/s vs N](img/aio_lio.png)\n")
+
+    # (c) K processes, each a list of reads --------------------------------
+    for rep in range(cfg["reps"]):
+        for cold in (0, 1):
+            for k in cfg["procs_k"]:
+                for v in VARIANTS:
+                    args = ["--file", data, "--k", k, "--reads", 200] + (["--cold"] if cold else [])
+                    if not cold:
+                        warm(data)
+                    R.one(v, "procs", args, ("c", cold, k), "rps")
+    rows = []
+    c_pairs, c_cold = [], []
+    for cold in (0, 1):
+        for k in cfg["procs_k"]:
+            key = ("c", cold, k)
+            g = R.med(key, "glibc", "rps")
+            d = R.med(key, "dropin", "rps")
+            rows.append([("cold" if cold else "warm"), k] +
+                        [fmt(R.med(key, v, "rps")) for v in VARIANTS] +
+                        [rat(ratio(d, g)), rat(ratio(R.med(key, "native", "rps"), g))])
+            c_pairs.append((f"{'cold' if cold else 'warm'} K={k}", ratio(d, g)))
+            if cold and k == min(cfg["procs_k"]):
+                c_cold.append((f"cold K={k}", ratio(d, g)))
+    md.append("\n### (c) K processes, each lio_listio(LIO_WAIT) of 200 random 4 KiB reads "
+              f"(thesis 5.2.3), reads/s over all processes ({cfg['procs_file_mb']} MB file; "
+              "cold = its pages dropped before each run)\n")
+    md.append(ctx.table(["cache", "K"] + [LABEL[v] for v in VARIANTS] +
+                        ["drop-in ÷ glibc", "native ÷ glibc"], rows))
+    md.append(f"\nTargets: drop-in ≥ 0.95× glibc everywhere: {verdict(c_pairs, 0.95)}; "
+              f"≥ 1.2× glibc cold at the smallest K: {verdict(c_cold, 1.2)}\n")
+
+    # (d) queue depth ---------------------------------------------------
+    warm(qdfile)
+    for rep in range(cfg["reps"]):
+        for direct_ in (0, 1):
+            f = direct if direct_ else qdfile
+            for m in cfg["qd_depth"]:
+                for v in VARIANTS:
+                    if v == "sync" and m != 1:
+                        continue
+                    args = ["--file", f, "--depth", m, "--secs", cfg["qd_secs"]] + \
+                        (["--direct"] if direct_ else [])
+                    R.one(v, "qd", args, ("d", direct_, m), ["rps", "p50_us", "p99_us"])
+    d_targets = []
+    for direct_ in (0, 1):
+        rows = []
+        for m in cfg["qd_depth"]:
+            key = ("d", direct_, m)
+            cells = [m]
+            for v in VARIANTS:
+                r = R.med(key, v, "rps")
+                cells.append("–" if r is None else
+                             f"{fmt(r)} ({R.med(key, v, 'p50_us'):.0f} / {R.med(key, v, 'p99_us'):.0f} µs)")
+            g, d = R.med(key, "glibc", "rps"), R.med(key, "dropin", "rps")
+            u, p = R.med(key, "liburing", "rps"), R.med(("d", direct_, 1), "sync", "rps")
+            cells += [rat(ratio(d, g)), rat(ratio(d, u)), rat(ratio(d, p))]
+            rows.append(cells)
+        what = "O_DIRECT" if direct_ else "buffered, file in the page cache"
+        md.append(f"\n### (d) Random 4 KiB aio_read, M in flight, {what}: reads/s (p50 / p99 latency)\n")
+        md.append(ctx.table(["M"] + [LABEL[v] for v in VARIANTS] +
+                            ["drop-in ÷ glibc", "drop-in ÷ liburing", "drop-in ÷ pread"], rows))
+        ctx.plot_lines(ctx.imgdir / f"aio_qd_{'direct' if direct_ else 'cached'}.png",
+                       f"random 4 KiB reads, {what}", "requests in flight (log)", "reads/s (log)",
+                       {LABEL[v]: [(m, R.med(("d", direct_, m), v, "rps")) for m in cfg["qd_depth"]]
+                        for v in VARIANTS if v != "sync"}, logx=True, logy=True)
+        md.append(f"\n![queue depth, {what}](img/aio_qd_{'direct' if direct_ else 'cached'}.png)\n")
+    k1, kd = ("d", 0, 1), ("d", 1, max(cfg["qd_depth"]))
+    d_targets.append(("cached M=1 vs glibc ≥ 7×", ratio(R.med(k1, "dropin", "rps"), R.med(k1, "glibc", "rps")), 7))
+    d_targets.append(("cached M=1 vs pread ≥ 0.65×", ratio(R.med(k1, "dropin", "rps"), R.med(k1, "sync", "rps")), 0.65))
+    d_targets.append((f"O_DIRECT M={kd[2]} vs glibc ≥ 100×", ratio(R.med(kd, "dropin", "rps"), R.med(kd, "glibc", "rps")), 100))
+    d_targets.append((f"O_DIRECT M={kd[2]} vs liburing ≥ 0.9×", ratio(R.med(kd, "dropin", "rps"), R.med(kd, "liburing", "rps")), 0.9))
+    md.append("\nTargets (drop-in): " + "; ".join(
+        f"{name}: {verdict([('', r)], t).replace(' at ;', '')}" for name, r, t in d_targets) + "\n")
+
+    # (e) overlap -------------------------------------------------------
+    ov = S / "overlap.bin"
+    make_file(ov, cfg["ov_chunks"] * cfg["ov_kb"] // 1024 + 1)
+    for rep in range(cfg["reps"]):
+        for v in VARIANTS:
+            R.one(v, "overlap", ["--file", ov, "--chunks", cfg["ov_chunks"], "--chunk-kb", cfg["ov_kb"],
+                                 "--work-us", cfg["ov_work"], "--cold"], ("e",), "secs")
+    compute_s = cfg["ov_chunks"] * cfg["ov_work"] / 1e6
+    rows = [[LABEL[v], f"{R.med(('e',), v, 'secs') * 1e3:.0f}" if R.med(('e',), v, 'secs') else "–",
+             f"{R.best(('e',), v, 'secs', False) * 1e3:.0f}" if R.best(('e',), v, 'secs', False) else "–",
+             rat(ratio(R.med(("e",), "sync", "secs"), R.med(("e",), v, "secs")))]
+            for v in VARIANTS]
+    md.append(f"\n### (e) Reading a cold file in {cfg['ov_chunks']} chunks of {cfg['ov_kb']} KiB while "
+              f"computing {cfg['ov_work']} µs on each (thesis 5.2.4): total ms (lower is better)\n")
+    md.append(ctx.table(["variant", "median ms", "best ms", "speed-up over pread"], rows))
+    md.append(f"\nComputation alone is {compute_s * 1e3:.0f} ms; the plain-pread row pays for reading "
+              "and computing one after the other, the AIO rows overlap them.\n")
+
+    if R.errors:
+        md.append("\nErrors:\n\n" + "\n".join(f"- `{e}`" for e in R.errors) + "\n")
+    return "\n".join(md)

@@ -96,6 +96,8 @@ enum { RS_FREE, RS_QUEUED, RS_LOOP };	/* RS_QUEUED: waiting in this layer */
 #define RF_PINNED	0x1
 #define RF_SERIAL	0x2
 #define RF_CANCEL	0x4
+#define RF_LEADER	0x8	/* carries adjacent list entries in one op */
+#define RF_MEMBER	0x10	/* carried by a leader (its next chain) */
 
 struct aio_lio;
 
@@ -113,6 +115,7 @@ struct aio_req {
 	void *owner;			/* struct aio_serial * or struct aio_fdw * */
 	struct aio_lio *lio;
 	struct aio_thread *thr;		/* issued by that thread, not the engine */
+	struct iovec *iov;		/* leader: one iovec per carried request */
 	uint32_t epoch;			/* write: its descriptor's epoch; fsync: its barrier */
 	uint32_t remaining;		/* fsync: earlier writes still in flight */
 	int fd;				/* what the op uses: a pinned handle, or the fd */
@@ -316,6 +319,11 @@ struct pincache {
 	int fd, pinned;
 	int flfd, fl;		/* F_GETFL of flfd */
 	uint8_t notry;		/* 1 << kind: the try said EOPNOTSUPP */
+	/* Adjacent entries waiting to go out as one readv/writev. */
+	struct aio_req *mhead, *mtail;
+	unsigned mcount;
+	int64_t mnext;		/* offset right after the last one */
+	size_t mbytes;
 };
 
 static bool pinref_grow_locked(unsigned idx)
@@ -744,11 +752,63 @@ static void fdw_write_done_locked(struct aio_fdw *w, struct aio_req *wr)
 	fdw_maybe_free_locked(w);
 }
 
+static void req_finish_parallel_locked(struct aio_req *r, long res)
+{
+	if (r->kind == K_WRITE && r->owner)
+		fdw_write_done_locked(r->owner, r);
+	req_release_locked(r, res);
+}
+
+/*
+ * A leader's readv/writev ended with res: each carried request gets its
+ * share, in order. A short count ends in the request it stops in (a
+ * short transfer, as read/write would report); the requests after it, or
+ * all but the leader after an error, are issued again one by one to get
+ * results of their own.
+ */
+static void leader_end_locked(struct aio_req *r, long res)
+{
+	long left = res > 0 ? res : 0;
+	bool rest_alone = false;
+	struct aio_req *m, *next;
+
+	free(r->iov);
+	r->iov = NULL;
+	for (m = r; m; m = next) {
+		long n = (long)cb_len(m->cb);
+		int ret;
+
+		next = m == r ? r->next : m->next;
+		m->flags &= ~(RF_LEADER | RF_MEMBER);
+		m->next = NULL;
+		if (m == r && res <= 0) {		/* nothing moved */
+			req_finish_parallel_locked(m, res);
+			rest_alone = true;
+		} else if (!rest_alone && left >= n) {
+			left -= n;
+			req_finish_parallel_locked(m, n);
+		} else if (!rest_alone && left > 0) {
+			req_finish_parallel_locked(m, left);
+			left = 0;
+			rest_alone = true;
+		} else {			/* it stopped before m */
+			rest_alone = true;
+			if ((ret = req_issue_locked(m)) < 0)
+				req_finish_parallel_locked(m, ret);
+		}
+	}
+}
+
 /* r's op ended with res: continue a stream write, else finish r. */
 static void req_end_locked(struct aio_req *r, long res)
 {
 	struct aiocb *cb = r->cb;
 	struct cbpriv *pv = priv(cb);
+
+	if (r->flags & RF_LEADER) {
+		leader_end_locked(r, res);
+		return;
+	}
 
 	/* A blocking write to a pipe or socket writes everything. */
 	if (r->kind == K_WRITE && (r->flags & RF_SERIAL) && res > 0 &&
@@ -767,9 +827,7 @@ static void req_end_locked(struct aio_req *r, long res)
 		serial_advance_locked(s);
 		return;
 	}
-	if (r->kind == K_WRITE && r->owner)
-		fdw_write_done_locked(r->owner, r);
-	req_release_locked(r, res);
+	req_finish_parallel_locked(r, res);
 }
 
 static void req_cb(uaio_op *op, int res, void *data)
@@ -907,6 +965,66 @@ static int submit_serial(struct aiocb *cb, int kind, int fd, int fl,
 	return 0;
 }
 
+/* Sends out the entries gathered in pc: alone, or as one readv/writev
+ * led by the first. */
+static void batch_flush_locked(struct pincache *pc)
+{
+	struct aio_req *lead = pc->mhead, *m;
+	struct iovec *iov = NULL;
+	unsigned i = 0;
+	int ret;
+
+	pc->mhead = pc->mtail = NULL;
+	if (!lead)
+		return;
+	if (pc->mcount > 1)
+		iov = malloc(pc->mcount * sizeof(*iov));
+	if (!iov) {		/* one entry, or no memory: one by one */
+		for (m = lead; m; m = lead) {
+			lead = m->next;
+			m->next = NULL;
+			if ((ret = req_issue_locked(m)) < 0)
+				req_finish_parallel_locked(m, ret);
+		}
+		return;
+	}
+	for (m = lead; m; m = m->next, i++) {
+		iov[i].iov_base = (void *)m->cb->aio_buf;
+		iov[i].iov_len = cb_len(m->cb);
+		m->flags |= m == lead ? RF_LEADER : RF_MEMBER;
+		m->state = RS_LOOP;
+	}
+	lead->iov = iov;
+	if (lead->kind == K_READ)
+		ret = uaio_op_readv(E->loop, &lead->op, lead->fd, iov, (int)i,
+				    lead->cb->aio_offset, req_cb, NULL);
+	else
+		ret = uaio_op_writev(E->loop, &lead->op, lead->fd, iov, (int)i,
+				     lead->cb->aio_offset, req_cb, NULL);
+	if (ret < 0)
+		leader_end_locked(lead, ret);
+}
+
+static void batch_flush(struct pincache *pc)
+{
+	if (!pc->mhead)
+		return;
+	pthread_mutex_lock(&E->mu);
+	batch_flush_locked(pc);
+	pthread_mutex_unlock(&E->mu);
+}
+
+/* Whether r extends pc's gathered entries: same kind, same file, next
+ * offset, and room left in one readv/writev. */
+static bool batch_fits(const struct pincache *pc, const struct aio_req *r)
+{
+	const struct aio_req *t = pc->mtail;
+
+	return t && t->kind == r->kind && t->fd == r->fd && t->prio == r->prio &&
+	       r->cb->aio_offset == pc->mnext && pc->mcount < IOV_MAX &&
+	       pc->mbytes + cb_len(r->cb) <= RW_MAX;
+}
+
 /* The request becomes a record on a regular file or block device. */
 static int submit_parallel(struct aiocb *cb, int kind, int fd,
 			   struct pincache *pc, struct aio_lio *g)
@@ -944,6 +1062,24 @@ static int submit_parallel(struct aiocb *cb, int kind, int fd,
 		r->next = w->barriers;
 		w->barriers = r;
 		r->state = RS_QUEUED;
+		pthread_mutex_unlock(&E->mu);
+		return 0;
+	}
+	/* A list's entries gather while they are adjacent (see batch_*). */
+	if (pc && kind <= K_WRITE) {
+		if (!batch_fits(pc, r)) {
+			batch_flush_locked(pc);
+			pc->mhead = r;
+			pc->mcount = 0;
+			pc->mbytes = 0;
+		} else {
+			pc->mtail->next = r;
+		}
+		pc->mtail = r;
+		pc->mcount++;
+		pc->mbytes += cb_len(cb);
+		pc->mnext = cb->aio_offset + (int64_t)cb_len(cb);
+		r->state = RS_LOOP;
 		pthread_mutex_unlock(&E->mu);
 		return 0;
 	}
@@ -1135,6 +1271,7 @@ API int ulio_listio(int mode, struct aiocb *const list[], int nent,
 			again += r == -EAGAIN;
 		}
 	}
+	batch_flush(&pc);
 	pincache_release(&pc);
 	if (!g)
 		return failed ? posix_ret(again ? -EAGAIN : -EIO) : 0;

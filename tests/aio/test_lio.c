@@ -182,6 +182,52 @@ static void many_small_writes(void)
 	close(fd);
 }
 
+/* Adjacent entries travel as one readv/writev: each still gets its own
+ * result when the transfer stops short inside the list. */
+static void adjacent_entries(void)
+{
+	enum { N = 6, SZ = 4096 };
+	int fd = t_tmpfile(), err;
+	char *w = malloc(N * SZ), *r = malloc(N * SZ);
+	struct aiocb cbs[N], *l[N];
+
+	t_fill(w, N * SZ, 17);
+	/* Writes with a bad buffer in the middle: only that one fails. */
+	for (int i = 0; i < N; i++) {
+		cbs[i] = t_cb(fd, i == 3 ? NULL : w + i * SZ, SZ, (off_t)i * SZ);
+		cbs[i].aio_lio_opcode = LIO_WRITE;
+		l[i] = &cbs[i];
+	}
+	ERRNO_IS(ulio_listio(LIO_WAIT, l, N, NULL), EIO);
+	for (int i = 0; i < N; i++) {
+		ssize_t n = t_wait(&cbs[i], &err);
+		if (i == 3) {
+			CHECK_EQ(n, -1);
+			CHECK_EQ(err, EFAULT);
+		} else {
+			CHECK_EQ(n, SZ);
+			CHECK(pread(fd, r, SZ, (off_t)i * SZ) == SZ && !memcmp(r, w + i * SZ, SZ));
+		}
+	}
+	/* Reads across the end of a 2.5-block file, cache dropped: full,
+	 * full, short, then EOF for the rest. */
+	CHECK(ftruncate(fd, 2 * SZ + SZ / 2) == 0);
+	CHECK(pwrite(fd, w, 2 * SZ + SZ / 2, 0) == 2 * SZ + SZ / 2);
+	t_evict(fd);
+	for (int i = 0; i < N; i++) {
+		cbs[i] = t_cb(fd, r + i * SZ, SZ, (off_t)i * SZ);
+		cbs[i].aio_lio_opcode = LIO_READ;
+	}
+	CHECK_EQ(ulio_listio(LIO_WAIT, l, N, NULL), 0);
+	static const ssize_t want[N] = { SZ, SZ, SZ / 2, 0, 0, 0 };
+	for (int i = 0; i < N; i++)
+		CHECK_EQ(t_wait(&cbs[i], &err), want[i]);
+	CHECK(!memcmp(r, w, 2 * SZ + SZ / 2));
+	free(w);
+	free(r);
+	close(fd);
+}
+
 int main(void)
 {
 	t_watchdog(120);
@@ -189,5 +235,6 @@ int main(void)
 	RUN(bad_calls);
 	RUN(wait_interrupted);
 	RUN(many_small_writes);
+	RUN(adjacent_entries);
 	return T_EXIT_PASS;
 }

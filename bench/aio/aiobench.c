@@ -319,6 +319,25 @@ static void exp_qd(void)
 
 /* Stand-in computation: a checksum pass over the chunk, repeated until
  * opt_work_us of CPU time have gone by. */
+
+/* Chunk i of the pass: a fixed permutation (a stride coprime with n), so
+ * that kernel readahead cannot do the overlapping for the program. */
+static off_t chunk_at(long i, long n, size_t cs)
+{
+	long s = 5, a, b;
+
+	for (;; s++) {
+		for (a = s, b = n; b;) {
+			long t = a % b;
+			a = b;
+			b = t;
+		}
+		if (a == 1)
+			break;
+	}
+	return (off_t)((i * s) % n) * (off_t)cs;
+}
+
 static volatile uint64_t sink;
 static void compute(const char *p, size_t n)
 {
@@ -344,16 +363,17 @@ static void exp_overlap(void)
 		DIE("open %s: %s", opt_file, strerror(errno));
 	if (opt_cold)
 		drop_cache(fd);
+	posix_fadvise(fd, 0, 0, POSIX_FADV_RANDOM);
 	t0 = now();
 	if (opt_sync) {
 		for (long i = 0; i < opt_chunks; i++) {
-			if (pread(fd, buf[0], cs, (off_t)(i * cs)) != (ssize_t)cs)
+			if (pread(fd, buf[0], cs, chunk_at(i, opt_chunks, cs)) != (ssize_t)cs)
 				DIE("pread: %s", strerror(errno));
 			compute(buf[0], cs);
 		}
 	} else {
 		struct aiocb cb[2];
-		cb[0] = mkcb(fd, buf[0], cs, 0, LIO_READ);
+		cb[0] = mkcb(fd, buf[0], cs, chunk_at(0, opt_chunks, cs), LIO_READ);
 		if (aio_read(&cb[0]))
 			DIE("aio_read: %s", strerror(errno));
 		for (long i = 0; i < opt_chunks; i++) {
@@ -362,7 +382,8 @@ static void exp_overlap(void)
 			if (aio_return(&cb[cur]) != (ssize_t)cs)
 				DIE("short read");
 			if (i + 1 < opt_chunks) {
-				cb[nxt] = mkcb(fd, buf[nxt], cs, (off_t)((i + 1) * cs), LIO_READ);
+				cb[nxt] = mkcb(fd, buf[nxt], cs, chunk_at(i + 1, opt_chunks, cs),
+					       LIO_READ);
 				if (aio_read(&cb[nxt]))
 					DIE("aio_read: %s", strerror(errno));
 			}

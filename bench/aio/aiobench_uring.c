@@ -292,6 +292,25 @@ static void exp_qd(void)
 	close(fd);
 }
 
+
+/* Chunk i of the pass: a fixed permutation (a stride coprime with n), so
+ * that kernel readahead cannot do the overlapping for the program. */
+static off_t chunk_at(long i, long n, size_t cs)
+{
+	long s = 5, a, b;
+
+	for (;; s++) {
+		for (a = s, b = n; b;) {
+			long t = a % b;
+			a = b;
+			b = t;
+		}
+		if (a == 1)
+			break;
+	}
+	return (off_t)((i * s) % n) * (off_t)cs;
+}
+
 static volatile uint64_t sink;
 static void compute(const char *p, size_t n)
 {
@@ -317,9 +336,10 @@ static void exp_overlap(void)
 		DIE("open %s: %s", opt_file, strerror(errno));
 	if (opt_cold)
 		drop_cache(fd);
+	posix_fadvise(fd, 0, 0, POSIX_FADV_RANDOM);
 	ring_init(&r, 8, 16);
 	t0 = now();
-	io_uring_prep_read(sqe_get(&r), fd, buf[0], (unsigned)cs, 0);
+	io_uring_prep_read(sqe_get(&r), fd, buf[0], (unsigned)cs, (uint64_t)chunk_at(0, opt_chunks, cs));
 	io_uring_submit(&r);
 	for (long i = 0; i < opt_chunks; i++) {
 		int cur = (int)(i & 1);
@@ -329,7 +349,7 @@ static void exp_overlap(void)
 		io_uring_cqe_seen(&r, c);
 		if (i + 1 < opt_chunks) {
 			io_uring_prep_read(sqe_get(&r), fd, buf[cur ^ 1], (unsigned)cs,
-					   (uint64_t)((i + 1) * cs));
+					   (uint64_t)chunk_at(i + 1, opt_chunks, cs));
 			io_uring_submit(&r);
 		}
 		compute(buf[cur], cs);

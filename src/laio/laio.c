@@ -1080,6 +1080,18 @@ long laio_syscall(long nr, ...)
 		a[i] = va_arg(ap, long);
 	va_end(ap);
 
+	/* The hot case, read(2) that does not block: one raw syscall (no
+	 * cancellation-point wrapper), nothing else. */
+	if (UAIO_LIKELY(nr == SYS_read)) {
+		struct iovec iov = { (void *)a[1], (size_t)a[2] };
+		long r = syscall(SYS_preadv2, a[0], &iov, 1, -1L, 0L, RWF_NOWAIT);
+
+		if (r >= 0 || (errno != EAGAIN && errno != EOPNOTSUPP)) {
+			laio_last = NULL;
+			return r;
+		}
+	}
+
 	switch (nr) {
 	case SYS_read: case SYS_write: case SYS_readv: case SYS_writev:
 	case SYS_pread64: case SYS_pwrite64: case SYS_preadv: case SYS_pwritev:

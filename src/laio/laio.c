@@ -1080,13 +1080,16 @@ long laio_syscall(long nr, ...)
 		a[i] = va_arg(ap, long);
 	va_end(ap);
 
-	/* The hot case, read(2) that does not block: one raw syscall (no
-	 * cancellation-point wrapper), nothing else. */
-	if (UAIO_LIKELY(nr == SYS_read)) {
+	/* The hot cases, read(2) and pread(2) that do not block: one raw
+	 * syscall (no cancellation-point wrapper), nothing else. A part of a
+	 * pread from the cache is left to the full path. */
+	if (UAIO_LIKELY(nr == SYS_read || (nr == SYS_pread64 && a[3] >= 0))) {
 		struct iovec iov = { (void *)a[1], (size_t)a[2] };
-		long r = syscall(SYS_preadv2, a[0], &iov, 1, -1L, 0L, RWF_NOWAIT);
+		long r = syscall(SYS_preadv2, a[0], &iov, 1, nr == SYS_read ? -1L : a[3], 0L,
+				 RWF_NOWAIT);
 
-		if (r >= 0 || (errno != EAGAIN && errno != EOPNOTSUPP)) {
+		if (r < 0 ? errno != EAGAIN && errno != EOPNOTSUPP
+			  : nr == SYS_read || r == 0 || r == a[2]) {
 			laio_last = NULL;
 			return r;
 		}

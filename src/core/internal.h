@@ -55,6 +55,8 @@ enum {
 #define WS_ALWAYS	0x04	/* epoll: regular file, always ready */
 #define WS_CLOSING	0x08	/* on loop->closing, handle_close pending */
 #define WS_REMOVING	0x10	/* io_uring: poll remove in flight */
+#define WS_EPOLL	0x20	/* io_uring: level-triggered, in the epoll set */
+#define WS_RINGPOLL	0x40	/* io_uring: epoll refused the fd (a file) */
 #define WS_REASON_SHIFT	8	/* -reason stored above the flags */
 
 struct uaio_fdent {

@@ -1,6 +1,14 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * io_uring backend. user_data carries a pointer with a 2-bit tag:
+ * io_uring backend. Level-triggered watches of an ordinary loop live in an
+ * epoll set: io_uring's polls are one-shot (a re-arm per event) or
+ * edge-triggered, and refuse to be level-triggered and multishot at once.
+ * Once that set exists the loop sleeps in epoll_wait(), with an eventfd
+ * registered on the ring in the same set to say when completions (or
+ * DEFER_TASKRUN work, which the ring fd itself does not report) arrive.
+ * Edge-triggered watches stay multishot polls on the ring.
+ *
+ * user_data carries a pointer with a 2-bit tag:
  *   0 op, 1 watch (one-shot poll, re-armed after dispatch: level-triggered),
  *   2 the wake eventfd read, 3 internal requests whose CQE is ignored.
  * Ops beyond what the CQ can hold wait in loop->pending, so the kernel
@@ -13,6 +21,8 @@
 #include <poll.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -25,6 +35,8 @@
 #define TAG_IGNORE	3u
 #define TAG_MASK	3u
 #define CQE_BATCH	64
+#define EP_BATCH	256
+#define EV_KEY		UINT64_MAX	/* the registered eventfd in the epoll set */
 
 struct uring_state {
 	struct io_uring ring;
@@ -38,6 +50,10 @@ struct uring_state {
 	int *slot_free;
 	unsigned nslots, nfree;
 	int files_err;		/* registration failed: -errno */
+	/* Level-triggered watches (see the top of this file). */
+	int epfd, evfd;
+	unsigned nep;		/* watches in the epoll set */
+	struct epoll_event evs[EP_BATCH];
 };
 
 #define U(l) ((struct uring_state *)(l)->bs)
@@ -103,6 +119,7 @@ static int uring_init(uaio_loop *l, const struct uaio_loop_params *p)
 
 	if (!u)
 		return -ENOMEM;
+	u->epfd = u->evfd = -1;
 	if (p && (p->flags & UAIO_LOOP_SQPOLL))
 		tries[n++] = base | IORING_SETUP_SQPOLL;
 	if (!(l->flags & UAIO_LOOP_THREADSAFE)) {
@@ -164,9 +181,85 @@ static void uring_fini(uaio_loop *l)
 	if (!u)
 		return;
 	io_uring_queue_exit(&u->ring);
+	if (u->epfd >= 0)
+		close(u->epfd);
+	if (u->evfd >= 0)
+		close(u->evfd);
 	free(u->slot_free);
 	free(u);
 	l->bs = NULL;
+}
+
+/* The epoll set and the ring's eventfd, made on first need. */
+static int ep_setup(uaio_loop *l)
+{
+	struct uring_state *u = U(l);
+	struct epoll_event ev = { .events = EPOLLIN | EPOLLET, .data.u64 = EV_KEY };
+	int r;
+
+	if (u->epfd >= 0)
+		return 0;
+	u->epfd = epoll_create1(EPOLL_CLOEXEC);
+	u->evfd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (u->epfd < 0 || u->evfd < 0)
+		r = -errno;
+	else if ((r = io_uring_register_eventfd(&u->ring, u->evfd)) == 0 &&
+		 epoll_ctl(u->epfd, EPOLL_CTL_ADD, u->evfd, &ev) < 0)
+		r = -errno;
+	if (r < 0) {
+		if (u->epfd >= 0)
+			close(u->epfd);
+		if (u->evfd >= 0)
+			close(u->evfd);
+		u->epfd = u->evfd = -1;
+	}
+	return r;
+}
+
+/* Leaves the epoll set (the watch stays active). */
+static void ep_leave(uaio_loop *l, uaio_watch *w)
+{
+	if (!(w->state & WS_EPOLL))
+		return;
+	epoll_ctl(U(l)->epfd, EPOLL_CTL_DEL, w->fd, NULL);
+	w->state &= ~WS_EPOLL;
+	w->armed = 0;
+	U(l)->nep--;
+}
+
+/* Arms w in the epoll set: 1 done, 0 not for epoll (use ring polls),
+ * -errno on failure. */
+static int ep_arm(uaio_loop *l, uaio_watch *w)
+{
+	struct epoll_event ev = { .data.u64 = (uint64_t)w->fd };
+	uint32_t want = (w->events & UAIO_READABLE ? EPOLLIN | EPOLLRDHUP : 0) |
+			(w->events & UAIO_WRITABLE ? EPOLLOUT : 0);
+	int r;
+
+	if (l->threadsafe || (w->events & UAIO_EDGE) || (w->state & WS_RINGPOLL))
+		return 0;
+	if ((w->state & WS_EPOLL) && want == w->armed)
+		return 1;
+	if (!want) {
+		ep_leave(l, w);
+		return 1;
+	}
+	if (!(w->state & WS_EPOLL) && (r = ep_setup(l)) < 0)
+		return r;
+	ev.events = want;
+	if (epoll_ctl(U(l)->epfd, w->state & WS_EPOLL ? EPOLL_CTL_MOD : EPOLL_CTL_ADD,
+		      w->fd, &ev) < 0) {
+		if (errno == EPERM) {	/* a regular file: ring polls */
+			w->state |= WS_RINGPOLL;
+			return 0;
+		}
+		return -errno;
+	}
+	if (!(w->state & WS_EPOLL))
+		U(l)->nep++;
+	w->state |= WS_EPOLL;
+	w->armed = want;
+	return 1;
 }
 
 /* The table holds at most RLIMIT_NOFILE files (a kernel rule). */
@@ -407,6 +500,7 @@ static void end_watch_on_close(uaio_loop *l, int fd)
 
 	if (!w || !(w->state & WS_ACTIVE))
 		return;
+	ep_leave(l, w);
 	uaio__watch_set_reason(w, -EBADF);
 	w->state |= WS_STOPPING;
 	e->w = NULL;
@@ -538,7 +632,25 @@ static unsigned poll_mask(uint32_t events)
 static int watch_arm_locked(uaio_loop *l, uaio_watch *w)
 {
 	struct io_uring_sqe *sqe;
+	int r;
 
+	if (!(w->state & WS_EPOLL) && w->armed) {
+		/* A ring poll is armed: removing it re-arms (through here)
+		 * with the current events and mechanism. */
+		if (!(w->state & WS_REMOVING)) {
+			sqe = get_sqe(l);
+			if (!sqe)
+				return -EAGAIN;
+			io_uring_prep_poll_remove(sqe, ud(w, TAG_WATCH));
+			io_uring_sqe_set_data64(sqe, ud(NULL, TAG_IGNORE));
+			U(l)->kops++;
+			w->state |= WS_REMOVING;
+		}
+		return 0;
+	}
+	if ((r = ep_arm(l, w)) != 0)
+		return r < 0 ? r : 0;
+	ep_leave(l, w);		/* now edge-triggered: over to the ring */
 	if (w->armed) {
 		/* Changing the mask: remove the poll; its -ECANCELED CQE
 		 * re-arms with the current events. */
@@ -585,6 +697,7 @@ static void watch_stop_locked(uaio_loop *l, uaio_watch *w)
 	w->state |= WS_STOPPING;
 	if (e && e->w == w)
 		e->w = NULL;
+	ep_leave(l, w);
 	if (!w->armed) {
 		uaio__watch_finish(l, w, 0);
 		return;
@@ -748,6 +861,50 @@ static int reap(uaio_loop *l)
 	return total;
 }
 
+/* Sleeps in epoll_wait: level-triggered watches, plus the eventfd that
+ * the ring signals for completions. */
+static int ep_wait(uaio_loop *l, int64_t timeout_ns)
+{
+	struct uring_state *u = U(l);
+	struct timespec ts, *tsp = NULL;
+	bool ring = false;
+	int n, total = 0;
+
+	if (io_uring_sq_ready(&u->ring))
+		ring_submit(l);
+	if (io_uring_cq_ready(&u->ring))
+		timeout_ns = 0;
+	if (timeout_ns >= 0) {
+		ts.tv_sec = timeout_ns / 1000000000;
+		ts.tv_nsec = timeout_ns % 1000000000;
+		tsp = &ts;
+	}
+	n = !tsp ? epoll_wait(u->epfd, u->evs, EP_BATCH, -1) :
+		   epoll_pwait2(u->epfd, u->evs, EP_BATCH, tsp, NULL);
+	if (n < 0 && errno == ENOSYS)	/* before 5.11: millisecond waits */
+		n = epoll_wait(u->epfd, u->evs, EP_BATCH, (int)((timeout_ns + 999999) / 1000000));
+	if (n < 0 && errno != EINTR)
+		return -errno;
+	for (int i = 0; i < n && !l->stop; i++) {
+		uint64_t key = u->evs[i].data.u64;
+		struct uaio_fdent *e;
+
+		if (key == EV_KEY) {
+			ring = true;
+			continue;
+		}
+		e = uaio__fdent(l, (int)key, false);
+		if (e && e->w && (e->w->state & WS_EPOLL) &&
+		    !(e->w->state & WS_STOPPING))
+			total += uaio__watch_dispatch(l, e->w, u->evs[i].events);
+	}
+	if (ring && u->defer)		/* deferred task work posts the CQEs */
+		io_uring_get_events(&u->ring);
+	if (ring || io_uring_cq_ready(&u->ring) || l->pending_head)
+		total += reap(l);
+	return total;
+}
+
 static int uring_wait(uaio_loop *l, int64_t timeout_ns)
 {
 	struct uring_state *u = U(l);
@@ -759,6 +916,8 @@ static int uring_wait(uaio_loop *l, int64_t timeout_ns)
 		return r;
 	if (UAIO_UNLIKELY(!u->wake_armed))
 		arm_wake(l);
+	if (u->epfd >= 0 && !l->threadsafe)
+		return ep_wait(l, timeout_ns);
 	if (timeout_ns > 0) {
 		ts.tv_sec = timeout_ns / 1000000000;
 		ts.tv_nsec = timeout_ns % 1000000000;
@@ -790,8 +949,14 @@ static int uring_wait(uaio_loop *l, int64_t timeout_ns)
 	return reap(l);
 }
 
+/* The ring fd misses DEFER_TASKRUN work: ordinary loops hand out their
+ * epoll set instead (the loop then sleeps in it too). */
 static int uring_fd(const uaio_loop *l)
 {
+	uaio_loop *ml = (uaio_loop *)l;
+
+	if (!l->threadsafe && ep_setup(ml) == 0)
+		return U(l)->epfd;
 	return U(l)->ring.ring_fd;
 }
 

@@ -175,6 +175,7 @@ static struct aio_engine {
 	unsigned *pinrefs;		/* requests per pinned handle */
 	unsigned npinrefs;
 
+	atomic_uint engine_up;		/* futex: the engine thread runs */
 	pthread_key_t thread_key;	/* destructor: thread_exit_wait */
 	pthread_cond_t thread_cv;	/* a thread's direct requests ended */
 
@@ -467,6 +468,9 @@ static void *engine_main(void *arg)
 {
 	uaio_loop *l = arg;
 
+	/* Running: engine_start_locked() may return. */
+	atomic_store(&E->engine_up, 1);
+	syscall(SYS_futex, &E->engine_up, FUTEX_WAKE_PRIVATE, INT_MAX, NULL, NULL, 0);
 	for (;;)
 		if (uaio_loop_run_once(l, -1) < 0)
 			usleep(1000);	/* never seen; don't spin if it happens */
@@ -523,6 +527,7 @@ static int engine_start_locked(void)
 	E->loop = uaio_loop_new(&p);
 	if (!E->loop)
 		return errno == ENOMEM ? -EAGAIN : -errno;
+	atomic_store(&E->engine_up, 0);
 	/* The engine takes no signals: they belong to the program. */
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &old);
@@ -538,6 +543,11 @@ static int engine_start_locked(void)
 	}
 	pthread_detach(E->thread);
 	E->pid = getpid();
+	/* Wait until the thread runs: one that is still starting up may hold
+	 * allocator locks (a sanitizer's), which a fork() right after the
+	 * first request would hand to the child locked. */
+	while (!atomic_load(&E->engine_up))
+		futex_wait_abs(&E->engine_up, 0, NULL);
 	return 0;
 }
 

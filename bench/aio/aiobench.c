@@ -31,6 +31,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "aiobench.h"
+
 #ifdef UAIO_NATIVE
 #include <uaio/aio.h>
 #define aio_read uaio_read
@@ -43,47 +45,6 @@
 #else
 #define API_NAME "posix"
 #endif
-
-#define DIE(...) do { fprintf(stderr, "aiobench: " __VA_ARGS__); fputc('\n', stderr); exit(1); } while (0)
-
-static const char *opt_file;
-static long opt_mb = 64, opt_n = 1, opt_k = 1, opt_reads = 200, opt_depth = 1;
-static long opt_chunks = 64, opt_chunk_kb = 1024, opt_work_us = 1000;
-static double opt_secs = 1.0;
-static int opt_cold, opt_direct, opt_sync;
-
-static double now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
-static uint64_t rng = 88172645463325252ull;
-static uint64_t xrand(void)
-{
-	rng ^= rng << 13;
-	rng ^= rng >> 7;
-	rng ^= rng << 17;
-	return rng;
-}
-
-static void *xalloc(size_t n)
-{
-	void *p;
-
-	if (posix_memalign(&p, 4096, n ? n : 4096))
-		DIE("out of memory");
-	memset(p, 0x5a, n);
-	return p;
-}
-
-static void drop_cache(int fd)
-{
-	fdatasync(fd);
-	posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
-}
 
 static void aio_wait_one(struct aiocb *cb)
 {
@@ -206,41 +167,7 @@ static void procs_child(int idx, off_t size)
 
 static void exp_procs(void)
 {
-	struct stat st;
-	int fd = open(opt_file, O_RDONLY), status, bad = 0;
-	double t0, t1;
-
-	if (fd < 0 || fstat(fd, &st) < 0)
-		DIE("open %s: %s", opt_file, strerror(errno));
-	if (opt_cold)
-		drop_cache(fd);
-	fflush(NULL);
-	t0 = now();
-	for (long k = 0; k < opt_k; k++) {
-		pid_t p = fork();
-		if (p < 0)
-			DIE("fork: %s", strerror(errno));
-		if (p == 0)
-			procs_child((int)k, st.st_size);
-	}
-	for (long k = 0; k < opt_k; k++) {
-		if (wait(&status) < 0)
-			DIE("wait: %s", strerror(errno));
-		bad += !WIFEXITED(status) || WEXITSTATUS(status);
-	}
-	t1 = now();
-	if (bad)
-		DIE("%d children failed", bad);
-	printf("exp=procs api=%s k=%ld reads=%ld cold=%d secs=%.6f rps=%.0f\n",
-	       opt_sync ? "sync" : API_NAME, opt_k, opt_reads, opt_cold, t1 - t0,
-	       opt_k * opt_reads / (t1 - t0));
-	close(fd);
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-	return x < y ? -1 : x > y;
+	procs_run(procs_child, opt_sync ? "sync" : API_NAME);
 }
 
 /* (d) opt_depth random 4 KiB reads kept in flight for opt_secs. */
@@ -317,40 +244,6 @@ static void exp_qd(void)
 	close(fd);
 }
 
-/* Stand-in computation: a checksum pass over the chunk, repeated until
- * opt_work_us of CPU time have gone by. */
-
-/* Chunk i of the pass: a fixed permutation (a stride coprime with n), so
- * that kernel readahead cannot do the overlapping for the program. */
-static off_t chunk_at(long i, long n, size_t cs)
-{
-	long s = 5, a, b;
-
-	for (;; s++) {
-		for (a = s, b = n; b;) {
-			long t = a % b;
-			a = b;
-			b = t;
-		}
-		if (a == 1)
-			break;
-	}
-	return (off_t)((i * s) % n) * (off_t)cs;
-}
-
-static volatile uint64_t sink;
-static void compute(const char *p, size_t n)
-{
-	double until = now() + opt_work_us * 1e-6;
-	uint64_t h = 0;
-
-	do {
-		for (size_t i = 0; i < n; i += 64)
-			h = h * 31 + (uint8_t)p[i];
-	} while (now() < until);
-	sink += h;
-}
-
 /* (e) Read chunk i+1 while computing on chunk i. */
 static void exp_overlap(void)
 {
@@ -399,46 +292,10 @@ static void exp_overlap(void)
 
 int main(int argc, char **argv)
 {
-	const char *exp;
+	static const struct experiment exps[] = {
+		{ "write1", exp_write1 }, { "lio", exp_lio }, { "procs", exp_procs },
+		{ "qd", exp_qd }, { "overlap", exp_overlap }, { NULL, NULL },
+	};
 
-	if (argc < 2)
-		DIE("usage: aiobench write1|lio|procs|qd|overlap [options] (see the source)");
-	exp = argv[1];
-	for (int i = 2; i < argc; i++) {
-		const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-#define OPT(name, var, conv) if (!strcmp(a, name)) { if (!v) DIE("%s needs a value", a); var = conv(v); i++; continue; }
-		OPT("--file", opt_file, (const char *));
-		OPT("--mb", opt_mb, atol);
-		OPT("--n", opt_n, atol);
-		OPT("--k", opt_k, atol);
-		OPT("--reads", opt_reads, atol);
-		OPT("--depth", opt_depth, atol);
-		OPT("--secs", opt_secs, atof);
-		OPT("--chunks", opt_chunks, atol);
-		OPT("--chunk-kb", opt_chunk_kb, atol);
-		OPT("--work-us", opt_work_us, atol);
-		if (!strcmp(a, "--api") && v) {
-			opt_sync = !strcmp(v, "sync");
-			i++;
-			continue;
-		}
-		if (!strcmp(a, "--cold")) { opt_cold = 1; continue; }
-		if (!strcmp(a, "--direct")) { opt_direct = 1; continue; }
-		DIE("unknown option %s", a);
-	}
-	if (!opt_file)
-		DIE("--file is required");
-	if (!strcmp(exp, "write1"))
-		exp_write1();
-	else if (!strcmp(exp, "lio"))
-		exp_lio();
-	else if (!strcmp(exp, "procs"))
-		exp_procs();
-	else if (!strcmp(exp, "qd"))
-		exp_qd();
-	else if (!strcmp(exp, "overlap"))
-		exp_overlap();
-	else
-		DIE("unknown experiment %s", exp);
-	return 0;
+	return aiobench_main(argc, argv, exps);
 }

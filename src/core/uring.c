@@ -493,6 +493,19 @@ static int issue(uaio_loop *l, uaio_op *op)
 	return 0;
 }
 
+/* Asks the ring to drop w's poll; the poll's own CQE follows. */
+static int ring_poll_remove(uaio_loop *l, uaio_watch *w)
+{
+	struct io_uring_sqe *sqe = get_sqe(l);
+
+	if (!sqe)
+		return -EAGAIN;
+	io_uring_prep_poll_remove(sqe, ud(w, TAG_WATCH));
+	io_uring_sqe_set_data64(sqe, ud(NULL, TAG_IGNORE));
+	U(l)->kops++;
+	return 0;
+}
+
 static void end_watch_on_close(uaio_loop *l, int fd)
 {
 	struct uaio_fdent *e = uaio__fdent(l, fd, false);
@@ -508,14 +521,8 @@ static void end_watch_on_close(uaio_loop *l, int fd)
 	 * finishes the watch. */
 	if (!w->armed || !U(l)->cancel_fd)
 		uaio__watch_finish(l, w, -EBADF);
-	if (w->armed && !U(l)->cancel_fd) {
-		struct io_uring_sqe *sqe = get_sqe(l);
-		if (sqe) {
-			io_uring_prep_poll_remove(sqe, ud(w, TAG_WATCH));
-			io_uring_sqe_set_data64(sqe, ud(NULL, TAG_IGNORE));
-			U(l)->kops++;
-		}
-	}
+	if (w->armed && !U(l)->cancel_fd)
+		ring_poll_remove(l, w);
 }
 
 static int uring_cancel(uaio_loop *l, uaio_op *op, uaio_op *target);
@@ -635,15 +642,11 @@ static int watch_arm_locked(uaio_loop *l, uaio_watch *w)
 	int r;
 
 	if (!(w->state & WS_EPOLL) && w->armed) {
-		/* A ring poll is armed: removing it re-arms (through here)
-		 * with the current events and mechanism. */
+		/* A ring poll is armed: its -ECANCELED completion re-arms
+		 * (through here) with the current events and mechanism. */
 		if (!(w->state & WS_REMOVING)) {
-			sqe = get_sqe(l);
-			if (!sqe)
+			if (ring_poll_remove(l, w) < 0)
 				return -EAGAIN;
-			io_uring_prep_poll_remove(sqe, ud(w, TAG_WATCH));
-			io_uring_sqe_set_data64(sqe, ud(NULL, TAG_IGNORE));
-			U(l)->kops++;
 			w->state |= WS_REMOVING;
 		}
 		return 0;
@@ -651,20 +654,6 @@ static int watch_arm_locked(uaio_loop *l, uaio_watch *w)
 	if ((r = ep_arm(l, w)) != 0)
 		return r < 0 ? r : 0;
 	ep_leave(l, w);		/* now edge-triggered: over to the ring */
-	if (w->armed) {
-		/* Changing the mask: remove the poll; its -ECANCELED CQE
-		 * re-arms with the current events. */
-		if (!(w->state & WS_REMOVING)) {
-			sqe = get_sqe(l);
-			if (!sqe)
-				return -EAGAIN;
-			io_uring_prep_poll_remove(sqe, ud(w, TAG_WATCH));
-			io_uring_sqe_set_data64(sqe, ud(NULL, TAG_IGNORE));
-			U(l)->kops++;
-			w->state |= WS_REMOVING;
-		}
-		return 0;
-	}
 	if (!(w->events & (UAIO_READABLE | UAIO_WRITABLE)))
 		return 0;
 	sqe = get_sqe(l);
@@ -702,12 +691,7 @@ static void watch_stop_locked(uaio_loop *l, uaio_watch *w)
 		uaio__watch_finish(l, w, 0);
 		return;
 	}
-	struct io_uring_sqe *sqe = get_sqe(l);
-	if (sqe) {
-		io_uring_prep_poll_remove(sqe, ud(w, TAG_WATCH));
-		io_uring_sqe_set_data64(sqe, ud(NULL, TAG_IGNORE));
-		U(l)->kops++;
-	}
+	ring_poll_remove(l, w);
 }
 
 static void uring_watch_stop(uaio_loop *l, uaio_watch *w)

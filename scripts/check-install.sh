@@ -9,6 +9,9 @@ make -s install PREFIX="$prefix" >/dev/null
 export PKG_CONFIG_PATH="$prefix/lib/pkgconfig:$prefix/lib/x86_64-linux-gnu/pkgconfig"
 test -e "$prefix/include/uaio/loop.h"
 find "$prefix" -name "libuaio.so.0*" | grep -q . || { echo "libuaio.so.0 not installed"; exit 1; }
+find "$prefix" -name "libuaio-posix.so.0*" | grep -q . || { echo "libuaio-posix.so.0 not installed"; exit 1; }
+test -e "$prefix/include/uaio/aio.h" && test -e "$prefix/include/uaio/laio.h"
+test -e "$prefix/share/man/man3/uaio_read.3" && test -e "$prefix/share/man/man7/uaio_posix.7"
 cc -std=gnu17 -O2 examples/hello_loop.c $(pkg-config --cflags --libs uaio) -o "$prefix/hello_loop"
 LD_LIBRARY_PATH="$(pkg-config --variable=libdir uaio)" "$prefix/hello_loop"
 cc -std=gnu17 -O2 -static-libgcc examples/hello_loop.c $(pkg-config --cflags uaio) \

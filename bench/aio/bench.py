@@ -163,7 +163,7 @@ def run(ctx):
     md.append(f"\nTarget drop-in ≥ 0.95× glibc: {verdict(a_pairs, 0.95)}\n")
 
     # (b) lio_listio of N requests ---------------------------------------
-    for rep in range(cfg["reps"]):
+    for rep in range(cfg["reps_a"]):
         for n in cfg["lio_n"]:
             for v in rotated(VARIANTS, rep):
                 R.one(v, "lio", ["--file", out, "--mb", cfg["lio_mb"], "--n", n], ("b", n), "mbps")
@@ -174,10 +174,15 @@ def run(ctx):
         u = R.med(("b", n), "liburing", "mbps")
         d = R.med(("b", n), "dropin", "mbps")
         nat = R.med(("b", n), "native", "mbps")
-        rows.append([n] + [fmt(R.med(("b", n), v, "mbps")) for v in VARIANTS] +
+        rows.append([n] + [f"{fmt(R.med(('b', n), v, 'mbps'))} ({fmt(R.best(('b', n), v, 'mbps'))})"
+                           for v in VARIANTS] +
                     [rat(ratio(d, g)), rat(ratio(d, u)), rat(ratio(nat, u))])
     md.append(f"\n### (b) {cfg['lio_mb']} MB written with lio_listio(LIO_WAIT) as N requests "
-              "(thesis 5.2.2), MB/s\n")
+              "(thesis 5.2.2), MB/s: median (best)\n")
+    md.append("uaio sends adjacent entries of one list as a single `pwritev` (each request still gets "
+              "its own result), so at large N it moves the same bytes in far fewer kernel operations "
+              "than a program issuing one io_uring write per request, which is what the raw liburing "
+              "peer does. Repetitions as in (a), with the same fresh-memory noise.\n")
     md.append(ctx.table(["N"] + [LABEL[v] for v in VARIANTS] +
                         ["drop-in ÷ glibc", "drop-in ÷ liburing", "native ÷ liburing"], rows))
     top = max(cfg["lio_n"])
@@ -185,8 +190,11 @@ def run(ctx):
     pairs_u = [(f"N={top}", ratio(R.med(("b", top), "dropin", "mbps"), R.med(("b", top), "liburing", "mbps")))]
     never = [(f"N={n}", ratio(R.med(("b", n), "dropin", "mbps"), R.med(("b", n), "glibc", "mbps")))
              for n in cfg["lio_n"]]
+    never_best = [(f"N={n}", ratio(R.best(("b", n), "dropin", "mbps"), R.best(("b", n), "glibc", "mbps")))
+                  for n in cfg["lio_n"]]
     md.append(f"\nTargets at N = {top}: drop-in ≥ 25× glibc: {verdict(pairs_g, 25)}; "
-              f"≥ 0.9× liburing: {verdict(pairs_u, 0.9)}. Never below glibc: {verdict(never, 1.0)}\n")
+              f"≥ 0.9× liburing: {verdict(pairs_u, 0.9)}. Never below glibc (medians): "
+              f"{verdict(never, 1.0)}; (best-of): {verdict(never_best, 1.0)}\n")
     ctx.plot_lines(ctx.imgdir / "aio_lio.png", f"{cfg['lio_mb']} MB via lio_listio as N requests",
                    "N requests (log)", "MB/s (log)",
                    {LABEL[v]: [(n, R.med(("b", n), v, "mbps")) for n in cfg["lio_n"]] for v in VARIANTS},

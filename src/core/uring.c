@@ -789,14 +789,14 @@ static int reap(uaio_loop *l)
 		if (!n)
 			break;
 
-		/* CQEs are consumed one by one as dispatched, so that a
-		 * callback's uaio_loop_stop() leaves the rest in the ring. */
+		/* The CQ advances past what was dispatched only, so that a
+		 * callback's uaio_loop_stop() leaves the rest in the ring
+		 * (the CQ keeps 128 entries of slack for the batch held). */
 		for (unsigned i = 0; i < n; i++) {
 			if (UAIO_UNLIKELY(l->stop)) {
 				n = i;
 				break;
 			}
-			io_uring_cq_advance(&u->ring, 1);
 			void *p = (void *)(uintptr_t)(c[i].ud & ~(uint64_t)TAG_MASK);
 
 			switch (c[i].ud & TAG_MASK) {
@@ -834,6 +834,7 @@ static int reap(uaio_loop *l)
 				uaio__unlock(l, lk);
 			}
 		}
+		io_uring_cq_advance(&u->ring, n);
 		if (n < CQE_BATCH || l->stop)
 			break;
 	}

@@ -1,0 +1,160 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Cancellation: one op, every op on an fd, ops already done, and
+ * cancellation racing completion; each op's callback runs exactly once.
+ * A callback may free its own op.
+ */
+#include <stdlib.h>
+#include <uaio/loop.h>
+
+#include "test.h"
+
+struct rec {
+	int calls, res;
+};
+
+static void on_op(uaio_op *op, int res, void *data)
+{
+	struct rec *r = data;
+
+	r->calls++;
+	r->res = res;
+}
+
+static void one_op(void)
+{
+	uaio_loop *l = t_loop_new(0);
+	uaio_op rd = { 0 }, can = { 0 }, can2 = { 0 };
+	struct rec r = { 0 }, rc = { 0 }, rc2 = { 0 };
+	char b[4];
+	int p[2];
+
+	CHECK(pipe(p) == 0);
+	CHECK_OK(uaio_op_read(l, &rd, p[0], b, sizeof(b), -1, on_op, &r));
+	CHECK(uaio_loop_run_once(l, 0) >= 0);
+	CHECK_OK(uaio_op_cancel(l, &can, &rd, on_op, &rc));
+	CHECK_EQ(uaio_loop_run(l), 0);
+	CHECK_EQ(r.calls, 1);
+	CHECK_EQ(r.res, -ECANCELED);
+	CHECK_EQ(rc.calls, 1);
+	CHECK_EQ(rc.res, 0);
+	/* Nothing in flight any more. */
+	CHECK_OK(uaio_op_cancel(l, &can2, &rd, on_op, &rc2));
+	CHECK_EQ(uaio_loop_run(l), 0);
+	CHECK_EQ(rc2.res, -ENOENT);
+	CHECK_EQ(r.calls, 1);
+	/* Bad input. */
+	CHECK_EQ(uaio_op_cancel(l, &can2, NULL, on_op, &rc2), -EINVAL);
+	CHECK_EQ(uaio_op_cancel(l, &can2, &can2, on_op, &rc2), -EINVAL);
+	CHECK_EQ(uaio_op_cancel_fd(l, &can2, -1, on_op, &rc2), -EBADF);
+	close(p[0]);
+	close(p[1]);
+	uaio_loop_free(l);
+}
+
+static void whole_fd(void)
+{
+	enum { N = 10 };
+	uaio_loop *l = t_loop_new(0);
+	uaio_op ops[N] = { { 0 } }, other = { 0 }, can = { 0 };
+	struct rec r[N] = { { 0 } }, ro = { 0 }, rc = { 0 };
+	char b[N], c;
+	int p[2], q[2];
+
+	CHECK(pipe(p) == 0 && pipe(q) == 0);
+	for (int i = 0; i < N; i++)
+		CHECK_OK(uaio_op_read(l, &ops[i], p[0], &b[i], 1, -1, on_op, &r[i]));
+	CHECK_OK(uaio_op_read(l, &other, q[0], &c, 1, -1, on_op, &ro));
+	CHECK(uaio_loop_run_once(l, 0) >= 0);
+	CHECK_OK(uaio_op_cancel_fd(l, &can, p[0], on_op, &rc));
+	while (rc.calls == 0 || uaio_loop_inflight(l) > 1)
+		CHECK(uaio_loop_run_once(l, -1) >= 0);
+	CHECK_EQ(rc.res, N);
+	for (int i = 0; i < N; i++) {
+		CHECK_EQ(r[i].calls, 1);
+		CHECK_EQ(r[i].res, -ECANCELED);
+	}
+	/* The other pipe's read is untouched. */
+	CHECK_EQ(ro.calls, 0);
+	CHECK(write(q[1], "z", 1) == 1);
+	CHECK_EQ(uaio_loop_run(l), 0);
+	CHECK_EQ(ro.res, 1);
+	CHECK_EQ(c, 'z');
+	close(p[0]); close(p[1]); close(q[0]); close(q[1]);
+	uaio_loop_free(l);
+}
+
+/* Half the reads find data, all are cancelled at once: every op ends
+ * exactly once, and the bytes read are the ones written. */
+static void racing(void)
+{
+	enum { N = 200 };
+	uaio_loop *l = t_loop_new(0);
+	uaio_op *ops = calloc(N, sizeof(*ops)), *cans = calloc(N, sizeof(*cans));
+	struct rec *r = calloc(N, sizeof(*r)), *rc = calloc(N, sizeof(*rc));
+	char b[N], data[N / 2];
+	int p[2], done = 0, cancelled = 0;
+
+	CHECK(pipe(p) == 0);
+	for (int i = 0; i < N; i++)
+		CHECK_OK(uaio_op_read(l, &ops[i], p[0], &b[i], 1, -1, on_op, &r[i]));
+	CHECK(uaio_loop_run_once(l, 0) >= 0);
+	memset(data, 'd', sizeof(data));
+	CHECK(write(p[1], data, sizeof(data)) == (ssize_t)sizeof(data));
+	for (int i = N - 1; i >= 0; i--)
+		CHECK_OK(uaio_op_cancel(l, &cans[i], &ops[i], on_op, &rc[i]));
+	CHECK_EQ(uaio_loop_run(l), 0);
+	for (int i = 0; i < N; i++) {
+		CHECK_EQ(r[i].calls, 1);
+		CHECK_EQ(rc[i].calls, 1);
+		if (r[i].res == -ECANCELED) {
+			cancelled++;
+			CHECK_EQ(rc[i].res, 0);
+		} else {
+			CHECK_EQ(r[i].res, 1);
+			CHECK(rc[i].res == -ENOENT || rc[i].res == -EALREADY);
+			done++;
+		}
+	}
+	fprintf(stderr, "    %d read, %d cancelled\n", done, cancelled);
+	t_set_nonblock(p[0]);
+	ssize_t left = read(p[0], data, sizeof(data));
+	CHECK_EQ(done + (left > 0 ? left : 0), N / 2);
+	free(ops); free(cans); free(r); free(rc);
+	close(p[0]); close(p[1]);
+	uaio_loop_free(l);
+}
+
+/* A callback frees its own op (heap): the loop must not touch it after
+ * (AddressSanitizer would say so). */
+static int freed;
+static void free_self(uaio_op *op, int res, void *data)
+{
+	CHECK_EQ(res, 0);
+	free(op);
+	freed++;
+}
+
+static void callback_frees_op(void)
+{
+	uaio_loop *l = t_loop_new(0);
+
+	for (int i = 0; i < 100; i++) {
+		uaio_op *op = calloc(1, sizeof(*op));
+		CHECK_OK(uaio_op_nop(l, op, free_self, NULL));
+	}
+	CHECK_EQ(uaio_loop_run(l), 0);
+	CHECK_EQ(freed, 100);
+	uaio_loop_free(l);
+}
+
+int main(void)
+{
+	t_watchdog(60);
+	t_banner("test_cancel");
+	RUN(one_op);
+	RUN(whole_fd);
+	RUN(racing);
+	RUN(callback_frees_op);
+	return T_EXIT_PASS;
+}

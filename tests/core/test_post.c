@@ -1,0 +1,85 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Cross-thread post: callbacks posted from many threads all run, once
+ * each, on the loop's thread, and wake a loop that is asleep.
+ */
+#include <pthread.h>
+#include <stdatomic.h>
+#include <uaio/loop.h>
+
+#include "test.h"
+
+enum { T = 4, PER = 10000 };
+
+static uaio_loop *L;
+static pthread_t loop_thread;
+static int ran, wrong_thread;
+static atomic_int posted;
+
+static void on_post(void *data)
+{
+	ran++;
+	if (!pthread_equal(pthread_self(), loop_thread))
+		wrong_thread++;
+	(void)data;
+}
+
+static void *poster(void *arg)
+{
+	for (int i = 0; i < PER; i++) {
+		CHECK_OK(uaio_loop_post(L, on_post, arg));
+		atomic_fetch_add(&posted, 1);
+	}
+	return NULL;
+}
+
+static void many_threads(void)
+{
+	pthread_t t[T];
+
+	L = t_loop_new(0);
+	loop_thread = pthread_self();
+	for (int i = 0; i < T; i++)
+		CHECK(pthread_create(&t[i], NULL, poster, NULL) == 0);
+	/* Sleep in the loop until every post has run. */
+	while (ran < T * PER)
+		CHECK(uaio_loop_run_once(L, -1) >= 0);
+	for (int i = 0; i < T; i++)
+		pthread_join(t[i], NULL);
+	CHECK(uaio_loop_run_once(L, 0) >= 0);
+	CHECK_EQ(ran, T * PER);
+	CHECK_EQ(wrong_thread, 0);
+	CHECK_EQ(uaio_loop_post(L, NULL, NULL), -EINVAL);
+	uaio_loop_free(L);
+}
+
+static void *late_poster(void *arg)
+{
+	usleep(20000);	/* let the loop fall asleep first (not timed) */
+	CHECK_OK(uaio_loop_post(L, on_post, NULL));
+	return NULL;
+}
+
+static void wakes_sleeper(void)
+{
+	pthread_t t;
+
+	L = t_loop_new(0);
+	ran = 0;
+	CHECK(pthread_create(&t, NULL, late_poster, NULL) == 0);
+	/* Nothing else pending: only the post can end this wait. */
+	while (!ran)
+		CHECK(uaio_loop_run_once(L, -1) >= 0);
+	pthread_join(t, NULL);
+	CHECK_EQ(ran, 1);
+	uaio_loop_free(L);
+}
+
+int main(void)
+{
+	t_watchdog(60);
+	t_banner("test_post");
+	RUN(many_threads);
+	RUN(wakes_sleeper);
+	return T_EXIT_PASS;
+}

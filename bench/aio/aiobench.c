@@ -15,6 +15,7 @@
  *                                                (d) M random 4 KiB reads in flight
  *   aiobench overlap --file F --chunks C --chunk-kb KB --work-us W [--cold]
  *                                                (e) reads overlapped with computation
+ *   aiobench mem     --file F --n R              memory per request in flight
  * Output: one line of key=value pairs.
  */
 #define _GNU_SOURCE
@@ -290,11 +291,65 @@ static void exp_overlap(void)
 	close(fd);
 }
 
+static long rss_kb(void)
+{
+	char line[256];
+	long kb = -1;
+	FILE *f = fopen("/proc/self/status", "r");
+
+	while (f && fgets(line, sizeof(line), f))
+		if (sscanf(line, "VmRSS: %ld kB", &kb) == 1)
+			break;
+	if (f)
+		fclose(f);
+	return kb;
+}
+
+/* Memory: opt_n reads waiting on 64 empty pipes; RSS growth per request
+ * (the aiocbs and buffers are the program's and touched before). The
+ * requests are left in flight for exit(). */
+static void exp_mem(void)
+{
+	enum { NP = 64 };
+	struct aiocb *cbs = calloc((size_t)opt_n, sizeof(*cbs));
+	char *buf = malloc((size_t)opt_n);
+	int p[NP][2];
+	long before, after;
+
+	if (!cbs || !buf)
+		DIE("out of memory");
+	/* Touch them now (not with zeros: a compiler may drop a memset of
+	 * calloc'd memory to zero). */
+	memset(cbs, 0xff, (size_t)opt_n * sizeof(*cbs));
+	memset(buf, 0xff, (size_t)opt_n);
+	for (int i = 0; i < NP; i++)
+		if (pipe(p[i]))
+			DIE("pipe: %s", strerror(errno));
+	/* One request first, so that start-up costs are not counted. */
+	cbs[0] = mkcb(p[0][0], buf, 1, 0, LIO_READ);
+	if (aio_read(&cbs[0]))
+		DIE("aio_read: %s", strerror(errno));
+	usleep(100000);
+	before = rss_kb();
+	for (long i = 1; i < opt_n; i++) {
+		cbs[i] = mkcb(p[i % NP][0], buf + i, 1, 0, LIO_READ);
+		if (aio_read(&cbs[i]))
+			DIE("aio_read %ld: %s", i, strerror(errno));
+	}
+	usleep(100000);
+	after = rss_kb();
+	printf("exp=mem api=%s n=%ld rss_kb=%ld bytes_per_req=%.1f\n", API_NAME, opt_n,
+	       after - before, (after - before) * 1024.0 / (double)(opt_n - 1));
+	fflush(stdout);
+	_exit(0);
+}
+
 int main(int argc, char **argv)
 {
 	static const struct experiment exps[] = {
 		{ "write1", exp_write1 }, { "lio", exp_lio }, { "procs", exp_procs },
-		{ "qd", exp_qd }, { "overlap", exp_overlap }, { NULL, NULL },
+		{ "qd", exp_qd }, { "overlap", exp_overlap }, { "mem", exp_mem },
+		{ NULL, NULL },
 	};
 
 	return aiobench_main(argc, argv, exps);

@@ -98,6 +98,7 @@ enum { RS_FREE, RS_QUEUED, RS_LOOP };	/* RS_QUEUED: waiting in this layer */
 #define RF_CANCEL	0x4
 #define RF_LEADER	0x8	/* carries adjacent list entries in one op */
 #define RF_MEMBER	0x10	/* carried by a leader (its next chain) */
+#define RF_DIRECT	0x20	/* issued by the submitting thread (u.thr) */
 
 struct aio_lio;
 
@@ -114,15 +115,17 @@ struct aio_req {
 	struct aio_req *next;		/* FIFO, barrier list or free list */
 	void *owner;			/* struct aio_serial * or struct aio_fdw * */
 	struct aio_lio *lio;
-	struct aio_thread *thr;		/* issued by that thread, not the engine */
-	struct iovec *iov;		/* leader: one iovec per carried request */
+	union {
+		struct aio_thread *thr;	/* RF_DIRECT: issued by that thread */
+		struct iovec *iov;	/* RF_LEADER: one per carried request */
+	} u;
 	uint32_t epoch;			/* write: its descriptor's epoch; fsync: its barrier */
 	uint32_t remaining;		/* fsync: earlier writes still in flight */
 	int fd;				/* what the op uses: a pinned handle, or the fd */
 	uint8_t kind, state, flags;
 	int8_t prio;
 };
-_Static_assert(sizeof(struct aio_req) <= 128, "request record over budget");
+_Static_assert(sizeof(struct aio_req) <= 120, "request record over budget");
 
 struct aio_chunk {
 	struct aio_chunk *next;
@@ -707,7 +710,7 @@ static void req_release_locked(struct aio_req *r, long res)
 	struct aio_lio *g = r->lio;
 
 	pin_put_locked(r);
-	if (r->thr && --r->thr->direct == 0 && r->thr->exiting)
+	if ((r->flags & RF_DIRECT) && --r->u.thr->direct == 0 && r->u.thr->exiting)
 		pthread_cond_broadcast(&E->thread_cv);
 	priv(cb)->req = NULL;
 	req_free_locked(r);
@@ -782,8 +785,8 @@ static void leader_end_locked(struct aio_req *r, long res)
 	bool rest_alone = false;
 	struct aio_req *m, *next;
 
-	free(r->iov);
-	r->iov = NULL;
+	free(r->u.iov);
+	r->u.iov = NULL;
 	for (m = r; m; m = next) {
 		long n = (long)cb_len(m->cb);
 		int ret;
@@ -1004,7 +1007,7 @@ static void batch_flush_locked(struct pincache *pc)
 		m->flags |= m == lead ? RF_LEADER : RF_MEMBER;
 		m->state = RS_LOOP;
 	}
-	lead->iov = iov;
+	lead->u.iov = iov;
 	if (lead->kind == K_READ)
 		ret = uaio_op_readv(E->loop, &lead->op, lead->fd, iov, (int)i,
 				    lead->cb->aio_offset, req_cb, NULL);
@@ -1100,9 +1103,11 @@ static int submit_parallel(struct aiocb *cb, int kind, int fd,
 	 * wake-up, one batch). Disk I/O ends in bounded time, so the
 	 * thread's exit can wait for it (thread_exit_wait).
 	 */
-	if (!pc && (r->thr = thread_self_locked()))
-		r->thr->direct++;
-	uaio__issue_here = r->thr != NULL;
+	if (!pc && (r->u.thr = thread_self_locked())) {
+		r->u.thr->direct++;
+		r->flags |= RF_DIRECT;
+	}
+	uaio__issue_here = (r->flags & RF_DIRECT) != 0;
 	ret = req_issue_locked(r);
 	uaio__issue_here = false;
 	if (ret < 0)

@@ -74,7 +74,7 @@ static void exp_write1(void)
 {
 	size_t n = (size_t)opt_mb << 20;
 	char *buf = xalloc(n);
-	int fd = open(opt_file, O_CREAT | O_TRUNC | O_WRONLY, 0644);
+	int fd = open_out(buf, n);
 	double t0, t1;
 
 	if (fd < 0)
@@ -108,7 +108,7 @@ static void exp_lio(void)
 	char *buf = xalloc(total);
 	struct aiocb *cbs = calloc((size_t)opt_n, sizeof(*cbs));
 	struct aiocb **l = calloc((size_t)opt_n, sizeof(*l));
-	int fd = open(opt_file, O_CREAT | O_TRUNC | O_WRONLY, 0644);
+	int fd = open_out(buf, total);
 	double t0, t1;
 
 	if (fd < 0 || !cbs || !l)

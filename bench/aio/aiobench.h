@@ -26,7 +26,7 @@ static const char *opt_file;
 static long opt_mb = 64, opt_n = 1, opt_k = 1, opt_reads = 200, opt_depth = 1;
 static long opt_chunks = 64, opt_chunk_kb = 1024, opt_work_us = 1000;
 static double opt_secs = 1.0;
-static int opt_cold, opt_direct, opt_sync;
+static int opt_cold, opt_direct, opt_sync, opt_overwrite;
 
 static double now(void)
 {
@@ -100,6 +100,26 @@ static void compute(const char *p, size_t n)
 	sink += h;
 }
 
+/* The file written by (a) and (b). With --overwrite, it is first written
+ * whole, untimed, so that the timed writes land on page-cache pages that
+ * already exist: on a VM that hands freed memory back to its host, the
+ * first touch of fresh page-cache memory costs more, and would otherwise
+ * be charged to whichever variant happens to run after a large free. */
+static int open_out(const char *buf, size_t n)
+{
+	int fd = open(opt_file, O_CREAT | O_TRUNC | O_WRONLY, 0644);
+
+	if (fd < 0)
+		DIE("open %s: %s", opt_file, strerror(errno));
+	for (size_t done = 0; opt_overwrite && done < n;) {
+		ssize_t r = pwrite(fd, buf + done, n - done, (off_t)done);
+		if (r <= 0)
+			DIE("pwrite: %s", strerror(errno));
+		done += (size_t)r;
+	}
+	return fd;
+}
+
 /* (c) Forks opt_k children running child(index, file size) at once and
  * reports the reads per second over all of them. */
 static void procs_run(void (*child)(int idx, off_t size), const char *api)
@@ -166,6 +186,7 @@ static int aiobench_main(int argc, char **argv, const struct experiment *exps)
 		}
 		if (!strcmp(a, "--cold")) { opt_cold = 1; continue; }
 		if (!strcmp(a, "--direct")) { opt_direct = 1; continue; }
+		if (!strcmp(a, "--overwrite")) { opt_overwrite = 1; continue; }
 		DIE("unknown option %s", a);
 	}
 	if (!opt_file)

@@ -67,7 +67,7 @@ static void exp_write1(void)
 {
 	size_t n = (size_t)opt_mb << 20;
 	char *buf = xalloc(n);
-	int fd = open(opt_file, O_CREAT | O_TRUNC | O_WRONLY, 0644);
+	int fd = open_out(buf, n);
 	struct io_uring r;
 	double t0, t1;
 
@@ -94,7 +94,7 @@ static void exp_lio(void)
 {
 	size_t total = (size_t)opt_mb << 20, per = total / (size_t)opt_n;
 	char *buf = xalloc(total);
-	int fd = open(opt_file, O_CREAT | O_TRUNC | O_WRONLY, 0644);
+	int fd = open_out(buf, total);
 	struct io_uring r;
 	long sent = 0, got = 0, inflight = 0, cap = 8192;
 	double t0, t1;

@@ -163,3 +163,22 @@ def plot_lines(path, title, xlabel, ylabel, series, logx=False, logy=False,
     fig.savefig(path)
     plt.close(fig)
     return True
+
+
+def ratio(a, b):
+    """a / b, or None when either is missing."""
+    return a / b if a is not None and b else None
+
+
+def verdict(values, target):
+    """'met' or 'missed at .. by ..%' for a list of (label, ratio) against a
+    floor target."""
+    got = [(lbl, r) for lbl, r in values if r is not None]
+    if not got:
+        return "not measured"
+    missed = [(lbl, r) for lbl, r in got if r < target]
+    if not missed:
+        return f"**met** (min {min(r for _, r in got):.2f}×)"
+    worst = min(missed, key=lambda x: x[1])
+    return (f"**missed** at {', '.join(lbl for lbl, _ in missed)}; worst {worst[0]}: "
+            f"{worst[1]:.2f}× ({(target - worst[1]) / target * 100:.0f}% short)")

@@ -9,6 +9,8 @@ Called by bench/run.py as run(ctx); returns the markdown section.
 import collections
 import os
 
+from common import ratio, verdict
+
 VARIANTS = ["glibc", "dropin", "native", "liburing", "sync"]
 LABEL = {
     "glibc": "glibc aio_*",
@@ -74,10 +76,6 @@ class Runner:
         return self.ctx.best(self.vals.get(key + (variant, m), []), higher)
 
 
-def ratio(a, b):
-    return a / b if a is not None and b else None
-
-
 def rotated(seq, rep):
     """The variants in a different order each repetition: whichever runs
     first after a large free pays this VM's fresh-memory cost, and that
@@ -100,18 +98,6 @@ def warm(path):
     with open(path, "rb") as f:
         while f.read(1 << 22):
             pass
-
-
-def verdict(pairs, target):
-    got = [(lbl, r) for lbl, r in pairs if r is not None]
-    if not got:
-        return "not measured"
-    missed = [(lbl, r) for lbl, r in got if r < target]
-    if not missed:
-        return f"**met** (min {min(r for _, r in got):.2f}×)"
-    worst = min(missed, key=lambda x: x[1])
-    return (f"**missed** at {', '.join(lbl for lbl, _ in missed)}; worst {worst[0]}: "
-            f"{worst[1]:.2f}× ({(target - worst[1]) / target * 100:.0f}% short)")
 
 
 def run(ctx):

@@ -5,6 +5,8 @@ Called by bench/run.py as run(ctx); returns the markdown section.
 """
 import collections
 
+from common import ratio
+
 PIPE_MODES = ["block", "nb-epoll", "uring", "libaio", "libaio-poll", "laio-op", "laio-poll"]
 PIPE_LABEL = {
     "block": "blocking read(2)",
@@ -45,9 +47,6 @@ def run(ctx):
 
     def med(key, f):
         return ctx.median(vals.get(key + (f,), []))
-
-    def ratio(a, b):
-        return a / b if a is not None and b else None
 
     # 1. pipe micro-benchmark -------------------------------------------
     for rep in range(cfg["reps"]):

@@ -5,6 +5,8 @@ Called by bench/run.py as run(ctx); returns the markdown section.
 """
 import collections
 
+from common import ratio, verdict
+
 MODES = ["poll", "epoll", "epoll-et", "uring-poll", "uring-mpoll", "uring-read",
          "uaio-reactor", "uaio-reactor-et", "uaio-proactor", "uaio-reactor-epoll",
          "uaio-proactor-epoll"]
@@ -99,23 +101,6 @@ class Runner:
 
     def best(self, key):
         return self.ctx.best(self.rates.get(key, []))
-
-
-def ratio(a, b):
-    return a / b if a is not None and b else None
-
-
-def verdict(values, target):
-    """'met' or 'missed at P=.. by ..%' for a list of (label, ratio)."""
-    got = [(lbl, r) for lbl, r in values if r is not None]
-    if not got:
-        return "not measured"
-    missed = [(lbl, r) for lbl, r in got if r < target]
-    if not missed:
-        return f"**met** (min {min(r for _, r in got):.2f}×)"
-    worst = min(missed, key=lambda x: x[1])
-    return (f"**missed** at {', '.join(lbl for lbl, _ in missed)}; worst {worst[0]}: "
-            f"{worst[1]:.2f}× ({(target - worst[1]) / target * 100:.0f}% short)")
 
 
 def run(ctx):

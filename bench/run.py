@@ -12,7 +12,8 @@ Each suite is bench/<name>/bench.py defining run(ctx) -> markdown str
   ctx.mode      'quick' or 'full'
   ctx.root      repo root Path
   ctx.docs      docs/ Path (ctx.outdir is the same)
-  ctx.imgdir    docs/img Path, for PNG plots (refer to them as img/<file>)
+  ctx.imgdir    img/ beside --out (docs/img by default), for PNG plots
+                (refer to them as img/<file>)
   ctx.scratch   an empty scratch dir Path for this suite under
                 /var/tmp/uaio-bench, removed at the end
   ctx.log(str)  progress to stderr
@@ -108,11 +109,11 @@ def split_sections(text):
         pos = k + len(end_tag)
 
 
-def make_ctx(name, args, build, scratch):
+def make_ctx(name, args, build, scratch, imgdir):
     emitted = []
     ctx = types.SimpleNamespace(
         name=name, build=build, mode=args.mode, root=ROOT,
-        docs=ROOT / "docs", outdir=ROOT / "docs", imgdir=ROOT / "docs" / "img",
+        docs=ROOT / "docs", outdir=ROOT / "docs", imgdir=imgdir,
         scratch=scratch, smoke=common.smoke(),
         log=lambda msg: common.log(f"{name}: {msg}"),
         emit=emitted.append,
@@ -138,7 +139,10 @@ def main():
     if not build.is_dir():
         sys.exit(f"run.py: build dir {build} does not exist (run cmake/ninja first)")
     names = discover(args.only)
-    (ROOT / "docs" / "img").mkdir(parents=True, exist_ok=True)
+    # Plots go beside the output, so that a trial run elsewhere (a smoke
+    # run to /tmp) cannot overwrite the committed ones.
+    imgdir = Path(args.out).resolve().parent / "img"
+    imgdir.mkdir(parents=True, exist_ok=True)
     SCRATCH_BASE.mkdir(parents=True, exist_ok=True)
     run_dir = SCRATCH_BASE / f"run-{os.getpid()}"
     shutil.rmtree(run_dir, ignore_errors=True)
@@ -156,7 +160,7 @@ def main():
         for name in names:
             scratch = run_dir / name
             scratch.mkdir()
-            ctx, emitted = make_ctx(name, args, build, scratch)
+            ctx, emitted = make_ctx(name, args, build, scratch, imgdir)
             t0 = time.monotonic()
             common.log(f"=== {name} ===")
             try:

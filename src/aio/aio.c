@@ -1078,8 +1078,9 @@ static int submit_parallel(struct aiocb *cb, int kind, int fd,
 		pthread_mutex_unlock(&E->mu);
 		return 0;
 	}
-	/* A list's entries gather while they are adjacent (see batch_*). */
-	if (pc && kind <= K_WRITE) {
+	/* A list's entries gather while they are adjacent (see batch_*);
+	 * not one whose inline try already wrote a part. */
+	if (pc && kind <= K_WRITE && !priv(cb)->done) {
 		if (!batch_fits(pc, r)) {
 			batch_flush_locked(pc);
 			pc->mhead = r;

@@ -239,7 +239,11 @@ int uaio_op_connect(uaio_loop *l, uaio_op *op, int fd,
 int uaio_op_openat(uaio_loop *l, uaio_op *op, int dfd, const char *path,
 		   int flags, mode_t mode, uaio_op_cb cb, void *data);
 /* Cancels every op in flight on fd (they complete with -ECANCELED),
- * ends any watch on it (handle_close(w, -EBADF)), then closes it. */
+ * ends any watch on it (handle_close(w, -EBADF)), then closes it. This is
+ * how to close a descriptor the loop uses: after a plain close(2), ops in
+ * the kernel keep the open file (io_uring holds a reference) and finish
+ * only when it has data or hangs up, and the epoll backend no longer hears
+ * of the fd at all. */
 int uaio_op_close(uaio_loop *l, uaio_op *op, int fd, uaio_op_cb cb,
 		  void *data);
 struct statx;

@@ -378,7 +378,11 @@ static void test_edge(void)
 /* ----------------------------------------------- 10 000 pipes, 1 token */
 
 /* Pipes when RLIMIT_NOFILE allows two fds each, else eventfds (one fd). */
-#define NPIPES 10000
+/* The issue asks for 100 000 watched fds; as many as RLIMIT_NOFILE allows,
+ * at least 10 000. */
+#define WANT_FDS 100000
+#define MIN_FDS 10000
+static int NPIPES;
 #define LAPS 3
 struct ring_ent {
 	uaio_watch w;
@@ -423,14 +427,18 @@ static const struct uaio_handler RH = { ring_in, NULL, ring_close };
 
 static void test_token_ring(void)
 {
-	rlim_t lim = t_raise_nofile(2 * NPIPES + 200);
+	rlim_t lim = t_raise_nofile(2 * WANT_FDS + 200);
 
-	if (lim < NPIPES + 100) {
+	if (lim < MIN_FDS + 100) {
 		fprintf(stderr, "    skip: RLIMIT_NOFILE %lu too low for %d fds\n",
-			(unsigned long)lim, NPIPES);
+			(unsigned long)lim, MIN_FDS);
 		return;
 	}
-	ring_eventfd = lim < 2 * NPIPES + 100;
+	NPIPES = lim >= WANT_FDS + 100 ? WANT_FDS : (int)lim - 100;
+	if (lim >= 2 * (rlim_t)NPIPES + 100)
+		ring_eventfd = 0;
+	else
+		ring_eventfd = 1;
 	fprintf(stderr, "    %d %s\n", NPIPES, ring_eventfd ?
 		"eventfds (RLIMIT_NOFILE too low for pipes)" : "pipes");
 

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "aio/aio_internal.h"
+#include "core/internal.h"
 
 #define POOL_MAX	16
 
@@ -51,21 +52,15 @@ int uaio__sigevent_check(const struct sigevent *sev)
 	return -EINVAL;
 }
 
-/* Threads we start take no signals: those are the application's. */
-static int spawn(pthread_attr_t *attr, void *(*fn)(void *), void *arg,
-		 bool detach)
+/* A detached thread of ours (it takes no signals). */
+static int spawn(pthread_attr_t *attr, void *(*fn)(void *), void *arg)
 {
-	sigset_t all, old;
 	pthread_t t;
-	int r;
+	int r = uaio__thread_start(&t, attr, fn, arg);
 
-	sigfillset(&all);
-	pthread_sigmask(SIG_SETMASK, &all, &old);
-	r = pthread_create(&t, attr, fn, arg);
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
-	if (r == 0 && detach)
+	if (r == 0)
 		pthread_detach(t);
-	return -r;
+	return r;
 }
 
 static void *pool_main(void *arg)
@@ -114,7 +109,7 @@ static void notify_thread(const struct sigevent *sev)
 	n->fn = sev->sigev_notify_function;
 	n->val = sev->sigev_value;
 	if (sev->sigev_notify_attributes) {
-		if (spawn(sev->sigev_notify_attributes, own_main, n, true) < 0)
+		if (spawn(sev->sigev_notify_attributes, own_main, n) < 0)
 			free(n);
 		return;
 	}
@@ -128,7 +123,7 @@ static void notify_thread(const struct sigevent *sev)
 		pthread_attr_t attr;
 
 		pthread_attr_init(&attr);
-		if (spawn(&attr, pool_main, NULL, true) == 0)
+		if (spawn(&attr, pool_main, NULL) == 0)
 			p->nthreads++;
 		pthread_attr_destroy(&attr);
 	}

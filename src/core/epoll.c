@@ -634,7 +634,6 @@ static int ep_watch_arm(uaio_loop *l, uaio_watch *w)
 static int ep_wait(uaio_loop *l, int64_t timeout_ns)
 {
 	struct epoll_state *es = E(l);
-	struct timespec ts, *tsp = NULL;
 	int n, total = 0;
 
 	if (es->nidle) {
@@ -645,17 +644,9 @@ static int ep_wait(uaio_loop *l, int64_t timeout_ns)
 	for (unsigned i = 0; i < es->nalways; i++)
 		if (es->always[i]->events)
 			timeout_ns = 0;
-	if (timeout_ns >= 0) {
-		ts.tv_sec = timeout_ns / 1000000000;
-		ts.tv_nsec = timeout_ns % 1000000000;
-		tsp = &ts;
-	}
-	n = epoll_pwait2(es->epfd, es->evs, MAX_EVENTS, tsp, NULL);
-	if (n < 0 && errno == ENOSYS)	/* before 5.11: millisecond waits */
-		n = epoll_wait(es->epfd, es->evs, MAX_EVENTS,
-			       !tsp ? -1 : (int)((timeout_ns + 999999) / 1000000));
+	n = uaio__epoll_wait(es->epfd, es->evs, MAX_EVENTS, timeout_ns);
 	if (n < 0)
-		return errno == EINTR ? 0 : -errno;
+		return n;
 	/* Level-triggered: events left by a stop are reported again. */
 	for (int i = 0; i < n && !l->stop; i++) {
 		uint64_t key = es->evs[i].data.u64;

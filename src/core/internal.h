@@ -195,6 +195,10 @@ struct uaio_fdent *uaio__fdent(uaio_loop *l, int fd, bool grow);
 int uaio__heap_push(uaio_loop *l, uint64_t when, uintptr_t p);
 void uaio__heap_remove(uaio_loop *l, uint32_t idx);
 uint64_t uaio__clock_ns(void);
+/* epoll_wait with a timeout in ns (< 0: none): events, 0 on EINTR, or
+ * -errno. Both backends sleep in epoll (see uring.c). */
+struct epoll_event;
+int uaio__epoll_wait(int epfd, struct epoll_event *evs, int max, int64_t timeout_ns);
 int uaio__cancel_local(uaio_loop *l, uaio_op *target);
 int uaio__cancel_local_fd(uaio_loop *l, int fd);
 
@@ -209,6 +213,11 @@ static inline void uaio__watch_set_reason(uaio_watch *w, int reason)
 }
 
 /* workers.c */
+/* pthread_create() for the library's own threads (workers, the AIO engine
+ * and notification pool): they start with every signal blocked.
+ * 0 or -errno. */
+int uaio__thread_start(pthread_t *t, const pthread_attr_t *attr,
+		       void *(*fn)(void *), void *arg);
 int uaio__workers_submit(uaio_loop *l, uaio_op *op);
 int uaio__workers_cancel(uaio_loop *l, uaio_op *op);
 int uaio__workers_cancel_fd(uaio_loop *l, int fd);

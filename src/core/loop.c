@@ -12,6 +12,7 @@
 #include <poll.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <time.h>
 #include <unistd.h>
@@ -133,6 +134,25 @@ UAIO_API int uaio_loop_fd(const uaio_loop *l)
 	return l->be->fd(l);
 }
 
+int uaio__epoll_wait(int epfd, struct epoll_event *evs, int max, int64_t timeout_ns)
+{
+	struct timespec ts;
+	int n;
+
+	if (timeout_ns < 0)
+		n = epoll_wait(epfd, evs, max, -1);
+	else {
+		ts.tv_sec = timeout_ns / 1000000000;
+		ts.tv_nsec = timeout_ns % 1000000000;
+		n = epoll_pwait2(epfd, evs, max, &ts, NULL);
+		if (n < 0 && errno == ENOSYS)	/* before 5.11: millisecond waits */
+			n = epoll_wait(epfd, evs, max, (int)((timeout_ns + 999999) / 1000000));
+	}
+	if (n < 0)
+		return errno == EINTR ? 0 : -errno;
+	return n;
+}
+
 /* The clock is read only when someone needs it: timers, or a caller. */
 static uint64_t loop_now(uaio_loop *l)
 {
@@ -204,12 +224,13 @@ void uaio__complete_more(uaio_loop *l, uaio_op *op, long res)
 
 int uaio__run_done(uaio_loop *l)
 {
-	uaio_op *op, *next;
+	uaio_op *op, *next, *tail;
 	int n = 0;
 	bool lk = uaio__lock(l);
 
 	/* Only what is here now: callbacks that resubmit wait a round. */
 	op = l->done_head;
+	tail = l->done_tail;
 	l->done_head = l->done_tail = NULL;
 	uaio__unlock(l, lk);
 	for (; op; op = next, n++) {
@@ -218,12 +239,9 @@ int uaio__run_done(uaio_loop *l)
 		if (UAIO_UNLIKELY(l->stop)) {
 			/* Stopped: the rest go back, ahead of newer results. */
 			lk = uaio__lock(l);
-			uaio_op *t = op;
-			while (t->next)
-				t = t->next;
-			t->next = l->done_head;
+			tail->next = l->done_head;
 			if (!l->done_head)
-				l->done_tail = t;
+				l->done_tail = tail;
 			l->done_head = op;
 			uaio__unlock(l, lk);
 			break;

@@ -9,7 +9,8 @@
  * Edge-triggered watches stay multishot polls on the ring.
  *
  * user_data carries a pointer with a 2-bit tag:
- *   0 op, 1 watch (one-shot poll, re-armed after dispatch: level-triggered),
+ *   0 op, 1 watch on the ring (multishot poll for UAIO_EDGE; a one-shot
+ *   poll re-armed after dispatch for files and thread-safe loops),
  *   2 the wake eventfd read, 3 internal requests whose CQE is ignored.
  * Ops beyond what the CQ can hold wait in loop->pending, so the kernel
  * never has to overflow for ops; watches rely on IORING_FEAT_NODROP.
@@ -851,7 +852,6 @@ static int reap(uaio_loop *l)
 static int ep_wait(uaio_loop *l, int64_t timeout_ns)
 {
 	struct uring_state *u = U(l);
-	struct timespec ts, *tsp = NULL;
 	bool ring = false;
 	int n, total = 0;
 
@@ -859,17 +859,9 @@ static int ep_wait(uaio_loop *l, int64_t timeout_ns)
 		ring_submit(l);
 	if (io_uring_cq_ready(&u->ring))
 		timeout_ns = 0;
-	if (timeout_ns >= 0) {
-		ts.tv_sec = timeout_ns / 1000000000;
-		ts.tv_nsec = timeout_ns % 1000000000;
-		tsp = &ts;
-	}
-	n = !tsp ? epoll_wait(u->epfd, u->evs, EP_BATCH, -1) :
-		   epoll_pwait2(u->epfd, u->evs, EP_BATCH, tsp, NULL);
-	if (n < 0 && errno == ENOSYS)	/* before 5.11: millisecond waits */
-		n = epoll_wait(u->epfd, u->evs, EP_BATCH, (int)((timeout_ns + 999999) / 1000000));
-	if (n < 0 && errno != EINTR)
-		return -errno;
+	n = uaio__epoll_wait(u->epfd, u->evs, EP_BATCH, timeout_ns);
+	if (n < 0)
+		return n;
 	for (int i = 0; i < n && !l->stop; i++) {
 		uint64_t key = u->evs[i].data.u64;
 		struct uaio_fdent *e;

@@ -141,6 +141,20 @@ static void *worker_main(void *arg)
 	return NULL;
 }
 
+int uaio__thread_start(pthread_t *t, const pthread_attr_t *attr,
+		       void *(*fn)(void *), void *arg)
+{
+	sigset_t all, old;
+	int r;
+
+	/* Signals are the application's: our threads never take them. */
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	r = pthread_create(t, attr, fn, arg);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	return -r;
+}
+
 int uaio__workers_submit(uaio_loop *l, uaio_op *op)
 {
 	struct uaio_workers *w = &l->workers;
@@ -163,20 +177,15 @@ int uaio__workers_submit(uaio_loop *l, uaio_op *op)
 		w->head = op;
 	w->tail = op;
 	if (!w->idle && w->nthreads < w->max) {
-		sigset_t all, old;
 		pthread_attr_t attr;
 
-		/* Signals are the application's: workers never take them. */
-		sigfillset(&all);
-		pthread_sigmask(SIG_SETMASK, &all, &old);
 		pthread_attr_init(&attr);
 		pthread_attr_setstacksize(&attr, 64 * 1024);
-		if (pthread_create(&w->tids[w->nthreads], &attr, worker_main, l) == 0)
+		if (uaio__thread_start(&w->tids[w->nthreads], &attr, worker_main, l) == 0)
 			w->nthreads++;
 		else if (!w->nthreads)
 			ret = -EAGAIN;
 		pthread_attr_destroy(&attr);
-		pthread_sigmask(SIG_SETMASK, &old, NULL);
 		if (ret) {
 			w->head = w->tail = NULL;
 			pthread_mutex_unlock(&w->mu);

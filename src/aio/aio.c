@@ -138,7 +138,7 @@ struct aio_serial {
 	dev_t dev;
 	ino_t ino;
 	struct aio_req *busy;
-	struct aio_req *head, *tail;
+	struct aio_req *head;		/* waiting, lower aio_reqprio first */
 };
 
 /* A descriptor with writes in flight: fsyncs wait for the earlier ones. */
@@ -161,9 +161,7 @@ struct aio_lio {
 static struct aio_engine {
 	pthread_mutex_t mu;
 	uaio_loop *loop;		/* created with the engine thread */
-	pthread_t thread;
 	bool atfork;
-	pid_t pid;
 
 	struct aio_chunk *chunks;
 	struct aio_req *free;
@@ -182,8 +180,8 @@ static struct aio_engine {
 	pthread_key_t thread_key;	/* destructor: thread_exit_wait */
 	pthread_cond_t thread_cv;	/* a thread's direct requests ended */
 
-	/* Bumped at every completion; aio_suspend and lio_listio sleep on
-	 * it with a futex. */
+	/* Bumped at every completion; aio_suspend and aio_cancel sleep on
+	 * it with a futex (a LIO_WAIT caller sleeps on its group's word). */
 	atomic_uint seq;
 	atomic_uint waiters;
 } aio_engine = {
@@ -243,13 +241,18 @@ static void publish(struct aiocb *cb, long res)
 	__atomic_store_n(&cb->__error_code, res < 0 ? (int)-res : 0, __ATOMIC_RELEASE);
 }
 
+/* Whether sev delivers anything (SIGEV_SIGNAL with signal 0 does not). */
+static bool sev_notifies(const struct sigevent *sev)
+{
+	return sev->sigev_notify == SIGEV_THREAD ||
+	       (sev->sigev_notify == SIGEV_SIGNAL && sev->sigev_signo);
+}
+
 /* A request's end: status, then waiters, then its notification. */
 static void complete(struct aiocb *cb, long res)
 {
 	struct sigevent sev;
-	bool notify = cb->aio_sigevent.sigev_notify == SIGEV_THREAD ||
-		      (cb->aio_sigevent.sigev_notify == SIGEV_SIGNAL &&
-		       cb->aio_sigevent.sigev_signo);
+	bool notify = sev_notifies(&cb->aio_sigevent);
 
 	if (notify)
 		sev = cb->aio_sigevent;
@@ -347,28 +350,44 @@ static bool pinref_grow_locked(unsigned idx)
 	return true;
 }
 
+/* A pinned handle's slot number or duplicate descriptor: the handle
+ * without the registered-file bit. */
+static unsigned pin_index(int pinned)
+{
+	return (unsigned)pinned & ~(unsigned)UAIO_FD_FIXED;
+}
+
+/* Requests (and list caches) using a pinned handle. */
+static unsigned *pinref(int pinned)
+{
+	return &E->pinrefs[pin_index(pinned)];
+}
+
+static void pin_unref_locked(int pinned)
+{
+	if (--*pinref(pinned) == 0)
+		uaio_file_unpin(E->loop, pinned);
+}
+
 static void pincache_release(struct pincache *pc)
 {
 	if (pc->pinned < 0)
 		return;
 	pthread_mutex_lock(&E->mu);
-	if (--E->pinrefs[(unsigned)pc->pinned & 0x3fffffffu] == 0)
-		uaio_file_unpin(E->loop, pc->pinned);
+	pin_unref_locked(pc->pinned);
 	pthread_mutex_unlock(&E->mu);
 	pc->pinned = -1;
 }
 
 static void pin_get_locked(struct aio_req *r, int fd, struct pincache *pc)
 {
-	unsigned idx;
 	int p;
 
 	if (pc && pc->fd == fd && pc->pinned >= 0) {
 		p = pc->pinned;
 	} else {
 		p = uaio_file_pin(E->loop, fd);
-		idx = (unsigned)p & 0x3fffffffu;
-		if (p >= 0 && !pinref_grow_locked(idx)) {
+		if (p >= 0 && !pinref_grow_locked(pin_index(p))) {
 			uaio_file_unpin(E->loop, p);
 			p = -1;
 		}
@@ -377,27 +396,24 @@ static void pin_get_locked(struct aio_req *r, int fd, struct pincache *pc)
 			return;
 		}
 		if (pc) {
-			if (pc->pinned >= 0 && --E->pinrefs[(unsigned)pc->pinned & 0x3fffffffu] == 0)
-				uaio_file_unpin(E->loop, pc->pinned);
+			if (pc->pinned >= 0)
+				pin_unref_locked(pc->pinned);
 			pc->fd = fd;
 			pc->pinned = p;
-			E->pinrefs[idx]++;
+			++*pinref(p);
 		}
 	}
-	E->pinrefs[(unsigned)p & 0x3fffffffu]++;
+	++*pinref(p);
 	r->fd = p;
 	r->flags |= RF_PINNED;
 }
 
 static void pin_put_locked(struct aio_req *r)
 {
-	unsigned idx = (unsigned)r->fd & 0x3fffffffu;
-
 	if (!(r->flags & RF_PINNED))
 		return;
 	r->flags &= ~RF_PINNED;
-	if (--E->pinrefs[idx] == 0)
-		uaio_file_unpin(E->loop, r->fd);
+	pin_unref_locked(r->fd);
 }
 
 /* ------------------------------------------------- engine thread */
@@ -512,8 +528,8 @@ static int engine_start_locked(void)
 		.entries = 1024,
 		.workers = E->workers,
 	};
-	sigset_t all, old;
 	pthread_attr_t attr;
+	pthread_t thread;
 	int r;
 
 	if (E->loop)
@@ -531,21 +547,16 @@ static int engine_start_locked(void)
 	if (!E->loop)
 		return errno == ENOMEM ? -EAGAIN : -errno;
 	atomic_store(&E->engine_up, 0);
-	/* The engine takes no signals: they belong to the program. */
-	sigfillset(&all);
-	pthread_sigmask(SIG_SETMASK, &all, &old);
 	pthread_attr_init(&attr);
 	pthread_attr_setstacksize(&attr, 256 * 1024);
-	r = pthread_create(&E->thread, &attr, engine_main, E->loop);
+	r = uaio__thread_start(&thread, &attr, engine_main, E->loop);
 	pthread_attr_destroy(&attr);
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	if (r) {
 		uaio_loop_free(E->loop);
 		E->loop = NULL;
 		return -EAGAIN;
 	}
-	pthread_detach(E->thread);
-	E->pid = getpid();
+	pthread_detach(thread);
 	/* Wait until the thread runs: one that is still starting up may hold
 	 * allocator locks (a sanitizer's), which a fork() right after the
 	 * first request would hand to the child locked. */
@@ -617,17 +628,12 @@ static void serial_maybe_free_locked(struct aio_serial *s)
 /* Waiting requests go in priority order, equal priorities in order. */
 static void serial_queue_locked(struct aio_serial *s, struct aio_req *r)
 {
-	struct aio_req **pp = &s->head, *prev = NULL;
+	struct aio_req **pp = &s->head;
 
-	while (*pp && (*pp)->prio <= r->prio) {
-		prev = *pp;
+	while (*pp && (*pp)->prio <= r->prio)
 		pp = &(*pp)->next;
-	}
 	r->next = *pp;
 	*pp = r;
-	if (!r->next)
-		s->tail = r;
-	(void)prev;
 	r->state = RS_QUEUED;
 }
 
@@ -729,8 +735,6 @@ static void serial_advance_locked(struct aio_serial *s)
 		int ret;
 
 		s->head = r->next;
-		if (!s->head)
-			s->tail = NULL;
 		s->busy = r;
 		ret = req_issue_locked(r);
 		if (ret < 0) {
@@ -1223,7 +1227,7 @@ API int uaio_fsync(int op, struct aiocb *cb)
 	if ((ret = cb_check(cb)) < 0)
 		return posix_ret(ret);
 	fd = cb->aio_fildes;
-	if (fcntl(fd, F_GETFL) < 0 || fstat(fd, &st) < 0)
+	if (fstat(fd, &st) < 0)
 		return posix_ret(-EBADF);
 	cb_mark_live(cb);
 	if (S_ISREG(st.st_mode) || S_ISBLK(st.st_mode))
@@ -1238,14 +1242,18 @@ API int uaio_fsync(int op, struct aiocb *cb)
 
 /* ------------------------------------------------------ lio_listio */
 
+/* EIO when entries failed, EAGAIN when one was refused for resources. */
+static int lio_result(int failed, int again)
+{
+	return failed ? posix_ret(again ? -EAGAIN : -EIO) : 0;
+}
+
 API int ulio_listio(int mode, struct aiocb *const list[], int nent,
 		    struct sigevent *sig)
 {
 	struct aio_lio *g = NULL;
 	struct pincache pc = { .fd = -1, .pinned = -1, .flfd = -1 };
-	bool notify = mode == LIO_NOWAIT && sig &&
-		      (sig->sigev_notify == SIGEV_THREAD ||
-		       (sig->sigev_notify == SIGEV_SIGNAL && sig->sigev_signo));
+	bool notify = mode == LIO_NOWAIT && sig && sev_notifies(sig);
 	int failed = 0, again = 0, want = 0, r;
 
 	if ((mode != LIO_WAIT && mode != LIO_NOWAIT) || nent < 0 ||
@@ -1290,7 +1298,7 @@ API int ulio_listio(int mode, struct aiocb *const list[], int nent,
 	batch_flush(&pc);
 	pincache_release(&pc);
 	if (!g)
-		return failed ? posix_ret(again ? -EAGAIN : -EIO) : 0;
+		return lio_result(failed, again);
 
 	pthread_mutex_lock(&E->mu);
 	if (mode == LIO_WAIT)
@@ -1298,7 +1306,7 @@ API int ulio_listio(int mode, struct aiocb *const list[], int nent,
 	lio_put_locked(g, true);	/* the submission hold */
 	pthread_mutex_unlock(&E->mu);
 	if (mode == LIO_NOWAIT)
-		return failed ? posix_ret(again ? -EAGAIN : -EIO) : 0;
+		return lio_result(failed, again);
 
 	r = 0;
 	while (!atomic_load(&g->done))
@@ -1317,7 +1325,7 @@ API int ulio_listio(int mode, struct aiocb *const list[], int nent,
 		    __atomic_load_n(&cb->__error_code, __ATOMIC_ACQUIRE) != 0)
 			failed++;
 	}
-	return failed ? posix_ret(again ? -EAGAIN : -EIO) : 0;
+	return lio_result(failed, again);
 }
 
 /* ------------------------------------------- error, return, suspend */
@@ -1434,12 +1442,9 @@ static int cancel_locked(struct aio_req *r, struct cancel_slot *c)
 
 		if (r->flags & RF_SERIAL) {
 			struct aio_serial *s = r->owner;
-			struct aio_req *prev = NULL;
-			for (pp = &s->head; *pp != r; prev = *pp, pp = &(*pp)->next)
+			for (pp = &s->head; *pp != r; pp = &(*pp)->next)
 				;
 			*pp = r->next;
-			if (s->tail == r)
-				s->tail = prev;
 			req_release_locked(r, -ECANCELED);
 			serial_maybe_free_locked(s);
 		} else {

@@ -52,7 +52,7 @@ static void full_house(void)
 	fprintf(stderr, "    %d in flight; RSS +%ld kB = %.0f B per request\n", N,
 		after - before, (after - before) * 1024.0 / N);
 	/* Generous bound (allocator slack, page granularity): a record per
-	 * request is at most 128 B by construction. */
+	 * request is 120 B by construction. */
 	CHECK((after - before) * 1024 / N <= 256);
 	/* One more is refused, and nothing breaks. */
 	cbs[N] = t_cb(p[0][0], buf, 1, 0);

@@ -238,10 +238,7 @@ static void exp_qd(void)
 		}
 	}
 	t = now();
-	qsort(lat, (size_t)nlat, sizeof(*lat), cmp_double);
-	printf("exp=qd api=%s depth=%ld direct=%d secs=%.6f rps=%.0f p50_us=%.1f p99_us=%.1f\n",
-	       opt_sync ? "sync" : API_NAME, m, opt_direct, t - t0, done / (t_end - t0),
-	       nlat ? lat[nlat / 2] * 1e6 : 0, nlat ? lat[(nlat * 99) / 100] * 1e6 : 0);
+	qd_report(opt_sync ? "sync" : API_NAME, m, t - t0, done, t_end - t0, lat, nlat);
 	close(fd);
 }
 

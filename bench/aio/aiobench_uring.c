@@ -213,10 +213,7 @@ static void exp_qd(void)
 		io_uring_cq_advance(&r, n);
 		io_uring_submit(&r);
 	}
-	qsort(lat, (size_t)nlat, sizeof(*lat), cmp_double);
-	printf("exp=qd api=liburing depth=%ld direct=%d secs=%.6f rps=%.0f p50_us=%.1f p99_us=%.1f\n",
-	       m, opt_direct, now() - t0, done / (t_end - t0), nlat ? lat[nlat / 2] * 1e6 : 0,
-	       nlat ? lat[(nlat * 99) / 100] * 1e6 : 0);
+	qd_report("liburing", m, now() - t0, done, t_end - t0, lat, nlat);
 	close(fd);
 }
 

@@ -323,6 +323,21 @@ int uaio_file_pin(uaio_loop *l, int fd);
 /* Drops a pin once no op uses it any more. */
 void uaio_file_unpin(uaio_loop *l, int pinned);
 
+/*
+ * Per-op flags, set before a uaio_op_*() call and kept across submissions
+ * of the same op until set again.
+ *
+ * UAIO_OPF_ISSUE_HERE: on a thread-safe io_uring loop, the calling thread
+ * hands the op to the kernel itself before the uaio_op_*() call returns,
+ * instead of leaving it to the thread that drives the loop: the kernel
+ * resolves the descriptor then, and no wake-up is needed. io_uring cancels
+ * a thread's requests when that thread exits, so the caller must outlive
+ * the op. When the op cannot go out at once (the ring is full) the call
+ * fails with -EAGAIN and nothing is queued. Other loops ignore the flag.
+ */
+#define UAIO_OPF_ISSUE_HERE	(1u << 0)
+void uaio_op_set_flags(uaio_op *op, unsigned flags);
+
 /* For multishot ops inside the callback: 1 if more completions follow. */
 int uaio_op_more(const uaio_op *op);
 /* 1 from submission until the final callback has started. */

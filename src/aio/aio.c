@@ -55,6 +55,18 @@
 #define RW_MAX		((size_t)INT_MAX & ~(size_t)4095)
 #define CHUNK_REQS	512
 #define SERIAL_BUCKETS	256
+/*
+ * The most one submitting call copies itself (a request, or a whole
+ * lio_listio): about one small copy, so that submission returns promptly
+ * and larger work overlaps with the caller's (docs/design.md: measured).
+ */
+#define INLINE_MAX	UAIO__AIO_INLINE_MAX
+/* Descriptor hints (struct aio_hint): refreshed after this many uses; an
+ * inline try is skipped after this many refusals in a row. */
+#define HINT_USES	256
+#define HINT_REFUSALS	4
+#define HINT_PAGE	1024
+#define HINT_PAGES	1024
 
 /* ------------------------------------------------------ aiocb state */
 
@@ -95,7 +107,6 @@ enum { K_READ, K_WRITE, K_FSYNC, K_DSYNC };
 enum { RS_FREE, RS_QUEUED, RS_LOOP };	/* RS_QUEUED: waiting in this layer */
 #define RF_PINNED	0x1
 #define RF_SERIAL	0x2
-#define RF_CANCEL	0x4
 #define RF_LEADER	0x8	/* carries adjacent list entries in one op */
 #define RF_MEMBER	0x10	/* carried by a leader (its next chain) */
 #define RF_DIRECT	0x20	/* issued by the submitting thread (u.thr) */
@@ -149,6 +160,19 @@ struct aio_fdw {
 	struct aio_req *barriers;
 };
 
+/*
+ * What the engine learned about a descriptor number: its status flags and
+ * whether the kernel keeps refusing inline tries on it. A hint only steers
+ * speed (a stale one costs a try that blocks or an inline finish missed),
+ * never a result, so it is kept without locks and refreshed every
+ * HINT_USES requests instead of on every one.
+ */
+struct aio_hint {
+	atomic_int fl;			/* F_GETFL + 1; 0: unknown */
+	_Atomic uint16_t left;		/* uses before the next refresh */
+	_Atomic uint8_t refused[2];	/* per kind: refusals in a row */
+};
+
 /* A list-I/O group: LIO_WAIT's waiter or LIO_NOWAIT's notification. */
 struct aio_lio {
 	unsigned pending;		/* async requests left, +1 while submitting */
@@ -175,6 +199,9 @@ static struct aio_engine {
 	unsigned nfdw;
 	unsigned *pinrefs;		/* requests per pinned handle */
 	unsigned npinrefs;
+	bool uring;			/* the loop is io_uring: direct issue */
+	/* Hints by descriptor number, in pages made on first use. */
+	struct aio_hint *_Atomic hints[HINT_PAGES];
 
 	atomic_uint engine_up;		/* futex: the engine thread runs */
 	pthread_key_t thread_key;	/* destructor: thread_exit_wait */
@@ -184,8 +211,11 @@ static struct aio_engine {
 	 * it with a futex (a LIO_WAIT caller sleeps on its group's word). */
 	atomic_uint seq;
 	atomic_uint waiters;
+	_Atomic unsigned long long inline_bytes;	/* copied by submitters */
 } aio_engine = {
-	.mu = PTHREAD_MUTEX_INITIALIZER,
+	/* Held briefly by submitters and the engine thread alike: spin a
+	 * little before sleeping. */
+	.mu = PTHREAD_ADAPTIVE_MUTEX_INITIALIZER_NP,
 	.thread_cv = PTHREAD_COND_INITIALIZER,
 	.max = UAIO_AIO_MAX_DEFAULT,
 	.workers = 8,
@@ -241,11 +271,13 @@ static void publish(struct aiocb *cb, long res)
 	__atomic_store_n(&cb->__error_code, res < 0 ? (int)-res : 0, __ATOMIC_RELEASE);
 }
 
-/* Whether sev delivers anything (SIGEV_SIGNAL with signal 0 does not). */
+/* Whether sev delivers anything: not SIGEV_SIGNAL with signal 0, nor a
+ * sigevent that is no good (glibc takes any, and sends nothing). */
 static bool sev_notifies(const struct sigevent *sev)
 {
-	return sev->sigev_notify == SIGEV_THREAD ||
-	       (sev->sigev_notify == SIGEV_SIGNAL && sev->sigev_signo);
+	return uaio__sigevent_check(sev) == 0 &&
+	       (sev->sigev_notify == SIGEV_THREAD ||
+		(sev->sigev_notify == SIGEV_SIGNAL && sev->sigev_signo));
 }
 
 /* A request's end: status, then waiters, then its notification. */
@@ -254,6 +286,10 @@ static void complete(struct aiocb *cb, long res)
 	struct sigevent sev;
 	bool notify = sev_notifies(&cb->aio_sigevent);
 
+	/* glibc: a signal that cannot be queued becomes the status. */
+	if (cb->aio_sigevent.sigev_notify == SIGEV_SIGNAL && !notify &&
+	    cb->aio_sigevent.sigev_signo)
+		res = -EINVAL;
 	if (notify)
 		sev = cb->aio_sigevent;
 	publish(cb, res);
@@ -275,6 +311,84 @@ static void lio_put_locked(struct aio_lio *g, bool pending)
 	}
 	if (--g->refs == 0)
 		free(g);
+}
+
+/* ------------------------------------------------------ hints */
+
+static struct aio_hint *hint_get(int fd)
+{
+	struct aio_hint *page, *fresh;
+	unsigned pg = (unsigned)fd / HINT_PAGE;
+
+	if (fd < 0 || pg >= HINT_PAGES)
+		return NULL;
+	page = atomic_load_explicit(&E->hints[pg], memory_order_acquire);
+	if (!page) {
+		if (!(fresh = calloc(HINT_PAGE, sizeof(*fresh))))
+			return NULL;
+		if (atomic_compare_exchange_strong(&E->hints[pg], &page, fresh))
+			page = fresh;
+		else
+			free(fresh);
+	}
+	return &page[(unsigned)fd % HINT_PAGE];
+}
+
+/* fd's status flags (F_GETFL), from the hint while it is fresh unless
+ * fresh is asked for. */
+static int hint_flags(int fd, struct aio_hint *h, bool fresh)
+{
+	int fl;
+
+	if (h && !fresh) {
+		unsigned left = atomic_load_explicit(&h->left, memory_order_relaxed);
+
+		fl = atomic_load_explicit(&h->fl, memory_order_relaxed);
+		if (fl && left) {
+			atomic_store_explicit(&h->left, (uint16_t)(left - 1),
+					      memory_order_relaxed);
+			return fl - 1;
+		}
+	}
+	fl = fcntl(fd, F_GETFL);
+	if (h) {
+		atomic_store_explicit(&h->fl, fl < 0 ? 0 : fl + 1, memory_order_relaxed);
+		atomic_store_explicit(&h->left, HINT_USES, memory_order_relaxed);
+		atomic_store_explicit(&h->refused[0], 0, memory_order_relaxed);
+		atomic_store_explicit(&h->refused[1], 0, memory_order_relaxed);
+	}
+	return fl;
+}
+
+static bool fd_mode_ok(int fl, int kind)
+{
+	return (fl & O_ACCMODE) != (kind == K_READ ? O_WRONLY : O_RDONLY);
+}
+
+/* Whether an inline try on fd is worth making: the kernel has not kept
+ * refusing it. */
+static bool hint_try(struct aio_hint *h, int kind)
+{
+	return !h || atomic_load_explicit(&h->refused[kind], memory_order_relaxed) <
+		     HINT_REFUSALS;
+}
+
+static void hint_learn(struct aio_hint *h, int kind, long res)
+{
+	unsigned n;
+
+	if (!h)
+		return;
+	if (res == -EBADF) {
+		atomic_store_explicit(&h->fl, 0, memory_order_relaxed);
+		return;
+	}
+	n = atomic_load_explicit(&h->refused[kind], memory_order_relaxed);
+	if (res == -EAGAIN || res == -EOPNOTSUPP)
+		n += n < 255;
+	else
+		n = 0;
+	atomic_store_explicit(&h->refused[kind], (uint8_t)n, memory_order_relaxed);
 }
 
 /* ------------------------------------------------------ records */
@@ -316,17 +430,14 @@ static void req_free_locked(struct aio_req *r)
 /* --------------------------------------------------------- pinning */
 
 /*
- * What one lio_listio() call learns about the descriptor of its last entry
- * and reuses for the next ones on it: the file status flags, whether the
- * file is positional and refuses non-blocking tries (so later entries skip
- * the try), and a pinned handle they share. The cache holds a pin
- * reference of its own until the call ends.
+ * One lio_listio() call's submission context: a pinned handle that the
+ * entries on one descriptor share (it holds a pin reference of its own
+ * until the call ends), how much the call may still copy inline, and the
+ * adjacent entries waiting to go out as one readv/writev.
  */
-struct pincache {
+struct lio_ctx {
 	int fd, pinned;
-	int flfd, fl;		/* F_GETFL of flfd */
-	uint8_t notry;		/* 1 << kind: the try said EOPNOTSUPP */
-	/* Adjacent entries waiting to go out as one readv/writev. */
+	size_t inline_left;
 	struct aio_req *mhead, *mtail;
 	unsigned mcount;
 	int64_t mnext;		/* offset right after the last one */
@@ -369,7 +480,7 @@ static void pin_unref_locked(int pinned)
 		uaio_file_unpin(E->loop, pinned);
 }
 
-static void pincache_release(struct pincache *pc)
+static void lio_ctx_release(struct lio_ctx *pc)
 {
 	if (pc->pinned < 0)
 		return;
@@ -379,7 +490,7 @@ static void pincache_release(struct pincache *pc)
 	pc->pinned = -1;
 }
 
-static void pin_get_locked(struct aio_req *r, int fd, struct pincache *pc)
+static void pin_get_locked(struct aio_req *r, int fd, struct lio_ctx *pc)
 {
 	int p;
 
@@ -417,6 +528,16 @@ static void pin_put_locked(struct aio_req *r)
 }
 
 /* ------------------------------------------------- engine thread */
+
+static void mutex_init_adaptive(pthread_mutex_t *mu)
+{
+	pthread_mutexattr_t a;
+
+	pthread_mutexattr_init(&a);
+	pthread_mutexattr_settype(&a, PTHREAD_MUTEX_ADAPTIVE_NP);
+	pthread_mutex_init(mu, &a);
+	pthread_mutexattr_destroy(&a);
+}
 
 static void fork_prepare(void)
 {
@@ -479,7 +600,7 @@ static void fork_child(void)
 	atomic_store(&E->waiters, 0);
 	if (aio_self)		/* the forking thread's count: records are gone */
 		aio_self->direct = 0;
-	pthread_mutex_init(&E->mu, NULL);
+	mutex_init_adaptive(&E->mu);
 	pthread_cond_init(&E->thread_cv, NULL);
 }
 
@@ -546,6 +667,7 @@ static int engine_start_locked(void)
 	E->loop = uaio_loop_new(&p);
 	if (!E->loop)
 		return errno == ENOMEM ? -EAGAIN : -errno;
+	E->uring = uaio_loop_backend(E->loop) == UAIO_BACKEND_URING;
 	atomic_store(&E->engine_up, 0);
 	pthread_attr_init(&attr);
 	pthread_attr_setstacksize(&attr, 256 * 1024);
@@ -563,6 +685,11 @@ static int engine_start_locked(void)
 	while (!atomic_load(&E->engine_up))
 		futex_wait_abs(&E->engine_up, 0, NULL);
 	return 0;
+}
+
+unsigned long long uaio__aio_inline_bytes(void)
+{
+	return atomic_load(&E->inline_bytes);
 }
 
 bool uaio__aio_engine_started(void)
@@ -829,7 +956,7 @@ static void req_end_locked(struct aio_req *r, long res)
 
 	/* A blocking write to a pipe or socket writes everything. */
 	if (r->kind == K_WRITE && (r->flags & RF_SERIAL) && res > 0 &&
-	    !(r->flags & RF_CANCEL) && (size_t)res < cb_len(cb) - pv->done) {
+	    (size_t)res < cb_len(cb) - pv->done) {
 		pv->done += (uint64_t)res;
 		if (req_issue_locked(r) == 0)
 			return;
@@ -856,17 +983,22 @@ static void req_cb(uaio_op *op, int res, void *data)
 
 /* ---------------------------------------------------- submission */
 
-static int cb_check(const struct aiocb *cb)
+/*
+ * What glibc refuses at submission: no aiocb, a bad aio_reqprio (reads
+ * and writes only); and, ours, the same aiocb twice at once, which is
+ * undefined. glibc leaves the reason in the aiocb too, so aio_error()
+ * tells it afterwards; the live aiocb is left alone. (A bad sigevent is
+ * not refused: see complete().)
+ */
+static int cb_check(struct aiocb *cb, bool prio)
 {
-	if (!cb)
+	if (!cb || cb_state(cb) == ST_LIVE)
 		return -EINVAL;
-	if (cb->aio_reqprio < 0 || cb->aio_reqprio > UAIO_AIO_PRIO_DELTA_MAX)
+	if (prio && (cb->aio_reqprio < 0 ||
+		     cb->aio_reqprio > UAIO_AIO_PRIO_DELTA_MAX)) {
+		publish(cb, -EINVAL);
 		return -EINVAL;
-	if (uaio__sigevent_check(&cb->aio_sigevent) < 0)
-		return -EINVAL;
-	/* The same aiocb twice at once is undefined: refuse it. */
-	if (cb_state(cb) == ST_LIVE)
-		return -EINVAL;
+	}
 	return 0;
 }
 
@@ -881,10 +1013,6 @@ static void cb_mark_live(struct aiocb *cb)
 	atomic_store_explicit(&pv->state, tag(cb, ST_LIVE), memory_order_release);
 }
 
-static void cb_unmark(struct aiocb *cb)
-{
-	atomic_store_explicit(&priv(cb)->state, 0, memory_order_release);
-}
 
 /* One non-blocking try of the rest of cb's transfer at off. */
 static long attempt(int fd, int kind, struct aiocb *cb, int64_t off, int rwf)
@@ -928,7 +1056,7 @@ static void lio_add_locked(struct aio_req *r, struct aio_lio *g)
 
 /* The request becomes a record on a non-seekable file's FIFO. */
 static int submit_serial(struct aiocb *cb, int kind, int fd, int fl,
-			 const struct stat *st, struct pincache *pc,
+			 const struct stat *st, struct lio_ctx *pc,
 			 struct aio_lio *g)
 {
 	struct aio_serial *s;
@@ -984,7 +1112,7 @@ static int submit_serial(struct aiocb *cb, int kind, int fd, int fl,
 
 /* Sends out the entries gathered in pc: alone, or as one readv/writev
  * led by the first. */
-static void batch_flush_locked(struct pincache *pc)
+static void batch_flush_locked(struct lio_ctx *pc)
 {
 	struct aio_req *lead = pc->mhead, *m;
 	struct iovec *iov = NULL;
@@ -1022,7 +1150,7 @@ static void batch_flush_locked(struct pincache *pc)
 		leader_end_locked(lead, ret);
 }
 
-static void batch_flush(struct pincache *pc)
+static void batch_flush(struct lio_ctx *pc)
 {
 	if (!pc->mhead)
 		return;
@@ -1033,7 +1161,7 @@ static void batch_flush(struct pincache *pc)
 
 /* Whether r extends pc's gathered entries: same kind, same file, next
  * offset, and room left in one readv/writev. */
-static bool batch_fits(const struct pincache *pc, const struct aio_req *r)
+static bool batch_fits(const struct lio_ctx *pc, const struct aio_req *r)
 {
 	const struct aio_req *t = pc->mtail;
 
@@ -1042,9 +1170,10 @@ static bool batch_fits(const struct pincache *pc, const struct aio_req *r)
 	       pc->mbytes + cb_len(r->cb) <= RW_MAX;
 }
 
-/* The request becomes a record on a regular file or block device. */
-static int submit_parallel(struct aiocb *cb, int kind, int fd,
-			   struct pincache *pc, struct aio_lio *g)
+/* The request becomes a record on a regular file or block device. direct:
+ * a single request the calling thread may hand to the kernel itself. */
+static int submit_parallel(struct aiocb *cb, int kind, int fd, bool direct,
+			   struct lio_ctx *pc, struct aio_lio *g)
 {
 	struct aio_req *r;
 	struct aio_fdw *w = NULL;
@@ -1063,9 +1192,8 @@ static int submit_parallel(struct aiocb *cb, int kind, int fd,
 	}
 	r->cb = cb;
 	r->kind = (uint8_t)kind;
-	r->prio = (int8_t)cb->aio_reqprio;
+	r->prio = (int8_t)(kind <= K_WRITE ? cb->aio_reqprio : 0);
 	priv(cb)->req = r;
-	pin_get_locked(r, fd, pc);
 	lio_add_locked(r, g);
 	if (kind == K_WRITE) {
 		r->owner = w;
@@ -1073,6 +1201,7 @@ static int submit_parallel(struct aiocb *cb, int kind, int fd,
 		w->writes++;
 	} else if (w && w->writes) {
 		/* An fsync after writes still in flight: a barrier. */
+		pin_get_locked(r, fd, pc);
 		r->epoch = ++w->epoch;
 		r->remaining = w->writes;
 		r->owner = w;
@@ -1085,6 +1214,7 @@ static int submit_parallel(struct aiocb *cb, int kind, int fd,
 	/* A list's entries gather while they are adjacent (see batch_*);
 	 * not one whose inline try already wrote a part. */
 	if (pc && kind <= K_WRITE && !priv(cb)->done) {
+		pin_get_locked(r, fd, pc);
 		if (!batch_fits(pc, r)) {
 			batch_flush_locked(pc);
 			pc->mhead = r;
@@ -1102,19 +1232,31 @@ static int submit_parallel(struct aiocb *cb, int kind, int fd,
 		return 0;
 	}
 	/*
-	 * A single request on a regular file goes to the kernel from this
-	 * thread: the file reference is taken now, and no engine wake-up is
-	 * needed. Lists are handed over whole to the engine instead (one
-	 * wake-up, one batch). Disk I/O ends in bounded time, so the
-	 * thread's exit can wait for it (thread_exit_wait).
+	 * A single small (or O_DIRECT) request on a regular file goes to the
+	 * kernel from this thread, by its descriptor: the kernel takes the
+	 * file reference before we return, so nothing needs pinning, and no
+	 * engine wake-up is needed. Disk I/O ends in bounded time, so the
+	 * thread's exit can wait for it (thread_exit_wait). When the ring has
+	 * no room, it is pinned and handed over like any other.
 	 */
-	if (!pc && (r->u.thr = thread_self_locked())) {
+	ret = -EAGAIN;
+	if (direct && E->uring && (r->u.thr = thread_self_locked())) {
+		r->fd = fd;
 		r->u.thr->direct++;
 		r->flags |= RF_DIRECT;
+		uaio_op_set_flags(&r->op, UAIO_OPF_ISSUE_HERE);
+		ret = req_issue_locked(r);
+		if (ret == -EAGAIN) {
+			uaio_op_set_flags(&r->op, 0);
+			r->u.thr->direct--;
+			r->u.thr = NULL;
+			r->flags &= ~RF_DIRECT;
+		}
 	}
-	uaio__issue_here = (r->flags & RF_DIRECT) != 0;
-	ret = req_issue_locked(r);
-	uaio__issue_here = false;
+	if (ret == -EAGAIN) {
+		pin_get_locked(r, fd, pc);
+		ret = req_issue_locked(r);
+	}
 	if (ret < 0)
 		req_end_locked(r, ret);
 	pthread_mutex_unlock(&E->mu);
@@ -1122,79 +1264,90 @@ static int submit_parallel(struct aiocb *cb, int kind, int fd,
 }
 
 /*
- * Queues a read or write: 0 when queued (or already finished: the status
- * is in the aiocb), -errno when refused (the aiocb is untouched then, but
- * for its state word).
+ * Queues a read or write: 0 when queued or finished (the status is in the
+ * aiocb then), -errno when refused. As in glibc, a descriptor that is bad
+ * or not open for this direction, or a negative offset, is not a refusal:
+ * the request fails as it runs, through aio_error, aio_return and its
+ * notification.
  */
-static int submit_rw(struct aiocb *cb, int kind, struct pincache *pc,
+static int submit_rw(struct aiocb *cb, int kind, struct lio_ctx *pc,
 		     struct aio_lio *g)
 {
+	size_t one = INLINE_MAX, *budget = pc ? &pc->inline_left : &one;
+	struct aio_hint *h;
 	struct stat st;
 	int fd, fl, ret;
 	long res;
-	bool positional = false;
+	bool positional = false, try;
 
-	if ((ret = cb_check(cb)) < 0)
+	if ((ret = cb_check(cb, true)) < 0)
 		return ret;
 	fd = cb->aio_fildes;
-	if (pc && pc->flfd == fd) {
-		fl = pc->fl;
-	} else {
-		fl = fcntl(fd, F_GETFL);
-		if (pc) {
-			pc->flfd = fl < 0 ? -1 : fd;
-			pc->fl = fl;
-			pc->notry = 0;
-		}
-	}
-	if (fl < 0 || (fl & O_PATH) ||
-	    (fl & O_ACCMODE) == (kind == K_READ ? O_WRONLY : O_RDONLY))
-		return -EBADF;
+	h = hint_get(fd);
+	fl = hint_flags(fd, h, false);
+	/* A hint may speak of an earlier file with this number: what would
+	 * fail the request is checked afresh. */
+	if (fl < 0 || (fl & O_PATH) || !fd_mode_ok(fl, kind))
+		fl = hint_flags(fd, h, true);
 	cb_mark_live(cb);
+	if (fl < 0 || (fl & O_PATH) || !fd_mode_ok(fl, kind)) {
+		complete(cb, -EBADF);
+		return 0;
+	}
 
-	/* Serial files with requests exist, or no usable offset, or O_DIRECT
-	 * (whose "non-blocking" try would wait for the device): classify the
-	 * file before trying anything. */
-	if (atomic_load_explicit(&E->nserial, memory_order_relaxed) ||
-	    cb->aio_offset < 0 || (fl & O_DIRECT)) {
+	/* A try on a stream fails at once (ESPIPE), which tells regular files
+	 * from streams. Without a try (O_DIRECT, whose "non-blocking" try
+	 * would wait for the device; too big; refused before), or when serial
+	 * files with requests exist, or with no usable offset: classify the
+	 * file first. */
+	try = !(fl & O_DIRECT) && cb_len(cb) <= *budget && hint_try(h, kind);
+	if (!try || atomic_load_explicit(&E->nserial, memory_order_relaxed) ||
+	    cb->aio_offset < 0) {
 		if (fstat(fd, &st) < 0) {
-			ret = -errno;
-			goto refuse;
+			complete(cb, -errno);
+			return 0;
 		}
 		if (!S_ISREG(st.st_mode) && !S_ISBLK(st.st_mode))
 			goto serial;
 		if (cb->aio_offset < 0) {
-			ret = -EINVAL;
-			goto refuse;
+			complete(cb, -EINVAL);
+			return 0;
 		}
 		positional = true;
 	}
-	if (!(fl & O_DIRECT) && !(pc && (pc->notry & (1u << kind)))) {
+	if (try) {
 		res = attempt(fd, kind, cb, cb->aio_offset, RWF_NOWAIT);
-		if (res == -EOPNOTSUPP && pc)
-			pc->notry |= (uint8_t)(1u << kind);	/* positional, no try */
+		hint_learn(h, kind, res);
 		if (res == -ESPIPE && !positional) {	/* a stream */
 			if (fstat(fd, &st) < 0) {
-				ret = -errno;
-				goto refuse;
+				complete(cb, -errno);
+				return 0;
 			}
 			goto serial;
+		}
+		if (res > 0) {
+			*budget -= (size_t)res < *budget ? (size_t)res : *budget;
+			atomic_fetch_add_explicit(&E->inline_bytes, (unsigned long long)res,
+						  memory_order_relaxed);
 		}
 		if (attempt_final(cb, kind, res, false, false)) {
 			complete(cb, res + (res >= 0 ? (long)priv(cb)->done : 0));
 			return 0;
 		}
 	}
-	ret = submit_parallel(cb, kind, fd, pc, g);
+	ret = submit_parallel(cb, kind, fd, !pc && ((fl & O_DIRECT) || cb_len(cb) <= INLINE_MAX),
+			      pc, g);
 	if (ret == 0)
 		return 0;
 	goto refuse;
 serial:
-	ret = submit_serial(cb, kind, fd, fl, &st, pc, g);
+	/* O_NONBLOCK decides a stream request's result: not from a hint. */
+	fl = hint_flags(fd, h, true);
+	ret = submit_serial(cb, kind, fd, fl < 0 ? 0 : fl, &st, pc, g);
 	if (ret == 0)
 		return 0;
 refuse:
-	cb_unmark(cb);
+	publish(cb, ret);
 	return ret;
 }
 
@@ -1207,59 +1360,68 @@ static int posix_ret(int r)
 	return r;
 }
 
+/* glibc records the operation in aio_lio_opcode; so do we. */
 API int uaio_read(struct aiocb *cb)
 {
+	if (cb && cb_state(cb) != ST_LIVE)
+		cb->aio_lio_opcode = LIO_READ;
 	return posix_ret(submit_rw(cb, K_READ, NULL, NULL));
 }
 
 API int uaio_write(struct aiocb *cb)
 {
+	if (cb && cb_state(cb) != ST_LIVE)
+		cb->aio_lio_opcode = LIO_WRITE;
 	return posix_ret(submit_rw(cb, K_WRITE, NULL, NULL));
 }
 
+/* POSIX: only aio_fildes and aio_sigevent are used. As glibc, a bad
+ * descriptor is refused here, and aio_reqprio is set to 0. */
 API int uaio_fsync(int op, struct aiocb *cb)
 {
 	struct stat st;
-	int fd, ret;
+	int fd, kind = op == O_DSYNC ? K_DSYNC : K_FSYNC, ret;
 
 	if (op != O_SYNC && op != O_DSYNC)
 		return posix_ret(-EINVAL);
-	if ((ret = cb_check(cb)) < 0)
+	if (cb && cb_state(cb) != ST_LIVE && fstat(cb->aio_fildes, &st) < 0)
+		return posix_ret(-EBADF);
+	if ((ret = cb_check(cb, false)) < 0)
 		return posix_ret(ret);
 	fd = cb->aio_fildes;
-	if (fstat(fd, &st) < 0)
-		return posix_ret(-EBADF);
+	cb->aio_reqprio = 0;
+	cb->aio_lio_opcode = op == O_DSYNC ? LIO_NOP + 1 : LIO_NOP + 2; /* glibc's LIO_DSYNC, LIO_SYNC */
 	cb_mark_live(cb);
 	if (S_ISREG(st.st_mode) || S_ISBLK(st.st_mode))
-		ret = submit_parallel(cb, op == O_DSYNC ? K_DSYNC : K_FSYNC, fd, NULL, NULL);
+		ret = submit_parallel(cb, kind, fd, true, NULL, NULL);
 	else
-		ret = submit_serial(cb, op == O_DSYNC ? K_DSYNC : K_FSYNC, fd, 0, &st,
-				    NULL, NULL);
+		ret = submit_serial(cb, kind, fd, 0, &st, NULL, NULL);
 	if (ret < 0)
-		cb_unmark(cb);
+		publish(cb, ret);
 	return posix_ret(ret);
 }
 
+
 /* ------------------------------------------------------ lio_listio */
 
-/* EIO when entries failed, EAGAIN when one was refused for resources. */
-static int lio_result(int failed, int again)
-{
-	return failed ? posix_ret(again ? -EAGAIN : -EIO) : 0;
-}
-
+/*
+ * As glibc: every entry is accepted unless refused at submission (a bad
+ * aio_reqprio or sigevent, no room), and entries that fail as they run
+ * (a bad descriptor, an unknown opcode) report through their own status
+ * and notification. LIO_NOWAIT returns 0 once every entry was accepted,
+ * else -1 with the last refusal's errno; its sigevent fires once, after
+ * the last entry ends. LIO_WAIT returns -1/EIO when any entry failed.
+ */
 API int ulio_listio(int mode, struct aiocb *const list[], int nent,
 		    struct sigevent *sig)
 {
 	struct aio_lio *g = NULL;
-	struct pincache pc = { .fd = -1, .pinned = -1, .flfd = -1 };
+	struct lio_ctx pc = { .fd = -1, .pinned = -1, .inline_left = INLINE_MAX };
 	bool notify = mode == LIO_NOWAIT && sig && sev_notifies(sig);
-	int failed = 0, again = 0, want = 0, r;
+	int refused = 0, failed = 0, want = 0, r;
 
 	if ((mode != LIO_WAIT && mode != LIO_NOWAIT) || nent < 0 ||
 	    (unsigned long)nent > E->max || (nent && !list))
-		return posix_ret(-EINVAL);
-	if (mode == LIO_NOWAIT && sig && uaio__sigevent_check(sig) < 0)
 		return posix_ret(-EINVAL);
 	for (int i = 0; i < nent; i++)
 		if (list[i] && list[i]->aio_lio_opcode != LIO_NOP)
@@ -1279,26 +1441,23 @@ API int ulio_listio(int mode, struct aiocb *const list[], int nent,
 	}
 	for (int i = 0; i < nent; i++) {
 		struct aiocb *cb = list[i];
+		int op = cb ? cb->aio_lio_opcode : LIO_NOP;
 
-		if (!cb || cb->aio_lio_opcode == LIO_NOP)
+		if (op == LIO_NOP)
 			continue;
-		if (cb->aio_lio_opcode != LIO_READ && cb->aio_lio_opcode != LIO_WRITE)
-			r = -EINVAL;
-		else
-			r = submit_rw(cb, cb->aio_lio_opcode == LIO_READ ? K_READ : K_WRITE,
-				      &pc, g);
-		if (r < 0) {
-			/* The entry's own status tells what went wrong. */
-			if (cb_state(cb) != ST_LIVE)
-				publish(cb, r);
-			failed++;
-			again += r == -EAGAIN;
+		if (op == LIO_READ || op == LIO_WRITE) {
+			r = submit_rw(cb, op == LIO_READ ? K_READ : K_WRITE, &pc, g);
+		} else if ((r = cb_check(cb, false)) == 0) {
+			cb_mark_live(cb);
+			complete(cb, -EINVAL);
 		}
+		if (r < 0)
+			refused = r;
 	}
 	batch_flush(&pc);
-	pincache_release(&pc);
+	lio_ctx_release(&pc);
 	if (!g)
-		return lio_result(failed, again);
+		return posix_ret(refused);
 
 	pthread_mutex_lock(&E->mu);
 	if (mode == LIO_WAIT)
@@ -1306,7 +1465,7 @@ API int ulio_listio(int mode, struct aiocb *const list[], int nent,
 	lio_put_locked(g, true);	/* the submission hold */
 	pthread_mutex_unlock(&E->mu);
 	if (mode == LIO_NOWAIT)
-		return lio_result(failed, again);
+		return posix_ret(refused);
 
 	r = 0;
 	while (!atomic_load(&g->done))
@@ -1319,14 +1478,15 @@ API int ulio_listio(int mode, struct aiocb *const list[], int nent,
 	pthread_mutex_unlock(&E->mu);
 	if (r < 0)
 		return posix_ret(r);
-	for (int i = 0; i < nent && !failed; i++) {
+	for (int i = 0; i < nent && !failed && !refused; i++) {
 		const struct aiocb *cb = list[i];
-		if (cb && (cb->aio_lio_opcode == LIO_READ || cb->aio_lio_opcode == LIO_WRITE) &&
+		if (cb && cb->aio_lio_opcode != LIO_NOP &&
 		    __atomic_load_n(&cb->__error_code, __ATOMIC_ACQUIRE) != 0)
 			failed++;
 	}
-	return lio_result(failed, again);
+	return posix_ret(failed || refused ? -EIO : 0);
 }
+
 
 /* ------------------------------------------- error, return, suspend */
 
@@ -1368,21 +1528,30 @@ static bool any_done(const struct aiocb *const list[], int nent)
 	return false;
 }
 
+static bool any_live(const struct aiocb *const list[], int nent)
+{
+	if (!list)
+		return false;
+	for (int i = 0; i < nent; i++)
+		if (list[i])
+			return true;
+	return false;
+}
+
 API int uaio_suspend(const struct aiocb *const list[], int nent,
 		     const struct timespec *timeout)
 {
 	struct timespec deadline;
 	int r = 0;
 
-	if (nent < 0 || (nent && !list))
-		return posix_ret(-EINVAL);
-	if (timeout && (timeout->tv_sec < 0 || timeout->tv_nsec < 0 ||
-			timeout->tv_nsec >= 1000000000))
-		return posix_ret(-EINVAL);
-	if (any_done(list, nent))
+	/* As glibc: nothing to wait for returns at once, and a timeout that
+	 * is no duration (POSIX has no EINVAL here) has expired already. */
+	if (nent <= 0 || !any_live(list, nent) || any_done(list, nent))
 		return 0;
 	if (timeout) {
-		if (!timeout->tv_sec && !timeout->tv_nsec)
+		if (timeout->tv_sec < 0 || timeout->tv_nsec < 0 ||
+		    timeout->tv_nsec >= 1000000000 ||
+		    (!timeout->tv_sec && !timeout->tv_nsec))
 			return posix_ret(-EAGAIN);
 		clock_gettime(CLOCK_MONOTONIC, &deadline);
 		deadline.tv_sec += timeout->tv_sec;
@@ -1414,60 +1583,39 @@ API int uaio_suspend(const struct aiocb *const list[], int nent,
 
 /* ---------------------------------------------------------- cancel */
 
-struct cancel_slot {
-	uaio_op op;
-	struct aiocb *cb;
-	atomic_int res;
-	atomic_bool done;
-};
-
-static void cancel_cb(uaio_op *op, int res, void *data)
+/*
+ * As glibc: only a request that is still waiting in this layer (behind
+ * another on a stream, or an fsync behind writes) is cancelled; one the
+ * kernel has (a read it started, a socket write waiting for room) is
+ * being performed, so it is AIO_NOTCANCELED and finishes normally. 1 if
+ * r was cancelled, 0 if it is in progress.
+ */
+static int cancel_locked(struct aio_req *r)
 {
-	struct cancel_slot *c = (struct cancel_slot *)op;
+	struct aio_req **pp;
 
-	atomic_store(&c->res, res);
-	atomic_store(&c->done, true);
-	seq_bump();
-}
-
-/* Cancels r (under mu): 0 if it is gone now, 1 if a kernel cancel went
- * out through slot c, -1 if it cannot be cancelled. */
-static int cancel_locked(struct aio_req *r, struct cancel_slot *c)
-{
-	if (r->flags & RF_CANCEL)
-		return -1;
-	r->flags |= RF_CANCEL;
-	if (r->state == RS_QUEUED) {
-		struct aio_req **pp;
-
-		if (r->flags & RF_SERIAL) {
-			struct aio_serial *s = r->owner;
-			for (pp = &s->head; *pp != r; pp = &(*pp)->next)
-				;
-			*pp = r->next;
-			req_release_locked(r, -ECANCELED);
-			serial_maybe_free_locked(s);
-		} else {
-			struct aio_fdw *w = r->owner;
-			for (pp = &w->barriers; *pp != r; pp = &(*pp)->next)
-				;
-			*pp = r->next;
-			req_release_locked(r, -ECANCELED);
-			fdw_maybe_free_locked(w);
-		}
+	if (r->state != RS_QUEUED)
 		return 0;
+	if (r->flags & RF_SERIAL) {
+		struct aio_serial *s = r->owner;
+		for (pp = &s->head; *pp != r; pp = &(*pp)->next)
+			;
+		*pp = r->next;
+		req_release_locked(r, -ECANCELED);
+		serial_maybe_free_locked(s);
+	} else {
+		struct aio_fdw *w = r->owner;
+		for (pp = &w->barriers; *pp != r; pp = &(*pp)->next)
+			;
+		*pp = r->next;
+		req_release_locked(r, -ECANCELED);
+		fdw_maybe_free_locked(w);
 	}
-	memset(c, 0, sizeof(*c));
-	c->cb = r->cb;
-	if (uaio_op_cancel(E->loop, &c->op, &r->op, cancel_cb, NULL) < 0)
-		return -1;
 	return 1;
 }
 
 API int uaio_cancel(int fd, struct aiocb *cb)
 {
-	struct cancel_slot one, *cs = &one;
-	size_t n = 0, cap = 1;
 	int canceled = 0, notcanceled = 0;
 
 	if (fcntl(fd, F_GETFD) < 0)
@@ -1486,65 +1634,28 @@ API int uaio_cancel(int fd, struct aiocb *cb)
 			pthread_mutex_unlock(&E->mu);
 			return cb_state(cb) == ST_LIVE ? AIO_NOTCANCELED : AIO_ALLDONE;
 		}
-		int k = cancel_locked(r, cs);
-		canceled += k == 0;
-		notcanceled += k < 0;
-		n = k > 0;
+		canceled = cancel_locked(r);
+		notcanceled = !canceled;
 	} else {
-		/* Rare: walk every record, twice (count, then cancel). */
-		cap = 0;
-		for (struct aio_chunk *c = E->chunks; c; c = c->next)
-			for (int i = 0; i < CHUNK_REQS; i++)
-				cap += c->reqs[i].state == RS_LOOP &&
-				       c->reqs[i].cb->aio_fildes == fd;
-		if (cap > 1 && !(cs = malloc(cap * sizeof(*cs)))) {
-			pthread_mutex_unlock(&E->mu);
-			return posix_ret(-ENOMEM);
-		}
 		for (struct aio_chunk *c = E->chunks; c; c = c->next) {
 			for (int i = 0; i < CHUNK_REQS; i++) {
 				struct aio_req *r = &c->reqs[i];
-				int k;
 
-				if (r->state == RS_FREE || r->cb->aio_fildes != fd ||
-				    (r->state == RS_LOOP && n == cap))
+				if (r->state == RS_FREE || r->cb->aio_fildes != fd)
 					continue;
-				k = cancel_locked(r, &cs[n]);
-				canceled += k == 0;
-				notcanceled += k < 0;
-				n += k > 0;
+				if (cancel_locked(r))
+					canceled++;
+				else
+					notcanceled++;
 			}
 		}
 	}
 	pthread_mutex_unlock(&E->mu);
-
-	/* Wait for the engine to answer each kernel cancel, then for the
-	 * request itself when the cancel found it. */
-	atomic_fetch_add(&E->waiters, 1);
-	for (size_t i = 0; i < n; i++) {
-		for (;;) {
-			unsigned snap = atomic_load(&E->seq);
-
-			if (!atomic_load(&cs[i].done) ||
-			    (atomic_load(&cs[i].res) == 0 && cb_state(cs[i].cb) == ST_LIVE)) {
-				seq_wait(snap, NULL);
-				continue;
-			}
-			if (cb_state(cs[i].cb) == ST_LIVE)
-				notcanceled++;
-			else if (__atomic_load_n(&cs[i].cb->__error_code, __ATOMIC_ACQUIRE) ==
-				 ECANCELED)
-				canceled++;
-			break;
-		}
-	}
-	atomic_fetch_sub(&E->waiters, 1);
-	if (cs != &one)
-		free(cs);
 	if (notcanceled)
 		return AIO_NOTCANCELED;
 	return canceled ? AIO_CANCELED : AIO_ALLDONE;
 }
+
 
 /* ------------------------------------------------------ init, limits */
 

@@ -48,6 +48,10 @@ enum {
 /* uaio_op.xflags */
 #define OX_MORE		0x1	/* multishot: more completions follow */
 #define OX_STARTED	0x8000	/* io_uring close: local cancels done */
+/* The caller's UAIO_OPF_* flags live above the private ones. */
+#define OX_USER_SHIFT	8
+#define OX_USER_MASK	0x7f00
+#define OX_ISSUE_HERE	(UAIO_OPF_ISSUE_HERE << OX_USER_SHIFT)
 
 /* uaio_watch.state */
 #define WS_ACTIVE	0x01
@@ -157,14 +161,6 @@ extern const struct uaio_backend uaio__epoll_backend;
 
 /* Thread-safe loops take the loop lock around submission state. */
 extern __thread uaio_loop *uaio__held;
-/*
- * Set by a layer above while it submits ops that the calling thread may
- * hand to the kernel itself instead of leaving them to the driving
- * thread (one syscall less, one thread wake-up less). The caller promises
- * the thread outlives those ops: io_uring cancels a thread's pending
- * requests when it exits. See src/aio/aio.c.
- */
-extern __thread bool uaio__issue_here;
 static inline bool uaio__lock(uaio_loop *l)
 {
 	if (!l->threadsafe || uaio__held == l)

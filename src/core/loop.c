@@ -20,7 +20,6 @@
 #include "core/internal.h"
 
 __thread uaio_loop *uaio__held;
-__thread bool uaio__issue_here;
 
 struct uaio_post {
 	struct uaio_post *next;
@@ -92,10 +91,11 @@ UAIO_API uaio_loop *uaio_loop_new(const struct uaio_loop_params *p)
 UAIO_API void uaio_loop_free(uaio_loop *l)
 {
 	struct uaio_post *pn;
-	bool child = getpid() != l->pid;
+	bool child;
 
 	if (!l)
 		return;
+	child = getpid() != l->pid;
 	/* A forked child has none of the parent's threads, and any lock one
 	 * of them held stays locked: neither join nor lock. */
 	if (!child)
@@ -255,6 +255,12 @@ int uaio__run_done(uaio_loop *l)
 		       op->data);
 	}
 	return n;
+}
+
+UAIO_API void uaio_op_set_flags(uaio_op *op, unsigned flags)
+{
+	op->xflags = (uint16_t)((op->xflags & ~OX_USER_MASK) |
+				((flags << OX_USER_SHIFT) & OX_USER_MASK));
 }
 
 UAIO_API int uaio_op_more(const uaio_op *op)
@@ -799,7 +805,7 @@ static int submit(uaio_loop *l, uaio_op *op, unsigned opcode, int fd,
 	op->data = data;
 	op->opcode = opcode;
 	op->fd = fd;
-	op->xflags = 0;
+	op->xflags &= OX_USER_MASK;
 	op->next = NULL;
 	lk = uaio__lock(l);
 	l->inflight++;

@@ -455,7 +455,7 @@ static void pending_push(uaio_loop *l, uaio_op *op, bool front)
  */
 static bool is_issuer(const uaio_loop *l)
 {
-	return !l->threadsafe || uaio__issue_here ||
+	return !l->threadsafe ||
 	       (l->has_owner && pthread_equal(l->owner, pthread_self()));
 }
 
@@ -554,6 +554,14 @@ static int uring_submit(uaio_loop *l, uaio_op *op)
 
 	if (op->opcode == OP_WORK)
 		return uaio__workers_submit(l, op);
+	if ((op->xflags & OX_ISSUE_HERE) && l->threadsafe) {
+		/* Out now, from this thread, or not at all (see loop.h). */
+		int r = start(l, op);
+		if (r < 0)
+			return r;
+		ring_submit(l);
+		return 0;
+	}
 	issuer = is_issuer(l);
 	/* FIFO behind waiting ops; other threads hand over to the issuer. */
 	if (l->pending_head || !issuer || start(l, op) == -EAGAIN) {

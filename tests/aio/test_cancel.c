@@ -1,13 +1,17 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * uaio_cancel: a request still queued behind another on a pipe, one
- * waiting in the kernel, one already done, all requests of a descriptor
- * at once; cancelled requests report ECANCELED and still notify; bad
- * descriptor and mismatched aiocb.
+ * uaio_cancel, with glibc's choices: a request still queued behind
+ * another on a pipe is cancelled; one already being performed (in the
+ * kernel) is AIO_NOTCANCELED and finishes normally; one already done is
+ * AIO_ALLDONE; all requests of a descriptor at once; cancelled requests
+ * report ECANCELED and still notify; a socket write blocked on a full
+ * buffer keeps going while those behind it are cancelled; bad descriptor
+ * and mismatched aiocb.
  */
 #include "aio/aio_util.h"
 #include <pthread.h>
 #include <semaphore.h>
+#include <sys/socket.h>
 
 static sem_t notes;
 
@@ -46,9 +50,12 @@ static void cancel_one(void)
 	CHECK_EQ(uaio_error(&second), ECANCELED);
 	CHECK_EQ(uaio_return(&second), -1);
 	sem_wait_n(1);		/* cancelled requests notify too */
-	/* first waits in the kernel (or the fallback's fd queue). */
-	CHECK_EQ(uaio_cancel(p[0], &first), AIO_CANCELED);
-	CHECK_EQ(uaio_error(&first), ECANCELED);
+	/* first is being performed: it stays, and finishes normally. */
+	CHECK_EQ(uaio_cancel(p[0], &first), AIO_NOTCANCELED);
+	CHECK_EQ(uaio_error(&first), EINPROGRESS);
+	CHECK(write(p[1], "1st!", 4) == 4);
+	CHECK_EQ(t_wait(&first, &err), 4);
+	CHECK(!memcmp(a, "1st!", 4));
 	sem_wait_n(1);
 	/* Done already. */
 	CHECK(write(p[1], "done", 4) == 4);
@@ -88,18 +95,25 @@ static void cancel_all_on_fd(void)
 	}
 	other = t_cb(q[0], c, 1, 0);
 	CHECK_EQ(uaio_read(&other), 0);
-	CHECK_EQ(uaio_cancel(p[0], NULL), AIO_CANCELED);
-	for (int i = 0; i < N; i++) {
+	/* The first is being performed; the 99 behind it go. */
+	CHECK_EQ(uaio_cancel(p[0], NULL), AIO_NOTCANCELED);
+	CHECK_EQ(uaio_error(&cbs[0]), EINPROGRESS);
+	for (int i = 1; i < N; i++) {
 		CHECK_EQ(uaio_error(&cbs[i]), ECANCELED);
 		CHECK_EQ(uaio_return(&cbs[i]), -1);
 	}
+	/* Nothing left to cancel but the one in progress. */
+	CHECK_EQ(uaio_cancel(p[0], NULL), AIO_NOTCANCELED);
 	/* The other descriptor's request is untouched. */
 	CHECK_EQ(uaio_error(&other), EINPROGRESS);
 	CHECK(write(q[1], "x", 1) == 1);
 	CHECK_EQ(t_wait(&other, &err), 1);
 	CHECK_EQ(c[0], 'x');
-	/* Nothing was consumed by the cancelled reads. */
-	CHECK(write(p[1], "y", 1) == 1);
+	/* The one in progress gets the first byte; the cancelled ones
+	 * consumed nothing. */
+	CHECK(write(p[1], "wy", 2) == 2);
+	CHECK_EQ(t_wait(&cbs[0], &err), 1);
+	CHECK_EQ(b[0][0], 'w');
 	CHECK(read(p[0], c, 1) == 1 && c[0] == 'y');
 	close(p[0]);
 	close(p[1]);
@@ -131,6 +145,8 @@ static void cancel_races_completion(void)
 		if (r == AIO_CANCELED)
 			CHECK_EQ(uaio_error(&cbs[i]), ECANCELED);
 	}
+	/* Whatever was being performed finishes: feed it. */
+	CHECK(write(p[1], data, sizeof(data)) == (ssize_t)sizeof(data));
 	for (int i = 0; i < N; i++) {
 		ssize_t n = t_wait(&cbs[i], &err);
 		if (err == ECANCELED) {
@@ -148,9 +164,61 @@ static void cancel_races_completion(void)
 	char rest[N];
 	CHECK(fcntl(p[0], F_SETFL, O_NONBLOCK) == 0);
 	ssize_t left = read(p[0], rest, sizeof(rest));
-	CHECK_EQ(done + (left > 0 ? left : 0), N / 2);
+	CHECK_EQ(done + (left > 0 ? left : 0), N);
 	close(p[0]);
 	close(p[1]);
+}
+
+/*
+ * A socket whose buffer is full: the first write waits in the kernel for
+ * room (being performed), the later ones queue behind it. aio_cancel on
+ * the descriptor cancels the queued ones (with their notifications) and
+ * says AIO_NOTCANCELED; the first completes in full once the reader
+ * drains, and its bytes arrive intact and alone.
+ */
+static void cancel_blocked_socket_write(void)
+{
+	enum { BIG = 1 << 20, LATER = 4 };
+	int sv[2], err, sndbuf = 4096;
+	char *big = malloc(BIG), *got = malloc(BIG), small[LATER][64];
+	struct aiocb first, later[LATER];
+	size_t have = 0;
+
+	CHECK(big && got);
+	CHECK(socketpair(AF_UNIX, SOCK_STREAM, 0, sv) == 0);
+	CHECK(setsockopt(sv[0], SOL_SOCKET, SO_SNDBUF, &sndbuf, sizeof(sndbuf)) == 0);
+	t_fill(big, BIG, 5);
+	first = t_cb(sv[0], big, BIG, 0);
+	CHECK_EQ(uaio_write(&first), 0);
+	for (int i = 0; i < LATER; i++) {
+		memset(small[i], 'a' + i, sizeof(small[i]));
+		later[i] = t_cb(sv[0], small[i], sizeof(small[i]), 0);
+		set_thread_note(&later[i]);
+		CHECK_EQ(uaio_write(&later[i]), 0);
+	}
+	CHECK_EQ(uaio_error(&first), EINPROGRESS);
+	CHECK_EQ(uaio_cancel(sv[0], NULL), AIO_NOTCANCELED);
+	for (int i = 0; i < LATER; i++) {
+		CHECK_EQ(uaio_error(&later[i]), ECANCELED);
+		CHECK_EQ(uaio_return(&later[i]), -1);
+	}
+	sem_wait_n(LATER);
+	CHECK_EQ(uaio_error(&first), EINPROGRESS);
+	/* Drain: exactly the first write's bytes, then nothing more. */
+	while (have < BIG) {
+		ssize_t n = read(sv[1], got + have, BIG - have);
+		CHECK(n > 0);
+		have += (size_t)n;
+	}
+	CHECK_EQ(t_wait(&first, &err), BIG);
+	CHECK_EQ(err, 0);
+	CHECK(!memcmp(got, big, BIG));
+	CHECK(shutdown(sv[0], SHUT_WR) == 0);
+	CHECK_EQ(read(sv[1], got, 1), 0);
+	close(sv[0]);
+	close(sv[1]);
+	free(big);
+	free(got);
 }
 
 int main(void)
@@ -160,5 +228,6 @@ int main(void)
 	RUN(cancel_one);
 	RUN(cancel_all_on_fd);
 	RUN(cancel_races_completion);
+	RUN(cancel_blocked_socket_write);
 	return T_EXIT_PASS;
 }

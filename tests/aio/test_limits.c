@@ -39,7 +39,10 @@ static void full_house(void)
 	/* Warm the engine so that its start-up is not counted. */
 	struct aiocb warm = t_cb(p[0][0], buf, 1, 0);
 	CHECK_EQ(uaio_read(&warm), 0);
-	CHECK_EQ(uaio_cancel(p[0][0], &warm), AIO_CANCELED);
+	/* In the kernel already: glibc's "being performed". */
+	CHECK_EQ(uaio_cancel(p[0][0], &warm), AIO_NOTCANCELED);
+	CHECK(write(p[0][1], "w", 1) == 1);
+	CHECK_EQ(t_wait(&warm, &err), 1);
 	before = rss_kb();
 	for (int i = 0; i < N; i++) {
 		cbs[i] = t_cb(p[i % NPIPES][0], buf + i, 1, 0);
@@ -57,7 +60,7 @@ static void full_house(void)
 	/* One more is refused, and nothing breaks. */
 	cbs[N] = t_cb(p[0][0], buf, 1, 0);
 	ERRNO_IS(uaio_read(&cbs[N]), EAGAIN);
-	ERRNO_IS(uaio_error(&cbs[N]), EINVAL);
+	CHECK_EQ(uaio_error(&cbs[N]), EAGAIN);
 	struct aiocb *l[1] = { &cbs[N] };
 	cbs[N].aio_lio_opcode = LIO_READ;
 	ERRNO_IS(ulio_listio(LIO_NOWAIT, l, 1, NULL), EAGAIN);

@@ -16,12 +16,15 @@ build: setup
 	@ninja -C $(BUILD)
 
 test: build
+	@scripts/setup.sh test
 	cd $(BUILD) && ctest --output-on-failure -j$(JOBS)
 
 test-epoll: build
+	@scripts/setup.sh test
 	cd $(BUILD) && UAIO_BACKEND=epoll ctest --output-on-failure -j$(JOBS)
 
 test-asan: setup
+	@scripts/setup.sh test
 	@cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DUAIO_SANITIZE=ON -DUAIO_BUILD_BENCH=OFF >/dev/null
 	@ninja -C build-asan
 	cd build-asan && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 ctest --output-on-failure -j$(JOBS)

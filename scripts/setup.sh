@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # Installs what the build, tests and benchmarks need, only when missing.
-# usage: scripts/setup.sh [build|bench]
+# usage: scripts/setup.sh [build|test|bench|fio]
 set -euo pipefail
 want=(cmake ninja-build gcc make pkg-config liburing-dev libevent-dev libaio-dev)
-if [ "${1:-build}" = bench ]; then
-  want+=(python3 python3-venv python3-pip)
-fi
+case "${1:-build}" in
+  bench) want+=(python3 python3-venv python3-pip fio strace) ;;
+  test|fio) want+=(fio strace) ;;
+esac
 missing=()
 for p in "${want[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -1028,6 +1028,22 @@ static long attempt(int fd, int kind, struct aiocb *cb, int64_t off, int rwf)
 	return r < 0 ? -errno : r;
 }
 
+/*
+ * Whether a write the kernel will not take without blocking (ext4 and
+ * others refuse RWF_NOWAIT for buffered writes) may still be made here
+ * as a plain page-cache copy: small, whole pages (no page has to be read
+ * first), and no O_SYNC / O_DSYNC (which would wait for the disk). This
+ * is what a file system with non-blocking buffered writes (XFS, btrfs)
+ * does under RWF_NOWAIT; it costs one syscall, where handing it to the
+ * kernel's workers costs a thread hop each way (docs/design.md).
+ */
+static bool page_write_ok(const struct aiocb *cb, int kind, int fl)
+{
+	return kind == K_WRITE && !(fl & (O_SYNC | O_DSYNC)) &&
+	       cb->aio_offset >= 0 && !(cb->aio_offset % 4096) &&
+	       !(cb->aio_nbytes % 4096);
+}
+
 /* Whether an attempt's result is the request's result (else: background,
  * after recording a partial write in done). */
 static bool attempt_final(struct aiocb *cb, int kind, long res, bool stream,
@@ -1279,6 +1295,7 @@ static int submit_rw(struct aiocb *cb, int kind, struct lio_ctx *pc,
 	int fd, fl, ret;
 	long res;
 	bool positional = false, try;
+	int rwf;
 
 	if ((ret = cb_check(cb, true)) < 0)
 		return ret;
@@ -1300,7 +1317,9 @@ static int submit_rw(struct aiocb *cb, int kind, struct lio_ctx *pc,
 	 * would wait for the device; too big; refused before), or when serial
 	 * files with requests exist, or with no usable offset: classify the
 	 * file first. */
-	try = !(fl & O_DIRECT) && cb_len(cb) <= *budget && hint_try(h, kind);
+	rwf = hint_try(h, kind) ? RWF_NOWAIT : 0;
+	try = !(fl & O_DIRECT) && cb_len(cb) <= *budget &&
+	      (rwf || page_write_ok(cb, kind, fl));
 	if (!try || atomic_load_explicit(&E->nserial, memory_order_relaxed) ||
 	    cb->aio_offset < 0) {
 		if (fstat(fd, &st) < 0) {
@@ -1316,8 +1335,9 @@ static int submit_rw(struct aiocb *cb, int kind, struct lio_ctx *pc,
 		positional = true;
 	}
 	if (try) {
-		res = attempt(fd, kind, cb, cb->aio_offset, RWF_NOWAIT);
-		hint_learn(h, kind, res);
+		res = attempt(fd, kind, cb, cb->aio_offset, rwf);
+		if (rwf)
+			hint_learn(h, kind, res);
 		if (res == -ESPIPE && !positional) {	/* a stream */
 			if (fstat(fd, &st) < 0) {
 				complete(cb, -errno);

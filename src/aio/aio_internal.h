@@ -24,7 +24,7 @@ unsigned uaio__notify_threads(void);
 
 /* The most one submitting call copies inline (a request or a whole
  * lio_listio), and the bytes copied inline so far (tests). */
-#define UAIO__AIO_INLINE_MAX	(64 * 1024)
+#define UAIO__AIO_INLINE_MAX	(128 * 1024)
 unsigned long long uaio__aio_inline_bytes(void);
 
 /* Whether the engine thread and its loop exist (tests), its backend. */

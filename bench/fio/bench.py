@@ -1,0 +1,170 @@
+"""fio's posixaio engine (an unmodified POSIX AIO client) under glibc and
+under the uaio drop-in (LD_PRELOAD), interleaved in one run on the same
+file, with fio's own io_uring and psync engines beside them as the
+practical limits. Plus syscalls per request (strace -c) for one
+buffered-write and one cached-read cell.
+
+Called by bench/run.py as run(ctx); returns the markdown section.
+"""
+import collections
+import json
+import os
+import re
+import shutil
+import subprocess
+
+from common import BenchError, ratio
+
+VARIANTS = ["glibc", "uaio", "io_uring", "psync"]
+LABEL = {
+    "glibc": "posixaio, glibc",
+    "uaio": "posixaio, uaio drop-in",
+    "io_uring": "fio io_uring engine",
+    "psync": "fio psync engine",
+}
+WORKLOADS = [("randread", "4k"), ("randwrite", "4k"), ("read", "128k"), ("write", "128k")]
+CACHES = ["cached", "cold", "direct"]
+# The syscalls an AIO request can cost; fio's own (timers, pselect,
+# wait4, its job bookkeeping) are left out of the per-request count.
+AIO_CALLS = {"io_uring_enter", "io_uring_register", "futex", "pread64", "pwrite64",
+             "preadv2", "pwritev2", "preadv", "pwritev", "fcntl", "newfstatat", "fstat",
+             "read", "write", "clone", "clone3", "rt_sigqueueinfo", "mmap", "munmap",
+             "mprotect", "madvise", "rt_sigprocmask", "sched_yield"}
+
+
+def plan(mode, smoke):
+    if smoke:
+        return dict(reps=1, secs=0.3, depths=[1, 16], file_mb=32, ios=2000)
+    if mode == "full":
+        return dict(reps=5, secs=3, depths=[1, 16, 64], file_mb=1024, ios=50000)
+    return dict(reps=3, secs=1, depths=[1, 16, 64], file_mb=256, ios=20000)
+
+
+def fio_argv(fio, path, rw, bs, depth, cache, engine, secs=None, ios=None):
+    argv = [fio, "--name=cell", f"--filename={path}", f"--rw={rw}", f"--bs={bs}",
+            f"--iodepth={depth}", f"--ioengine={engine}", "--output-format=json",
+            "--norandommap", "--randrepeat=1", "--group_reporting"]
+    # cached: fio keeps the pages (the file was read first); cold: fio's
+    # default, it drops the file's pages before the job; direct: O_DIRECT.
+    argv.append("--invalidate=0" if cache == "cached" else "--invalidate=1")
+    if cache == "direct":
+        argv.append("--direct=1")
+    if secs is not None:
+        argv += ["--time_based", f"--runtime={secs}s"]
+    if ios is not None:
+        argv.append(f"--number_ios={ios}")
+    return argv
+
+
+def run_fio(ctx, argv, env):
+    out = ctx.run_cmd(argv, env=env, timeout=300)
+    data = json.loads(out[out.index("{"):])
+    job = data["jobs"][0]
+    return job["read"]["iops"] + job["write"]["iops"]
+
+
+def strace_calls(ctx, argv, env, ios):
+    """AIO-path syscalls per request, all threads and processes."""
+    out_file = ctx.scratch / "strace.txt"
+    full = ["strace", "-f", "-c", "-o", str(out_file)]
+    if env:
+        full += ["-E", f"LD_PRELOAD={env['LD_PRELOAD']}"]
+    ctx.run_cmd(full + argv, timeout=300)
+    counts = {}
+    for line in out_file.read_text().splitlines():
+        m = re.match(r"\s*[\d.]+\s+[\d.]+\s+\d+\s+(\d+)\s+(?:(\d+)\s+)?(\w+)$", line)
+        if m and m.group(3) in AIO_CALLS:
+            counts[m.group(3)] = int(m.group(1))
+    total = sum(counts.values())
+    top = sorted(counts.items(), key=lambda kv: -kv[1])[:4]
+    return total / ios, ", ".join(f"{k} {v / ios:.2f}" for k, v in top)
+
+
+def ensure_tools(ctx):
+    missing = [t for t in ("fio", "strace") if not shutil.which(t)]
+    if missing:
+        subprocess.run(["scripts/setup.sh", "fio"], cwd=ctx.root, check=False)
+    missing = [t for t in ("fio", "strace") if not shutil.which(t)]
+    if missing:
+        raise BenchError("not installed: " + ", ".join(missing))
+
+
+def run(ctx):
+    ensure_tools(ctx)
+    p = plan(ctx.mode, ctx.smoke)
+    lib = ctx.build / "src" / "aio" / "libuaio-posix.so"
+    env = {"glibc": None, "uaio": {"LD_PRELOAD": str(lib)}, "io_uring": None, "psync": None}
+    engine = {"glibc": "posixaio", "uaio": "posixaio", "io_uring": "io_uring", "psync": "psync"}
+    path = ctx.scratch / "fio.dat"
+    with open(path, "wb") as f:
+        chunk = os.urandom(1 << 20)
+        for _ in range(p["file_mb"]):
+            f.write(chunk)
+    os.sync()
+    vals = collections.defaultdict(list)
+    cells = [(rw, bs, d, c) for c in CACHES for rw, bs in WORKLOADS for d in p["depths"]]
+    for rep in range(p["reps"]):
+        ctx.log(f"fio: repetition {rep + 1}/{p['reps']}, {len(cells)} cells")
+        for i, (rw, bs, depth, cache) in enumerate(cells):
+            if cache == "cached":
+                with open(path, "rb") as f:
+                    while f.read(1 << 22):
+                        pass
+            # Rotate the order per cell and repetition: drifts hit all alike.
+            order = VARIANTS[(i + rep) % 4:] + VARIANTS[:(i + rep) % 4]
+            for v in order:
+                if v == "psync" and depth != p["depths"][0]:
+                    continue	# psync has no queue: depth 1 only
+                argv = fio_argv("fio", path, rw, bs, depth, cache, engine[v], secs=p["secs"])
+                vals[(rw, bs, depth, cache, v)].append(run_fio(ctx, argv, env[v]))
+
+    def med(k):
+        return ctx.median(vals[k])
+
+    rows, below, cached_read, direct_all = [], [], [], []
+    for rw, bs, depth, cache in cells:
+        g, u = med((rw, bs, depth, cache, "glibc")), med((rw, bs, depth, cache, "uaio"))
+        r = ratio(u, g)
+        label = f"{rw} {bs} d{depth} {cache}"
+        if r is not None and r < 1.0:
+            below.append(f"{label} ({r:.2f}×)")
+        if depth >= 16 and cache == "cached" and "read" in rw:
+            cached_read.append((label, r))
+        if depth >= 16 and cache == "direct":
+            direct_all.append((label, r))
+        rows.append([rw, bs, depth, cache, ctx.fmt_num(g), ctx.fmt_num(u), ctx.fmt_ratio(r),
+                     ctx.fmt_num(med((rw, bs, depth, cache, "io_uring"))),
+                     ctx.fmt_num(med((rw, bs, p["depths"][0], cache, "psync")))])
+    md = [f"fio {ctx.run_cmd(['fio', '--version']).strip()}; file {p['file_mb']} MiB on "
+          f"{ctx.scratch}; {p['secs']} s per cell, {p['reps']} repetitions, variants "
+          "interleaved (order rotated per cell); medians of IOPS. uaio = the same fio "
+          "binary with `LD_PRELOAD=libuaio-posix.so`. cached: `--invalidate=0` after "
+          "reading the file; cold: fio's default `--invalidate=1`; direct: `--direct=1`. "
+          "psync is depth 1 only.\n",
+          ctx.table(["rw", "bs", "depth", "cache", LABEL["glibc"], LABEL["uaio"],
+                     "uaio ÷ glibc", LABEL["io_uring"], LABEL["psync"]], rows)]
+
+    def floor(pairs, target):
+        miss = [f"{lbl} ({r:.2f}×)" for lbl, r in pairs if r is not None and r < target]
+        return "**met**" if not miss else "**missed** at " + "; ".join(miss)
+
+    md.append("\nTargets (issue 10):\n")
+    md.append(f"- ≥ 1.0× glibc in every cell: "
+              f"{'**met**' if not below else '**missed** at ' + '; '.join(below)}\n")
+    md.append(f"- ≥ 2× glibc at depth ≥ 16, cached reads: {floor(cached_read, 2.0)}\n")
+    md.append(f"- ≥ 2× glibc at depth ≥ 16, O_DIRECT: {floor(direct_all, 2.0)}\n")
+
+    # Syscalls per request, fixed request count, both libraries.
+    srows = []
+    for rw, cache in (("randwrite", "cached"), ("randread", "cached")):
+        with open(path, "rb") as f:
+            while f.read(1 << 22):
+                pass
+        for v in ("glibc", "uaio"):
+            argv = fio_argv("fio", path, rw, "4k", 16, cache, "posixaio", ios=p["ios"])
+            per, top = strace_calls(ctx, argv, env[v], p["ios"])
+            srows.append([f"{rw} 4k d16 {cache}", LABEL[v], f"{per:.2f}", top])
+    md.append(f"\nSyscalls per request (`strace -f -c`, {p['ios']} requests, all "
+              "threads; fio's own timer and reaping calls left out):\n\n")
+    md.append(ctx.table(["cell", "variant", "syscalls / request", "largest"], srows))
+    return "".join(md)

@@ -32,6 +32,19 @@ AIO_CALLS = {"io_uring_enter", "io_uring_register", "futex", "pread64", "pwrite6
              "mprotect", "madvise", "rt_sigprocmask", "sched_yield"}
 
 
+READING = """
+How to read it. Buffered-write cells at depth 64 and cold 128 KiB reads run
+at the pace of writeback or the disk for every variant, and move ±20 % from
+run to run: compare them with care. The cached-read ceiling is fio itself:
+psync (one `pread` per request, no queue) bounds every engine, so where
+glibc already comes near psync no library can double it. At depth 1 on
+O_DIRECT and cold reads uaio issues the request from fio's own thread, so
+io_uring completes it as task work of that thread (waking it) before the
+engine thread publishes it and wakes fio again: two wake-ups where glibc's
+helper thread needs one (docs/design.md, POSIX AIO).
+"""
+
+
 def plan(mode, smoke):
     if smoke:
         return dict(reps=1, secs=0.3, depths=[1, 16], file_mb=32, ios=2000)
@@ -148,6 +161,7 @@ def run(ctx):
         miss = [f"{lbl} ({r:.2f}×)" for lbl, r in pairs if r is not None and r < target]
         return "**met**" if not miss else "**missed** at " + "; ".join(miss)
 
+    md.append(READING)
     md.append("\nTargets (issue 10):\n")
     md.append(f"- ≥ 1.0× glibc in every cell: "
               f"{'**met**' if not below else '**missed** at ' + '; '.join(below)}\n")

@@ -88,7 +88,9 @@ unsigned uaio_loop_features(const uaio_loop *l);
 /*
  * A descriptor that polls readable when the loop has completions or
  * events to process, so another event loop can drive this one by calling
- * uaio_loop_run_once(l, 0) when it fires (like uv_backend_fd).
+ * uaio_loop_run_once(l, 0) when it fires (like uv_backend_fd). On a
+ * thread-safe loop it also polls readable while other threads' submissions
+ * wait for the driving thread. -errno if it cannot be made.
  */
 int uaio_loop_fd(const uaio_loop *l);
 
@@ -320,7 +322,9 @@ long uaio_op_result_long(const uaio_op *op);
  * -EBADF, or -ENFILE / -EMFILE when no slot is left.
  */
 int uaio_file_pin(uaio_loop *l, int fd);
-/* Drops a pin once no op uses it any more. */
+/* Pinning a handle again (uaio_file_pin(l, handle)) takes one more
+ * reference to it and returns it; each uaio_file_unpin() drops one, and
+ * the last lets the file go. Drop a reference once no op uses it. */
 void uaio_file_unpin(uaio_loop *l, int pinned);
 
 /*

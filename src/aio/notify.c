@@ -16,7 +16,7 @@
 #include <unistd.h>
 
 #include "aio/aio_internal.h"
-#include "core/internal.h"
+#include "core/uaio_core.h"
 
 #define POOL_MAX	16
 

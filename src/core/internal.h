@@ -15,14 +15,8 @@
 #include <stdbool.h>
 #include <uaio/loop.h>
 
-#ifdef UAIO_BUILDING_SHARED
-#define UAIO_API __attribute__((visibility("default")))
-#else
-#define UAIO_API
-#endif
+#include "core/uaio_core.h"
 
-#define UAIO_LIKELY(x) __builtin_expect(!!(x), 1)
-#define UAIO_UNLIKELY(x) __builtin_expect(!!(x), 0)
 
 enum uaio_opcode {
 	OP_NOP = 1, OP_READ, OP_WRITE, OP_READV, OP_WRITEV, OP_RECV, OP_SEND,
@@ -151,6 +145,9 @@ struct uaio_loop {
 	struct uaio_workers workers;
 	unsigned nworkers;
 
+	unsigned *pinrefs;		/* uaio_file_pin references per handle */
+	unsigned npinrefs;
+
 	pthread_mutex_t lock;		/* thread-safe loops only */
 	pthread_t owner;		/* thread-safe loops: the driving thread */
 	bool has_owner;
@@ -209,11 +206,6 @@ static inline void uaio__watch_set_reason(uaio_watch *w, int reason)
 }
 
 /* workers.c */
-/* pthread_create() for the library's own threads (workers, the AIO engine
- * and notification pool): they start with every signal blocked.
- * 0 or -errno. */
-int uaio__thread_start(pthread_t *t, const pthread_attr_t *attr,
-		       void *(*fn)(void *), void *arg);
 int uaio__workers_submit(uaio_loop *l, uaio_op *op);
 int uaio__workers_cancel(uaio_loop *l, uaio_op *op);
 int uaio__workers_cancel_fd(uaio_loop *l, int fd);

@@ -54,6 +54,9 @@ struct uring_state {
 	/* Level-triggered watches (see the top of this file). */
 	int epfd, evfd;
 	unsigned nep;		/* watches in the epoll set */
+	/* Thread-safe loops' uaio_loop_fd(): the ring and the wake eventfd
+	 * (submissions waiting for the driving thread). */
+	int tsfd;
 	struct epoll_event evs[EP_BATCH];
 };
 
@@ -120,7 +123,7 @@ static int uring_init(uaio_loop *l, const struct uaio_loop_params *p)
 
 	if (!u)
 		return -ENOMEM;
-	u->epfd = u->evfd = -1;
+	u->epfd = u->evfd = u->tsfd = -1;
 	if (p && (p->flags & UAIO_LOOP_SQPOLL))
 		tries[n++] = base | IORING_SETUP_SQPOLL;
 	if (!(l->flags & UAIO_LOOP_THREADSAFE)) {
@@ -186,6 +189,8 @@ static void uring_fini(uaio_loop *l)
 		close(u->epfd);
 	if (u->evfd >= 0)
 		close(u->evfd);
+	if (u->tsfd >= 0)
+		close(u->tsfd);
 	free(u->slot_free);
 	free(u);
 	l->bs = NULL;
@@ -938,11 +943,26 @@ static int uring_wait(uaio_loop *l, int64_t timeout_ns)
  * epoll set instead (the loop then sleeps in it too). */
 static int uring_fd(const uaio_loop *l)
 {
-	uaio_loop *ml = (uaio_loop *)l;
+	struct uring_state *u = U(l);
+	struct epoll_event ev = { .events = EPOLLIN };
 
-	if (!l->threadsafe && ep_setup(ml) == 0)
-		return U(l)->epfd;
-	return U(l)->ring.ring_fd;
+	if (!l->threadsafe)
+		return ep_setup((uaio_loop *)l) == 0 ? u->epfd : u->ring.ring_fd;
+	/* A thread-safe loop's other threads queue submissions for the
+	 * driver and say so on the wake eventfd, which the ring's fd does
+	 * not report until the driver has armed its read of it. */
+	if (u->tsfd < 0) {
+		int fd = epoll_create1(EPOLL_CLOEXEC);
+
+		if (fd < 0 || epoll_ctl(fd, EPOLL_CTL_ADD, u->ring.ring_fd, &ev) < 0 ||
+		    epoll_ctl(fd, EPOLL_CTL_ADD, l->wake_fd, &ev) < 0) {
+			if (fd >= 0)
+				close(fd);
+			return -errno;
+		}
+		u->tsfd = fd;
+	}
+	return u->tsfd;
 }
 
 const struct uaio_backend uaio__uring_backend = {

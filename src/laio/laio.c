@@ -34,7 +34,7 @@
 
 #include <uaio/laio.h>
 #include <uaio/loop.h>
-#include "core/internal.h"
+#include "core/uaio_core.h"
 #include "laio/laio_internal.h"
 
 #define LAIO_MAGIC	0x6c61696fu	/* "laio": a live background record */
@@ -1344,12 +1344,8 @@ int laio_fd(void)
 
 		if (efd < 0 || epfd < 0 ||
 		    epoll_ctl(epfd, EPOLL_CTL_ADD, efd, &ev) < 0 ||
-		    epoll_ctl(epfd, EPOLL_CTL_ADD, uaio_loop_fd(e->loop), &ev) < 0 ||
-		    /* Submissions waiting for a driver (and, on io_uring, worker
-		     * results before the loop's wake read is armed) show only
-		     * on the loop's wake eventfd. */
-		    (e->loop->wake_fd != uaio_loop_fd(e->loop) &&
-		     epoll_ctl(epfd, EPOLL_CTL_ADD, e->loop->wake_fd, &ev) < 0)) {
+		    uaio_loop_fd(e->loop) < 0 ||
+		    epoll_ctl(epfd, EPOLL_CTL_ADD, uaio_loop_fd(e->loop), &ev) < 0) {
 			r = errno;
 			if (efd >= 0)
 				close(efd);

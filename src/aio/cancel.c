@@ -1,0 +1,80 @@
+/* SPDX-License-Identifier: MIT */
+/* aio_cancel, with glibc's choice of what is "being performed". */
+#define _GNU_SOURCE
+#include "aio/engine.h"
+
+/* ---------------------------------------------------------- cancel */
+
+/*
+ * As glibc: only a request that is still waiting in this layer (behind
+ * another on a stream, or an fsync behind writes) is cancelled; one the
+ * kernel has (a read it started, a socket write waiting for room) is
+ * being performed, so it is AIO_NOTCANCELED and finishes normally. 1 if
+ * r was cancelled, 0 if it is in progress.
+ */
+static int cancel_locked(struct aio_req *r)
+{
+	struct aio_req **pp;
+
+	if (r->state != RS_QUEUED)
+		return 0;
+	if (r->flags & RF_SERIAL) {
+		struct aio_serial *s = r->owner;
+		for (pp = &s->head; *pp != r; pp = &(*pp)->next)
+			;
+		*pp = r->next;
+		aio__req_release_locked(r, -ECANCELED);
+		aio__serial_maybe_free_locked(s);
+	} else {
+		struct aio_fdw *w = r->owner;
+		for (pp = &w->barriers; *pp != r; pp = &(*pp)->next)
+			;
+		*pp = r->next;
+		aio__req_release_locked(r, -ECANCELED);
+		aio__fdw_maybe_free_locked(w);
+	}
+	return 1;
+}
+
+API int uaio_cancel(int fd, struct aiocb *cb)
+{
+	int canceled = 0, notcanceled = 0;
+
+	if (fcntl(fd, F_GETFD) < 0)
+		return posix_ret(-EBADF);
+	if (cb && cb->aio_fildes != fd)
+		return posix_ret(-EINVAL);
+	if (cb && cb_state(cb) != ST_LIVE)
+		return AIO_ALLDONE;
+
+	pthread_mutex_lock(&E->mu);
+	if (cb) {
+		struct aio_req *r = priv(cb)->req;
+
+		if (!r || r->cb != cb || r->state == RS_FREE) {
+			/* Finishing inline in another thread right now. */
+			pthread_mutex_unlock(&E->mu);
+			return cb_state(cb) == ST_LIVE ? AIO_NOTCANCELED : AIO_ALLDONE;
+		}
+		canceled = cancel_locked(r);
+		notcanceled = !canceled;
+	} else {
+		for (struct aio_chunk *c = E->chunks; c; c = c->next) {
+			for (int i = 0; i < CHUNK_REQS; i++) {
+				struct aio_req *r = &c->reqs[i];
+
+				if (r->state == RS_FREE || r->cb->aio_fildes != fd)
+					continue;
+				if (cancel_locked(r))
+					canceled++;
+				else
+					notcanceled++;
+			}
+		}
+	}
+	pthread_mutex_unlock(&E->mu);
+	if (notcanceled)
+		return AIO_NOTCANCELED;
+	return canceled ? AIO_CANCELED : AIO_ALLDONE;
+}
+

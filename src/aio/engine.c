@@ -1,0 +1,394 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The engine object: its records, descriptor hints, pinned files, the
+ * engine thread that drives the loop, fork handling, and the tuning calls
+ * (aio_init, sysconf). See docs/design.md, POSIX AIO.
+ */
+#define _GNU_SOURCE
+#include "aio/engine.h"
+
+struct aio_engine aio__engine = {
+	/* Held briefly by submitters and the engine thread alike: spin a
+	 * little before sleeping. */
+	.mu = PTHREAD_ADAPTIVE_MUTEX_INITIALIZER_NP,
+	.thread_cv = PTHREAD_COND_INITIALIZER,
+	.max = UAIO_AIO_MAX_DEFAULT,
+	.workers = 8,
+};
+
+static __thread struct aio_thread *aio_self;
+
+/* ------------------------------------------------------ hints */
+
+struct aio_hint *aio__hint_get(int fd)
+{
+	struct aio_hint *page, *fresh;
+	unsigned pg = (unsigned)fd / HINT_PAGE;
+
+	if (fd < 0 || pg >= HINT_PAGES)
+		return NULL;
+	page = atomic_load_explicit(&E->hints[pg], memory_order_acquire);
+	if (!page) {
+		if (!(fresh = calloc(HINT_PAGE, sizeof(*fresh))))
+			return NULL;
+		if (atomic_compare_exchange_strong(&E->hints[pg], &page, fresh))
+			page = fresh;
+		else
+			free(fresh);
+	}
+	return &page[(unsigned)fd % HINT_PAGE];
+}
+
+/* fd's status flags (F_GETFL), from the hint while it is fresh unless
+ * fresh is asked for. */
+int aio__hint_flags(int fd, struct aio_hint *h, bool fresh)
+{
+	int fl;
+
+	if (h && !fresh) {
+		unsigned left = atomic_load_explicit(&h->left, memory_order_relaxed);
+
+		fl = atomic_load_explicit(&h->fl, memory_order_relaxed);
+		if (fl && left) {
+			atomic_store_explicit(&h->left, (uint16_t)(left - 1),
+					      memory_order_relaxed);
+			return fl - 1;
+		}
+	}
+	fl = fcntl(fd, F_GETFL);
+	if (h) {
+		atomic_store_explicit(&h->fl, fl < 0 ? 0 : fl + 1, memory_order_relaxed);
+		atomic_store_explicit(&h->left, HINT_USES, memory_order_relaxed);
+		atomic_store_explicit(&h->refused[0], 0, memory_order_relaxed);
+		atomic_store_explicit(&h->refused[1], 0, memory_order_relaxed);
+	}
+	return fl;
+}
+
+/* Whether an inline try on fd is worth making: the kernel has not kept
+ * refusing it. */
+bool aio__hint_try(struct aio_hint *h, int kind)
+{
+	return !h || atomic_load_explicit(&h->refused[kind], memory_order_relaxed) <
+		     HINT_REFUSALS;
+}
+
+void aio__hint_learn(struct aio_hint *h, int kind, long res)
+{
+	unsigned n;
+
+	if (!h)
+		return;
+	if (res == -EBADF) {
+		atomic_store_explicit(&h->fl, 0, memory_order_relaxed);
+		return;
+	}
+	n = atomic_load_explicit(&h->refused[kind], memory_order_relaxed);
+	if (res == -EAGAIN || res == -EOPNOTSUPP)
+		n += n < 255;
+	else
+		n = 0;
+	atomic_store_explicit(&h->refused[kind], (uint8_t)n, memory_order_relaxed);
+}
+
+/* ------------------------------------------------------ records */
+
+struct aio_req *aio__req_alloc_locked(void)
+{
+	struct aio_req *r;
+
+	if (E->nreq >= E->max)
+		return NULL;
+	if (!E->free) {
+		struct aio_chunk *c = calloc(1, sizeof(*c));
+
+		if (!c)
+			return NULL;
+		c->next = E->chunks;
+		E->chunks = c;
+		for (int i = CHUNK_REQS - 1; i >= 0; i--) {
+			c->reqs[i].next = E->free;
+			E->free = &c->reqs[i];
+		}
+	}
+	r = E->free;
+	E->free = r->next;
+	memset(r, 0, sizeof(*r));
+	E->nreq++;
+	return r;
+}
+
+void aio__req_free_locked(struct aio_req *r)
+{
+	r->state = RS_FREE;
+	r->cb = NULL;
+	r->next = E->free;
+	E->free = r;
+	E->nreq--;
+}
+
+/* ------------------------------------------------------ pinning */
+
+/* The list's pinned handle goes back (its own reference). */
+void aio__lio_ctx_release(struct lio_ctx *pc)
+{
+	if (pc->pinned < 0)
+		return;
+	uaio_file_unpin(E->loop, pc->pinned);
+	pc->pinned = -1;
+}
+
+/*
+ * r's file, pinned (a reference of its own): a list's entries on one
+ * descriptor share one handle, which the list holds until it ends. With
+ * no slot left, the bare descriptor.
+ */
+void aio__pin_get_locked(struct aio_req *r, int fd, struct lio_ctx *pc)
+{
+	int p;
+
+	if (pc && pc->fd != fd) {
+		aio__lio_ctx_release(pc);
+		pc->fd = fd;
+		pc->pinned = uaio_file_pin(E->loop, fd);
+	}
+	p = uaio_file_pin(E->loop, pc && pc->pinned >= 0 ? pc->pinned : fd);
+	if (p < 0) {
+		r->fd = fd;
+		return;
+	}
+	r->fd = p;
+	r->flags |= RF_PINNED;
+}
+
+void aio__pin_put_locked(struct aio_req *r)
+{
+	if (!(r->flags & RF_PINNED))
+		return;
+	r->flags &= ~RF_PINNED;
+	uaio_file_unpin(E->loop, r->fd);
+}
+
+/* ------------------------------------------------- engine thread */
+
+static void mutex_init_adaptive(pthread_mutex_t *mu)
+{
+	pthread_mutexattr_t a;
+
+	pthread_mutexattr_init(&a);
+	pthread_mutexattr_settype(&a, PTHREAD_MUTEX_ADAPTIVE_NP);
+	pthread_mutex_init(mu, &a);
+	pthread_mutexattr_destroy(&a);
+}
+
+static void fork_prepare(void)
+{
+	pthread_mutex_lock(&E->mu);
+	if (E->loop)
+		uaio_loop_lock(E->loop);
+	uaio__notify_fork_prepare();
+}
+
+static void fork_parent(void)
+{
+	uaio__notify_fork_parent();
+	if (E->loop)
+		uaio_loop_unlock(E->loop);
+	pthread_mutex_unlock(&E->mu);
+}
+
+/* The child inherits no requests: its copies of our aiocbs become unknown
+ * ones, and the engine starts afresh on first need. */
+static void fork_child(void)
+{
+	struct aio_chunk *c, *cnext;
+
+	uaio__notify_fork_child();
+	for (c = E->chunks; c; c = cnext) {
+		cnext = c->next;
+		for (int i = 0; i < CHUNK_REQS; i++) {
+			struct aio_req *r = &c->reqs[i];
+			if (r->state != RS_FREE && r->cb &&
+			    cb_state(r->cb) == ST_LIVE)
+				atomic_store(&priv(r->cb)->state, 0);
+		}
+		free(c);
+	}
+	E->chunks = NULL;
+	E->free = NULL;
+	E->nreq = 0;
+	for (int i = 0; i < SERIAL_BUCKETS; i++) {
+		struct aio_serial *s, *snext;
+		for (s = E->serial[i]; s; s = snext) {
+			snext = s->hnext;
+			free(s);
+		}
+		E->serial[i] = NULL;
+	}
+	atomic_store(&E->nserial, 0);
+	for (unsigned i = 0; i < E->nfdw; i++)
+		free(E->fdw[i]);
+	free(E->fdw);
+	E->fdw = NULL;
+	E->nfdw = 0;
+	if (E->loop) {
+		uaio_loop_unlock(E->loop);
+		uaio_loop_free(E->loop);	/* child-safe: no locks, no joins */
+		E->loop = NULL;
+	}
+	atomic_store(&E->waiters, 0);
+	if (aio_self)		/* the forking thread's count: records are gone */
+		aio_self->direct = 0;
+	mutex_init_adaptive(&E->mu);
+	pthread_cond_init(&E->thread_cv, NULL);
+}
+
+static void *engine_main(void *arg)
+{
+	uaio_loop *l = arg;
+
+	/* Running: aio__engine_start_locked() may return. */
+	atomic_store(&E->engine_up, 1);
+	syscall(SYS_futex, &E->engine_up, FUTEX_WAKE_PRIVATE, INT_MAX, NULL, NULL, 0);
+	for (;;)
+		if (uaio_loop_run_once(l, -1) < 0)
+			usleep(1000);	/* never seen; don't spin if it happens */
+	return NULL;
+}
+
+/* pthread key destructor: the exiting thread waits until the kernel
+ * has finished the requests it issued itself. */
+static void thread_exit_wait(void *arg)
+{
+	struct aio_thread *t = arg;
+
+	pthread_mutex_lock(&E->mu);
+	t->exiting = true;
+	while (t->direct)
+		pthread_cond_wait(&E->thread_cv, &E->mu);
+	aio_self = NULL;
+	pthread_mutex_unlock(&E->mu);
+	free(t);
+}
+
+struct aio_thread *aio__thread_self_locked(void)
+{
+	if (!aio_self && (aio_self = calloc(1, sizeof(*aio_self))) &&
+	    pthread_setspecific(E->thread_key, aio_self)) {
+		free(aio_self);
+		aio_self = NULL;
+	}
+	return aio_self;
+}
+
+int aio__engine_start_locked(void)
+{
+	struct uaio_loop_params p = {
+		.flags = UAIO_LOOP_THREADSAFE,
+		.entries = 1024,
+		.workers = E->workers,
+	};
+	pthread_attr_t attr;
+	pthread_t thread;
+	int r;
+
+	if (E->loop)
+		return 0;
+	if (!E->atfork) {
+		if (pthread_key_create(&E->thread_key, thread_exit_wait))
+			return -EAGAIN;
+		if (pthread_atfork(fork_prepare, fork_parent, fork_child)) {
+			pthread_key_delete(E->thread_key);
+			return -EAGAIN;
+		}
+		E->atfork = true;
+	}
+	E->loop = uaio_loop_new(&p);
+	if (!E->loop)
+		return errno == ENOMEM ? -EAGAIN : -errno;
+	E->uring = uaio_loop_backend(E->loop) == UAIO_BACKEND_URING;
+	atomic_store(&E->engine_up, 0);
+	pthread_attr_init(&attr);
+	pthread_attr_setstacksize(&attr, 256 * 1024);
+	r = uaio__thread_start(&thread, &attr, engine_main, E->loop);
+	pthread_attr_destroy(&attr);
+	if (r) {
+		uaio_loop_free(E->loop);
+		E->loop = NULL;
+		return -EAGAIN;
+	}
+	pthread_detach(thread);
+	/* Wait until the thread runs: one that is still starting up may hold
+	 * allocator locks (a sanitizer's), which a fork() right after the
+	 * first request would hand to the child locked. */
+	while (!atomic_load(&E->engine_up))
+		aio__futex_wait_abs(&E->engine_up, 0, NULL);
+	return 0;
+}
+
+unsigned long long uaio__aio_inline_bytes(void)
+{
+	return atomic_load(&E->inline_bytes);
+}
+
+bool uaio__aio_engine_started(void)
+{
+	bool s;
+
+	pthread_mutex_lock(&E->mu);
+	s = E->loop != NULL;
+	pthread_mutex_unlock(&E->mu);
+	return s;
+}
+
+const char *uaio__aio_backend_name(void)
+{
+	const char *n;
+
+	pthread_mutex_lock(&E->mu);
+	n = E->loop ? uaio_loop_backend_name(E->loop) : "none";
+	pthread_mutex_unlock(&E->mu);
+	return n;
+}
+
+/* ------------------------------------------------------ init, limits */
+
+API void uaio_init(const struct aioinit *init)
+{
+	if (!init)
+		return;
+	pthread_mutex_lock(&E->mu);
+	if (init->aio_num > 0)
+		E->max = (unsigned long)init->aio_num;
+	if (init->aio_threads > 0 && !E->loop)
+		E->workers = (unsigned)init->aio_threads;
+	pthread_mutex_unlock(&E->mu);
+}
+
+/* The drop-in's aio_init: glibc takes aio_num as a hint, so it only ever
+ * raises the limit there. */
+void uaio__init_hint(const struct aioinit *init)
+{
+	struct aioinit in;
+
+	if (!init)
+		return;
+	in = *init;
+	if ((unsigned long)(in.aio_num > 0 ? in.aio_num : 0) < E->max)
+		in.aio_num = 0;
+	uaio_init(&in);
+}
+
+API long uaio_sysconf(int name)
+{
+	switch (name) {
+	case _SC_AIO_MAX:
+	case _SC_AIO_LISTIO_MAX:
+		return (long)E->max;
+	case _SC_AIO_PRIO_DELTA_MAX:
+		return UAIO_AIO_PRIO_DELTA_MAX;
+	}
+	errno = EINVAL;
+	return -1;
+}
+

@@ -1,0 +1,304 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * POSIX AIO on the uaio loop: the engine shared by the files of src/aio/
+ * (see include/uaio/aio.h, docs/design.md).
+ *
+ * A request first tries to finish in the caller without blocking
+ * (RWF_NOWAIT): cached reads, room in a pipe. Only when it would block
+ * does it get a record and become an op on the engine's loop, which one
+ * engine thread drives: io_uring ties a request to the thread that issued
+ * it and cancels it when that thread exits, so the engine thread is the
+ * only issuer, and it sleeps in the kernel between completions so that
+ * signals and SIGEV_THREAD callbacks arrive while the program sleeps.
+ *
+ * The status lives in the caller's aiocb (glibc's __error_code and
+ * __return_value), so aio_error(), aio_return() and aio_suspend() are
+ * lock-free and async-signal-safe. The aiocb's reserved bytes carry a
+ * state word (LIVE / DONE / RETURNED, xor'ed with its address) that tells
+ * our aiocbs from ones we never saw.
+ *
+ * Ordering: requests on a non-seekable file (pipe, socket, tty) run one at
+ * a time in submission order (a FIFO per file, keyed by device and inode);
+ * requests on regular files run in parallel, and an fsync waits for the
+ * writes to its descriptor that were queued before it (epoch barriers).
+ *
+ * Locking: the engine mutex guards records, FIFOs, barriers and list-I/O
+ * groups; it is taken before the loop's own lock. Records carry a pinned
+ * handle of their file (uaio_file_pin), so the caller may close or reuse
+ * the descriptor while the request is in flight.
+ *
+ * Files: status.c (the aiocb's status, aio_error / aio_return /
+ * aio_suspend), engine.c (records, hints, pins, the engine thread, fork),
+ * queue.c (stream FIFOs, fsync barriers, issue and end), submit.c
+ * (aio_read / aio_write / aio_fsync), lio.c, cancel.c.
+ */
+#ifndef UAIO_AIO_ENGINE_H
+#define UAIO_AIO_ENGINE_H
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <linux/futex.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/types.h>
+#include <sys/uio.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <uaio/aio.h>
+#include <uaio/loop.h>
+#include "aio/aio_internal.h"
+#include "core/uaio_core.h"
+
+#define API __attribute__((visibility("default")))
+
+/* The kernel moves at most this much per read or write (MAX_RW_COUNT). */
+#define RW_MAX		((size_t)INT_MAX & ~(size_t)4095)
+#define CHUNK_REQS	512
+#define SERIAL_BUCKETS	256
+/*
+ * The most one submitting call copies itself (a request, or a whole
+ * lio_listio): about one small copy, so that submission returns promptly
+ * and larger work overlaps with the caller's (docs/design.md: measured).
+ */
+#define INLINE_MAX	UAIO__AIO_INLINE_MAX
+/* Descriptor hints (struct aio_hint): refreshed after this many uses; an
+ * inline try is skipped after this many refusals in a row. */
+#define HINT_USES	256
+#define HINT_REFUSALS	4
+#define HINT_PAGE	1024
+#define HINT_PAGES	1024
+
+/* ------------------------------------------------------ aiocb state */
+
+struct cbpriv {
+	_Atomic uint64_t state;		/* ST_* ^ the aiocb's address */
+	struct aio_req *req;		/* its record, while it has one */
+	uint64_t done;			/* bytes written before the current op */
+	uint64_t spare;
+};
+_Static_assert(sizeof(struct cbpriv) <= sizeof(((struct aiocb *)0)->__glibc_reserved),
+	       "aiocb reserved area too small");
+_Static_assert(offsetof(struct aiocb, __glibc_reserved) % 8 == 0,
+	       "aiocb reserved area misaligned");
+
+#define ST_LIVE		0x75616f696c697665ull
+#define ST_DONE		0x75616f69646f6e65ull
+#define ST_RETURNED	0x75616f6972657464ull
+
+static inline struct cbpriv *priv(const struct aiocb *cb)
+{
+	return (struct cbpriv *)(void *)cb->__glibc_reserved;
+}
+
+static inline uint64_t tag(const struct aiocb *cb, uint64_t st)
+{
+	return st ^ (uint64_t)(uintptr_t)cb;
+}
+
+static inline uint64_t cb_state(const struct aiocb *cb)
+{
+	return atomic_load_explicit(&priv(cb)->state, memory_order_acquire) ^
+	       (uint64_t)(uintptr_t)cb;
+}
+
+/* ------------------------------------------------------ the engine */
+
+enum { K_READ, K_WRITE, K_FSYNC, K_DSYNC };
+enum { RS_FREE, RS_QUEUED, RS_LOOP };	/* RS_QUEUED: waiting in this layer */
+#define RF_PINNED	0x1
+#define RF_SERIAL	0x2
+#define RF_LEADER	0x8	/* carries adjacent list entries in one op */
+#define RF_MEMBER	0x10	/* carried by a leader (its next chain) */
+#define RF_DIRECT	0x20	/* issued by the submitting thread (u.thr) */
+
+struct aio_lio;
+
+/* A thread that handed requests to the kernel itself: its exit must wait
+ * for them, or io_uring would cancel them (see submit_parallel). */
+struct aio_thread {
+	unsigned direct;		/* its requests still in flight */
+	bool exiting;
+};
+
+struct aio_req {
+	uaio_op op;			/* first: the op callback finds the record */
+	struct aiocb *cb;
+	struct aio_req *next;		/* FIFO, barrier list or free list */
+	void *owner;			/* struct aio_serial * or struct aio_fdw * */
+	struct aio_lio *lio;
+	union {
+		struct aio_thread *thr;	/* RF_DIRECT: issued by that thread */
+		struct iovec *iov;	/* RF_LEADER: one per carried request */
+	} u;
+	uint32_t epoch;			/* write: its descriptor's epoch; fsync: its barrier */
+	uint32_t remaining;		/* fsync: earlier writes still in flight */
+	int fd;				/* what the op uses: a pinned handle, or the fd */
+	uint8_t kind, state, flags;
+	int8_t prio;
+};
+_Static_assert(sizeof(struct aio_req) <= 120, "request record over budget");
+
+struct aio_chunk {
+	struct aio_chunk *next;
+	struct aio_req reqs[CHUNK_REQS];
+};
+
+/* A non-seekable file with requests: one in flight, the rest wait. */
+struct aio_serial {
+	struct aio_serial *hnext;
+	dev_t dev;
+	ino_t ino;
+	struct aio_req *busy;
+	struct aio_req *head;		/* waiting, lower aio_reqprio first */
+};
+
+/* A descriptor with writes in flight: fsyncs wait for the earlier ones. */
+struct aio_fdw {
+	int fd;
+	unsigned writes;
+	uint32_t epoch;
+	struct aio_req *barriers;
+};
+
+/*
+ * What the engine learned about a descriptor number: its status flags and
+ * whether the kernel keeps refusing inline tries on it. A hint only steers
+ * speed (a stale one costs a try that blocks or an inline finish missed),
+ * never a result, so it is kept without locks and refreshed every
+ * HINT_USES requests instead of on every one.
+ */
+struct aio_hint {
+	atomic_int fl;			/* F_GETFL + 1; 0: unknown */
+	_Atomic uint16_t left;		/* uses before the next refresh */
+	_Atomic uint8_t refused[2];	/* per kind: refusals in a row */
+};
+
+/* A list-I/O group: LIO_WAIT's waiter or LIO_NOWAIT's notification. */
+struct aio_lio {
+	unsigned pending;		/* async requests left, +1 while submitting */
+	unsigned refs;			/* pending + the waiter */
+	bool notify;
+	atomic_uint done;		/* futex: 1 once pending reached 0 */
+	struct sigevent sev;
+};
+
+/*
+ * One lio_listio() call's submission context: a pinned handle that the
+ * entries on one descriptor share (it holds a pin reference of its own
+ * until the call ends), how much the call may still copy inline, and the
+ * adjacent entries waiting to go out as one readv/writev.
+ */
+struct lio_ctx {
+	int fd, pinned;
+	size_t inline_left;
+	struct aio_req *mhead, *mtail;
+	unsigned mcount;
+	int64_t mnext;		/* offset right after the last one */
+	size_t mbytes;
+};
+
+struct aio_engine {
+	pthread_mutex_t mu;
+	uaio_loop *loop;		/* created with the engine thread */
+	bool atfork;
+
+	struct aio_chunk *chunks;
+	struct aio_req *free;
+	unsigned long nreq;		/* records in use = requests in flight */
+	unsigned long max;		/* AIO_MAX */
+	unsigned workers;		/* fallback pool size */
+
+	atomic_uint nserial;		/* serial files with requests */
+	struct aio_serial *serial[SERIAL_BUCKETS];
+	struct aio_fdw **fdw;
+	unsigned nfdw;
+	bool uring;			/* the loop is io_uring: direct issue */
+	/* Hints by descriptor number, in pages made on first use. */
+	struct aio_hint *_Atomic hints[HINT_PAGES];
+
+	atomic_uint engine_up;		/* futex: the engine thread runs */
+	pthread_key_t thread_key;	/* destructor: thread_exit_wait */
+	pthread_cond_t thread_cv;	/* a thread's direct requests ended */
+
+	/* Bumped at every completion; aio_suspend and aio_cancel sleep on
+	 * it with a futex (a LIO_WAIT caller sleeps on its group's word). */
+	atomic_uint seq;
+	atomic_uint waiters;
+	_Atomic unsigned long long inline_bytes;	/* copied by submitters */
+};
+
+extern struct aio_engine aio__engine;
+#define E (&aio__engine)
+
+static inline int posix_ret(int r)
+{
+	if (r < 0) {
+		errno = -r;
+		return -1;
+	}
+	return r;
+}
+
+static inline size_t cb_len(const struct aiocb *cb)
+{
+	return cb->aio_nbytes > RW_MAX ? RW_MAX : cb->aio_nbytes;
+}
+
+static inline bool fd_mode_ok(int fl, int kind)
+{
+	return (fl & O_ACCMODE) != (kind == K_READ ? O_WRONLY : O_RDONLY);
+}
+
+/* status.c */
+void aio__seq_bump(void);
+int aio__futex_wait_abs(atomic_uint *word, unsigned snap, const struct timespec *deadline);
+void aio__publish(struct aiocb *cb, long res);
+bool aio__sev_notifies(const struct sigevent *sev);
+void aio__complete(struct aiocb *cb, long res);
+
+/* engine.c */
+struct aio_hint *aio__hint_get(int fd);
+int aio__hint_flags(int fd, struct aio_hint *h, bool fresh);
+bool aio__hint_try(struct aio_hint *h, int kind);
+void aio__hint_learn(struct aio_hint *h, int kind, long res);
+struct aio_req *aio__req_alloc_locked(void);
+void aio__req_free_locked(struct aio_req *r);
+void aio__lio_ctx_release(struct lio_ctx *pc);
+void aio__pin_get_locked(struct aio_req *r, int fd, struct lio_ctx *pc);
+void aio__pin_put_locked(struct aio_req *r);
+int aio__engine_start_locked(void);
+struct aio_thread *aio__thread_self_locked(void);
+
+/* queue.c */
+struct aio_serial *aio__serial_get_locked(const struct stat *st, bool create);
+void aio__serial_maybe_free_locked(struct aio_serial *s);
+void aio__serial_queue_locked(struct aio_serial *s, struct aio_req *r);
+struct aio_fdw *aio__fdw_get_locked(int fd, bool create);
+void aio__fdw_maybe_free_locked(struct aio_fdw *w);
+int aio__req_issue_locked(struct aio_req *r);
+void aio__req_release_locked(struct aio_req *r, long res);
+void aio__req_end_locked(struct aio_req *r, long res);
+void aio__req_finish_parallel_locked(struct aio_req *r, long res);
+void aio__leader_end_locked(struct aio_req *r, long res);
+void aio__req_cb(uaio_op *op, int res, void *data);
+
+/* submit.c */
+int aio__cb_check(struct aiocb *cb, bool prio);
+void aio__cb_mark_live(struct aiocb *cb);
+int aio__submit_rw(struct aiocb *cb, int kind, struct lio_ctx *pc, struct aio_lio *g);
+void aio__batch_flush(struct lio_ctx *pc);
+
+/* lio.c */
+void aio__lio_put_locked(struct aio_lio *g, bool pending);
+
+#endif

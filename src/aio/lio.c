@@ -1,0 +1,105 @@
+/* SPDX-License-Identifier: MIT */
+/* lio_listio and its groups: LIO_WAIT's waiter, LIO_NOWAIT's notification. */
+#define _GNU_SOURCE
+#include "aio/engine.h"
+
+void aio__lio_put_locked(struct aio_lio *g, bool pending)
+{
+	bool last = pending && --g->pending == 0;
+
+	if (last && g->notify)
+		uaio__notify(&g->sev);
+	if (last) {		/* LIO_WAIT's waiter sleeps on the group alone */
+		atomic_store(&g->done, 1);
+		if (g->refs > 1)
+			syscall(SYS_futex, &g->done, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
+	}
+	if (--g->refs == 0)
+		free(g);
+}
+
+/* ------------------------------------------------------ lio_listio */
+
+/*
+ * As glibc: every entry is accepted unless refused at submission (a bad
+ * aio_reqprio or sigevent, no room), and entries that fail as they run
+ * (a bad descriptor, an unknown opcode) report through their own status
+ * and notification. LIO_NOWAIT returns 0 once every entry was accepted,
+ * else -1 with the last refusal's errno; its sigevent fires once, after
+ * the last entry ends. LIO_WAIT returns -1/EIO when any entry failed.
+ */
+API int ulio_listio(int mode, struct aiocb *const list[], int nent,
+		    struct sigevent *sig)
+{
+	struct aio_lio *g = NULL;
+	struct lio_ctx pc = { .fd = -1, .pinned = -1, .inline_left = INLINE_MAX };
+	bool notify = mode == LIO_NOWAIT && sig && aio__sev_notifies(sig);
+	int refused = 0, failed = 0, want = 0, r;
+
+	if ((mode != LIO_WAIT && mode != LIO_NOWAIT) || nent < 0 ||
+	    (unsigned long)nent > E->max || (nent && !list))
+		return posix_ret(-EINVAL);
+	for (int i = 0; i < nent; i++)
+		if (list[i] && list[i]->aio_lio_opcode != LIO_NOP)
+			want++;
+	/* AIO_MAX would be exceeded: nothing is queued. */
+	if (E->nreq + (unsigned long)want > E->max)
+		return posix_ret(-EAGAIN);
+	if (mode == LIO_WAIT || notify) {
+		g = calloc(1, sizeof(*g));
+		if (!g)
+			return posix_ret(-EAGAIN);
+		g->pending = 1;		/* held while submitting */
+		g->refs = 1;
+		g->notify = notify;
+		if (notify)
+			g->sev = *sig;
+	}
+	for (int i = 0; i < nent; i++) {
+		struct aiocb *cb = list[i];
+		int op = cb ? cb->aio_lio_opcode : LIO_NOP;
+
+		if (op == LIO_NOP)
+			continue;
+		if (op == LIO_READ || op == LIO_WRITE) {
+			r = aio__submit_rw(cb, op == LIO_READ ? K_READ : K_WRITE, &pc, g);
+		} else if ((r = aio__cb_check(cb, false)) == 0) {
+			aio__cb_mark_live(cb);
+			aio__complete(cb, -EINVAL);
+		}
+		if (r < 0)
+			refused = r;
+	}
+	aio__batch_flush(&pc);
+	aio__lio_ctx_release(&pc);
+	if (!g)
+		return posix_ret(refused);
+
+	pthread_mutex_lock(&E->mu);
+	if (mode == LIO_WAIT)
+		g->refs++;		/* the waiter's */
+	aio__lio_put_locked(g, true);	/* the submission hold */
+	pthread_mutex_unlock(&E->mu);
+	if (mode == LIO_NOWAIT)
+		return posix_ret(refused);
+
+	r = 0;
+	while (!atomic_load(&g->done))
+		if (aio__futex_wait_abs(&g->done, 0, NULL) == -EINTR) {
+			r = -EINTR;
+			break;
+		}
+	pthread_mutex_lock(&E->mu);
+	aio__lio_put_locked(g, false);
+	pthread_mutex_unlock(&E->mu);
+	if (r < 0)
+		return posix_ret(r);
+	for (int i = 0; i < nent && !failed && !refused; i++) {
+		const struct aiocb *cb = list[i];
+		if (cb && cb->aio_lio_opcode != LIO_NOP &&
+		    __atomic_load_n(&cb->__error_code, __ATOMIC_ACQUIRE) != 0)
+			failed++;
+	}
+	return posix_ret(failed || refused ? -EIO : 0);
+}
+

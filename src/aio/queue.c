@@ -1,0 +1,271 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * What runs when: requests on a stream one at a time in submission order
+ * (a FIFO per file), fsyncs behind the writes queued before them (epoch
+ * barriers), and the issue and end of every record.
+ */
+#define _GNU_SOURCE
+#include "aio/engine.h"
+
+/* ---------------------------------------------- serial files, fsync */
+
+static struct aio_serial **serial_slot(dev_t dev, ino_t ino)
+{
+	size_t h = (size_t)(ino * 0x9e3779b97f4a7c15ull ^ dev) % SERIAL_BUCKETS;
+	struct aio_serial **pp = &E->serial[h];
+
+	while (*pp && ((*pp)->dev != dev || (*pp)->ino != ino))
+		pp = &(*pp)->hnext;
+	return pp;
+}
+
+struct aio_serial *aio__serial_get_locked(const struct stat *st, bool create)
+{
+	struct aio_serial **pp = serial_slot(st->st_dev, st->st_ino), *s = *pp;
+
+	if (s || !create)
+		return s;
+	s = calloc(1, sizeof(*s));
+	if (!s)
+		return NULL;
+	s->dev = st->st_dev;
+	s->ino = st->st_ino;
+	*pp = s;
+	atomic_fetch_add(&E->nserial, 1);
+	return s;
+}
+
+void aio__serial_maybe_free_locked(struct aio_serial *s)
+{
+	struct aio_serial **pp;
+
+	if (s->busy || s->head)
+		return;
+	pp = serial_slot(s->dev, s->ino);
+	*pp = s->hnext;
+	free(s);
+	atomic_fetch_sub(&E->nserial, 1);
+}
+
+/* Waiting requests go in priority order, equal priorities in order. */
+void aio__serial_queue_locked(struct aio_serial *s, struct aio_req *r)
+{
+	struct aio_req **pp = &s->head;
+
+	while (*pp && (*pp)->prio <= r->prio)
+		pp = &(*pp)->next;
+	r->next = *pp;
+	*pp = r;
+	r->state = RS_QUEUED;
+}
+
+struct aio_fdw *aio__fdw_get_locked(int fd, bool create)
+{
+	struct aio_fdw *w;
+
+	if ((unsigned)fd < E->nfdw && E->fdw[fd])
+		return E->fdw[fd];
+	if (!create)
+		return NULL;
+	if ((unsigned)fd >= E->nfdw) {
+		unsigned n = E->nfdw ? E->nfdw : 64;
+		struct aio_fdw **a;
+
+		while (n <= (unsigned)fd)
+			n *= 2;
+		a = realloc(E->fdw, n * sizeof(*a));
+		if (!a)
+			return NULL;
+		memset(a + E->nfdw, 0, (n - E->nfdw) * sizeof(*a));
+		E->fdw = a;
+		E->nfdw = n;
+	}
+	w = calloc(1, sizeof(*w));
+	if (w)
+		w->fd = fd;
+	E->fdw[fd] = w;
+	return w;
+}
+
+void aio__fdw_maybe_free_locked(struct aio_fdw *w)
+{
+	if (w->writes || w->barriers)
+		return;
+	E->fdw[w->fd] = NULL;
+	free(w);
+}
+
+/* ------------------------------------------------- issue and end */
+
+/* Hands r's (next) op to the loop. */
+int aio__req_issue_locked(struct aio_req *r)
+{
+	struct aiocb *cb = r->cb;
+	uint64_t done = priv(cb)->done;
+	char *buf = (char *)cb->aio_buf;
+	int64_t off = r->flags & RF_SERIAL ? -1 : (int64_t)cb->aio_offset;
+	int ret;
+
+	r->state = RS_LOOP;
+	switch (r->kind) {
+	case K_READ:
+		ret = uaio_op_read(E->loop, &r->op, r->fd, buf, cb_len(cb), off,
+				   aio__req_cb, NULL);
+		break;
+	case K_WRITE:
+		ret = uaio_op_write(E->loop, &r->op, r->fd, buf + done,
+				    cb_len(cb) - done, off < 0 ? -1 : off + (int64_t)done,
+				    aio__req_cb, NULL);
+		break;
+	default:
+		ret = uaio_op_fsync(E->loop, &r->op, r->fd, r->kind == K_DSYNC,
+				    aio__req_cb, NULL);
+	}
+	if (ret < 0)
+		r->state = RS_QUEUED;
+	return ret;
+}
+
+/* The end of r whatever its owner: unpin, free, publish, notify. */
+void aio__req_release_locked(struct aio_req *r, long res)
+{
+	struct aiocb *cb = r->cb;
+	struct aio_lio *g = r->lio;
+
+	aio__pin_put_locked(r);
+	if ((r->flags & RF_DIRECT) && --r->u.thr->direct == 0 && r->u.thr->exiting)
+		pthread_cond_broadcast(&E->thread_cv);
+	priv(cb)->req = NULL;
+	aio__req_free_locked(r);
+	aio__complete(cb, res);
+	if (g)
+		aio__lio_put_locked(g, true);
+}
+
+/* Starts the next waiting request of a serial file. */
+static void serial_advance_locked(struct aio_serial *s)
+{
+	while (!s->busy && s->head) {
+		struct aio_req *r = s->head;
+		int ret;
+
+		s->head = r->next;
+		s->busy = r;
+		ret = aio__req_issue_locked(r);
+		if (ret < 0) {
+			s->busy = NULL;
+			aio__req_release_locked(r, ret);
+		}
+	}
+	aio__serial_maybe_free_locked(s);
+}
+
+/* A write in flight on w ended: release the fsyncs that waited for it. */
+static void fdw_write_done_locked(struct aio_fdw *w, struct aio_req *wr)
+{
+	struct aio_req **pp = &w->barriers;
+
+	w->writes--;
+	while (*pp) {
+		struct aio_req *b = *pp;
+
+		if (b->epoch > wr->epoch && --b->remaining == 0) {
+			int ret;
+
+			*pp = b->next;
+			b->owner = NULL;
+			ret = aio__req_issue_locked(b);
+			if (ret < 0)
+				aio__req_release_locked(b, ret);
+			continue;
+		}
+		pp = &b->next;
+	}
+	aio__fdw_maybe_free_locked(w);
+}
+
+void aio__req_finish_parallel_locked(struct aio_req *r, long res)
+{
+	if (r->kind == K_WRITE && r->owner)
+		fdw_write_done_locked(r->owner, r);
+	aio__req_release_locked(r, res);
+}
+
+/*
+ * A leader's readv/writev ended with res: each carried request gets its
+ * share, in order. A short count ends in the request it stops in (a
+ * short transfer, as read/write would report); the requests after it, or
+ * all but the leader after an error, are issued again one by one to get
+ * results of their own.
+ */
+void aio__leader_end_locked(struct aio_req *r, long res)
+{
+	long left = res > 0 ? res : 0;
+	bool rest_alone = false;
+	struct aio_req *m, *next;
+
+	free(r->u.iov);
+	r->u.iov = NULL;
+	for (m = r; m; m = next) {
+		long n = (long)cb_len(m->cb);
+		int ret;
+
+		next = m == r ? r->next : m->next;
+		m->flags &= ~(RF_LEADER | RF_MEMBER);
+		m->next = NULL;
+		if (m == r && res <= 0) {		/* nothing moved */
+			aio__req_finish_parallel_locked(m, res);
+			rest_alone = true;
+		} else if (!rest_alone && left >= n) {
+			left -= n;
+			aio__req_finish_parallel_locked(m, n);
+		} else if (!rest_alone && left > 0) {
+			aio__req_finish_parallel_locked(m, left);
+			left = 0;
+			rest_alone = true;
+		} else {			/* it stopped before m */
+			rest_alone = true;
+			if ((ret = aio__req_issue_locked(m)) < 0)
+				aio__req_finish_parallel_locked(m, ret);
+		}
+	}
+}
+
+/* r's op ended with res: continue a stream write, else finish r. */
+void aio__req_end_locked(struct aio_req *r, long res)
+{
+	struct aiocb *cb = r->cb;
+	struct cbpriv *pv = priv(cb);
+
+	if (r->flags & RF_LEADER) {
+		aio__leader_end_locked(r, res);
+		return;
+	}
+
+	/* A blocking write to a pipe or socket writes everything. */
+	if (r->kind == K_WRITE && (r->flags & RF_SERIAL) && res > 0 &&
+	    (size_t)res < cb_len(cb) - pv->done) {
+		pv->done += (uint64_t)res;
+		if (aio__req_issue_locked(r) == 0)
+			return;
+		res = 0;
+	}
+	if (pv->done)
+		res = res >= 0 ? res + (long)pv->done : (long)pv->done;
+	if (r->flags & RF_SERIAL) {
+		struct aio_serial *s = r->owner;
+		s->busy = NULL;
+		aio__req_release_locked(r, res);
+		serial_advance_locked(s);
+		return;
+	}
+	aio__req_finish_parallel_locked(r, res);
+}
+
+void aio__req_cb(uaio_op *op, int res, void *data)
+{
+	pthread_mutex_lock(&E->mu);
+	aio__req_end_locked((struct aio_req *)op, res);
+	pthread_mutex_unlock(&E->mu);
+}
+

@@ -1,0 +1,172 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The status of a request, in the caller's aiocb: publication at the end,
+ * the completion counter waiters sleep on, and aio_error, aio_return and
+ * aio_suspend, which read it without locks (async-signal-safe, as POSIX
+ * asks for aio_error, aio_return and aio_suspend).
+ */
+#define _GNU_SOURCE
+#include "aio/engine.h"
+
+void aio__seq_bump(void)
+{
+	atomic_fetch_add(&E->seq, 1);
+	if (atomic_load(&E->waiters))
+		syscall(SYS_futex, &E->seq, FUTEX_WAKE_PRIVATE, INT_MAX, NULL, NULL, 0);
+}
+
+/* Sleeps while *word == snap. Always with an absolute deadline: the
+ * kernel then reports EINTR for every handled signal, SA_RESTART or not,
+ * as aio_suspend and lio_listio must. Returns 0, -ETIMEDOUT or -EINTR. */
+int aio__futex_wait_abs(atomic_uint *word, unsigned snap,
+			  const struct timespec *deadline)
+{
+	struct timespec far;
+	long r;
+
+	if (!deadline) {
+		clock_gettime(CLOCK_MONOTONIC, &far);
+		far.tv_sec += 86400;
+		deadline = &far;
+	}
+	r = syscall(SYS_futex, word, FUTEX_WAIT_BITSET_PRIVATE, snap, deadline,
+		    NULL, FUTEX_BITSET_MATCH_ANY);
+	if (r < 0 && (errno == ETIMEDOUT || errno == EINTR))
+		return -errno;
+	return 0;
+}
+
+static int seq_wait(unsigned snap, const struct timespec *deadline)
+{
+	return aio__futex_wait_abs(&E->seq, snap, deadline);
+}
+
+/* The final status, for aio_error/aio_return: nothing touches cb after
+ * this, the caller may reuse it at once. */
+void aio__publish(struct aiocb *cb, long res)
+{
+	cb->__return_value = res < 0 ? -1 : res;
+	atomic_store_explicit(&priv(cb)->state, tag(cb, ST_DONE), memory_order_release);
+	__atomic_store_n(&cb->__error_code, res < 0 ? (int)-res : 0, __ATOMIC_RELEASE);
+}
+
+/* Whether sev delivers anything: not SIGEV_SIGNAL with signal 0, nor a
+ * sigevent that is no good (glibc takes any, and sends nothing). */
+bool aio__sev_notifies(const struct sigevent *sev)
+{
+	return uaio__sigevent_check(sev) == 0 &&
+	       (sev->sigev_notify == SIGEV_THREAD ||
+		(sev->sigev_notify == SIGEV_SIGNAL && sev->sigev_signo));
+}
+
+/* A request's end: status, then waiters, then its notification. */
+void aio__complete(struct aiocb *cb, long res)
+{
+	struct sigevent sev;
+	bool notify = aio__sev_notifies(&cb->aio_sigevent);
+
+	/* glibc: a signal that cannot be queued becomes the status. */
+	if (cb->aio_sigevent.sigev_notify == SIGEV_SIGNAL && !notify &&
+	    cb->aio_sigevent.sigev_signo)
+		res = -EINVAL;
+	if (notify)
+		sev = cb->aio_sigevent;
+	aio__publish(cb, res);
+	aio__seq_bump();
+	if (notify)
+		uaio__notify(&sev);
+}
+
+/* ------------------------------------------- error, return, suspend */
+
+API int uaio_error(const struct aiocb *cb)
+{
+	uint64_t st;
+
+	if (!cb)
+		return posix_ret(-EINVAL);
+	st = cb_state(cb);
+	if (st != ST_LIVE && st != ST_DONE && st != ST_RETURNED)
+		return posix_ret(-EINVAL);
+	return __atomic_load_n(&cb->__error_code, __ATOMIC_ACQUIRE);
+}
+
+API ssize_t uaio_return(struct aiocb *cb)
+{
+	uint64_t want;
+
+	if (!cb)
+		return posix_ret(-EINVAL);
+	want = tag(cb, ST_DONE);
+	/* Exactly once, even when threads race for it. */
+	if (atomic_compare_exchange_strong(&priv(cb)->state, &want,
+					   tag(cb, ST_RETURNED)))
+		return cb->__return_value;
+	return posix_ret(cb_state(cb) == ST_LIVE ? -EINPROGRESS : -EINVAL);
+}
+
+static bool any_done(const struct aiocb *const list[], int nent)
+{
+	for (int i = 0; i < nent; i++) {
+		const struct aiocb *cb = list[i];
+
+		if (cb && (cb_state(cb) != ST_LIVE ||
+			   __atomic_load_n(&cb->__error_code, __ATOMIC_ACQUIRE) != EINPROGRESS))
+			return true;
+	}
+	return false;
+}
+
+static bool any_live(const struct aiocb *const list[], int nent)
+{
+	if (!list)
+		return false;
+	for (int i = 0; i < nent; i++)
+		if (list[i])
+			return true;
+	return false;
+}
+
+API int uaio_suspend(const struct aiocb *const list[], int nent,
+		     const struct timespec *timeout)
+{
+	struct timespec deadline;
+	int r = 0;
+
+	/* As glibc: nothing to wait for returns at once, and a timeout that
+	 * is no duration (POSIX has no EINVAL here) has expired already. */
+	if (nent <= 0 || !any_live(list, nent) || any_done(list, nent))
+		return 0;
+	if (timeout) {
+		if (timeout->tv_sec < 0 || timeout->tv_nsec < 0 ||
+		    timeout->tv_nsec >= 1000000000 ||
+		    (!timeout->tv_sec && !timeout->tv_nsec))
+			return posix_ret(-EAGAIN);
+		clock_gettime(CLOCK_MONOTONIC, &deadline);
+		deadline.tv_sec += timeout->tv_sec;
+		deadline.tv_nsec += timeout->tv_nsec;
+		if (deadline.tv_nsec >= 1000000000) {
+			deadline.tv_sec++;
+			deadline.tv_nsec -= 1000000000;
+		}
+	}
+	atomic_fetch_add(&E->waiters, 1);
+	for (;;) {
+		unsigned snap = atomic_load(&E->seq);
+
+		if (any_done(list, nent))
+			break;
+		r = seq_wait(snap, timeout ? &deadline : NULL);
+		if (r == -ETIMEDOUT && !timeout)
+			r = 0;
+		if (r == -ETIMEDOUT) {
+			r = any_done(list, nent) ? 0 : -EAGAIN;
+			break;
+		}
+		if (r == -EINTR)
+			break;
+	}
+	atomic_fetch_sub(&E->waiters, 1);
+	return posix_ret(r);
+}
+

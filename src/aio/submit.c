@@ -1,0 +1,439 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Submission: the checks glibc makes, the inline try (lazy completion),
+ * and the hand-over of what would block to the kernel; aio_read,
+ * aio_write, aio_fsync.
+ */
+#define _GNU_SOURCE
+#include "aio/engine.h"
+
+/* ---------------------------------------------------- submission */
+
+/*
+ * What glibc refuses at submission: no aiocb, a bad aio_reqprio (reads
+ * and writes only); and, ours, the same aiocb twice at once, which is
+ * undefined. glibc leaves the reason in the aiocb too, so aio_error()
+ * tells it afterwards; the live aiocb is left alone. (A bad sigevent is
+ * not refused: see aio__complete().)
+ */
+int aio__cb_check(struct aiocb *cb, bool prio)
+{
+	if (!cb || cb_state(cb) == ST_LIVE)
+		return -EINVAL;
+	if (prio && (cb->aio_reqprio < 0 ||
+		     cb->aio_reqprio > UAIO_AIO_PRIO_DELTA_MAX)) {
+		aio__publish(cb, -EINVAL);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+void aio__cb_mark_live(struct aiocb *cb)
+{
+	struct cbpriv *pv = priv(cb);
+
+	cb->__return_value = 0;
+	pv->req = NULL;
+	pv->done = 0;
+	__atomic_store_n(&cb->__error_code, EINPROGRESS, __ATOMIC_RELAXED);
+	atomic_store_explicit(&pv->state, tag(cb, ST_LIVE), memory_order_release);
+}
+
+/* One non-blocking try of the rest of cb's transfer at off. */
+static long attempt(int fd, int kind, struct aiocb *cb, int64_t off, int rwf)
+{
+	uint64_t done = priv(cb)->done;
+	struct iovec iov = { (char *)cb->aio_buf + done, cb_len(cb) - done };
+	ssize_t r;
+
+	if (kind == K_READ)
+		r = preadv2(fd, &iov, 1, off, rwf);
+	else
+		r = pwritev2(fd, &iov, 1, off < 0 ? -1 : off + (int64_t)done, rwf);
+	return r < 0 ? -errno : r;
+}
+
+/*
+ * Whether a write the kernel will not take without blocking (ext4 and
+ * others refuse RWF_NOWAIT for buffered writes) may still be made here
+ * as a plain page-cache copy: small, whole pages (no page has to be read
+ * first), and no O_SYNC / O_DSYNC (which would wait for the disk). This
+ * is what a file system with non-blocking buffered writes (XFS, btrfs)
+ * does under RWF_NOWAIT; it costs one syscall, where handing it to the
+ * kernel's workers costs a thread hop each way (docs/design.md).
+ */
+static bool page_write_ok(const struct aiocb *cb, int kind, int fl)
+{
+	return kind == K_WRITE && !(fl & (O_SYNC | O_DSYNC)) &&
+	       cb->aio_offset >= 0 && !(cb->aio_offset % 4096) &&
+	       !(cb->aio_nbytes % 4096);
+}
+
+/* Whether an attempt's result is the request's result (else: background,
+ * after recording a partial write in done). */
+static bool attempt_final(struct aiocb *cb, int kind, long res, bool stream,
+			  bool nonblock)
+{
+	if (res == -EAGAIN || res == -EOPNOTSUPP)
+		return stream && nonblock && res == -EAGAIN;
+	if (res < 0)
+		return true;
+	if (kind == K_READ)	/* short from the cache may be EOF or not */
+		return stream || res == 0 || (size_t)res == cb_len(cb);
+	if ((size_t)res == cb_len(cb) - priv(cb)->done || nonblock)
+		return true;
+	priv(cb)->done += (uint64_t)res;
+	return false;
+}
+
+static void lio_add_locked(struct aio_req *r, struct aio_lio *g)
+{
+	if (g) {
+		r->lio = g;
+		g->pending++;
+		g->refs++;
+	}
+}
+
+/* The request becomes a record on a non-seekable file's FIFO. */
+static int submit_serial(struct aiocb *cb, int kind, int fd, int fl,
+			 const struct stat *st, struct lio_ctx *pc,
+			 struct aio_lio *g)
+{
+	struct aio_serial *s;
+	struct aio_req *r;
+	long res;
+	int ret;
+
+	pthread_mutex_lock(&E->mu);
+	s = aio__serial_get_locked(st, true);
+	if (!s) {
+		pthread_mutex_unlock(&E->mu);
+		return -EAGAIN;
+	}
+	if (!s->busy && !s->head && kind <= K_WRITE) {
+		/* Nothing ahead of it: try now, under the lock, so that no
+		 * later request can overtake it. */
+		res = attempt(fd, kind, cb, -1, RWF_NOWAIT);
+		if (res == -EOPNOTSUPP && (fl & O_NONBLOCK))
+			res = attempt(fd, kind, cb, -1, 0);
+		if (attempt_final(cb, kind, res, true, fl & O_NONBLOCK)) {
+			aio__serial_maybe_free_locked(s);
+			pthread_mutex_unlock(&E->mu);
+			aio__complete(cb, res + (res >= 0 ? (long)priv(cb)->done : 0));
+			return 0;
+		}
+	}
+	if ((ret = aio__engine_start_locked()) < 0 || !(r = aio__req_alloc_locked())) {
+		aio__serial_maybe_free_locked(s);
+		pthread_mutex_unlock(&E->mu);
+		return ret < 0 ? ret : -EAGAIN;
+	}
+	r->cb = cb;
+	r->kind = (uint8_t)kind;
+	r->prio = (int8_t)cb->aio_reqprio;
+	r->flags = RF_SERIAL;
+	r->owner = s;
+	priv(cb)->req = r;
+	aio__pin_get_locked(r, fd, pc);
+	lio_add_locked(r, g);
+	if (s->busy || s->head) {
+		aio__serial_queue_locked(s, r);
+	} else {
+		s->busy = r;
+		if ((ret = aio__req_issue_locked(r)) < 0) {
+			s->busy = NULL;
+			aio__req_release_locked(r, ret);
+			aio__serial_maybe_free_locked(s);
+		}
+	}
+	pthread_mutex_unlock(&E->mu);
+	return 0;
+}
+
+/* Sends out the entries gathered in pc: alone, or as one readv/writev
+ * led by the first. */
+static void batch_flush_locked(struct lio_ctx *pc)
+{
+	struct aio_req *lead = pc->mhead, *m;
+	struct iovec *iov = NULL;
+	unsigned i = 0;
+	int ret;
+
+	pc->mhead = pc->mtail = NULL;
+	if (!lead)
+		return;
+	if (pc->mcount > 1)
+		iov = malloc(pc->mcount * sizeof(*iov));
+	if (!iov) {		/* one entry, or no memory: one by one */
+		for (m = lead; m; m = lead) {
+			lead = m->next;
+			m->next = NULL;
+			if ((ret = aio__req_issue_locked(m)) < 0)
+				aio__req_finish_parallel_locked(m, ret);
+		}
+		return;
+	}
+	for (m = lead; m; m = m->next, i++) {
+		iov[i].iov_base = (void *)m->cb->aio_buf;
+		iov[i].iov_len = cb_len(m->cb);
+		m->flags |= m == lead ? RF_LEADER : RF_MEMBER;
+		m->state = RS_LOOP;
+	}
+	lead->u.iov = iov;
+	if (lead->kind == K_READ)
+		ret = uaio_op_readv(E->loop, &lead->op, lead->fd, iov, (int)i,
+				    lead->cb->aio_offset, aio__req_cb, NULL);
+	else
+		ret = uaio_op_writev(E->loop, &lead->op, lead->fd, iov, (int)i,
+				     lead->cb->aio_offset, aio__req_cb, NULL);
+	if (ret < 0)
+		aio__leader_end_locked(lead, ret);
+}
+
+void aio__batch_flush(struct lio_ctx *pc)
+{
+	if (!pc->mhead)
+		return;
+	pthread_mutex_lock(&E->mu);
+	batch_flush_locked(pc);
+	pthread_mutex_unlock(&E->mu);
+}
+
+/* Whether r extends pc's gathered entries: same kind, same file, next
+ * offset, and room left in one readv/writev. */
+static bool batch_fits(const struct lio_ctx *pc, const struct aio_req *r)
+{
+	const struct aio_req *t = pc->mtail;
+
+	return t && t->kind == r->kind && t->fd == r->fd && t->prio == r->prio &&
+	       r->cb->aio_offset == pc->mnext && pc->mcount < IOV_MAX &&
+	       pc->mbytes + cb_len(r->cb) <= RW_MAX;
+}
+
+/* The request becomes a record on a regular file or block device. direct:
+ * a single request the calling thread may hand to the kernel itself. */
+static int submit_parallel(struct aiocb *cb, int kind, int fd, bool direct,
+			   struct lio_ctx *pc, struct aio_lio *g)
+{
+	struct aio_req *r;
+	struct aio_fdw *w = NULL;
+	int ret;
+
+	pthread_mutex_lock(&E->mu);
+	if ((ret = aio__engine_start_locked()) < 0 || !(r = aio__req_alloc_locked())) {
+		pthread_mutex_unlock(&E->mu);
+		return ret < 0 ? ret : -EAGAIN;
+	}
+	if (kind != K_READ && !(w = aio__fdw_get_locked(fd, kind == K_WRITE)) &&
+	    kind == K_WRITE) {
+		aio__req_free_locked(r);
+		pthread_mutex_unlock(&E->mu);
+		return -EAGAIN;
+	}
+	r->cb = cb;
+	r->kind = (uint8_t)kind;
+	r->prio = (int8_t)(kind <= K_WRITE ? cb->aio_reqprio : 0);
+	priv(cb)->req = r;
+	lio_add_locked(r, g);
+	if (kind == K_WRITE) {
+		r->owner = w;
+		r->epoch = w->epoch;
+		w->writes++;
+	} else if (w && w->writes) {
+		/* An fsync after writes still in flight: a barrier. */
+		aio__pin_get_locked(r, fd, pc);
+		r->epoch = ++w->epoch;
+		r->remaining = w->writes;
+		r->owner = w;
+		r->next = w->barriers;
+		w->barriers = r;
+		r->state = RS_QUEUED;
+		pthread_mutex_unlock(&E->mu);
+		return 0;
+	}
+	/* A list's entries gather while they are adjacent (see batch_*);
+	 * not one whose inline try already wrote a part. */
+	if (pc && kind <= K_WRITE && !priv(cb)->done) {
+		aio__pin_get_locked(r, fd, pc);
+		if (!batch_fits(pc, r)) {
+			batch_flush_locked(pc);
+			pc->mhead = r;
+			pc->mcount = 0;
+			pc->mbytes = 0;
+		} else {
+			pc->mtail->next = r;
+		}
+		pc->mtail = r;
+		pc->mcount++;
+		pc->mbytes += cb_len(cb);
+		pc->mnext = cb->aio_offset + (int64_t)cb_len(cb);
+		r->state = RS_LOOP;
+		pthread_mutex_unlock(&E->mu);
+		return 0;
+	}
+	/*
+	 * A single small (or O_DIRECT) request on a regular file goes to the
+	 * kernel from this thread, by its descriptor: the kernel takes the
+	 * file reference before we return, so nothing needs pinning, and no
+	 * engine wake-up is needed. Disk I/O ends in bounded time, so the
+	 * thread's exit can wait for it (thread_exit_wait). When the ring has
+	 * no room, it is pinned and handed over like any other.
+	 */
+	ret = -EAGAIN;
+	if (direct && E->uring && (r->u.thr = aio__thread_self_locked())) {
+		r->fd = fd;
+		r->u.thr->direct++;
+		r->flags |= RF_DIRECT;
+		uaio_op_set_flags(&r->op, UAIO_OPF_ISSUE_HERE);
+		ret = aio__req_issue_locked(r);
+		if (ret == -EAGAIN) {
+			uaio_op_set_flags(&r->op, 0);
+			r->u.thr->direct--;
+			r->u.thr = NULL;
+			r->flags &= ~RF_DIRECT;
+		}
+	}
+	if (ret == -EAGAIN) {
+		aio__pin_get_locked(r, fd, pc);
+		ret = aio__req_issue_locked(r);
+	}
+	if (ret < 0)
+		aio__req_end_locked(r, ret);
+	pthread_mutex_unlock(&E->mu);
+	return 0;
+}
+
+/*
+ * Queues a read or write: 0 when queued or finished (the status is in the
+ * aiocb then), -errno when refused. As in glibc, a descriptor that is bad
+ * or not open for this direction, or a negative offset, is not a refusal:
+ * the request fails as it runs, through aio_error, aio_return and its
+ * notification.
+ */
+int aio__submit_rw(struct aiocb *cb, int kind, struct lio_ctx *pc,
+		     struct aio_lio *g)
+{
+	size_t one = INLINE_MAX, *budget = pc ? &pc->inline_left : &one;
+	struct aio_hint *h;
+	struct stat st;
+	int fd, fl, ret;
+	long res;
+	bool positional = false, try;
+	int rwf;
+
+	if ((ret = aio__cb_check(cb, true)) < 0)
+		return ret;
+	fd = cb->aio_fildes;
+	h = aio__hint_get(fd);
+	fl = aio__hint_flags(fd, h, false);
+	/* A hint may speak of an earlier file with this number: what would
+	 * fail the request is checked afresh. */
+	if (fl < 0 || (fl & O_PATH) || !fd_mode_ok(fl, kind))
+		fl = aio__hint_flags(fd, h, true);
+	aio__cb_mark_live(cb);
+	if (fl < 0 || (fl & O_PATH) || !fd_mode_ok(fl, kind)) {
+		aio__complete(cb, -EBADF);
+		return 0;
+	}
+
+	/* A try on a stream fails at once (ESPIPE), which tells regular files
+	 * from streams. Without a try (O_DIRECT, whose "non-blocking" try
+	 * would wait for the device; too big; refused before), or when serial
+	 * files with requests exist, or with no usable offset: classify the
+	 * file first. */
+	rwf = aio__hint_try(h, kind) ? RWF_NOWAIT : 0;
+	try = !(fl & O_DIRECT) && cb_len(cb) <= *budget &&
+	      (rwf || page_write_ok(cb, kind, fl));
+	if (!try || atomic_load_explicit(&E->nserial, memory_order_relaxed) ||
+	    cb->aio_offset < 0) {
+		if (fstat(fd, &st) < 0) {
+			aio__complete(cb, -errno);
+			return 0;
+		}
+		if (!S_ISREG(st.st_mode) && !S_ISBLK(st.st_mode))
+			goto serial;
+		if (cb->aio_offset < 0) {
+			aio__complete(cb, -EINVAL);
+			return 0;
+		}
+		positional = true;
+	}
+	if (try) {
+		res = attempt(fd, kind, cb, cb->aio_offset, rwf);
+		if (rwf)
+			aio__hint_learn(h, kind, res);
+		if (res == -ESPIPE && !positional) {	/* a stream */
+			if (fstat(fd, &st) < 0) {
+				aio__complete(cb, -errno);
+				return 0;
+			}
+			goto serial;
+		}
+		if (res > 0) {
+			*budget -= (size_t)res < *budget ? (size_t)res : *budget;
+			atomic_fetch_add_explicit(&E->inline_bytes, (unsigned long long)res,
+						  memory_order_relaxed);
+		}
+		if (attempt_final(cb, kind, res, false, false)) {
+			aio__complete(cb, res + (res >= 0 ? (long)priv(cb)->done : 0));
+			return 0;
+		}
+	}
+	ret = submit_parallel(cb, kind, fd, !pc && ((fl & O_DIRECT) || cb_len(cb) <= INLINE_MAX),
+			      pc, g);
+	if (ret == 0)
+		return 0;
+	goto refuse;
+serial:
+	/* O_NONBLOCK decides a stream request's result: not from a hint. */
+	fl = aio__hint_flags(fd, h, true);
+	ret = submit_serial(cb, kind, fd, fl < 0 ? 0 : fl, &st, pc, g);
+	if (ret == 0)
+		return 0;
+refuse:
+	aio__publish(cb, ret);
+	return ret;
+}
+
+/* glibc records the operation in aio_lio_opcode; so do we. */
+API int uaio_read(struct aiocb *cb)
+{
+	if (cb && cb_state(cb) != ST_LIVE)
+		cb->aio_lio_opcode = LIO_READ;
+	return posix_ret(aio__submit_rw(cb, K_READ, NULL, NULL));
+}
+
+API int uaio_write(struct aiocb *cb)
+{
+	if (cb && cb_state(cb) != ST_LIVE)
+		cb->aio_lio_opcode = LIO_WRITE;
+	return posix_ret(aio__submit_rw(cb, K_WRITE, NULL, NULL));
+}
+
+/* POSIX: only aio_fildes and aio_sigevent are used. As glibc, a bad
+ * descriptor is refused here, and aio_reqprio is set to 0. */
+API int uaio_fsync(int op, struct aiocb *cb)
+{
+	struct stat st;
+	int fd, kind = op == O_DSYNC ? K_DSYNC : K_FSYNC, ret;
+
+	if (op != O_SYNC && op != O_DSYNC)
+		return posix_ret(-EINVAL);
+	if (cb && cb_state(cb) != ST_LIVE && fstat(cb->aio_fildes, &st) < 0)
+		return posix_ret(-EBADF);
+	if ((ret = aio__cb_check(cb, false)) < 0)
+		return posix_ret(ret);
+	fd = cb->aio_fildes;
+	cb->aio_reqprio = 0;
+	cb->aio_lio_opcode = op == O_DSYNC ? LIO_NOP + 1 : LIO_NOP + 2; /* glibc's LIO_DSYNC, LIO_SYNC */
+	aio__cb_mark_live(cb);
+	if (S_ISREG(st.st_mode) || S_ISBLK(st.st_mode))
+		ret = submit_parallel(cb, kind, fd, true, NULL, NULL);
+	else
+		ret = submit_serial(cb, kind, fd, 0, &st, NULL, NULL);
+	if (ret < 0)
+		aio__publish(cb, ret);
+	return posix_ret(ret);
+}
+

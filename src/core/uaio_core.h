@@ -1,0 +1,27 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * What the layers above the core (src/aio, src/laio) may use beyond the
+ * public <uaio/loop.h>: only this. Everything else of the core is private
+ * to src/core (internal.h).
+ */
+#ifndef UAIO_CORE_H
+#define UAIO_CORE_H
+
+#include <pthread.h>
+
+#define UAIO_LIKELY(x) __builtin_expect(!!(x), 1)
+#define UAIO_UNLIKELY(x) __builtin_expect(!!(x), 0)
+
+#ifdef UAIO_BUILDING_SHARED
+#define UAIO_API __attribute__((visibility("default")))
+#else
+#define UAIO_API
+#endif
+
+/* pthread_create() for the library's own threads (workers, the AIO engine
+ * and notification pool): they start with every signal blocked, so that
+ * the program's signals go to its own threads. 0 or -errno. */
+int uaio__thread_start(pthread_t *t, const pthread_attr_t *attr,
+		       void *(*fn)(void *), void *arg);
+
+#endif

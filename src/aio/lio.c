@@ -32,7 +32,10 @@ API int ulio_listio(int mode, struct aiocb *const list[], int nent,
 		    struct sigevent *sig)
 {
 	struct aio_lio *g = NULL;
-	struct lio_ctx pc = { .fd = -1, .pinned = -1, .inline_left = INLINE_MAX };
+	/* LIO_WAIT's caller waits for the whole list anyway: nothing to
+	 * overlap with, so it may finish all of it inline. */
+	struct lio_ctx pc = { .fd = -1, .pinned = -1,
+			      .inline_left = mode == LIO_WAIT ? SIZE_MAX : INLINE_MAX };
 	bool notify = mode == LIO_NOWAIT && sig && aio__sev_notifies(sig);
 	int refused = 0, failed = 0, want = 0, r;
 

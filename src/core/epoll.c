@@ -23,7 +23,6 @@
 
 #define WAKE_KEY	UINT64_MAX
 #define MAX_EVENTS	256
-#define OX_PLAIN	0x2	/* fd lacks RWF_NOWAIT: readiness, then plain I/O */
 
 struct uaio_fdq {
 	uaio_op *rh, *rt;	/* read-side ops, FIFO */
@@ -72,24 +71,6 @@ static void ep_fini(uaio_loop *l)
 	free(es->idle);
 	free(es);
 	l->bs = NULL;
-}
-
-static bool is_rw(const uaio_op *op)
-{
-	return op->opcode == OP_READ || op->opcode == OP_READV ||
-	       op->opcode == OP_WRITE || op->opcode == OP_WRITEV;
-}
-
-static bool is_read_side(const uaio_op *op)
-{
-	switch (op->opcode) {
-	case OP_WRITE: case OP_WRITEV: case OP_SEND: case OP_SENDMSG:
-	case OP_CONNECT:
-		return false;
-	case OP_POLL:
-		return (op->len & POLLIN) || !(op->len & POLLOUT);
-	}
-	return true;
 }
 
 static uint32_t want_mask(const struct uaio_fdent *e)
@@ -228,31 +209,6 @@ static bool q_unlink(uaio_op **h, uaio_op **t, uaio_op *op)
 	return false;
 }
 
-static long rw_nowait(uaio_op *op, bool plain)
-{
-	struct iovec one = { (void *)(uintptr_t)op->addr, op->len };
-	const struct iovec *iov = &one;
-	int n = 1;
-	off_t off = (off_t)op->off;
-	bool wr = op->opcode == OP_WRITE || op->opcode == OP_WRITEV;
-	ssize_t r;
-
-	if (op->opcode == OP_READV || op->opcode == OP_WRITEV) {
-		iov = (const struct iovec *)(uintptr_t)op->addr;
-		n = (int)op->len;
-	}
-	for (;;) {
-		int fl = plain ? 0 : RWF_NOWAIT;
-		r = wr ? pwritev2(op->fd, iov, n, off, fl) : preadv2(op->fd, iov, n, off, fl);
-		/* A stream ignores the offset under io_uring; do the same. */
-		if (r < 0 && errno == ESPIPE && off != -1) {
-			off = -1;
-			continue;
-		}
-		return r < 0 ? -errno : r;
-	}
-}
-
 static uint64_t rw_total(const uaio_op *op)
 {
 	const struct iovec *iov = (const struct iovec *)(uintptr_t)op->addr;
@@ -265,67 +221,17 @@ static uint64_t rw_total(const uaio_op *op)
 	return n;
 }
 
-static short ready(int fd, short events)
+static bool is_rw(const uaio_op *op)
 {
-	struct pollfd p = { .fd = fd, .events = events };
-
-	return poll(&p, 1, 0) == 1 ? p.revents : 0;
+	return uaio__opdef(op)->flags & OPF_RW;
 }
 
 /* One non-blocking try: result, or -EAGAIN to keep waiting. */
 static long attempt(uaio_op *op)
 {
-	void *a = (void *)(uintptr_t)op->addr;
-	long r;
+	const struct uaio_opdef *d = uaio__opdef(op);
 
-	switch (op->opcode) {
-	case OP_READ: case OP_READV: case OP_WRITE: case OP_WRITEV:
-		if (op->xflags & OX_PLAIN) {
-			bool wr = op->opcode == OP_WRITE || op->opcode == OP_WRITEV;
-			if (!ready(op->fd, wr ? POLLOUT : POLLIN))
-				return -EAGAIN;
-		}
-		return rw_nowait(op, op->xflags & OX_PLAIN);
-	case OP_RECV:
-		r = recv(op->fd, a, op->len, (int)op->rw_flags | MSG_DONTWAIT);
-		break;
-	case OP_SEND:
-		r = send(op->fd, a, op->len, (int)op->rw_flags | MSG_DONTWAIT | MSG_NOSIGNAL);
-		break;
-	case OP_RECVMSG:
-		r = recvmsg(op->fd, a, (int)op->rw_flags | MSG_DONTWAIT);
-		break;
-	case OP_SENDMSG:
-		r = sendmsg(op->fd, a, (int)op->rw_flags | MSG_DONTWAIT | MSG_NOSIGNAL);
-		break;
-	case OP_ACCEPT:
-	case OP_ACCEPT_MULTI: {
-		short rv = ready(op->fd, POLLIN);
-		if (rv & POLLNVAL)
-			return -EBADF;
-		if (!rv)
-			return -EAGAIN;
-		r = accept4(op->fd, a, (socklen_t *)(uintptr_t)op->addr2,
-			    (int)op->rw_flags);
-		break;
-	}
-	case OP_CONNECT: {
-		int err = 0;
-		socklen_t len = sizeof(err);
-		if (!ready(op->fd, POLLOUT))
-			return -EAGAIN;
-		if (getsockopt(op->fd, SOL_SOCKET, SO_ERROR, &err, &len) < 0)
-			return -errno;
-		return -err;
-	}
-	case OP_POLL: {
-		short rv = ready(op->fd, (short)op->len);
-		return rv ? rv : -EAGAIN;
-	}
-	default:
-		return -EINVAL;
-	}
-	return r < 0 ? -errno : r;
+	return d->try_ ? d->try_(op) : -EINVAL;
 }
 
 static bool blocks_on_disk(int fd)
@@ -343,7 +249,7 @@ static int enqueue(uaio_loop *l, uaio_op *op)
 
 	if (!q)
 		return -ENOMEM;
-	if (is_read_side(op))
+	if (uaio__op_read_side(op))
 		q_push(&q->rh, &q->rt, op);
 	else
 		q_push(&q->wh, &q->wt, op);
@@ -355,7 +261,7 @@ static int enqueue(uaio_loop *l, uaio_op *op)
 	r = update_reg_force(l, op->fd, q->idle_marked);
 	q->idle_marked = false;
 	if (r < 0) {
-		if (is_read_side(op))
+		if (uaio__op_read_side(op))
 			q_unlink(&q->rh, &q->rt, op);
 		else
 			q_unlink(&q->wh, &q->wt, op);
@@ -469,9 +375,9 @@ static int ep_cancel_fd(uaio_loop *l, uaio_op *op)
 	return 0;
 }
 
-static int ep_submit(uaio_loop *l, uaio_op *op)
+/* The ops this backend runs itself (EP_SELF in the op table). */
+static int ep_self(uaio_loop *l, uaio_op *op)
 {
-	struct uaio_fdent *e;
 	long r;
 
 	switch (op->opcode) {
@@ -488,10 +394,6 @@ static int ep_submit(uaio_loop *l, uaio_op *op)
 		return ep_cancel_fd(l, op);
 	case OP_CLOSE:
 		return ep_close(l, op);
-	case OP_READ: case OP_READV: case OP_WRITE: case OP_WRITEV:
-	case OP_RECV: case OP_SEND: case OP_RECVMSG: case OP_SENDMSG:
-	case OP_ACCEPT: case OP_ACCEPT_MULTI: case OP_POLL:
-		break;
 	case OP_CONNECT: {
 		int fl = fcntl(op->fd, F_GETFL);
 		if (fl < 0)
@@ -506,14 +408,26 @@ static int ep_submit(uaio_loop *l, uaio_op *op)
 		}
 		return enqueue(l, op);
 	}
-	default:
+	}
+	return uaio__workers_submit(l, op);
+}
+
+static int ep_submit(uaio_loop *l, uaio_op *op)
+{
+	struct uaio_fdent *e;
+	long r;
+
+	switch (uaio__opdef(op)->ep) {
+	case EP_WORK:
 		return uaio__workers_submit(l, op);
+	case EP_SELF:
+		return ep_self(l, op);
 	}
 
 	/* Keep per-fd order: behind anything already queued on that side.
 	 * If epoll already watches that side, it will say when to try. */
 	e = uaio__fdent(l, op->fd, false);
-	if (e && e->q && (is_read_side(op) ? e->q->rh || (e->q->reg & EPOLLIN)
+	if (e && e->q && (uaio__op_read_side(op) ? e->q->rh || (e->q->reg & EPOLLIN)
 					   : e->q->wh || (e->q->reg & EPOLLOUT)))
 		return enqueue(l, op);
 	if (op->opcode == OP_ACCEPT_MULTI)

@@ -18,14 +18,7 @@
 #include "core/uaio_core.h"
 
 
-enum uaio_opcode {
-	OP_NOP = 1, OP_READ, OP_WRITE, OP_READV, OP_WRITEV, OP_RECV, OP_SEND,
-	OP_RECVMSG, OP_SENDMSG, OP_ACCEPT, OP_ACCEPT_MULTI, OP_CONNECT,
-	OP_OPENAT, OP_OPENAT2, OP_CLOSE, OP_STATX, OP_FSYNC, OP_FALLOCATE,
-	OP_SPLICE, OP_TEE, OP_TIMEOUT, OP_CANCEL, OP_CANCEL_FD, OP_POLL,
-	OP_UNLINKAT, OP_RENAMEAT, OP_MKDIRAT, OP_SYMLINKAT, OP_LINKAT,
-	OP_FADVISE, OP_MADVISE, OP_SHUTDOWN, OP_WORK,
-};
+#include "core/ops.h"
 
 /* uaio_op.state */
 enum {
@@ -41,6 +34,7 @@ enum {
 
 /* uaio_op.xflags */
 #define OX_MORE		0x1	/* multishot: more completions follow */
+#define OX_PLAIN	0x2	/* epoll: fd lacks RWF_NOWAIT: readiness, then plain I/O */
 #define OX_STARTED	0x8000	/* io_uring close: local cancels done */
 /* The caller's UAIO_OPF_* flags live above the private ones. */
 #define OX_USER_SHIFT	8

@@ -327,108 +327,11 @@ static void uring_unpin(uaio_loop *l, int pinned)
 
 static void prep(struct io_uring_sqe *sqe, uaio_op *op)
 {
-	void *a = (void *)(uintptr_t)op->addr;
-	void *a2 = (void *)(uintptr_t)op->addr2;
+	const struct uaio_opdef *d = uaio__opdef(op);
 
-	switch (op->opcode) {
-	case OP_NOP:
-		io_uring_prep_nop(sqe);
-		break;
-	case OP_READ:
-		io_uring_prep_read(sqe, op->fd, a, op->len, op->off);
-		break;
-	case OP_WRITE:
-		io_uring_prep_write(sqe, op->fd, a, op->len, op->off);
-		break;
-	case OP_READV:
-		io_uring_prep_readv(sqe, op->fd, a, op->len, op->off);
-		break;
-	case OP_WRITEV:
-		io_uring_prep_writev(sqe, op->fd, a, op->len, op->off);
-		break;
-	case OP_RECV:
-		io_uring_prep_recv(sqe, op->fd, a, op->len, (int)op->rw_flags);
-		break;
-	case OP_SEND:
-		io_uring_prep_send(sqe, op->fd, a, op->len,
-				   (int)op->rw_flags | MSG_NOSIGNAL);
-		break;
-	case OP_RECVMSG:
-		io_uring_prep_recvmsg(sqe, op->fd, a, op->rw_flags);
-		break;
-	case OP_SENDMSG:
-		io_uring_prep_sendmsg(sqe, op->fd, a, op->rw_flags | MSG_NOSIGNAL);
-		break;
-	case OP_ACCEPT:
-		io_uring_prep_accept(sqe, op->fd, a, a2, (int)op->rw_flags);
-		break;
-	case OP_ACCEPT_MULTI:
-		io_uring_prep_multishot_accept(sqe, op->fd, NULL, NULL,
-					       (int)op->rw_flags);
-		break;
-	case OP_CONNECT:
-		io_uring_prep_connect(sqe, op->fd, a, op->len);
-		break;
-	case OP_OPENAT:
-		io_uring_prep_openat(sqe, op->fd, a, (int)op->rw_flags, op->len);
-		break;
-	case OP_OPENAT2:
-		io_uring_prep_openat2(sqe, op->fd, a, a2);
-		break;
-	case OP_CLOSE:
-		io_uring_prep_close(sqe, op->fd);
-		break;
-	case OP_STATX:
-		io_uring_prep_statx(sqe, op->fd, a, (int)op->rw_flags, op->len, a2);
-		break;
-	case OP_FSYNC:
-		io_uring_prep_fsync(sqe, op->fd,
-				    op->rw_flags ? IORING_FSYNC_DATASYNC : 0);
-		break;
-	case OP_FALLOCATE:
-		io_uring_prep_fallocate(sqe, op->fd, (int)op->len, op->off, op->addr);
-		break;
-	case OP_SPLICE:
-		io_uring_prep_splice(sqe, op->fd, (int64_t)op->off, (int)op->addr2,
-				     (int64_t)op->addr, op->len, op->rw_flags);
-		break;
-	case OP_TEE:
-		io_uring_prep_tee(sqe, op->fd, (int)op->addr2, op->len, op->rw_flags);
-		break;
-	case OP_TIMEOUT:
-		io_uring_prep_timeout(sqe, (struct __kernel_timespec *)&op->addr, 0, 0);
-		break;
-	case OP_POLL:
-		io_uring_prep_poll_add(sqe, op->fd, op->len);
-		break;
-	case OP_UNLINKAT:
-		io_uring_prep_unlinkat(sqe, op->fd, a, (int)op->rw_flags);
-		break;
-	case OP_RENAMEAT:
-		io_uring_prep_renameat(sqe, op->fd, a, (int)op->len, a2, op->rw_flags);
-		break;
-	case OP_MKDIRAT:
-		io_uring_prep_mkdirat(sqe, op->fd, a, op->len);
-		break;
-	case OP_SYMLINKAT:
-		io_uring_prep_symlinkat(sqe, a, op->fd, a2);
-		break;
-	case OP_LINKAT:
-		io_uring_prep_linkat(sqe, op->fd, a, (int)op->len, a2, (int)op->rw_flags);
-		break;
-	case OP_FADVISE:
-		io_uring_prep_fadvise(sqe, op->fd, op->off, (off_t)op->addr,
-				      (int)op->rw_flags);
-		break;
-	case OP_MADVISE:
-		io_uring_prep_madvise(sqe, a, (off_t)op->addr2, (int)op->rw_flags);
-		break;
-	case OP_SHUTDOWN:
-		io_uring_prep_shutdown(sqe, op->fd, (int)op->len);
-		break;
-	}
+	d->prep(sqe, op);
 	/* A pinned handle names a registered file (ops whose file is fd). */
-	if (UAIO_UNLIKELY(op->fd >= UAIO_FD_FIXED) && sqe->fd == op->fd) {
+	if (UAIO_UNLIKELY(op->fd >= UAIO_FD_FIXED) && (d->flags & OPF_FD)) {
 		sqe->fd = op->fd & ~UAIO_FD_FIXED;
 		sqe->flags |= IOSQE_FIXED_FILE;
 	}
@@ -557,7 +460,8 @@ static int uring_submit(uaio_loop *l, uaio_op *op)
 {
 	bool issuer;
 
-	if (op->opcode == OP_WORK)
+	if (!uaio__opdef(op)->prep && op->opcode != OP_CANCEL &&
+	    op->opcode != OP_CANCEL_FD)
 		return uaio__workers_submit(l, op);
 	if ((op->xflags & OX_ISSUE_HERE) && l->threadsafe) {
 		/* Out now, from this thread, or not at all (see loop.h). */

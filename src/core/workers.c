@@ -19,86 +19,12 @@
 
 #include "core/internal.h"
 
-static long sysret(long r)
-{
-	return r < 0 ? -errno : r;
-}
-
 /* Performs op synchronously; returns result or -errno. */
 long uaio__op_exec(uaio_op *op)
 {
-	void *a = (void *)(uintptr_t)op->addr;
-	void *a2 = (void *)(uintptr_t)op->addr2;
-	off_t off = (off_t)op->off;
+	const struct uaio_opdef *d = uaio__opdef(op);
 
-	switch (op->opcode) {
-	case OP_NOP:
-		return 0;
-	case OP_READ: {
-		struct iovec iov = { a, op->len };
-		return sysret(preadv2(op->fd, &iov, 1, off, 0));
-	}
-	case OP_WRITE: {
-		struct iovec iov = { a, op->len };
-		return sysret(pwritev2(op->fd, &iov, 1, off, 0));
-	}
-	case OP_READV:
-		return sysret(preadv2(op->fd, a, (int)op->len, off, 0));
-	case OP_WRITEV:
-		return sysret(pwritev2(op->fd, a, (int)op->len, off, 0));
-	case OP_RECV:
-		return sysret(recv(op->fd, a, op->len, (int)op->rw_flags));
-	case OP_SEND:
-		return sysret(send(op->fd, a, op->len, (int)op->rw_flags | MSG_NOSIGNAL));
-	case OP_RECVMSG:
-		return sysret(recvmsg(op->fd, a, (int)op->rw_flags));
-	case OP_SENDMSG:
-		return sysret(sendmsg(op->fd, a, (int)op->rw_flags | MSG_NOSIGNAL));
-	case OP_CONNECT:
-		return sysret(connect(op->fd, a, op->len));
-	case OP_OPENAT:
-		return sysret(openat(op->fd, a, (int)op->rw_flags, (mode_t)op->len));
-	case OP_OPENAT2:
-		return sysret(syscall(SYS_openat2, op->fd, a, a2, 24));
-	case OP_STATX:
-		return sysret(statx(op->fd, a, (int)op->rw_flags, op->len, a2));
-	case OP_FSYNC:
-		return sysret(op->rw_flags ? fdatasync(op->fd) : fsync(op->fd));
-	case OP_FALLOCATE:
-		return sysret(fallocate(op->fd, (int)op->len, off, (off_t)op->addr));
-	case OP_SPLICE: {
-		loff_t oin = (loff_t)op->off, oout = (loff_t)op->addr;
-		return sysret(splice(op->fd, (int64_t)op->off == -1 ? NULL : &oin,
-				     (int)op->addr2, (int64_t)op->addr == -1 ? NULL : &oout,
-				     op->len, op->rw_flags));
-	}
-	case OP_TEE:
-		return sysret(tee(op->fd, (int)op->addr2, op->len, op->rw_flags));
-	case OP_UNLINKAT:
-		return sysret(unlinkat(op->fd, a, (int)op->rw_flags));
-	case OP_RENAMEAT:
-		return sysret(syscall(SYS_renameat2, op->fd, a, (int)op->len, a2,
-				      op->rw_flags));
-	case OP_MKDIRAT:
-		return sysret(mkdirat(op->fd, a, (mode_t)op->len));
-	case OP_SYMLINKAT:
-		return sysret(symlinkat(a, op->fd, a2));
-	case OP_LINKAT:
-		return sysret(linkat(op->fd, a, (int)op->len, a2, (int)op->rw_flags));
-	case OP_FADVISE: {
-		int r = posix_fadvise(op->fd, off, (off_t)op->addr, (int)op->rw_flags);
-		return -r;
-	}
-	case OP_MADVISE:
-		return sysret(madvise(a, (size_t)op->addr2, (int)op->rw_flags));
-	case OP_SHUTDOWN:
-		return sysret(shutdown(op->fd, (int)op->len));
-	case OP_CLOSE:
-		return sysret(close(op->fd));
-	case OP_WORK:
-		return ((long (*)(void *))a)(a2);
-	}
-	return -EINVAL;
+	return d->exec ? d->exec(op) : -EINVAL;
 }
 
 static void *worker_main(void *arg)

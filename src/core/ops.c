@@ -1,0 +1,436 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The functions behind the op table (ops.h): per opcode, how io_uring
+ * prepares it, how a worker runs it blocking, and how the epoll backend
+ * tries it without blocking.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <liburing.h>
+#include <poll.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include "core/internal.h"
+
+#define A(op)	((void *)(uintptr_t)(op)->addr)
+#define A2(op)	((void *)(uintptr_t)(op)->addr2)
+
+static long sysret(long r)
+{
+	return r < 0 ? -errno : r;
+}
+
+/* ---------------------------------------------------------- io_uring */
+
+static void prep_nop(struct io_uring_sqe *s, const uaio_op *op)
+{
+	io_uring_prep_nop(s);
+}
+
+static void prep_read(struct io_uring_sqe *s, const uaio_op *op)
+{
+	io_uring_prep_read(s, op->fd, A(op), op->len, op->off);
+}
+
+static void prep_write(struct io_uring_sqe *s, const uaio_op *op)
+{
+	io_uring_prep_write(s, op->fd, A(op), op->len, op->off);
+}
+
+static void prep_readv(struct io_uring_sqe *s, const uaio_op *op)
+{
+	io_uring_prep_readv(s, op->fd, A(op), op->len, op->off);
+}
+
+static void prep_writev(struct io_uring_sqe *s, const uaio_op *op)
+{
+	io_uring_prep_writev(s, op->fd, A(op), op->len, op->off);
+}
+
+static void prep_recv(struct io_uring_sqe *s, const uaio_op *op)
+{
+	io_uring_prep_recv(s, op->fd, A(op), op->len, (int)op->rw_flags);
+}
+
+static void prep_send(struct io_uring_sqe *s, const uaio_op *op)
+{
+	io_uring_prep_send(s, op->fd, A(op), op->len, (int)op->rw_flags | MSG_NOSIGNAL);
+}
+
+static void prep_recvmsg(struct io_uring_sqe *s, const uaio_op *op)
+{
+	io_uring_prep_recvmsg(s, op->fd, A(op), op->rw_flags);
+}
+
+static void prep_sendmsg(struct io_uring_sqe *s, const uaio_op *op)
+{
+	io_uring_prep_sendmsg(s, op->fd, A(op), op->rw_flags | MSG_NOSIGNAL);
+}
+
+static void prep_accept(struct io_uring_sqe *s, const uaio_op *op)
+{
+	io_uring_prep_accept(s, op->fd, A(op), A2(op), (int)op->rw_flags);
+}
+
+static void prep_accept_multi(struct io_uring_sqe *s, const uaio_op *op)
+{
+	io_uring_prep_multishot_accept(s, op->fd, NULL, NULL, (int)op->rw_flags);
+}
+
+static void prep_connect(struct io_uring_sqe *s, const uaio_op *op)
+{
+	io_uring_prep_connect(s, op->fd, A(op), op->len);
+}
+
+static void prep_openat(struct io_uring_sqe *s, const uaio_op *op)
+{
+	io_uring_prep_openat(s, op->fd, A(op), (int)op->rw_flags, op->len);
+}
+
+static void prep_openat2(struct io_uring_sqe *s, const uaio_op *op)
+{
+	io_uring_prep_openat2(s, op->fd, A(op), A2(op));
+}
+
+static void prep_close(struct io_uring_sqe *s, const uaio_op *op)
+{
+	io_uring_prep_close(s, op->fd);
+}
+
+static void prep_statx(struct io_uring_sqe *s, const uaio_op *op)
+{
+	io_uring_prep_statx(s, op->fd, A(op), (int)op->rw_flags, op->len, A2(op));
+}
+
+static void prep_fsync(struct io_uring_sqe *s, const uaio_op *op)
+{
+	io_uring_prep_fsync(s, op->fd, op->rw_flags ? IORING_FSYNC_DATASYNC : 0);
+}
+
+static void prep_fallocate(struct io_uring_sqe *s, const uaio_op *op)
+{
+	io_uring_prep_fallocate(s, op->fd, (int)op->len, op->off, op->addr);
+}
+
+static void prep_splice(struct io_uring_sqe *s, const uaio_op *op)
+{
+	io_uring_prep_splice(s, op->fd, (int64_t)op->off, (int)op->addr2,
+			     (int64_t)op->addr, op->len, op->rw_flags);
+}
+
+static void prep_tee(struct io_uring_sqe *s, const uaio_op *op)
+{
+	io_uring_prep_tee(s, op->fd, (int)op->addr2, op->len, op->rw_flags);
+}
+
+static void prep_timeout(struct io_uring_sqe *s, const uaio_op *op)
+{
+	/* addr and addr2 lie in the op as a __kernel_timespec would. */
+	io_uring_prep_timeout(s, (struct __kernel_timespec *)&((uaio_op *)op)->addr, 0, 0);
+}
+
+static void prep_poll(struct io_uring_sqe *s, const uaio_op *op)
+{
+	io_uring_prep_poll_add(s, op->fd, op->len);
+}
+
+static void prep_unlinkat(struct io_uring_sqe *s, const uaio_op *op)
+{
+	io_uring_prep_unlinkat(s, op->fd, A(op), (int)op->rw_flags);
+}
+
+static void prep_renameat(struct io_uring_sqe *s, const uaio_op *op)
+{
+	io_uring_prep_renameat(s, op->fd, A(op), (int)op->len, A2(op), op->rw_flags);
+}
+
+static void prep_mkdirat(struct io_uring_sqe *s, const uaio_op *op)
+{
+	io_uring_prep_mkdirat(s, op->fd, A(op), op->len);
+}
+
+static void prep_symlinkat(struct io_uring_sqe *s, const uaio_op *op)
+{
+	io_uring_prep_symlinkat(s, A(op), op->fd, A2(op));
+}
+
+static void prep_linkat(struct io_uring_sqe *s, const uaio_op *op)
+{
+	io_uring_prep_linkat(s, op->fd, A(op), (int)op->len, A2(op), (int)op->rw_flags);
+}
+
+static void prep_fadvise(struct io_uring_sqe *s, const uaio_op *op)
+{
+	io_uring_prep_fadvise(s, op->fd, op->off, (off_t)op->addr, (int)op->rw_flags);
+}
+
+static void prep_madvise(struct io_uring_sqe *s, const uaio_op *op)
+{
+	io_uring_prep_madvise(s, A(op), (off_t)op->addr2, (int)op->rw_flags);
+}
+
+static void prep_shutdown(struct io_uring_sqe *s, const uaio_op *op)
+{
+	io_uring_prep_shutdown(s, op->fd, (int)op->len);
+}
+
+/* ------------------------------------------------- workers, blocking */
+
+static long exec_read(uaio_op *op)
+{
+	struct iovec iov = { A(op), op->len };
+	return sysret(preadv2(op->fd, &iov, 1, (off_t)op->off, 0));
+}
+
+static long exec_write(uaio_op *op)
+{
+	struct iovec iov = { A(op), op->len };
+	return sysret(pwritev2(op->fd, &iov, 1, (off_t)op->off, 0));
+}
+
+static long exec_readv(uaio_op *op)
+{
+	return sysret(preadv2(op->fd, A(op), (int)op->len, (off_t)op->off, 0));
+}
+
+static long exec_writev(uaio_op *op)
+{
+	return sysret(pwritev2(op->fd, A(op), (int)op->len, (off_t)op->off, 0));
+}
+
+static long exec_recv(uaio_op *op)
+{
+	return sysret(recv(op->fd, A(op), op->len, (int)op->rw_flags));
+}
+
+static long exec_send(uaio_op *op)
+{
+	return sysret(send(op->fd, A(op), op->len, (int)op->rw_flags | MSG_NOSIGNAL));
+}
+
+static long exec_recvmsg(uaio_op *op)
+{
+	return sysret(recvmsg(op->fd, A(op), (int)op->rw_flags));
+}
+
+static long exec_sendmsg(uaio_op *op)
+{
+	return sysret(sendmsg(op->fd, A(op), (int)op->rw_flags | MSG_NOSIGNAL));
+}
+
+static long exec_connect(uaio_op *op)
+{
+	return sysret(connect(op->fd, A(op), op->len));
+}
+
+static long exec_openat(uaio_op *op)
+{
+	return sysret(openat(op->fd, A(op), (int)op->rw_flags, (mode_t)op->len));
+}
+
+static long exec_openat2(uaio_op *op)
+{
+	return sysret(syscall(SYS_openat2, op->fd, A(op), A2(op), 24));
+}
+
+static long exec_close(uaio_op *op)
+{
+	return sysret(close(op->fd));
+}
+
+static long exec_statx(uaio_op *op)
+{
+	return sysret(statx(op->fd, A(op), (int)op->rw_flags, op->len, A2(op)));
+}
+
+static long exec_fsync(uaio_op *op)
+{
+	return sysret(op->rw_flags ? fdatasync(op->fd) : fsync(op->fd));
+}
+
+static long exec_fallocate(uaio_op *op)
+{
+	return sysret(fallocate(op->fd, (int)op->len, (off_t)op->off, (off_t)op->addr));
+}
+
+static long exec_splice(uaio_op *op)
+{
+	loff_t oin = (loff_t)op->off, oout = (loff_t)op->addr;
+
+	return sysret(splice(op->fd, (int64_t)op->off == -1 ? NULL : &oin,
+			     (int)op->addr2, (int64_t)op->addr == -1 ? NULL : &oout,
+			     op->len, op->rw_flags));
+}
+
+static long exec_tee(uaio_op *op)
+{
+	return sysret(tee(op->fd, (int)op->addr2, op->len, op->rw_flags));
+}
+
+static long exec_unlinkat(uaio_op *op)
+{
+	return sysret(unlinkat(op->fd, A(op), (int)op->rw_flags));
+}
+
+static long exec_renameat(uaio_op *op)
+{
+	return sysret(syscall(SYS_renameat2, op->fd, A(op), (int)op->len, A2(op),
+			      op->rw_flags));
+}
+
+static long exec_mkdirat(uaio_op *op)
+{
+	return sysret(mkdirat(op->fd, A(op), (mode_t)op->len));
+}
+
+static long exec_symlinkat(uaio_op *op)
+{
+	return sysret(symlinkat(A(op), op->fd, A2(op)));
+}
+
+static long exec_linkat(uaio_op *op)
+{
+	return sysret(linkat(op->fd, A(op), (int)op->len, A2(op), (int)op->rw_flags));
+}
+
+static long exec_fadvise(uaio_op *op)
+{
+	return -posix_fadvise(op->fd, (off_t)op->off, (off_t)op->addr, (int)op->rw_flags);
+}
+
+static long exec_madvise(uaio_op *op)
+{
+	return sysret(madvise(A(op), (size_t)op->addr2, (int)op->rw_flags));
+}
+
+static long exec_shutdown(uaio_op *op)
+{
+	return sysret(shutdown(op->fd, (int)op->len));
+}
+
+static long exec_work(uaio_op *op)
+{
+	return ((long (*)(void *))A(op))(A2(op));
+}
+
+/* ------------------------------------------ epoll backend, non-blocking */
+
+static short ready(int fd, short events)
+{
+	struct pollfd p = { .fd = fd, .events = events };
+
+	return poll(&p, 1, 0) == 1 ? p.revents : 0;
+}
+
+/* A file or stream read or write without blocking: RWF_NOWAIT, or, on a
+ * file that refuses it (OX_PLAIN), readiness first and then plain I/O. */
+static long try_rw(uaio_op *op)
+{
+	struct iovec one = { A(op), op->len };
+	const struct iovec *iov = &one;
+	int n = 1;
+	off_t off = (off_t)op->off;
+	bool wr = op->opcode == OP_WRITE || op->opcode == OP_WRITEV;
+	bool plain = op->xflags & OX_PLAIN;
+	ssize_t r;
+
+	if (plain && !ready(op->fd, wr ? POLLOUT : POLLIN))
+		return -EAGAIN;
+	if (op->opcode == OP_READV || op->opcode == OP_WRITEV) {
+		iov = A(op);
+		n = (int)op->len;
+	}
+	for (;;) {
+		int fl = plain ? 0 : RWF_NOWAIT;
+		r = wr ? pwritev2(op->fd, iov, n, off, fl) : preadv2(op->fd, iov, n, off, fl);
+		/* A stream ignores the offset under io_uring; do the same. */
+		if (r < 0 && errno == ESPIPE && off != -1) {
+			off = -1;
+			continue;
+		}
+		return r < 0 ? -errno : r;
+	}
+}
+
+static long try_recv(uaio_op *op)
+{
+	return sysret(recv(op->fd, A(op), op->len, (int)op->rw_flags | MSG_DONTWAIT));
+}
+
+static long try_send(uaio_op *op)
+{
+	return sysret(send(op->fd, A(op), op->len,
+			   (int)op->rw_flags | MSG_DONTWAIT | MSG_NOSIGNAL));
+}
+
+static long try_recvmsg(uaio_op *op)
+{
+	return sysret(recvmsg(op->fd, A(op), (int)op->rw_flags | MSG_DONTWAIT));
+}
+
+static long try_sendmsg(uaio_op *op)
+{
+	return sysret(sendmsg(op->fd, A(op), (int)op->rw_flags | MSG_DONTWAIT | MSG_NOSIGNAL));
+}
+
+static long try_accept(uaio_op *op)
+{
+	short rv = ready(op->fd, POLLIN);
+
+	if (rv & POLLNVAL)
+		return -EBADF;
+	if (!rv)
+		return -EAGAIN;
+	return sysret(accept4(op->fd, A(op), A2(op), (int)op->rw_flags));
+}
+
+/* A connect in progress: done once writable, with SO_ERROR's result. */
+static long try_connect(uaio_op *op)
+{
+	int err = 0;
+	socklen_t len = sizeof(err);
+
+	if (!ready(op->fd, POLLOUT))
+		return -EAGAIN;
+	if (getsockopt(op->fd, SOL_SOCKET, SO_ERROR, &err, &len) < 0)
+		return -errno;
+	return -err;
+}
+
+static long try_poll(uaio_op *op)
+{
+	short rv = ready(op->fd, (short)op->len);
+
+	return rv ? rv : -EAGAIN;
+}
+
+/* ------------------------------------------------------------- table */
+
+const struct uaio_opdef uaio__opdefs[OP_COUNT] = {
+	[OP_NONE] = { "none", SIDE_NONE, 0, EP_WORK, NULL, NULL, NULL },
+#define FD OPF_FD
+#define RW OPF_RW
+#define UAIO_OP_ROW(name, side, flags, ep, prep, exec, try) \
+	[OP_##name] = { #name, SIDE_##side, flags, EP_##ep, prep, exec, try },
+	UAIO_OPS(UAIO_OP_ROW)
+#undef UAIO_OP_ROW
+#undef FD
+#undef RW
+};
+
+int uaio__op_read_side(const uaio_op *op)
+{
+	switch (uaio__opdef(op)->side) {
+	case SIDE_W:
+		return 0;
+	case SIDE_EV:
+		return (op->len & POLLIN) || !(op->len & POLLOUT);
+	}
+	return 1;
+}

@@ -451,27 +451,21 @@ static int ep_submit(uaio_loop *l, uaio_op *op)
 	return 0;
 }
 
-struct more_res {
-	uaio_op *op;
-	long res;
-};
-
-/* Runs the queue of one side while its head makes progress. Multishot
- * results are collected in more[] and delivered after unlocking. */
-static int run_queue(uaio_loop *l, uaio_op **h, uaio_op **t,
-		     struct more_res *more, int nmore, int maxmore)
+/* Runs the queue of one side while its head makes progress: results go
+ * to the done list, a multishot op's to l->fired (while there is room). */
+static void run_queue(uaio_loop *l, uaio_op **h, uaio_op **t)
 {
 	while (*h) {
 		uaio_op *op = *h;
 		long r;
 
+		if (op->opcode == OP_ACCEPT_MULTI && !uaio__fired_room(l))
+			break;
 		r = attempt(op);
 		if (r == -EAGAIN)
 			break;
 		if (op->opcode == OP_ACCEPT_MULTI && r >= 0) {
-			more[nmore++] = (struct more_res){ op, r };
-			if (nmore == maxmore)
-				break;
+			uaio__fire(l, op, (int32_t)r, FIRED_OP_MORE);
 			continue;
 		}
 		*h = op->next;
@@ -479,45 +473,29 @@ static int run_queue(uaio_loop *l, uaio_op **h, uaio_op **t,
 			*t = NULL;
 		uaio__complete(l, op, r);
 	}
-	return nmore;
 }
 
-static int handle_fd(uaio_loop *l, int fd, uint32_t events)
+/* One descriptor's readiness: its queued ops run, its watch's readiness
+ * goes to l->fired, and its epoll registration follows what is wanted. */
+static void handle_fd(uaio_loop *l, int fd, uint32_t events)
 {
-	struct uaio_fdent *e;
-	struct more_res more[16];
-	int nmore = 0, n = 0;
-	uaio_watch *w = NULL;
 	/* Other threads may grow the fd table of a thread-safe loop. */
 	bool lk = uaio__lock(l);
+	struct uaio_fdent *e = uaio__fdent(l, fd, false);
 
-	e = uaio__fdent(l, fd, false);
 	if (e && e->q) {
 		if (events & (EPOLLIN | EPOLLHUP | EPOLLERR | EPOLLRDHUP))
-			nmore = run_queue(l, &e->q->rh, &e->q->rt, more, nmore, 16);
+			run_queue(l, &e->q->rh, &e->q->rt);
 		if (events & (EPOLLOUT | EPOLLHUP | EPOLLERR))
-			nmore = run_queue(l, &e->q->wh, &e->q->wt, more, nmore, 16);
+			run_queue(l, &e->q->wh, &e->q->wt);
 	}
-	uaio__unlock(l, lk);
-	for (int i = 0; i < nmore; i++, n++) {
-		more[i].op->xflags |= OX_MORE;
-		more[i].op->cb(more[i].op, (int)more[i].res, more[i].op->data);
-	}
-	lk = uaio__lock(l);
-	e = uaio__fdent(l, fd, false);
 	if (e && e->w && (e->w->state & WS_ACTIVE) && !(e->w->state & WS_STOPPING))
-		w = e->w;
-	uaio__unlock(l, lk);
-	if (w)
-		n += uaio__watch_dispatch(l, w, events);
-	lk = uaio__lock(l);
-	e = uaio__fdent(l, fd, false);
+		uaio__fire(l, e->w, (int32_t)events, FIRED_WATCH_LT);
 	if (e && e->q && !(want_mask(e) & ~reg_of(e)))
 		mark_idle(l, fd, e->q);	/* only less wanted: next round */
 	else
 		update_reg(l, fd);
 	uaio__unlock(l, lk);
-	return n;
 }
 
 static int ep_watch_arm(uaio_loop *l, uaio_watch *w)
@@ -561,26 +539,26 @@ static int ep_wait(uaio_loop *l, int64_t timeout_ns)
 	n = uaio__epoll_wait(es->epfd, es->evs, MAX_EVENTS, timeout_ns);
 	if (n < 0)
 		return n;
-	/* Level-triggered: events left by a stop are reported again. */
-	for (int i = 0; i < n && !l->stop; i++) {
+	/* Level-triggered: what finds no room in l->fired is reported again. */
+	for (int i = 0; i < n; i++) {
 		uint64_t key = es->evs[i].data.u64;
 
+		if (uaio__fired_room(l) < 2)
+			break;
 		if (key == WAKE_KEY) {
 			uint64_t v;
 			ssize_t r = read(l->wake_fd, &v, sizeof(v));
 			(void)r;
-			total += uaio__drain_inbox(l);
+			total += uaio__fire(l, NULL, 0, FIRED_INBOX);
 			continue;
 		}
-		total += handle_fd(l, (int)key, es->evs[i].events);
+		handle_fd(l, (int)key, es->evs[i].events);
+		total++;
 	}
-	for (unsigned i = 0; i < es->nalways && !l->stop;) {
-		uaio_watch *w = es->always[i];
-		if (w->events)
-			total += uaio__watch_dispatch(l, w, POLLIN | POLLOUT);
-		if (i < es->nalways && es->always[i] == w)
-			i++;
-	}
+	for (unsigned i = 0; i < es->nalways; i++)
+		if (es->always[i]->events &&
+		    uaio__fire(l, es->always[i], POLLIN | POLLOUT, FIRED_WATCH_LT))
+			total++;
 	return total;
 }
 
@@ -635,8 +613,6 @@ const struct uaio_backend uaio__epoll_backend = {
 	.watch_stop = ep_watch_stop,
 	.wait = ep_wait,
 	.flush = NULL,
-	.cancel = ep_cancel,
-	.cancel_fd = ep_cancel_fd,
 	.fd = ep_fd,
 	.pin = ep_pin,
 	.unpin = ep_unpin,

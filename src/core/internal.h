@@ -62,6 +62,22 @@ struct uaio_heap_ent {
 	uintptr_t p;		/* uaio_timer *, or uaio_op * | 1 */
 };
 
+/*
+ * What a backend's wait hands the loop to run (redis ae.c's fired[]): an
+ * op's completion, a watch's readiness, or "the inbox has posts". The
+ * backend has done its own bookkeeping; the loop runs every callback.
+ */
+enum { FIRED_OP, FIRED_OP_MORE, FIRED_WATCH, FIRED_WATCH_LT, FIRED_INBOX };
+struct uaio_fired {
+	void *target;		/* uaio_op *, uaio_watch * */
+	int32_t res;		/* op: result; watch: revents */
+	uint32_t kind;		/* FIRED_*: _MORE a multishot op's non-final
+				 * result; WATCH a one-shot readiness, armed
+				 * again after its handlers; WATCH_LT one that
+				 * level-triggered epoll reports again */
+};
+#define UAIO_FIRED_MAX	256
+
 struct uaio_backend {
 	const char *name;
 	int kind;
@@ -73,13 +89,12 @@ struct uaio_backend {
 	int (*watch_arm)(uaio_loop *l, uaio_watch *w);
 	/* Stop watching; the backend calls uaio__watch_finish() when done. */
 	void (*watch_stop)(uaio_loop *l, uaio_watch *w);
-	/* Submit, wait up to timeout_ns (<0 forever), dispatch; returns the
-	 * number of callbacks run or -errno. */
+	/* Submit, wait up to timeout_ns (<0 forever), and add what happened
+	 * to l->fired (room: UAIO_FIRED_MAX - l->nfired); runs no callback.
+	 * Returns the number added, or -errno. */
 	int (*wait)(uaio_loop *l, int64_t timeout_ns);
 	/* Hand queued submissions to the kernel now (thread-safe loops). */
 	void (*flush)(uaio_loop *l);
-	int (*cancel)(uaio_loop *l, uaio_op *op, uaio_op *target);
-	int (*cancel_fd)(uaio_loop *l, uaio_op *op);
 	int (*fd)(const uaio_loop *l);
 	/* uaio_file_pin / unpin, called under the loop lock. */
 	int (*pin)(uaio_loop *l, int fd);
@@ -120,6 +135,10 @@ struct uaio_loop {
 	uaio_op *pending_head, *pending_tail;
 	uaio_op *done_head, *done_tail;
 	uaio_watch *closing;		/* handle_close still to run */
+	/* The last wait's events; [fired_next, nfired) not yet run (a
+	 * callback stopped the loop). */
+	struct uaio_fired fired[UAIO_FIRED_MAX];
+	unsigned nfired, fired_next;
 
 	struct uaio_fdent *fds;
 	unsigned nfds;
@@ -172,10 +191,20 @@ static inline void uaio__unlock(uaio_loop *l, bool taken)
 
 /* loop.c */
 void uaio__complete(uaio_loop *l, uaio_op *op, long res);
-void uaio__complete_more(uaio_loop *l, uaio_op *op, long res);
 int uaio__run_done(uaio_loop *l);
 void uaio__watch_finish(uaio_loop *l, uaio_watch *w, int reason);
-int uaio__watch_dispatch(uaio_loop *l, uaio_watch *w, unsigned revents);
+/* Adds an event for the loop to run; false when l->fired is full. */
+static inline bool uaio__fire(uaio_loop *l, void *target, int32_t res, uint32_t kind)
+{
+	if (l->nfired == UAIO_FIRED_MAX)
+		return false;
+	l->fired[l->nfired++] = (struct uaio_fired){ target, res, kind };
+	return true;
+}
+static inline unsigned uaio__fired_room(const uaio_loop *l)
+{
+	return UAIO_FIRED_MAX - l->nfired;
+}
 int uaio__drain_inbox(uaio_loop *l);
 void uaio__wake(uaio_loop *l);
 struct uaio_fdent *uaio__fdent(uaio_loop *l, int fd, bool grow);

@@ -216,14 +216,6 @@ void uaio__complete(uaio_loop *l, uaio_op *op, long res)
 	done_push(l, op);
 }
 
-/* Multishot result on the epoll backend: the op stays queued, so the
- * result is delivered at once (we are at a dispatch point, unlocked). */
-void uaio__complete_more(uaio_loop *l, uaio_op *op, long res)
-{
-	op->xflags |= OX_MORE;
-	op->cb(op, res > INT_MAX ? INT_MAX : (int)res, op->data);
-}
-
 int uaio__run_done(uaio_loop *l)
 {
 	uaio_op *op, *next, *tail;
@@ -539,10 +531,114 @@ static inline int run_ready(uaio_loop *l)
 	return n;
 }
 
+/* A watch's handlers for revents; the backend re-arms a one-shot watch
+ * that is still active afterwards. */
+static int watch_dispatch(uaio_loop *l, uaio_watch *w, unsigned revents)
+{
+	const struct uaio_handler *h = w->handler;
+	bool in, out;
+	int n = 0;
+
+	if (revents & POLLNVAL) {
+		uaio__watch_finish(l, w, -EBADF);
+		return 0;
+	}
+	in = (revents & (POLLIN | POLLPRI | POLLHUP | POLLERR | POLLRDHUP)) &&
+	     (w->events & UAIO_READABLE) && h->handle_input;
+	out = (revents & (POLLOUT | POLLERR)) && (w->events & UAIO_WRITABLE) &&
+	      h->handle_output;
+	if (!in && !out) {
+		/* Hang-up or error that no handler will hear of: it would
+		 * otherwise stay ready forever. */
+		if (revents & (POLLHUP | POLLERR))
+			uaio__watch_finish(l, w, -EPIPE);
+		return 0;
+	}
+	if (in) {
+		n++;
+		if (h->handle_input(w) < 0 && (w->state & WS_ACTIVE) &&
+		    !(w->state & WS_STOPPING)) {
+			l->be->watch_stop(l, w);
+			return n;
+		}
+	}
+	if (out && (w->state & WS_ACTIVE) &&
+	    !(w->state & WS_STOPPING) && (w->events & UAIO_WRITABLE)) {
+		n++;
+		if (h->handle_output(w) < 0 && (w->state & WS_ACTIVE) &&
+		    !(w->state & WS_STOPPING))
+			l->be->watch_stop(l, w);
+	}
+	return n;
+}
+
+/*
+ * Runs what the backend's wait reported, in order: op callbacks, watch
+ * handlers, posts. A callback that stops the loop leaves the rest for the
+ * next iteration, but for level-triggered readiness, which epoll reports
+ * again.
+ */
+static int dispatch(uaio_loop *l)
+{
+	int n = 0;
+
+	while (l->fired_next < l->nfired) {
+		struct uaio_fired *f = &l->fired[l->fired_next];
+
+		if (UAIO_UNLIKELY(l->stop)) {
+			unsigned keep = l->fired_next;
+			for (unsigned i = l->fired_next; i < l->nfired; i++)
+				if (l->fired[i].kind != FIRED_WATCH_LT)
+					l->fired[keep++] = l->fired[i];
+			l->nfired = keep;
+			return n;
+		}
+		l->fired_next++;
+		switch (f->kind) {
+		case FIRED_OP:
+		case FIRED_OP_MORE: {
+			uaio_op *op = f->target;
+
+			if (f->kind == FIRED_OP_MORE) {
+				op->xflags |= OX_MORE;
+			} else {
+				bool lk = uaio__lock(l);
+				l->inflight--;
+				uaio__unlock(l, lk);
+				op->state = OS_IDLE;
+				op->xflags &= ~OX_MORE;
+			}
+			op->cb(op, f->res, op->data);
+			n++;
+			break;
+		}
+		case FIRED_WATCH:
+		case FIRED_WATCH_LT: {
+			uaio_watch *w = f->target;
+
+			if (!(w->state & WS_ACTIVE) || (w->state & WS_STOPPING))
+				break;
+			n += watch_dispatch(l, w, (unsigned)f->res);
+			/* A one-shot readiness (a ring poll) is armed again. */
+			if (f->kind == FIRED_WATCH && (w->state & WS_ACTIVE) &&
+			    !(w->state & WS_STOPPING) && !w->armed)
+				l->be->watch_arm(l, w);
+			break;
+		}
+		case FIRED_INBOX:
+			n += uaio__drain_inbox(l);
+			break;
+		}
+	}
+	l->nfired = l->fired_next = 0;
+	return n;
+}
+
 static bool loop_alive(uaio_loop *l)
 {
 	return l->inflight || l->nwatch || l->nheap || l->closing ||
-	       l->post_head || atomic_load(&l->wake_pending);
+	       l->post_head || atomic_load(&l->wake_pending) ||
+	       l->fired_next < l->nfired;
 }
 
 UAIO_API int uaio_loop_run_once(uaio_loop *l, int64_t timeout_ns)
@@ -560,7 +656,9 @@ UAIO_API int uaio_loop_run_once(uaio_loop *l, int64_t timeout_ns)
 	}
 	l->now_valid = false;
 	l->stop = false;
-	n = run_ready(l);
+	n = dispatch(l);	/* what a stopped iteration left */
+	if (!l->stop)
+		n += run_ready(l);
 	if (l->stop)	/* a callback asked to return: don't wait or reap */
 		return n;
 	if (n || l->done_head || l->closing) {
@@ -576,7 +674,8 @@ UAIO_API int uaio_loop_run_once(uaio_loop *l, int64_t timeout_ns)
 	if (r < 0)
 		return r;
 	l->now_valid = false;
-	return n + r + (l->stop ? 0 : run_ready(l));
+	n += dispatch(l);
+	return n + (l->stop ? 0 : run_ready(l));
 }
 
 UAIO_API int uaio_loop_run(uaio_loop *l)
@@ -641,45 +740,6 @@ void uaio__watch_finish(uaio_loop *l, uaio_watch *w, int reason)
 }
 
 /* Common event delivery for both backends; returns callbacks run. */
-int uaio__watch_dispatch(uaio_loop *l, uaio_watch *w, unsigned revents)
-{
-	const struct uaio_handler *h = w->handler;
-	bool in, out;
-	int n = 0;
-
-	if (revents & POLLNVAL) {
-		uaio__watch_finish(l, w, -EBADF);
-		return 0;
-	}
-	in = (revents & (POLLIN | POLLPRI | POLLHUP | POLLERR | POLLRDHUP)) &&
-	     (w->events & UAIO_READABLE) && h->handle_input;
-	out = (revents & (POLLOUT | POLLERR)) && (w->events & UAIO_WRITABLE) &&
-	      h->handle_output;
-	if (!in && !out) {
-		/* Hang-up or error that no handler will hear of: it would
-		 * otherwise stay ready forever. */
-		if (revents & (POLLHUP | POLLERR))
-			uaio__watch_finish(l, w, -EPIPE);
-		return 0;
-	}
-	if (in) {
-		n++;
-		if (h->handle_input(w) < 0 && (w->state & WS_ACTIVE) &&
-		    !(w->state & WS_STOPPING)) {
-			l->be->watch_stop(l, w);
-			return n;
-		}
-	}
-	if (out && (w->state & WS_ACTIVE) &&
-	    !(w->state & WS_STOPPING) && (w->events & UAIO_WRITABLE)) {
-		n++;
-		if (h->handle_output(w) < 0 && (w->state & WS_ACTIVE) &&
-		    !(w->state & WS_STOPPING))
-			l->be->watch_stop(l, w);
-	}
-	return n;
-}
-
 UAIO_API int uaio_watch_start(uaio_loop *l, uaio_watch *w, int fd,
 			      uint32_t events, const struct uaio_handler *h,
 			      void *data)

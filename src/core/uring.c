@@ -620,37 +620,29 @@ static void uring_watch_stop(uaio_loop *l, uaio_watch *w)
 	uaio__unlock(l, lk);
 }
 
-static int watch_cqe(uaio_loop *l, uaio_watch *w, int res, unsigned flags)
+/* A ring poll's CQE: bookkeeping here, the handlers in the loop. */
+static void watch_cqe(uaio_loop *l, uaio_watch *w, int res, unsigned flags)
 {
-	int n;
 	bool lk = uaio__lock(l);
 
 	if (flags & IORING_CQE_F_MORE) {	/* multishot: still armed */
-		bool live = (w->state & WS_ACTIVE) &&
-			    !(w->state & (WS_STOPPING | WS_REMOVING));
+		if ((w->state & WS_ACTIVE) && !(w->state & (WS_STOPPING | WS_REMOVING)) &&
+		    res > 0)
+			uaio__fire(l, w, res, FIRED_WATCH);
 		uaio__unlock(l, lk);
-		return live && res > 0 ? uaio__watch_dispatch(l, w, (unsigned)res) : 0;
+		return;
 	}
 	w->armed = 0;
 	w->state &= ~WS_REMOVING;
-	if (w->state & WS_STOPPING) {
+	if (w->state & WS_STOPPING)
 		uaio__watch_finish(l, w, uaio__watch_reason(w));
-		uaio__unlock(l, lk);
-		return 0;
-	}
-	if (!(w->state & WS_ACTIVE) || res == -ECANCELED || res < 0) {
-		if (res == -ECANCELED)	/* mask change or cancel_fd: re-arm */
-			watch_arm_locked(l, w);
-		else if (res < 0)
-			uaio__watch_finish(l, w, res == -EBADF ? -EBADF : -EPIPE);
-		uaio__unlock(l, lk);
-		return 0;
-	}
+	else if (res == -ECANCELED && (w->state & WS_ACTIVE))
+		watch_arm_locked(l, w);		/* mask change or cancel_fd */
+	else if (res < 0 && res != -ECANCELED && (w->state & WS_ACTIVE))
+		uaio__watch_finish(l, w, res == -EBADF ? -EBADF : -EPIPE);
+	else if (w->state & WS_ACTIVE)
+		uaio__fire(l, w, res, FIRED_WATCH);
 	uaio__unlock(l, lk);
-	n = uaio__watch_dispatch(l, w, (unsigned)res);
-	if ((w->state & WS_ACTIVE) && !(w->state & WS_STOPPING) && !w->armed)
-		uring_watch_arm(l, w);
-	return n;
 }
 
 /* Moves pending ops into the ring while there is room. */
@@ -683,15 +675,16 @@ struct cqe_copy {
 	uint32_t flags;
 };
 
+/* Moves CQEs to l->fired while there is room there; the rest stay in
+ * the CQ for the next round. */
 static int reap(uaio_loop *l)
 {
 	struct uring_state *u = U(l);
-	struct cqe_copy c[CQE_BATCH];
 	int total = 0;
 
 	for (;;) {
 		struct io_uring_cqe *cqe;
-		unsigned head, n = 0;
+		unsigned head, n = 0, room = uaio__fired_room(l), ended = 0, internal = 0;
 		bool lk;
 
 		/* Completions the kernel had to hold back (NODROP) come in
@@ -700,60 +693,47 @@ static int reap(uaio_loop *l)
 				  IORING_SQ_CQ_OVERFLOW))
 			io_uring_get_events(&u->ring);
 		io_uring_for_each_cqe(&u->ring, head, cqe) {
-			c[n++] = (struct cqe_copy){ cqe->user_data, cqe->res, cqe->flags };
-			if (n == CQE_BATCH)
-				break;
-		}
-		if (!n)
-			break;
+			void *p = (void *)(uintptr_t)(cqe->user_data & ~(uint64_t)TAG_MASK);
+			int res = cqe->res;
 
-		/* The CQ advances past what was dispatched only, so that a
-		 * callback's uaio_loop_stop() leaves the rest in the ring
-		 * (the CQ keeps 128 entries of slack for the batch held). */
-		for (unsigned i = 0; i < n; i++) {
-			if (UAIO_UNLIKELY(l->stop)) {
-				n = i;
+			if (n == room)
 				break;
-			}
-			void *p = (void *)(uintptr_t)(c[i].ud & ~(uint64_t)TAG_MASK);
-
-			switch (c[i].ud & TAG_MASK) {
+			n++;
+			switch (cqe->user_data & TAG_MASK) {
 			case TAG_OP: {
 				uaio_op *op = p;
-				int res = c[i].res;
 
-				if (c[i].flags & IORING_CQE_F_MORE) {
-					op->xflags |= OX_MORE;
-				} else {
-					lk = uaio__lock(l);
-					u->kops--;
-					l->inflight--;
-					uaio__unlock(l, lk);
-					op->xflags &= ~OX_MORE;
-					op->state = OS_IDLE;
-					if (op->opcode == OP_CANCEL_FD)
-						res = (res == -ENOENT ? 0 : res) + (int)op->off;
+				if (cqe->flags & IORING_CQE_F_MORE) {
+					uaio__fire(l, op, res, FIRED_OP_MORE);
+					break;
 				}
-				op->cb(op, res, op->data);
-				total++;
+				ended++;
+				if (op->opcode == OP_CANCEL_FD)
+					res = (res == -ENOENT ? 0 : res) + (int)op->off;
+				uaio__fire(l, op, res, FIRED_OP);
 				break;
 			}
 			case TAG_WATCH:
-				total += watch_cqe(l, p, c[i].res, c[i].flags);
+				watch_cqe(l, p, res, cqe->flags);
 				break;
 			case TAG_WAKE:
 				u->wake_armed = false;
-				total += uaio__drain_inbox(l);
-				arm_wake(l);
+				uaio__fire(l, NULL, 0, FIRED_INBOX);
 				break;
-			default:
-				lk = uaio__lock(l);
-				u->kops--;
-				uaio__unlock(l, lk);
+			default:		/* TAG_IGNORE: our own requests */
+				internal++;
 			}
 		}
+		if (!n)
+			break;
 		io_uring_cq_advance(&u->ring, n);
-		if (n < CQE_BATCH || l->stop)
+		total += n;
+		lk = uaio__lock(l);
+		u->kops -= ended + internal;
+		uaio__unlock(l, lk);
+		if (!u->wake_armed)
+			arm_wake(l);
+		if (n == room)
 			break;
 	}
 	if (l->pending_head) {
@@ -779,7 +759,7 @@ static int ep_wait(uaio_loop *l, int64_t timeout_ns)
 	n = uaio__epoll_wait(u->epfd, u->evs, EP_BATCH, timeout_ns);
 	if (n < 0)
 		return n;
-	for (int i = 0; i < n && !l->stop; i++) {
+	for (int i = 0; i < n; i++) {
 		uint64_t key = u->evs[i].data.u64;
 		struct uaio_fdent *e;
 
@@ -789,8 +769,9 @@ static int ep_wait(uaio_loop *l, int64_t timeout_ns)
 		}
 		e = uaio__fdent(l, (int)key, false);
 		if (e && e->w && (e->w->state & WS_EPOLL) &&
-		    !(e->w->state & WS_STOPPING))
-			total += uaio__watch_dispatch(l, e->w, u->evs[i].events);
+		    !(e->w->state & WS_STOPPING) &&
+		    uaio__fire(l, e->w, (int32_t)u->evs[i].events, FIRED_WATCH_LT))
+			total++;
 	}
 	if (ring && u->defer)		/* deferred task work posts the CQEs */
 		io_uring_get_events(&u->ring);
@@ -879,8 +860,6 @@ const struct uaio_backend uaio__uring_backend = {
 	.watch_stop = uring_watch_stop,
 	.wait = uring_wait,
 	.flush = uring_flush,
-	.cancel = uring_cancel,
-	.cancel_fd = uring_cancel_fd,
 	.fd = uring_fd,
 	.pin = uring_pin,
 	.unpin = uring_unpin,

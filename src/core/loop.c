@@ -594,20 +594,28 @@ static int dispatch(uaio_loop *l)
 			return n;
 		}
 		l->fired_next++;
-		switch (f->kind) {
-		case FIRED_OP:
-		case FIRED_OP_MORE: {
+		n++;
+		if (UAIO_LIKELY(f->kind == FIRED_OP)) {
 			uaio_op *op = f->target;
 
-			if (f->kind == FIRED_OP_MORE) {
-				op->xflags |= OX_MORE;
-			} else {
+			if (UAIO_UNLIKELY(l->threadsafe)) {
 				bool lk = uaio__lock(l);
 				l->inflight--;
 				uaio__unlock(l, lk);
-				op->state = OS_IDLE;
-				op->xflags &= ~OX_MORE;
+			} else {
+				l->inflight--;
 			}
+			op->state = OS_IDLE;
+			op->xflags &= ~OX_MORE;
+			op->cb(op, f->res, op->data);
+			continue;
+		}
+		n--;
+		switch (f->kind) {
+		case FIRED_OP_MORE: {
+			uaio_op *op = f->target;
+
+			op->xflags |= OX_MORE;
 			op->cb(op, f->res, op->data);
 			n++;
 			break;

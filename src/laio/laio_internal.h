@@ -13,4 +13,9 @@
 int laio__mechanism(void);
 const char *laio__backend_name(void);
 
+#include <stddef.h>
+/* The class table of docs/laio.md, in markdown, made from the table of
+ * calls (src/laio/calls.c): its length; at most len bytes are written. */
+size_t laio__class_table(char *buf, size_t len);
+
 #endif

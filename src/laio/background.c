@@ -1,0 +1,232 @@
+/* SPDX-License-Identifier: MIT */
+/* A call that would block continues on the loop: as an io_uring op, a
+ * readiness poll and a retry, or on the helper pool; its completion goes
+ * to the engine's queue. */
+#define _GNU_SOURCE
+#include "laio/engine.h"
+
+/* ----------------------------------------------------- background */
+
+static void poll_cb(uaio_op *op, int res, void *data);
+static void work_cb(uaio_op *op, int res, void *data);
+
+static long work_fn(void *arg)
+{
+	struct laio_call *r = arg;
+	const long *a = r->a;
+
+	return laio__sysret(syscall(r->nr, a[0], a[1], a[2], a[3], a[4], a[5]));
+}
+
+int laio__submit_work(struct laio_call *r)
+{
+	r->kind = K_WORK;
+	return uaio_op_work(laio__engine.loop, &r->op, work_fn, r, work_cb, r);
+}
+
+static int submit_poll(struct laio_call *r)
+{
+	short ev = laio__is_write_nr(r->nr) ? POLLOUT : POLLIN;
+
+	r->kind = K_POLL;
+	return uaio_op_poll(laio__engine.loop, &r->op, (int)r->a[0], ev, poll_cb, r);
+}
+
+/* The read/write/socket-class call as one uaio op; -EOPNOTSUPP when the
+ * core has no op for this form of it. */
+static int submit_rw_op(struct laio_call *r)
+{
+	uaio_loop *l = laio__engine.loop;
+	const long *a = r->a;
+	int fd = (int)a[0];
+	struct iovec iov1;
+	const struct iovec *iov;
+	int cnt;
+
+	r->kind = K_OP;
+	switch (r->nr) {
+	case SYS_recvfrom:
+		if (a[4])
+			return -EOPNOTSUPP;
+		return uaio_op_recv(l, &r->op, fd, (void *)a[1], (size_t)a[2],
+				    (int)a[3], laio__op_cb, r);
+	case SYS_sendto:
+		if (a[4])
+			return -EOPNOTSUPP;
+		return uaio_op_send(l, &r->op, fd, (char *)a[1] + r->done,
+				    (size_t)a[2] - r->done, (int)a[3], laio__op_cb, r);
+	case SYS_recvmsg:
+		return uaio_op_recvmsg(l, &r->op, fd, (struct msghdr *)a[1],
+				       (int)a[2], laio__op_cb, r);
+	case SYS_sendmsg:
+		return uaio_op_sendmsg(l, &r->op, fd, (const struct msghdr *)a[1],
+				       (int)a[2], laio__op_cb, r);
+	case SYS_preadv2: case SYS_pwritev2:
+		if (a[5])
+			return -EOPNOTSUPP;	/* flags the op cannot carry */
+		break;
+	}
+	iov = laio__call_iov(r, &iov1, &cnt);
+	switch (r->nr) {
+	case SYS_read:
+		return uaio_op_read(l, &r->op, fd, iov1.iov_base, iov1.iov_len,
+				    -1, laio__op_cb, r);
+	case SYS_pread64:
+		return uaio_op_read(l, &r->op, fd, iov1.iov_base, iov1.iov_len,
+				    a[3], laio__op_cb, r);
+	case SYS_write:
+		return uaio_op_write(l, &r->op, fd, iov1.iov_base, iov1.iov_len,
+				     -1, laio__op_cb, r);
+	case SYS_pwrite64:
+		return uaio_op_write(l, &r->op, fd, iov1.iov_base, iov1.iov_len,
+				     a[3] + (long)r->done, laio__op_cb, r);
+	case SYS_readv:
+		return uaio_op_readv(l, &r->op, fd, iov, cnt, -1, laio__op_cb, r);
+	case SYS_preadv: case SYS_preadv2:
+		return uaio_op_readv(l, &r->op, fd, iov, cnt, a[3], laio__op_cb, r);
+	case SYS_writev:
+		return uaio_op_writev(l, &r->op, fd, iov, cnt, -1, laio__op_cb, r);
+	case SYS_pwritev: case SYS_pwritev2:
+		return uaio_op_writev(l, &r->op, fd, iov, cnt, a[3], laio__op_cb, r);
+	}
+	return -EOPNOTSUPP;
+}
+
+/* Next background step of a read/write-class call that would block. */
+int laio__submit_rw_bg(struct laio_call *r)
+{
+	int ret;
+
+	if (laio__engine.mech == LAIO_MECH_POLL && !laio__fd_isreg(r) &&
+	    r->retries < 4)
+		ret = submit_poll(r);
+	else
+		ret = submit_rw_op(r);
+	if (ret < 0)
+		ret = laio__submit_work(r);
+	return ret;
+}
+
+/* Resubmits r from its own callback unless a cancel asked otherwise. */
+static void resubmit(struct laio_call *r, int (*fn)(struct laio_call *))
+{
+	int ret;
+
+	pthread_mutex_lock(&laio__engine.mu);
+	ret = r->flags & CF_CANCEL_REQ ? -ECANCELED : fn(r);
+	pthread_mutex_unlock(&laio__engine.mu);
+	if (ret < 0)
+		laio__call_finish(r, ret);
+}
+
+void laio__op_cb(uaio_op *op, int res, void *data)
+{
+	struct laio_call *r = data;
+
+	if (laio__continue_write(r, res)) {
+		resubmit(r, laio__submit_rw_bg);
+		return;
+	}
+	if (res >= 0)
+		res += (int)r->done;
+	else if (r->done && res != -ECANCELED)
+		res = (int)r->done;
+	laio__call_finish(r, res);
+}
+
+static void poll_cb(uaio_op *op, int res, void *data)
+{
+	struct laio_call *r = data;
+	long v;
+
+	if (res < 0) {
+		laio__call_finish(r, r->done && res != -ECANCELED ? (long)r->done : res);
+		return;
+	}
+	v = laio__try_nowait(r);
+	if (v == -EAGAIN || v == -EOPNOTSUPP || laio__continue_write(r, v)) {
+		if (v == -EAGAIN || v == -EOPNOTSUPP)
+			r->retries++;
+		resubmit(r, laio__submit_rw_bg);
+		return;
+	}
+	if (v >= 0)
+		v += (long)r->done;
+	else if (r->done)
+		v = (long)r->done;
+	laio__call_finish(r, v);
+}
+
+static void work_cb(uaio_op *op, int res, void *data)
+{
+	laio__call_finish(data, uaio_op_result_long(op));
+}
+
+/* Starts r in the background (submit(r) queues its first op). */
+long laio__go_background(struct laio_call *r, int (*submit)(struct laio_call *))
+{
+	struct laio_engine *e = &laio__engine;
+	int ret;
+
+	pthread_mutex_lock(&e->mu);
+	r->phase = PH_BG;
+	r->magic = LAIO_MAGIC;
+	e->outstanding++;
+	ret = submit(r);
+	if (ret < 0 && submit != laio__submit_work)
+		ret = laio__submit_work(r);
+	if (ret < 0) {
+		laio__outstanding_dec_locked();
+		laio__call_release_locked(r);
+		pthread_mutex_unlock(&e->mu);
+		return laio__ret_inline(ret);
+	}
+	/* The core issues to io_uring only from the thread that last ran
+	 * the loop; if that is not us and nobody runs it now, take over
+	 * rather than leave the op waiting for the next laio_poll(). */
+	if (!e->driving && r->kind != K_WORK &&
+	    (!e->has_driver || !pthread_equal(e->driver, pthread_self()))) {
+		laio__drive_locked(0);
+		laio__efd_sync_locked();
+	}
+	pthread_mutex_unlock(&e->mu);
+	return laio__ret_background(r);
+}
+
+/*
+ * io_uring-class call: submit(r) queues the op; if the kernel completed it
+ * during submission the loop has the result at once and the caller gets
+ * it inline, otherwise the call stays in the background.
+ */
+long laio__try_ring(long nr, const long *a, int (*submit)(struct laio_call *))
+{
+	struct laio_engine *e = &laio__engine;
+	struct laio_call *r;
+	int ret;
+	long res;
+
+	if (laio__engine_get() < 0 || !(r = laio__call_new(nr, a)))
+		return laio__ret_inline(-EAGAIN);
+	r->phase = PH_TRY;
+	r->kind = K_OP;
+	ret = submit(r);
+	if (ret < 0)
+		return laio__go_background(r, laio__submit_work);
+	pthread_mutex_lock(&e->mu);
+	if (r->phase == PH_TRY && !e->driving)
+		laio__drive_locked(0);
+	if (r->phase == PH_INLINE) {
+		res = r->ret;
+		laio__call_release_locked(r);
+		laio__efd_sync_locked();
+		pthread_mutex_unlock(&e->mu);
+		return laio__ret_inline(res);
+	}
+	r->phase = PH_BG;
+	r->magic = LAIO_MAGIC;
+	e->outstanding++;
+	laio__efd_sync_locked();
+	pthread_mutex_unlock(&e->mu);
+	return laio__ret_background(r);
+}
+

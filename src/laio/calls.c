@@ -1,0 +1,594 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * laio_syscall: the table of calls. One row per system call says how its
+ * arguments are rewritten to the *at form the ring knows (normalisation),
+ * which class of treatment it gets, and which io_uring op continues it in
+ * the background. The classes are described once, here, and docs/laio.md's
+ * class table is generated from this table (tests/laio/test_classes.c
+ * checks that it is). A call this build knows that has no row runs on the
+ * helper pool; an unknown number runs inline (ENOSYS).
+ */
+#define _GNU_SOURCE
+#include <stdio.h>
+
+#include "laio/engine.h"
+
+#define A(i) (r->a[i])
+#define L (laio__engine.loop)
+#define OPARGS laio__op_cb, r
+
+static int s_accept(struct laio_call *r)
+{
+	return uaio_op_accept(L, &r->op, (int)A(0), (struct sockaddr *)A(1),
+			      (socklen_t *)A(2), r->nr == SYS_accept ? 0 : (int)A(3),
+			      OPARGS);
+}
+static int s_connect(struct laio_call *r)
+{
+	return uaio_op_connect(L, &r->op, (int)A(0), (const struct sockaddr *)A(1),
+			       (socklen_t)A(2), OPARGS);
+}
+/* a[] normalised to openat(dfd, path, flags, mode) */
+static int s_openat(struct laio_call *r)
+{
+	return uaio_op_openat(L, &r->op, (int)A(0), (const char *)A(1), (int)A(2),
+			      (mode_t)A(3), OPARGS);
+}
+static int s_openat2(struct laio_call *r)
+{
+	return uaio_op_openat2(L, &r->op, (int)A(0), (const char *)A(1),
+			       (struct open_how *)A(2), OPARGS);
+}
+static int s_close(struct laio_call *r)
+{
+	return uaio_op_close(L, &r->op, (int)A(0), OPARGS);
+}
+static int s_statx(struct laio_call *r)
+{
+	return uaio_op_statx(L, &r->op, (int)A(0), (const char *)A(1), (int)A(2),
+			     (unsigned)A(3), (struct statx *)A(4), OPARGS);
+}
+static int s_fsync(struct laio_call *r)
+{
+	return uaio_op_fsync(L, &r->op, (int)A(0), r->nr == SYS_fdatasync, OPARGS);
+}
+static int s_fallocate(struct laio_call *r)
+{
+	return uaio_op_fallocate(L, &r->op, (int)A(0), (int)A(1), A(2), A(3), OPARGS);
+}
+/* normalised to unlinkat(dfd, path, flags) */
+static int s_unlinkat(struct laio_call *r)
+{
+	return uaio_op_unlinkat(L, &r->op, (int)A(0), (const char *)A(1), (int)A(2),
+				OPARGS);
+}
+/* normalised to renameat2(od, op, nd, np, flags) */
+static int s_renameat(struct laio_call *r)
+{
+	return uaio_op_renameat(L, &r->op, (int)A(0), (const char *)A(1), (int)A(2),
+				(const char *)A(3), (unsigned)A(4), OPARGS);
+}
+/* normalised to mkdirat(dfd, path, mode) */
+static int s_mkdirat(struct laio_call *r)
+{
+	return uaio_op_mkdirat(L, &r->op, (int)A(0), (const char *)A(1),
+			       (mode_t)A(2), OPARGS);
+}
+/* normalised to symlinkat(target, dfd, path) */
+static int s_symlinkat(struct laio_call *r)
+{
+	return uaio_op_symlinkat(L, &r->op, (const char *)A(0), (int)A(1),
+				 (const char *)A(2), OPARGS);
+}
+/* normalised to linkat(od, op, nd, np, flags) */
+static int s_linkat(struct laio_call *r)
+{
+	return uaio_op_linkat(L, &r->op, (int)A(0), (const char *)A(1), (int)A(2),
+			      (const char *)A(3), (int)A(4), OPARGS);
+}
+static int s_fadvise(struct laio_call *r)
+{
+	return uaio_op_fadvise(L, &r->op, (int)A(0), A(1), A(2), (int)A(3), OPARGS);
+}
+static int s_madvise(struct laio_call *r)
+{
+	return uaio_op_madvise(L, &r->op, (void *)A(0), (size_t)A(1), (int)A(2),
+			       OPARGS);
+}
+static int s_splice(struct laio_call *r)
+{
+	return uaio_op_splice(L, &r->op, (int)A(0), -1, (int)A(2), -1, (size_t)A(4),
+			      (unsigned)A(5), OPARGS);
+}
+static int s_tee(struct laio_call *r)
+{
+	return uaio_op_tee(L, &r->op, (int)A(0), (int)A(1), (size_t)A(2),
+			   (unsigned)A(3), OPARGS);
+}
+static int s_shutdown(struct laio_call *r)
+{
+	return uaio_op_shutdown(L, &r->op, (int)A(0), (int)A(1), OPARGS);
+}
+
+#undef A
+#undef L
+#undef OPARGS
+
+/* ---------------------------------------------------- normalisation */
+
+static void n_open(long *a)		/* open(p, f, m) -> openat(AT_FDCWD, p, f, m) */
+{
+	memmove(a + 1, a, 3 * sizeof(long));
+	a[0] = AT_FDCWD;
+}
+
+static void n_creat(long *a)		/* creat(p, m) -> openat(AT_FDCWD, p, O_CREAT|O_WRONLY|O_TRUNC, m) */
+{
+	a[3] = a[1];
+	a[2] = O_CREAT | O_WRONLY | O_TRUNC;
+	a[1] = a[0];
+	a[0] = AT_FDCWD;
+}
+
+static void n_unlink(long *a)		/* unlink(p) -> unlinkat(AT_FDCWD, p, 0) */
+{
+	a[2] = 0;
+	a[1] = a[0];
+	a[0] = AT_FDCWD;
+}
+
+static void n_rmdir(long *a)		/* rmdir(p) -> unlinkat(AT_FDCWD, p, AT_REMOVEDIR) */
+{
+	a[2] = AT_REMOVEDIR;
+	a[1] = a[0];
+	a[0] = AT_FDCWD;
+}
+
+static void n_renameat(long *a)		/* renameat(...) -> renameat2(..., 0) */
+{
+	a[4] = 0;
+}
+
+static void n_rename(long *a)		/* rename(o, n) -> renameat2(AT_FDCWD, o, AT_FDCWD, n, 0) */
+{
+	a[3] = a[1];
+	a[2] = AT_FDCWD;
+	a[1] = a[0];
+	a[0] = AT_FDCWD;
+	a[4] = 0;
+}
+
+static void n_mkdir(long *a)		/* mkdir(p, m) -> mkdirat(AT_FDCWD, p, m) */
+{
+	a[2] = a[1];
+	a[1] = a[0];
+	a[0] = AT_FDCWD;
+}
+
+static void n_symlink(long *a)		/* symlink(t, p) -> symlinkat(t, AT_FDCWD, p) */
+{
+	a[2] = a[1];
+	a[1] = AT_FDCWD;
+}
+
+static void n_link(long *a)		/* link(o, n) -> linkat(AT_FDCWD, o, AT_FDCWD, n, 0) */
+{
+	a[3] = a[1];
+	a[2] = AT_FDCWD;
+	a[1] = a[0];
+	a[0] = AT_FDCWD;
+	a[4] = 0;
+}
+
+/* ---------------------------------------------------------- classes */
+
+struct laio_row;
+typedef long (*laio_run_fn)(const struct laio_row *row, long nr, long *a);
+
+struct laio_row {
+	long nr;
+	const char *name;
+	uint8_t cls;			/* C_* */
+	void (*norm)(long *a);		/* to the *at form, or NULL */
+	int (*ring)(struct laio_call *r);	/* the background io_uring op */
+};
+
+static long rw_call(long nr, const long *a)
+{
+	struct laio_call tmp, *r;
+	long res;
+	int fl;
+
+	/* The kernel would refuse these forms before blocking. */
+	if ((nr == SYS_pread64 || nr == SYS_pwrite64 || nr == SYS_preadv ||
+	     nr == SYS_pwritev) && a[3] < 0)
+		return laio__ret_inline(-EINVAL);
+	if ((nr == SYS_preadv2 || nr == SYS_pwritev2) && a[3] < -1)
+		return laio__ret_inline(-EINVAL);
+	if ((nr == SYS_preadv2 || nr == SYS_pwritev2) && (a[5] & RWF_NOWAIT))
+		return laio__ret_inline(laio__sysret(syscall(nr, a[0], a[1], a[2], a[3],
+						 a[4], a[5])));
+	if ((nr == SYS_recvfrom || nr == SYS_sendto) && (a[3] & MSG_DONTWAIT))
+		return laio__ret_inline(laio__sysret(syscall(nr, a[0], a[1], a[2], a[3],
+						 a[4], a[5])));
+	if ((nr == SYS_recvmsg || nr == SYS_sendmsg) && (a[2] & MSG_DONTWAIT))
+		return laio__ret_inline(laio__sysret(syscall(nr, a[0], a[1], a[2])));
+
+	tmp.nr = nr;
+	memcpy(tmp.a, a, sizeof(tmp.a));
+	tmp.done = 0;
+	tmp.iov = NULL;
+	tmp.ftype = 0;
+	res = laio__try_nowait(&tmp);
+	if (UAIO_LIKELY(res != -EAGAIN && res != -EOPNOTSUPP)) {
+		/* A blocking write to a pipe or socket writes it all. */
+		if (res > 0 && laio__is_write_nr(nr) && nr != SYS_sendmsg &&
+		    laio__continue_write(&tmp, res)) {
+			fl = fcntl((int)a[0], F_GETFL);
+			if (fl >= 0 && !(fl & O_NONBLOCK))
+				goto background;
+			free(tmp.iov);
+			return laio__ret_inline(res);
+		}
+		return laio__ret_inline(res);
+	}
+	if (res == -EAGAIN) {
+		/* A caller's O_NONBLOCK pipe or socket does not block. */
+		fl = fcntl((int)a[0], F_GETFL);
+		if (fl >= 0 && (fl & O_NONBLOCK) && !laio__fd_isreg(&tmp))
+			return laio__ret_inline(-EAGAIN);
+	}
+	tmp.done = 0;
+	free(tmp.iov);
+	tmp.iov = NULL;
+background:
+	if (laio__engine_get() < 0 || !(r = laio__call_new(nr, a))) {
+		free(tmp.iov);
+		return laio__ret_inline(-EAGAIN);
+	}
+	r->done = tmp.done;
+	r->iov = tmp.iov;
+	r->iovcnt = tmp.iovcnt;
+	r->ftype = tmp.ftype;
+	if (res == -EOPNOTSUPP)
+		r->retries = 4;	/* polling cannot tell: use the op */
+	return laio__go_background(r, laio__submit_rw_bg);
+}
+
+static long open_call(long nr, long *a)
+{
+	/* Cached lookups complete in the caller (what io_uring tries too). */
+	if (!((int)a[2] & (O_CREAT | O_TRUNC | O_TMPFILE))) {
+		struct open_how how = {
+			.flags = (uint64_t)(unsigned)a[2],
+			.resolve = RESOLVE_CACHED,
+		};
+		long fd = syscall(SYS_openat2, (int)a[0], (const char *)a[1], &how,
+				  sizeof(how));
+
+		if (fd >= 0)
+			return laio__ret_inline(fd);
+		if (errno != EAGAIN && errno != EINVAL && errno != ENOSYS &&
+		    errno != E2BIG)
+			return laio__ret_inline(-errno);
+	}
+	return laio__try_ring(nr, a, s_openat);
+}
+
+static long openat2_call(long nr, long *a)
+{
+	struct open_how *how = (struct open_how *)a[2];
+
+	if ((size_t)a[3] != sizeof(struct open_how) || !how)
+		goto pool;
+	if (!(how->flags & (O_CREAT | O_TRUNC | O_TMPFILE)) &&
+	    !(how->resolve & RESOLVE_CACHED)) {
+		struct open_how h = *how;
+		long fd;
+
+		h.resolve |= RESOLVE_CACHED;
+		fd = syscall(SYS_openat2, (int)a[0], (const char *)a[1], &h, sizeof(h));
+		if (fd >= 0)
+			return laio__ret_inline(fd);
+		if (errno != EAGAIN)
+			return laio__ret_inline(-errno);
+	} else if (how->resolve & RESOLVE_CACHED) {
+		return laio__ret_inline(laio__sysret(syscall(nr, a[0], a[1], a[2], a[3])));
+	}
+	return laio__try_ring(nr, a, s_openat2);
+pool: {
+		struct laio_call *r;
+
+		if (laio__engine_get() < 0 || !(r = laio__call_new(nr, a)))
+			return laio__ret_inline(-EAGAIN);
+		return laio__go_background(r, laio__submit_work);
+	}
+}
+
+static long pool_call(long nr, const long *a)
+{
+	struct laio_call *r;
+
+	if (laio__engine_get() < 0 || !(r = laio__call_new(nr, a)))
+		return laio__ret_inline(-EAGAIN);
+	return laio__go_background(r, laio__submit_work);
+}
+
+static long c_rw(const struct laio_row *row, long nr, long *a)
+{
+	return rw_call(nr, a);
+}
+
+/* io_uring waits even on the caller's O_NONBLOCK socket, where the
+ * syscall itself cannot block: run it here. */
+static long c_conn(const struct laio_row *row, long nr, long *a)
+{
+	int fl = fcntl((int)a[0], F_GETFL);
+
+	if (fl < 0 || (fl & O_NONBLOCK))
+		return laio__ret_inline(laio__sysret(syscall(nr, a[0], a[1], a[2], a[3])));
+	return laio__try_ring(nr, a, row->ring);
+}
+
+static long c_open(const struct laio_row *row, long nr, long *a)
+{
+	return nr == SYS_openat2 ? openat2_call(nr, a) : open_call(nr, a);
+}
+
+static long c_ring(const struct laio_row *row, long nr, long *a)
+{
+	return laio__try_ring(nr, a, row->ring);
+}
+
+/* io_uring does not update the caller's offsets: with offsets, the pool. */
+static long c_splice(const struct laio_row *row, long nr, long *a)
+{
+	if (a[1] || a[3])
+		return pool_call(nr, a);
+	return laio__try_ring(nr, a, row->ring);
+}
+
+static long c_inline(const struct laio_row *row, long nr, long *a)
+{
+	return laio__ret_inline(laio__sysret(syscall(nr, a[0], a[1], a[2], a[3], a[4], a[5])));
+}
+
+enum { C_RW, C_CONN, C_OPEN, C_RING, C_SPLICE, C_INLINE, C_COUNT };
+
+/* What each class does; docs/laio.md's table is made of these and the
+ * rows (laio__class_table). */
+static const struct laio_class {
+	const char *title, *tried, *blocked;
+	laio_run_fn run;
+} laio_classes[C_COUNT] = {
+	[C_RW] = { "data: files, pipes, sockets, ttys",
+		   "`preadv2/pwritev2(RWF_NOWAIT)` (files: the page cache; buffered writes only where the file system takes `RWF_NOWAIT`: XFS, btrfs, not ext4 or tmpfs), `MSG_DONTWAIT`",
+		   "files: an io_uring read or write. Pipes and sockets: the call as an io_uring op (`LAIO_BG=op`, the default), or an io_uring poll then a non-blocking retry (`LAIO_BG=poll`); a blocking write that moves part of its bytes continues until all are written, as `write(2)` would; on a descriptor the caller made `O_NONBLOCK`, `EAGAIN` is returned inline",
+		   c_rw },
+	[C_CONN] = { "connections",
+		     "on an `O_NONBLOCK` socket the call itself (it cannot block)",
+		     "io_uring op, returned inline if the kernel completes it during submission",
+		     c_conn },
+	[C_OPEN] = { "opens",
+		     "`openat2` with `RESOLVE_CACHED` (no `O_CREAT`, `O_TRUNC`, `O_TMPFILE`)",
+		     "io_uring op, returned inline if the kernel completes it during submission",
+		     c_open },
+	[C_RING] = { "calls with an io_uring opcode",
+		     "submitted to the ring; inline when the kernel completes it during submission",
+		     "stays on the ring",
+		     c_ring },
+	[C_SPLICE] = { "splice",
+		       "without offsets: submitted to the ring (io_uring does not update the caller's offsets)",
+		       "without offsets: stays on the ring; with offsets: the helper pool",
+		       c_splice },
+	[C_INLINE] = { "always inline",
+		       "the call itself",
+		       "— (it cannot block, or only makes sense in the calling thread)",
+		       c_inline },
+};
+
+#define ROW(n, c, nm, rg)	{ SYS_##n, #n, c, nm, rg },
+#define INLINE(n)		ROW(n, C_INLINE, NULL, NULL)
+
+static const struct laio_row laio_rows[] = {
+	ROW(read, C_RW, NULL, NULL) ROW(write, C_RW, NULL, NULL)
+	ROW(readv, C_RW, NULL, NULL) ROW(writev, C_RW, NULL, NULL)
+	ROW(pread64, C_RW, NULL, NULL) ROW(pwrite64, C_RW, NULL, NULL)
+	ROW(preadv, C_RW, NULL, NULL) ROW(pwritev, C_RW, NULL, NULL)
+	ROW(preadv2, C_RW, NULL, NULL) ROW(pwritev2, C_RW, NULL, NULL)
+	ROW(recvfrom, C_RW, NULL, NULL) ROW(sendto, C_RW, NULL, NULL)
+	ROW(recvmsg, C_RW, NULL, NULL) ROW(sendmsg, C_RW, NULL, NULL)
+	ROW(accept, C_CONN, NULL, s_accept) ROW(accept4, C_CONN, NULL, s_accept)
+	ROW(connect, C_CONN, NULL, s_connect)
+#ifdef SYS_open
+	ROW(open, C_OPEN, n_open, s_openat)
+#endif
+#ifdef SYS_creat
+	ROW(creat, C_OPEN, n_creat, s_openat)
+#endif
+	ROW(openat, C_OPEN, NULL, s_openat)
+	ROW(openat2, C_OPEN, NULL, s_openat2)
+	ROW(close, C_RING, NULL, s_close) ROW(statx, C_RING, NULL, s_statx)
+	ROW(fsync, C_RING, NULL, s_fsync) ROW(fdatasync, C_RING, NULL, s_fsync)
+	ROW(fallocate, C_RING, NULL, s_fallocate)
+	ROW(unlinkat, C_RING, NULL, s_unlinkat)
+#ifdef SYS_unlink
+	ROW(unlink, C_RING, n_unlink, s_unlinkat) ROW(rmdir, C_RING, n_rmdir, s_unlinkat)
+#endif
+	ROW(renameat, C_RING, n_renameat, s_renameat)
+	ROW(renameat2, C_RING, NULL, s_renameat)
+#ifdef SYS_rename
+	ROW(rename, C_RING, n_rename, s_renameat)
+#endif
+	ROW(mkdirat, C_RING, NULL, s_mkdirat)
+#ifdef SYS_mkdir
+	ROW(mkdir, C_RING, n_mkdir, s_mkdirat)
+#endif
+	ROW(symlinkat, C_RING, NULL, s_symlinkat)
+#ifdef SYS_symlink
+	ROW(symlink, C_RING, n_symlink, s_symlinkat)
+#endif
+	ROW(linkat, C_RING, NULL, s_linkat)
+#ifdef SYS_link
+	ROW(link, C_RING, n_link, s_linkat)
+#endif
+#ifdef SYS_fadvise64
+	ROW(fadvise64, C_RING, NULL, s_fadvise)
+#endif
+	ROW(madvise, C_RING, NULL, s_madvise)
+	ROW(tee, C_RING, NULL, s_tee) ROW(shutdown, C_RING, NULL, s_shutdown)
+	ROW(splice, C_SPLICE, NULL, s_splice)
+	/* process and thread lifecycle */
+	INLINE(exit) INLINE(exit_group) INLINE(fork) INLINE(vfork) INLINE(clone)
+	INLINE(execve) INLINE(execveat)
+#ifdef SYS_clone3
+	INLINE(clone3)
+#endif
+	INLINE(set_tid_address) INLINE(set_robust_list) INLINE(get_robust_list)
+	INLINE(restart_syscall)
+#ifdef SYS_rseq
+	INLINE(rseq)
+#endif
+#ifdef SYS_arch_prctl
+	INLINE(arch_prctl)
+#endif
+	INLINE(prctl) INLINE(personality) INLINE(seccomp) INLINE(unshare) INLINE(setns)
+	/* signal state of the calling thread */
+	INLINE(rt_sigprocmask) INLINE(rt_sigaction) INLINE(rt_sigreturn)
+	INLINE(sigaltstack) INLINE(rt_sigpending) INLINE(rt_sigsuspend)
+	INLINE(rt_sigtimedwait)
+#ifdef SYS_pause
+	INLINE(pause)
+#endif
+	/* identity, credentials (per thread at the syscall level), limits */
+	INLINE(getpid) INLINE(getppid) INLINE(gettid) INLINE(getuid) INLINE(geteuid)
+	INLINE(getgid) INLINE(getegid) INLINE(getresuid) INLINE(getresgid)
+	INLINE(getgroups) INLINE(setuid) INLINE(setgid) INLINE(setreuid)
+	INLINE(setregid) INLINE(setresuid) INLINE(setresgid) INLINE(setfsuid)
+	INLINE(setfsgid) INLINE(setgroups) INLINE(capget) INLINE(capset)
+	INLINE(getpgid) INLINE(setpgid) INLINE(getsid) INLINE(setsid)
+#ifdef SYS_getpgrp
+	INLINE(getpgrp)
+#endif
+#ifdef SYS_getrlimit
+	INLINE(getrlimit)
+#endif
+	INLINE(setrlimit) INLINE(prlimit64) INLINE(getrusage) INLINE(umask) INLINE(times)
+	/* scheduling of the calling thread */
+	INLINE(sched_yield) INLINE(sched_getaffinity) INLINE(sched_setaffinity)
+	INLINE(sched_getparam) INLINE(sched_setparam) INLINE(sched_getscheduler)
+	INLINE(sched_setscheduler) INLINE(sched_getattr) INLINE(sched_setattr)
+	INLINE(getpriority) INLINE(setpriority) INLINE(ioprio_get) INLINE(ioprio_set)
+	INLINE(getcpu) INLINE(set_mempolicy) INLINE(get_mempolicy)
+#ifdef SYS_modify_ldt
+	INLINE(modify_ldt)
+#endif
+#ifdef SYS_ioperm
+	INLINE(ioperm) INLINE(iopl)
+#endif
+	/* clocks and fixed facts: cannot block */
+	INLINE(clock_gettime) INLINE(clock_getres) INLINE(gettimeofday) INLINE(uname)
+#ifdef SYS_time
+	INLINE(time)
+#endif
+	/* not implemented on x86-64: the kernel answers ENOSYS at once */
+#ifdef SYS_afs_syscall
+	INLINE(afs_syscall) INLINE(tuxcall) INLINE(security) INLINE(vserver)
+	INLINE(getpmsg) INLINE(putpmsg) INLINE(create_module) INLINE(get_kernel_syms)
+	INLINE(query_module) INLINE(nfsservctl) INLINE(_sysctl)
+	INLINE(set_thread_area) INLINE(get_thread_area) INLINE(lookup_dcookie)
+	INLINE(uselib)
+#endif
+};
+
+#undef ROW
+#undef INLINE
+
+/* Row by number (0: none), and the numbers this build knows at all. */
+#define NR_MAX	1024
+static uint16_t laio_row_of[NR_MAX];
+static uint64_t laio_known[NR_MAX / 64];
+static pthread_once_t laio_table_once = PTHREAD_ONCE_INIT;
+
+static void table_init(void)
+{
+	static const long nums[] = {
+#define LAIO_SYS(name) SYS_##name,
+#include "laio/sysnums.h"
+#undef LAIO_SYS
+	};
+
+	for (size_t i = 0; i < sizeof(nums) / sizeof(nums[0]); i++)
+		if (nums[i] >= 0 && nums[i] < NR_MAX)
+			laio_known[nums[i] / 64] |= 1ull << (nums[i] % 64);
+	for (size_t i = 0; i < sizeof(laio_rows) / sizeof(laio_rows[0]); i++)
+		if (laio_rows[i].nr >= 0 && laio_rows[i].nr < NR_MAX)
+			laio_row_of[laio_rows[i].nr] = (uint16_t)(i + 1);
+}
+
+__attribute__((visibility("default")))
+long laio_syscall(long nr, ...)
+{
+	const struct laio_row *row;
+	long a[6];
+	va_list ap;
+
+	va_start(ap, nr);
+	for (int i = 0; i < 6; i++)
+		a[i] = va_arg(ap, long);
+	va_end(ap);
+
+	/* The hot cases, read(2) and pread(2) that do not block: one raw
+	 * syscall (no cancellation-point wrapper), nothing else. A part of a
+	 * pread from the cache is left to the full path. */
+	if (UAIO_LIKELY(nr == SYS_read || (nr == SYS_pread64 && a[3] >= 0))) {
+		struct iovec iov = { (void *)a[1], (size_t)a[2] };
+		long r = syscall(SYS_preadv2, a[0], &iov, 1, nr == SYS_read ? -1L : a[3], 0L,
+				 RWF_NOWAIT);
+
+		if (r < 0 ? errno != EAGAIN && errno != EOPNOTSUPP
+			  : nr == SYS_read || r == 0 || r == a[2]) {
+			laio__last = NULL;
+			return r;
+		}
+	}
+
+	/* The kernel would truncate it to an int and run another call. */
+	if (nr < 0 || nr > INT_MAX)
+		return laio__ret_inline(-ENOSYS);
+	pthread_once(&laio_table_once, table_init);
+	if (nr < NR_MAX && laio_row_of[nr]) {
+		row = &laio_rows[laio_row_of[nr] - 1];
+		if (row->norm)
+			row->norm(a);
+		return laio_classes[row->cls].run(row, nr, a);
+	}
+	if (nr < NR_MAX && (laio_known[nr / 64] >> (nr % 64) & 1))
+		return pool_call(nr, a);
+	return laio__ret_inline(laio__sysret(syscall(nr, a[0], a[1], a[2], a[3], a[4], a[5])));
+}
+
+/* docs/laio.md's class table, in markdown, from the rows. */
+size_t laio__class_table(char *buf, size_t len)
+{
+	size_t n = 0;
+
+#define PUT(...) (n += (size_t)snprintf(buf + (n < len ? n : len), n < len ? len - n : 0, __VA_ARGS__))
+	PUT("| class | calls | tried inline with | when it would block |\n|---|---|---|---|\n");
+	for (int c = 0; c < C_COUNT; c++) {
+		bool first = true;
+
+		PUT("| %s | ", laio_classes[c].title);
+		for (size_t i = 0; i < sizeof(laio_rows) / sizeof(laio_rows[0]); i++) {
+			if (laio_rows[i].cls != c)
+				continue;
+			PUT("%s`%s`", first ? "" : ", ", laio_rows[i].name);
+			first = false;
+		}
+		PUT(" | %s | %s |\n", laio_classes[c].tried, laio_classes[c].blocked);
+	}
+	PUT("| everything else this build knows | e.g. `sync`, `getdents64`, `flock`, `nanosleep`, `wait4` | nothing | the helper pool runs it |\n");
+	PUT("| unknown numbers | | the kernel, inline: `ENOSYS` | — |\n");
+#undef PUT
+	return n;
+}

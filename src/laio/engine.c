@@ -1,0 +1,447 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The LAIO engine: one per process, with a thread-safe uaio loop that no
+ * thread runs in the background (whoever is in laio_poll drives it), the
+ * call records (handles) from a slab, the completion queue, laio_fd's
+ * epoll set, fork handling; laio_gethandle, laio_poll, laio_fd,
+ * laio_cancel.
+ */
+#define _GNU_SOURCE
+#include "laio/engine.h"
+
+struct laio_engine laio__engine = {
+	.init_mu = PTHREAD_MUTEX_INITIALIZER,
+	.mu = PTHREAD_MUTEX_INITIALIZER,
+	.efd = -1,
+	.epfd = -1,
+};
+
+__thread struct laio_call *laio__last;
+
+/* ------------------------------------------------------------ engine */
+
+static void engine_fork_prepare(void)
+{
+	pthread_mutex_lock(&laio__engine.init_mu);
+	pthread_mutex_lock(&laio__engine.mu);
+}
+
+static void engine_fork_parent(void)
+{
+	pthread_mutex_unlock(&laio__engine.mu);
+	pthread_mutex_unlock(&laio__engine.init_mu);
+}
+
+/* The child has none of the parent's background calls. */
+static void engine_fork_child(void)
+{
+	struct laio_engine *e = &laio__engine;
+	struct laio_slab *s, *next;
+
+	pthread_mutex_init(&e->init_mu, NULL);
+	pthread_mutex_init(&e->mu, NULL);
+	/* A loop another thread was inside may be mid-update: leak it. */
+	if (e->loop && !e->driving)
+		uaio_loop_free(e->loop);
+	e->loop = NULL;
+	for (s = e->slabs; s; s = next) {
+		next = s->next;
+		for (int i = 0; i < SLAB_CALLS; i++)
+			free(s->calls[i].iov);
+		free(s);
+	}
+	e->slabs = NULL;
+	e->free = e->cq_head = e->cq_tail = NULL;
+	e->ncq = e->outstanding = 0;
+	e->driving = false;
+	e->has_driver = false;
+	e->waiters = 0;
+	if (e->efd >= 0)
+		close(e->efd);
+	if (e->epfd >= 0)
+		close(e->epfd);
+	e->efd = e->epfd = -1;
+	e->efd_set = false;
+	laio__last = NULL;
+	atomic_store(&e->ready, false);
+}
+
+static int engine_init_locked(void)
+{
+	struct laio_engine *e = &laio__engine;
+	static bool atfork_done;
+	struct uaio_loop_params p = {
+		.flags = UAIO_LOOP_THREADSAFE,
+		.entries = 1024,
+		.workers = 8,
+	};
+	pthread_condattr_t ca;
+	const char *m = getenv("LAIO_BG");
+
+	if (!atfork_done) {
+		if (pthread_atfork(engine_fork_prepare, engine_fork_parent,
+				   engine_fork_child))
+			return -ENOMEM;
+		atfork_done = true;
+	}
+	e->mech = LAIO_MECH_DEFAULT;
+	if (m && !strcmp(m, "op"))
+		e->mech = LAIO_MECH_OP;
+	else if (m && !strcmp(m, "poll"))
+		e->mech = LAIO_MECH_POLL;
+	e->loop = uaio_loop_new(&p);
+	if (!e->loop)
+		return -errno;
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&e->cv, &ca);
+	pthread_condattr_destroy(&ca);
+	atomic_store_explicit(&e->ready, true, memory_order_release);
+	return 0;
+}
+
+int laio__engine_get(void)
+{
+	int r = 0;
+
+	if (UAIO_LIKELY(atomic_load_explicit(&laio__engine.ready,
+					     memory_order_acquire)))
+		return 0;
+	pthread_mutex_lock(&laio__engine.init_mu);
+	if (!atomic_load(&laio__engine.ready))
+		r = engine_init_locked();
+	pthread_mutex_unlock(&laio__engine.init_mu);
+	return r;
+}
+
+int laio__mechanism(void)
+{
+	return laio__engine_get() < 0 ? -1 : laio__engine.mech;
+}
+
+const char *laio__backend_name(void)
+{
+	return laio__engine_get() < 0 ? "none" : uaio_loop_backend_name(laio__engine.loop);
+}
+
+/* --------------------------------------------------------- records */
+
+static struct laio_call *call_alloc_locked(void)
+{
+	struct laio_engine *e = &laio__engine;
+	struct laio_call *r;
+
+	if (!e->free) {
+		struct laio_slab *s = calloc(1, sizeof(*s));
+
+		if (!s)
+			return NULL;
+		s->next = e->slabs;
+		e->slabs = s;
+		for (int i = SLAB_CALLS - 1; i >= 0; i--) {
+			s->calls[i].next = e->free;
+			e->free = &s->calls[i];
+		}
+	}
+	r = e->free;
+	e->free = r->next;
+	r->next = NULL;
+	return r;
+}
+
+void laio__call_release_locked(struct laio_call *r)
+{
+	free(r->iov);
+	r->iov = NULL;
+	r->magic = 0;
+	r->phase = PH_FREE;
+	r->flags = 0;
+	r->next = laio__engine.free;
+	laio__engine.free = r;
+}
+
+struct laio_call *laio__call_new(long nr, const long *a)
+{
+	struct laio_call *r;
+
+	pthread_mutex_lock(&laio__engine.mu);
+	r = call_alloc_locked();
+	pthread_mutex_unlock(&laio__engine.mu);
+	if (!r)
+		return NULL;
+	r->nr = nr;
+	memcpy(r->a, a, sizeof(r->a));
+	r->ret = 0;
+	r->done = 0;
+	r->iovcnt = 0;
+	r->flags = 0;
+	r->ftype = 0;
+	r->retries = 0;
+	return r;
+}
+
+static void nop_post(void *data)
+{
+	(void)data;
+}
+
+/* Nothing may be left for a driver asleep in the kernel to wait for. */
+void laio__outstanding_dec_locked(void)
+{
+	if (--laio__engine.outstanding == 0 && laio__engine.driving)
+		uaio_loop_post(laio__engine.loop, nop_post, NULL);
+}
+
+/* Keeps laio_fd()'s eventfd readable exactly while completions wait. */
+void laio__efd_sync_locked(void)
+{
+	struct laio_engine *e = &laio__engine;
+	uint64_t v = 1;
+
+	if (e->efd < 0)
+		return;
+	if (e->ncq && !e->efd_set) {
+		if (write(e->efd, &v, sizeof(v)) == sizeof(v))
+			e->efd_set = true;
+	} else if (!e->ncq && e->efd_set) {
+		if (read(e->efd, &v, sizeof(v)) == sizeof(v) || errno == EAGAIN)
+			e->efd_set = false;
+	}
+}
+
+/* The call's final result: inline if its submitter is still waiting for
+ * it, else one completion on the queue. */
+void laio__call_finish(struct laio_call *r, long res)
+{
+	struct laio_engine *e = &laio__engine;
+
+	pthread_mutex_lock(&e->mu);
+	r->ret = res;
+	if (r->phase == PH_TRY) {
+		r->phase = PH_INLINE;
+	} else {
+		r->phase = PH_QUEUED;
+		r->next = NULL;
+		if (e->cq_tail)
+			e->cq_tail->next = r;
+		else
+			e->cq_head = r;
+		e->cq_tail = r;
+		e->ncq++;
+		if (e->waiters)
+			pthread_cond_signal(&e->cv);
+	}
+	pthread_mutex_unlock(&e->mu);
+}
+
+/* Runs the loop once without waiting if nobody else is running it.
+ * Called and returns with mu held. */
+void laio__drive_locked(int64_t timeout_ns)
+{
+	struct laio_engine *e = &laio__engine;
+
+	e->driving = true;
+	e->has_driver = true;
+	e->driver = pthread_self();
+	pthread_mutex_unlock(&e->mu);
+	uaio_loop_run_once(e->loop, timeout_ns);
+	pthread_mutex_lock(&e->mu);
+	e->driving = false;
+	if (e->waiters)
+		pthread_cond_broadcast(&e->cv);
+}
+
+__attribute__((visibility("default")))
+void *laio_gethandle(void)
+{
+	return laio__last;
+}
+
+static bool call_valid_locked(const struct laio_call *r)
+{
+	for (struct laio_slab *s = laio__engine.slabs; s; s = s->next)
+		if ((const char *)r >= (const char *)s->calls &&
+		    (const char *)r < (const char *)(s->calls + SLAB_CALLS))
+			return ((const char *)r - (const char *)s->calls) %
+			       sizeof(*r) == 0;
+	return false;
+}
+
+static int64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+static int drain_locked(struct laio_completion *c, int n)
+{
+	struct laio_engine *e = &laio__engine;
+	int got = 0;
+
+	while (got < n && e->cq_head) {
+		struct laio_call *r = e->cq_head;
+
+		e->cq_head = r->next;
+		if (!e->cq_head)
+			e->cq_tail = NULL;
+		e->ncq--;
+		c[got].laio_handle = r;
+		if (r->ret < 0 && r->ret > -4096) {
+			c[got].laio_return_value = -1;
+			c[got].laio_errno = (int)-r->ret;
+		} else {
+			c[got].laio_return_value = r->ret;
+			c[got].laio_errno = 0;
+		}
+		got++;
+		laio__outstanding_dec_locked();
+		r->magic = 0;
+		if (r->flags & CF_CANCEL_OP)
+			r->flags |= CF_RELEASE;
+		else
+			laio__call_release_locked(r);
+	}
+	return got;
+}
+
+__attribute__((visibility("default")))
+int laio_poll(struct laio_completion *c, int n, const struct timespec *timeout)
+{
+	struct laio_engine *e = &laio__engine;
+	int64_t deadline = -1, now;
+	int got = 0;
+
+	if (!c || n <= 0 || (timeout && (timeout->tv_sec < 0 || timeout->tv_nsec < 0 ||
+					 timeout->tv_nsec >= 1000000000))) {
+		errno = EINVAL;
+		return -1;
+	}
+	if (!atomic_load_explicit(&e->ready, memory_order_acquire))
+		return 0;
+	if (timeout)
+		deadline = timeout->tv_sec || timeout->tv_nsec ?
+			   mono_ns() + timeout->tv_sec * 1000000000ll + timeout->tv_nsec : 0;
+	pthread_mutex_lock(&e->mu);
+	for (;;) {
+		if (e->ncq) {
+			got = drain_locked(c, n);
+			break;
+		}
+		if (!e->outstanding)
+			break;
+		if (deadline == 0) {
+			if (e->driving)
+				break;
+			laio__drive_locked(0);
+			got = drain_locked(c, n);
+			break;
+		}
+		now = deadline > 0 ? mono_ns() : 0;
+		if (deadline > 0 && now >= deadline)
+			break;
+		if (!e->driving) {
+			laio__drive_locked(deadline > 0 ? deadline - now : -1);
+			continue;
+		}
+		e->waiters++;
+		if (deadline > 0) {
+			struct timespec ts = {
+				.tv_sec = deadline / 1000000000,
+				.tv_nsec = deadline % 1000000000,
+			};
+			pthread_cond_timedwait(&e->cv, &e->mu, &ts);
+		} else {
+			pthread_cond_wait(&e->cv, &e->mu);
+		}
+		e->waiters--;
+	}
+	laio__efd_sync_locked();
+	/* Someone else may be waiting for what we left behind. */
+	if (e->ncq && e->waiters)
+		pthread_cond_signal(&e->cv);
+	pthread_mutex_unlock(&e->mu);
+	return got;
+}
+
+__attribute__((visibility("default")))
+int laio_fd(void)
+{
+	struct laio_engine *e = &laio__engine;
+	struct epoll_event ev = { .events = EPOLLIN };
+	int r, fd;
+
+	if ((r = laio__engine_get()) < 0) {
+		errno = -r;
+		return -1;
+	}
+	pthread_mutex_lock(&e->mu);
+	if (e->epfd < 0) {
+		int efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+		int epfd = epoll_create1(EPOLL_CLOEXEC);
+
+		if (efd < 0 || epfd < 0 ||
+		    epoll_ctl(epfd, EPOLL_CTL_ADD, efd, &ev) < 0 ||
+		    uaio_loop_fd(e->loop) < 0 ||
+		    epoll_ctl(epfd, EPOLL_CTL_ADD, uaio_loop_fd(e->loop), &ev) < 0) {
+			r = errno;
+			if (efd >= 0)
+				close(efd);
+			if (epfd >= 0)
+				close(epfd);
+			pthread_mutex_unlock(&e->mu);
+			errno = r;
+			return -1;
+		}
+		e->efd = efd;
+		e->epfd = epfd;
+		e->efd_set = false;
+		laio__efd_sync_locked();
+	}
+	fd = e->epfd;
+	pthread_mutex_unlock(&e->mu);
+	return fd;
+}
+
+static void cancel_cb(uaio_op *op, int res, void *data)
+{
+	struct laio_call *r = data;
+
+	pthread_mutex_lock(&laio__engine.mu);
+	r->flags &= ~CF_CANCEL_OP;
+	if (r->flags & CF_RELEASE)
+		laio__call_release_locked(r);
+	pthread_mutex_unlock(&laio__engine.mu);
+}
+
+__attribute__((visibility("default")))
+int laio_cancel(void *handle)
+{
+	struct laio_engine *e = &laio__engine;
+	struct laio_call *r = handle;
+	int ret = 0;
+
+	if (!r || !atomic_load_explicit(&e->ready, memory_order_acquire)) {
+		errno = EINVAL;
+		return -1;
+	}
+	pthread_mutex_lock(&e->mu);
+	if (!call_valid_locked(r) || r->magic != LAIO_MAGIC) {
+		ret = EINVAL;
+	} else if (r->phase == PH_QUEUED) {
+		ret = EALREADY;
+	} else if (!(r->flags & CF_CANCEL_REQ)) {
+		r->flags |= CF_CANCEL_REQ;
+		if (!(r->flags & CF_CANCEL_OP) &&
+		    uaio_op_cancel(e->loop, &r->cop, &r->op, cancel_cb, r) == 0)
+			r->flags |= CF_CANCEL_OP;
+	}
+	pthread_mutex_unlock(&e->mu);
+	if (ret) {
+		errno = ret;
+		return -1;
+	}
+	return 0;
+}
+

@@ -1,0 +1,155 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Lazy asynchronous syscalls (see include/uaio/laio.h, docs/laio.md): the
+ * engine shared by the files of src/laio/.
+ *
+ * One engine per process owns a thread-safe uaio loop. A call is first
+ * tried without blocking in the caller (RWF_NOWAIT, MSG_DONTWAIT, openat2
+ * RESOLVE_CACHED, or an io_uring submission whose completion is already
+ * there); only when it would block does it get a record (the handle) and
+ * continue on the loop. Nobody runs the loop in the background: the
+ * thread in laio_poll() drives it, and op callbacks queue the records on
+ * the engine's completion queue.
+ *
+ * Files: calls.c (the table of calls, laio_syscall), attempt.c (tries in
+ * the caller), background.c (what continues on the loop), engine.c (the
+ * engine, records, laio_poll / laio_fd / laio_gethandle / laio_cancel).
+ */
+#ifndef UAIO_LAIO_ENGINE_H
+#define UAIO_LAIO_ENGINE_H
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <linux/openat2.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/uio.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <uaio/laio.h>
+#include <uaio/loop.h>
+#include "core/uaio_core.h"
+#include "laio/laio_internal.h"
+
+#define LAIO_MAGIC	0x6c61696fu	/* "laio": a live background record */
+#define SLAB_CALLS	1024
+
+/* laio_call.phase */
+enum {
+	PH_FREE = 0,
+	PH_TRY,		/* submitted to io_uring, caller still hoping for inline */
+	PH_INLINE,	/* completed while PH_TRY: the caller returns it inline */
+	PH_BG,		/* background: its completion goes to the queue */
+	PH_QUEUED,	/* on the completion queue */
+};
+
+/* laio_call.kind: what the current op of a background call is */
+enum {
+	K_OP,		/* the call itself as a uaio op */
+	K_POLL,		/* readiness poll, then a non-blocking retry */
+	K_WORK,		/* the helper pool runs the blocking syscall */
+};
+
+/* laio_call.flags */
+#define CF_CANCEL_REQ	0x01	/* laio_cancel() asked: do not resubmit */
+#define CF_CANCEL_OP	0x02	/* r->cop in flight: keep r alive */
+#define CF_RELEASE	0x04	/* returned by laio_poll while CF_CANCEL_OP */
+#define CF_ISREG	0x08	/* fd is a regular file (known) */
+#define CF_NOTREG	0x10	/* fd is not a regular file (known) */
+
+struct laio_call {
+	uaio_op op;
+	uaio_op cop;			/* the cancel op */
+	struct laio_call *next;		/* free list / completion queue */
+	long nr;
+	long a[6];
+	long ret;			/* result or -errno */
+	size_t done;			/* bytes already written (continuation) */
+	struct iovec *iov;		/* writev continuation: remaining iovs */
+	int iovcnt;
+	uint32_t magic;
+	uint8_t phase;
+	uint8_t kind;
+	uint8_t flags;			/* CF_CANCEL_*, CF_RELEASE: under mu */
+	uint8_t ftype;			/* CF_ISREG / CF_NOTREG: owner only */
+	uint8_t retries;
+};
+
+struct laio_slab {
+	struct laio_slab *next;
+	struct laio_call calls[SLAB_CALLS];
+};
+
+struct laio_engine {
+	pthread_mutex_t init_mu;
+	atomic_bool ready;
+	uaio_loop *loop;
+	int mech;			/* LAIO_MECH_OP or LAIO_MECH_POLL */
+
+	pthread_mutex_t mu;		/* everything below */
+	pthread_cond_t cv;		/* completions queued / driver gone */
+	struct laio_call *free;
+	struct laio_call *cq_head, *cq_tail;
+	unsigned long ncq;
+	unsigned long outstanding;	/* background, not yet returned */
+	bool driving;			/* a thread is inside run_once */
+	bool has_driver;
+	pthread_t driver;		/* the last thread that ran the loop */
+	unsigned waiters;
+	struct laio_slab *slabs;
+
+	/* laio_fd(): epoll over the loop's fd and efd, which is kept
+	 * readable while the completion queue is not empty. */
+	int efd, epfd;
+	bool efd_set;
+};
+
+
+
+
+extern struct laio_engine laio__engine;
+/* The calling thread's last call that went to the background (its
+ * handle, for laio_gethandle), or NULL. */
+extern __thread struct laio_call *laio__last;
+
+/* engine.c */
+int laio__engine_get(void);
+struct laio_call *laio__call_new(long nr, const long *a);
+void laio__call_release_locked(struct laio_call *r);
+void laio__call_finish(struct laio_call *r, long res);
+void laio__outstanding_dec_locked(void);
+void laio__efd_sync_locked(void);
+void laio__drive_locked(int64_t timeout_ns);
+
+/* attempt.c */
+long laio__sysret(long r);
+long laio__ret_inline(long res);
+long laio__ret_background(struct laio_call *r);
+bool laio__is_write_nr(long nr);
+const struct iovec *laio__call_iov(struct laio_call *r, struct iovec *iov1, int *cnt);
+long laio__try_nowait(struct laio_call *r);
+bool laio__fd_isreg(struct laio_call *r);
+int laio__iov_advance(struct laio_call *r, size_t n);
+bool laio__continue_write(struct laio_call *r, long res);
+
+/* background.c */
+int laio__submit_work(struct laio_call *r);
+int laio__submit_rw_bg(struct laio_call *r);
+void laio__op_cb(uaio_op *op, int res, void *data);
+long laio__go_background(struct laio_call *r, int (*submit)(struct laio_call *));
+long laio__try_ring(long nr, const long *a, int (*submit)(struct laio_call *));
+
+#endif

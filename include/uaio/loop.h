@@ -11,8 +11,11 @@
  *
  * Memory: watches, timers and ops are owned by the caller and must stay
  * valid until their final callback (handle_close for a watch, the op
- * callback for an op, or uaio_timer_stop() for a timer). The loop never
- * allocates on the submission or completion path.
+ * callback for an op, or uaio_timer_stop() for a timer). The loop keeps
+ * no memory per op. What grows with the number of descriptors and timers
+ * (the descriptor table, the timer heap, the fallback's per-descriptor
+ * queues) grows geometrically on first need and is kept, so a loop in a
+ * steady state allocates nothing; uaio_loop_post() allocates a node.
  */
 #ifndef UAIO_LOOP_H
 #define UAIO_LOOP_H

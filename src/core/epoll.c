@@ -78,10 +78,7 @@ static uint32_t want_mask(const struct uaio_fdent *e)
 	uint32_t want = 0;
 
 	if (e->w && (e->w->state & WS_ACTIVE) && !(e->w->state & WS_ALWAYS)) {
-		if (e->w->events & UAIO_READABLE)
-			want |= EPOLLIN | EPOLLRDHUP;
-		if (e->w->events & UAIO_WRITABLE)
-			want |= EPOLLOUT;
+		want = uaio__watch_mask(e->w);
 		if ((e->w->events & UAIO_EDGE) && want)
 			want |= EPOLLET;
 	}
@@ -107,9 +104,8 @@ static uint32_t reg_of(const struct uaio_fdent *e)
 static int update_reg_force(uaio_loop *l, int fd, bool force)
 {
 	struct uaio_fdent *e = uaio__fdent(l, fd, false);
-	struct epoll_event ev = { .data.u64 = (uint64_t)fd };
 	uint32_t want, have;
-	int op, r;
+	int r;
 
 	if (!e)
 		return 0;
@@ -117,13 +113,8 @@ static int update_reg_force(uaio_loop *l, int fd, bool force)
 	have = reg_of(e);
 	if (want == have && !(force && want))
 		return 0;
-	ev.events = want;
-	op = !have ? EPOLL_CTL_ADD : !want ? EPOLL_CTL_DEL : EPOLL_CTL_MOD;
-	r = epoll_ctl(E(l)->epfd, op, fd, &ev);
-	if (r < 0 && op == EPOLL_CTL_MOD && errno == ENOENT)
-		r = epoll_ctl(E(l)->epfd, EPOLL_CTL_ADD, fd, &ev);
-	if (r < 0 && op != EPOLL_CTL_DEL)
-		return -errno;
+	if ((r = uaio__epoll_set(E(l)->epfd, fd, have, want, (uint64_t)fd)) < 0)
+		return r;
 	if (e->q)
 		e->q->reg = want;
 	if (e->w)
@@ -355,10 +346,6 @@ static int ep_cancel(uaio_loop *l, uaio_op *op, uaio_op *t)
 			r = 0;
 		}
 		break;
-	case OS_WORKQ:
-	case OS_RUNNING:
-		r = uaio__workers_cancel(l, t);
-		break;
 	case OS_TIMERQ:
 		uaio__heap_remove(l, t->len);
 		uaio__complete(l, t, -ECANCELED);
@@ -489,8 +476,7 @@ static void handle_fd(uaio_loop *l, int fd, uint32_t events)
 		if (events & (EPOLLOUT | EPOLLHUP | EPOLLERR))
 			run_queue(l, &e->q->wh, &e->q->wt);
 	}
-	if (e && e->w && (e->w->state & WS_ACTIVE) && !(e->w->state & WS_STOPPING))
-		uaio__fire(l, e->w, (int32_t)events, FIRED_WATCH_LT);
+	uaio__epoll_fire(l, fd, events, 0);
 	if (e && e->q && !(want_mask(e) & ~reg_of(e)))
 		mark_idle(l, fd, e->q);	/* only less wanted: next round */
 	else

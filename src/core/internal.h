@@ -211,10 +211,20 @@ struct uaio_fdent *uaio__fdent(uaio_loop *l, int fd, bool grow);
 int uaio__heap_push(uaio_loop *l, uint64_t when, uintptr_t p);
 void uaio__heap_remove(uaio_loop *l, uint32_t idx);
 uint64_t uaio__clock_ns(void);
+/* reactor.c: the epoll reactor of both backends. */
+struct epoll_event;
+/* The epoll mask for a watch's events (UAIO_READABLE / UAIO_WRITABLE);
+ * the same bits are poll(2)'s. */
+uint32_t uaio__watch_mask(const uaio_watch *w);
+/* Moves fd's registration from mask have to want (ADD, MOD or DEL). */
+int uaio__epoll_set(int epfd, int fd, uint32_t have, uint32_t want, uint64_t key);
+/* An epoll event for fd: its active watch (with state bits need) goes to
+ * l->fired as level-triggered readiness. */
+bool uaio__epoll_fire(uaio_loop *l, int fd, uint32_t events, unsigned need);
 /* epoll_wait with a timeout in ns (< 0: none): events, 0 on EINTR, or
  * -errno. Both backends sleep in epoll (see uring.c). */
-struct epoll_event;
 int uaio__epoll_wait(int epfd, struct epoll_event *evs, int max, int64_t timeout_ns);
+int uaio__cancel_here(uaio_loop *l, uaio_op *target);
 int uaio__cancel_local(uaio_loop *l, uaio_op *target);
 int uaio__cancel_local_fd(uaio_loop *l, int fd);
 

@@ -136,25 +136,6 @@ UAIO_API int uaio_loop_fd(const uaio_loop *l)
 	return l->be->fd(l);
 }
 
-int uaio__epoll_wait(int epfd, struct epoll_event *evs, int max, int64_t timeout_ns)
-{
-	struct timespec ts;
-	int n;
-
-	if (timeout_ns < 0)
-		n = epoll_wait(epfd, evs, max, -1);
-	else {
-		ts.tv_sec = timeout_ns / 1000000000;
-		ts.tv_nsec = timeout_ns % 1000000000;
-		n = epoll_pwait2(epfd, evs, max, &ts, NULL);
-		if (n < 0 && errno == ENOSYS)	/* before 5.11: millisecond waits */
-			n = epoll_wait(epfd, evs, max, (int)((timeout_ns + 999999) / 1000000));
-	}
-	if (n < 0)
-		return errno == EINTR ? 0 : -errno;
-	return n;
-}
-
 /* The clock is read only when someone needs it: timers, or a caller. */
 static uint64_t loop_now(uaio_loop *l)
 {
@@ -822,6 +803,29 @@ UAIO_API int uaio_watch_stop(uaio_loop *l, uaio_watch *w)
 }
 
 /* ------------------------------------------------------------- proactor */
+
+/*
+ * The part of cancelling target that both backends share (under the
+ * lock): an op still queued by the loop or the worker pool, or one with
+ * nothing left to cancel. 0 cancelled, -ENOENT nothing to cancel (or a
+ * worker already runs it), 1 the backend's to cancel (in the kernel, on
+ * an fd queue, a timer).
+ */
+int uaio__cancel_here(uaio_loop *l, uaio_op *target)
+{
+	switch (target->state) {
+	case OS_PENDING:
+		return uaio__cancel_local(l, target);
+	case OS_WORKQ:
+	case OS_RUNNING:
+		return uaio__workers_cancel(l, target);
+	case OS_KERNEL:
+	case OS_FDQ:
+	case OS_TIMERQ:
+		return 1;
+	}
+	return -ENOENT;
+}
 
 /* Removes target from the loop's own queues (not yet in any kernel or
  * worker): 0 if found and cancelled, -ENOENT otherwise. Under the lock. */

@@ -26,7 +26,13 @@ static int submit(uaio_loop *l, uaio_op *op, unsigned opcode, int fd,
 	op->next = NULL;
 	lk = uaio__lock(l);
 	l->inflight++;
-	ret = l->be->submit(l, op);
+	if (UAIO_UNLIKELY(opcode == OP_CANCEL) &&
+	    (ret = uaio__cancel_here(l, (uaio_op *)(uintptr_t)op->addr)) <= 0) {
+		uaio__complete(l, op, ret);	/* the backend is not needed */
+		ret = 0;
+	} else {
+		ret = l->be->submit(l, op);
+	}
 	if (ret < 0) {
 		l->inflight--;
 		op->state = OS_IDLE;

@@ -227,7 +227,7 @@ static void ep_leave(uaio_loop *l, uaio_watch *w)
 {
 	if (!(w->state & WS_EPOLL))
 		return;
-	epoll_ctl(U(l)->epfd, EPOLL_CTL_DEL, w->fd, NULL);
+	uaio__epoll_set(U(l)->epfd, w->fd, w->armed, 0, 0);
 	w->state &= ~WS_EPOLL;
 	w->armed = 0;
 	U(l)->nep--;
@@ -237,9 +237,7 @@ static void ep_leave(uaio_loop *l, uaio_watch *w)
  * -errno on failure. */
 static int ep_arm(uaio_loop *l, uaio_watch *w)
 {
-	struct epoll_event ev = { .data.u64 = (uint64_t)w->fd };
-	uint32_t want = (w->events & UAIO_READABLE ? EPOLLIN | EPOLLRDHUP : 0) |
-			(w->events & UAIO_WRITABLE ? EPOLLOUT : 0);
+	uint32_t want = uaio__watch_mask(w);
 	int r;
 
 	if (l->threadsafe || (w->events & UAIO_EDGE) || (w->state & WS_RINGPOLL))
@@ -252,14 +250,13 @@ static int ep_arm(uaio_loop *l, uaio_watch *w)
 	}
 	if (!(w->state & WS_EPOLL) && (r = ep_setup(l)) < 0)
 		return r;
-	ev.events = want;
-	if (epoll_ctl(U(l)->epfd, w->state & WS_EPOLL ? EPOLL_CTL_MOD : EPOLL_CTL_ADD,
-		      w->fd, &ev) < 0) {
-		if (errno == EPERM) {	/* a regular file: ring polls */
+	if ((r = uaio__epoll_set(U(l)->epfd, w->fd, w->state & WS_EPOLL ? w->armed : 0,
+				 want, (uint64_t)w->fd)) < 0) {
+		if (r == -EPERM) {	/* a regular file: ring polls */
 			w->state |= WS_RINGPOLL;
 			return 0;
 		}
-		return -errno;
+		return r;
 	}
 	if (!(w->state & WS_EPOLL))
 		U(l)->nep++;
@@ -481,20 +478,15 @@ static int uring_submit(uaio_loop *l, uaio_op *op)
 	return 0;
 }
 
+/* The core has done what both backends share (uaio__cancel_here); run
+ * again here, since a cancel handed over to the issuing thread finds its
+ * target as it is by then. In the kernel: an async cancel. */
 static int uring_cancel(uaio_loop *l, uaio_op *op, uaio_op *target)
 {
 	struct io_uring_sqe *sqe;
-	int r;
+	int r = uaio__cancel_here(l, target);
 
-	switch (target->state) {
-	case OS_PENDING:
-		r = uaio__cancel_local(l, target);
-		break;
-	case OS_WORKQ:
-	case OS_RUNNING:
-		r = uaio__workers_cancel(l, target);
-		break;
-	case OS_KERNEL:
+	if (r == 1 && target->state == OS_KERNEL) {
 		sqe = get_sqe(l);
 		if (!sqe)
 			return -EAGAIN;
@@ -503,10 +495,8 @@ static int uring_cancel(uaio_loop *l, uaio_op *op, uaio_op *target)
 		op->state = OS_KERNEL;
 		U(l)->kops++;
 		return 0;
-	default:
-		r = -ENOENT;
 	}
-	uaio__complete(l, op, r);
+	uaio__complete(l, op, r == 1 ? -ENOENT : r);
 	return 0;
 }
 
@@ -548,12 +538,6 @@ static void arm_wake(uaio_loop *l)
 	uaio__unlock(l, lk);
 }
 
-static unsigned poll_mask(uint32_t events)
-{
-	return (events & UAIO_READABLE ? POLLIN | POLLRDHUP : 0) |
-	       (events & UAIO_WRITABLE ? POLLOUT : 0);
-}
-
 static int watch_arm_locked(uaio_loop *l, uaio_watch *w)
 {
 	struct io_uring_sqe *sqe;
@@ -578,9 +562,9 @@ static int watch_arm_locked(uaio_loop *l, uaio_watch *w)
 	if (!sqe)
 		return -EAGAIN;
 	if (w->events & UAIO_EDGE)	/* armed once, stays armed */
-		io_uring_prep_poll_multishot(sqe, w->fd, poll_mask(w->events));
+		io_uring_prep_poll_multishot(sqe, w->fd, uaio__watch_mask(w));
 	else
-		io_uring_prep_poll_add(sqe, w->fd, poll_mask(w->events));
+		io_uring_prep_poll_add(sqe, w->fd, uaio__watch_mask(w));
 	io_uring_sqe_set_data64(sqe, ud(w, TAG_WATCH));
 	w->armed = w->events;
 	return 0;
@@ -761,17 +745,12 @@ static int ep_wait(uaio_loop *l, int64_t timeout_ns)
 		return n;
 	for (int i = 0; i < n; i++) {
 		uint64_t key = u->evs[i].data.u64;
-		struct uaio_fdent *e;
 
 		if (key == EV_KEY) {
 			ring = true;
 			continue;
 		}
-		e = uaio__fdent(l, (int)key, false);
-		if (e && e->w && (e->w->state & WS_EPOLL) &&
-		    !(e->w->state & WS_STOPPING) &&
-		    uaio__fire(l, e->w, (int32_t)u->evs[i].events, FIRED_WATCH_LT))
-			total++;
+		total += uaio__epoll_fire(l, (int)key, u->evs[i].events, WS_EPOLL);
 	}
 	if (ring && u->defer)		/* deferred task work posts the CQEs */
 		io_uring_get_events(&u->ring);

@@ -2,9 +2,10 @@
 /*
  * The loop core: creation and backend choice, the run loop, timers (a
  * binary min-heap), deferred completions, watches' common logic, the
- * cross-thread inbox, file pinning. The uaio_op_* packers are in pack.c,
- * the op table in ops.h. Backends only move ops into and out of the
- * kernel.
+ * cross-thread inbox, and the cancellation both backends share. Timers'
+ * heap is in timers.c, watches in watch.c, pins in pin.c, the uaio_op_*
+ * packers in pack.c, the op table in ops.h. Backends only move ops into
+ * and out of the kernel.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -320,121 +321,9 @@ UAIO_API int uaio_loop_post(uaio_loop *l, void (*fn)(void *), void *data)
 	return 0;
 }
 
-/* ---------------------------------------------------------------- timers */
+/* ------------------------------------------------------------------ run */
 
-static bool heap_less(const struct uaio_heap_ent *a, const struct uaio_heap_ent *b)
-{
-	return a->when < b->when || (a->when == b->when && a->seq < b->seq);
-}
-
-static void heap_set(uaio_loop *l, uint32_t i, struct uaio_heap_ent e)
-{
-	l->heap[i] = e;
-	if (e.p & 1)
-		((uaio_op *)(e.p & ~(uintptr_t)1))->len = i;
-	else
-		((uaio_timer *)e.p)->heap_index = i;
-}
-
-static void heap_up(uaio_loop *l, uint32_t i)
-{
-	struct uaio_heap_ent e = l->heap[i];
-
-	while (i > 0) {
-		uint32_t parent = (i - 1) / 2;
-		if (!heap_less(&e, &l->heap[parent]))
-			break;
-		heap_set(l, i, l->heap[parent]);
-		i = parent;
-	}
-	heap_set(l, i, e);
-}
-
-static void heap_down(uaio_loop *l, uint32_t i)
-{
-	struct uaio_heap_ent e = l->heap[i];
-
-	for (;;) {
-		uint32_t c = 2 * i + 1;
-		if (c >= l->nheap)
-			break;
-		if (c + 1 < l->nheap && heap_less(&l->heap[c + 1], &l->heap[c]))
-			c++;
-		if (!heap_less(&l->heap[c], &e))
-			break;
-		heap_set(l, i, l->heap[c]);
-		i = c;
-	}
-	heap_set(l, i, e);
-}
-
-int uaio__heap_push(uaio_loop *l, uint64_t when, uintptr_t p)
-{
-	if (l->nheap == l->capheap) {
-		uint32_t cap = l->capheap ? l->capheap * 2 : 64;
-		struct uaio_heap_ent *h = realloc(l->heap, cap * sizeof(*h));
-		if (!h)
-			return -ENOMEM;
-		l->heap = h;
-		l->capheap = cap;
-	}
-	l->heap[l->nheap] = (struct uaio_heap_ent){ when, l->heap_seq++, p };
-	heap_up(l, l->nheap++);
-	return 0;
-}
-
-void uaio__heap_remove(uaio_loop *l, uint32_t idx)
-{
-	uintptr_t p = l->heap[idx].p;
-
-	if (p & 1)
-		((uaio_op *)(p & ~(uintptr_t)1))->len = UINT32_MAX;
-	else
-		((uaio_timer *)p)->heap_index = UINT32_MAX;
-	if (--l->nheap == idx)
-		return;
-	heap_set(l, idx, l->heap[l->nheap]);
-	if (idx > 0 && heap_less(&l->heap[idx], &l->heap[(idx - 1) / 2]))
-		heap_up(l, idx);
-	else
-		heap_down(l, idx);
-}
-
-UAIO_API void uaio_timer_init(uaio_timer *t, uaio_timer_cb cb, void *data)
-{
-	memset(t, 0, sizeof(*t));
-	t->cb = cb;
-	t->data = data;
-	t->heap_index = UINT32_MAX;
-}
-
-UAIO_API int uaio_timer_start(uaio_loop *l, uaio_timer *t, uint64_t timeout_ns,
-			      uint64_t period_ns)
-{
-	if (!l || !t || !t->cb)
-		return -EINVAL;
-	if (t->heap_index != UINT32_MAX)
-		uaio__heap_remove(l, t->heap_index);
-	t->when = uaio__clock_ns() + timeout_ns;
-	t->period = period_ns;
-	return uaio__heap_push(l, t->when, (uintptr_t)t);
-}
-
-UAIO_API int uaio_timer_stop(uaio_loop *l, uaio_timer *t)
-{
-	if (!l || !t)
-		return -EINVAL;
-	if (t->heap_index == UINT32_MAX)
-		return -ENOENT;
-	uaio__heap_remove(l, t->heap_index);
-	return 0;
-}
-
-UAIO_API int uaio_timer_pending(const uaio_timer *t)
-{
-	return t->heap_index != UINT32_MAX;
-}
-
+/* Timers due: callbacks run, periodic ones start again. */
 static int run_timers(uaio_loop *l)
 {
 	int n = 0;
@@ -471,8 +360,6 @@ static int run_timers(uaio_loop *l)
 	}
 	return n;
 }
-
-/* ------------------------------------------------------------------ run */
 
 static int run_closing(uaio_loop *l)
 {
@@ -686,122 +573,6 @@ UAIO_API int uaio_loop_run(uaio_loop *l)
 	return 0;
 }
 
-/* -------------------------------------------------------------- watches */
-
-struct uaio_fdent *uaio__fdent(uaio_loop *l, int fd, bool grow)
-{
-	if ((unsigned)fd >= l->nfds) {
-		unsigned n = l->nfds ? l->nfds : 64;
-		struct uaio_fdent *t;
-
-		if (!grow)
-			return NULL;
-		while (n <= (unsigned)fd)
-			n *= 2;
-		t = realloc(l->fds, n * sizeof(*t));
-		if (!t)
-			return NULL;
-		memset(t + l->nfds, 0, (n - l->nfds) * sizeof(*t));
-		l->fds = t;
-		l->nfds = n;
-	}
-	return &l->fds[fd];
-}
-
-/* The watch is over: unlink it; handle_close runs at the next dispatch
- * point so that callers never see their watch closed under their feet. */
-void uaio__watch_finish(uaio_loop *l, uaio_watch *w, int reason)
-{
-	struct uaio_fdent *e = uaio__fdent(l, w->fd, false);
-
-	if (w->state & WS_CLOSING)
-		return;
-	if (e && e->w == w)
-		e->w = NULL;
-	if (w->state & WS_ACTIVE)
-		l->nwatch--;
-	if (!(w->state & WS_STOPPING))
-		uaio__watch_set_reason(w, reason);
-	w->state = (w->state & ~(WS_ACTIVE | WS_STOPPING)) | WS_CLOSING;
-	w->armed = 0;
-	w->next = l->closing;
-	l->closing = w;
-}
-
-/* Common event delivery for both backends; returns callbacks run. */
-UAIO_API int uaio_watch_start(uaio_loop *l, uaio_watch *w, int fd,
-			      uint32_t events, const struct uaio_handler *h,
-			      void *data)
-{
-	struct uaio_fdent *e;
-	bool lk;
-	int ret;
-
-	if (!l || !w || !h || (events & ~(UAIO_READABLE | UAIO_WRITABLE | UAIO_EDGE)))
-		return -EINVAL;
-	if (fd < 0 || fcntl(fd, F_GETFD) < 0)
-		return -EBADF;
-	if (w->state & (WS_ACTIVE | WS_CLOSING))
-		return -EBUSY;
-	lk = uaio__lock(l);
-	e = uaio__fdent(l, fd, true);
-	if (!e || e->w) {
-		uaio__unlock(l, lk);
-		return !e ? -ENOMEM : -EEXIST;
-	}
-	w->handler = h;
-	w->data = data;
-	w->fd = fd;
-	w->events = events;
-	w->armed = 0;
-	w->state = WS_ACTIVE;
-	w->next = NULL;
-	e->w = w;
-	l->nwatch++;
-	ret = l->be->watch_arm(l, w);
-	if (ret < 0) {
-		uaio__fdent(l, fd, false)->w = NULL;
-		l->nwatch--;
-		w->state = 0;
-	}
-	uaio__unlock(l, lk);
-	return ret;
-}
-
-UAIO_API int uaio_watch_modify(uaio_loop *l, uaio_watch *w, uint32_t events)
-{
-	bool lk;
-	int r;
-
-	if (!l || !w || (events & ~(UAIO_READABLE | UAIO_WRITABLE | UAIO_EDGE)))
-		return -EINVAL;
-	if (!(w->state & WS_ACTIVE) || (w->state & WS_STOPPING))
-		return -ENOENT;
-	if (w->events == events)
-		return 0;
-	w->events = events;
-	lk = uaio__lock(l);
-	r = l->be->watch_arm(l, w);
-	uaio__unlock(l, lk);
-	return r;
-}
-
-UAIO_API int uaio_watch_stop(uaio_loop *l, uaio_watch *w)
-{
-	bool lk;
-
-	if (!l || !w)
-		return -EINVAL;
-	if (w->state & (WS_STOPPING | WS_CLOSING))
-		return -EALREADY;
-	if (!(w->state & WS_ACTIVE))
-		return -ENOENT;
-	lk = uaio__lock(l);
-	l->be->watch_stop(l, w);
-	uaio__unlock(l, lk);
-	return 0;
-}
-
 /* ------------------------------------------------------------- proactor */
 
 /*
@@ -867,75 +638,4 @@ int uaio__cancel_local_fd(uaio_loop *l, int fd)
 		}
 	}
 	return n;
-}
-
-/* A handle's references: slot number, or duplicate descriptor. */
-static unsigned *pin_refs(uaio_loop *l, int handle, bool grow)
-{
-	unsigned idx = (unsigned)handle & ~(unsigned)UAIO_FD_FIXED, n;
-
-	if (idx >= l->npinrefs) {
-		if (!grow)
-			return NULL;
-		n = l->npinrefs ? l->npinrefs : 64;
-		while (n <= idx)
-			n *= 2;
-		unsigned *a = realloc(l->pinrefs, n * sizeof(*a));
-		if (!a)
-			return NULL;
-		memset(a + l->npinrefs, 0, (n - l->npinrefs) * sizeof(*a));
-		l->pinrefs = a;
-		l->npinrefs = n;
-	}
-	return &l->pinrefs[idx];
-}
-
-/* io_uring handles carry UAIO_FD_FIXED; the fallback's are descriptors
- * of ours, known by their reference count. */
-static bool is_handle(uaio_loop *l, int fd)
-{
-	unsigned *refs = pin_refs(l, fd, false);
-
-	return refs && *refs &&
-	       ((fd & UAIO_FD_FIXED) != 0) == (l->be->kind == UAIO_BACKEND_URING);
-}
-
-UAIO_API int uaio_file_pin(uaio_loop *l, int fd)
-{
-	unsigned *refs;
-	bool lk;
-	int r;
-
-	if (!l)
-		return -EINVAL;
-	if (fd < 0)
-		return -EBADF;
-	lk = uaio__lock(l);
-	if (is_handle(l, fd)) {
-		(*pin_refs(l, fd, false))++;
-		r = fd;
-	} else if (fd >= UAIO_FD_FIXED) {
-		r = -EBADF;
-	} else if ((r = l->be->pin(l, fd)) >= 0) {
-		if ((refs = pin_refs(l, r, true)))
-			*refs = 1;
-		else {
-			l->be->unpin(l, r);
-			r = -ENOMEM;
-		}
-	}
-	uaio__unlock(l, lk);
-	return r;
-}
-
-UAIO_API void uaio_file_unpin(uaio_loop *l, int pinned)
-{
-	bool lk;
-
-	if (!l || pinned < 0)
-		return;
-	lk = uaio__lock(l);
-	if (is_handle(l, pinned) && --*pin_refs(l, pinned, false) == 0)
-		l->be->unpin(l, pinned);
-	uaio__unlock(l, lk);
 }

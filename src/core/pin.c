@@ -1,0 +1,82 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * uaio_file_pin: pinned handles with reference counts; the backend makes
+ * and drops the handle itself (a registered-file slot, a duplicate fd).
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/internal.h"
+
+/* A handle's references: slot number, or duplicate descriptor. */
+static unsigned *pin_refs(uaio_loop *l, int handle, bool grow)
+{
+	unsigned idx = (unsigned)handle & ~(unsigned)UAIO_FD_FIXED, n;
+
+	if (idx >= l->npinrefs) {
+		if (!grow)
+			return NULL;
+		n = l->npinrefs ? l->npinrefs : 64;
+		while (n <= idx)
+			n *= 2;
+		unsigned *a = realloc(l->pinrefs, n * sizeof(*a));
+		if (!a)
+			return NULL;
+		memset(a + l->npinrefs, 0, (n - l->npinrefs) * sizeof(*a));
+		l->pinrefs = a;
+		l->npinrefs = n;
+	}
+	return &l->pinrefs[idx];
+}
+
+/* io_uring handles carry UAIO_FD_FIXED; the fallback's are descriptors
+ * of ours, known by their reference count. */
+static bool is_handle(uaio_loop *l, int fd)
+{
+	unsigned *refs = pin_refs(l, fd, false);
+
+	return refs && *refs &&
+	       ((fd & UAIO_FD_FIXED) != 0) == (l->be->kind == UAIO_BACKEND_URING);
+}
+
+UAIO_API int uaio_file_pin(uaio_loop *l, int fd)
+{
+	unsigned *refs;
+	bool lk;
+	int r;
+
+	if (!l)
+		return -EINVAL;
+	if (fd < 0)
+		return -EBADF;
+	lk = uaio__lock(l);
+	if (is_handle(l, fd)) {
+		(*pin_refs(l, fd, false))++;
+		r = fd;
+	} else if (fd >= UAIO_FD_FIXED) {
+		r = -EBADF;
+	} else if ((r = l->be->pin(l, fd)) >= 0) {
+		if ((refs = pin_refs(l, r, true)))
+			*refs = 1;
+		else {
+			l->be->unpin(l, r);
+			r = -ENOMEM;
+		}
+	}
+	uaio__unlock(l, lk);
+	return r;
+}
+
+UAIO_API void uaio_file_unpin(uaio_loop *l, int pinned)
+{
+	bool lk;
+
+	if (!l || pinned < 0)
+		return;
+	lk = uaio__lock(l);
+	if (is_handle(l, pinned) && --*pin_refs(l, pinned, false) == 0)
+		l->be->unpin(l, pinned);
+	uaio__unlock(l, lk);
+}

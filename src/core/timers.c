@@ -1,0 +1,126 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Timers: a binary min-heap of (deadline, sequence) in one array that grows
+ * by doubling; equal deadlines fire in start order. The loop runs them
+ * (run_timers in loop.c); the epoll backend keeps its timeout ops here too.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/internal.h"
+
+static bool heap_less(const struct uaio_heap_ent *a, const struct uaio_heap_ent *b)
+{
+	return a->when < b->when || (a->when == b->when && a->seq < b->seq);
+}
+
+static void heap_set(uaio_loop *l, uint32_t i, struct uaio_heap_ent e)
+{
+	l->heap[i] = e;
+	if (e.p & 1)
+		((uaio_op *)(e.p & ~(uintptr_t)1))->len = i;
+	else
+		((uaio_timer *)e.p)->heap_index = i;
+}
+
+static void heap_up(uaio_loop *l, uint32_t i)
+{
+	struct uaio_heap_ent e = l->heap[i];
+
+	while (i > 0) {
+		uint32_t parent = (i - 1) / 2;
+		if (!heap_less(&e, &l->heap[parent]))
+			break;
+		heap_set(l, i, l->heap[parent]);
+		i = parent;
+	}
+	heap_set(l, i, e);
+}
+
+static void heap_down(uaio_loop *l, uint32_t i)
+{
+	struct uaio_heap_ent e = l->heap[i];
+
+	for (;;) {
+		uint32_t c = 2 * i + 1;
+		if (c >= l->nheap)
+			break;
+		if (c + 1 < l->nheap && heap_less(&l->heap[c + 1], &l->heap[c]))
+			c++;
+		if (!heap_less(&l->heap[c], &e))
+			break;
+		heap_set(l, i, l->heap[c]);
+		i = c;
+	}
+	heap_set(l, i, e);
+}
+
+int uaio__heap_push(uaio_loop *l, uint64_t when, uintptr_t p)
+{
+	if (l->nheap == l->capheap) {
+		uint32_t cap = l->capheap ? l->capheap * 2 : 64;
+		struct uaio_heap_ent *h = realloc(l->heap, cap * sizeof(*h));
+		if (!h)
+			return -ENOMEM;
+		l->heap = h;
+		l->capheap = cap;
+	}
+	l->heap[l->nheap] = (struct uaio_heap_ent){ when, l->heap_seq++, p };
+	heap_up(l, l->nheap++);
+	return 0;
+}
+
+void uaio__heap_remove(uaio_loop *l, uint32_t idx)
+{
+	uintptr_t p = l->heap[idx].p;
+
+	if (p & 1)
+		((uaio_op *)(p & ~(uintptr_t)1))->len = UINT32_MAX;
+	else
+		((uaio_timer *)p)->heap_index = UINT32_MAX;
+	if (--l->nheap == idx)
+		return;
+	heap_set(l, idx, l->heap[l->nheap]);
+	if (idx > 0 && heap_less(&l->heap[idx], &l->heap[(idx - 1) / 2]))
+		heap_up(l, idx);
+	else
+		heap_down(l, idx);
+}
+
+UAIO_API void uaio_timer_init(uaio_timer *t, uaio_timer_cb cb, void *data)
+{
+	memset(t, 0, sizeof(*t));
+	t->cb = cb;
+	t->data = data;
+	t->heap_index = UINT32_MAX;
+}
+
+UAIO_API int uaio_timer_start(uaio_loop *l, uaio_timer *t, uint64_t timeout_ns,
+			      uint64_t period_ns)
+{
+	if (!l || !t || !t->cb)
+		return -EINVAL;
+	if (t->heap_index != UINT32_MAX)
+		uaio__heap_remove(l, t->heap_index);
+	t->when = uaio__clock_ns() + timeout_ns;
+	t->period = period_ns;
+	return uaio__heap_push(l, t->when, (uintptr_t)t);
+}
+
+UAIO_API int uaio_timer_stop(uaio_loop *l, uaio_timer *t)
+{
+	if (!l || !t)
+		return -EINVAL;
+	if (t->heap_index == UINT32_MAX)
+		return -ENOENT;
+	uaio__heap_remove(l, t->heap_index);
+	return 0;
+}
+
+UAIO_API int uaio_timer_pending(const uaio_timer *t)
+{
+	return t->heap_index != UINT32_MAX;
+}
+

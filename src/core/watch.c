@@ -1,0 +1,127 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Watches (the Reactor): the loop's descriptor table, starting, changing
+ * and stopping a watch, and its end (handle_close runs from the loop).
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/internal.h"
+
+struct uaio_fdent *uaio__fdent(uaio_loop *l, int fd, bool grow)
+{
+	if ((unsigned)fd >= l->nfds) {
+		unsigned n = l->nfds ? l->nfds : 64;
+		struct uaio_fdent *t;
+
+		if (!grow)
+			return NULL;
+		while (n <= (unsigned)fd)
+			n *= 2;
+		t = realloc(l->fds, n * sizeof(*t));
+		if (!t)
+			return NULL;
+		memset(t + l->nfds, 0, (n - l->nfds) * sizeof(*t));
+		l->fds = t;
+		l->nfds = n;
+	}
+	return &l->fds[fd];
+}
+
+/* The watch is over: unlink it; handle_close runs at the next dispatch
+ * point so that callers never see their watch closed under their feet. */
+void uaio__watch_finish(uaio_loop *l, uaio_watch *w, int reason)
+{
+	struct uaio_fdent *e = uaio__fdent(l, w->fd, false);
+
+	if (w->state & WS_CLOSING)
+		return;
+	if (e && e->w == w)
+		e->w = NULL;
+	if (w->state & WS_ACTIVE)
+		l->nwatch--;
+	if (!(w->state & WS_STOPPING))
+		uaio__watch_set_reason(w, reason);
+	w->state = (w->state & ~(WS_ACTIVE | WS_STOPPING)) | WS_CLOSING;
+	w->armed = 0;
+	w->next = l->closing;
+	l->closing = w;
+}
+
+/* Common event delivery for both backends; returns callbacks run. */
+UAIO_API int uaio_watch_start(uaio_loop *l, uaio_watch *w, int fd,
+			      uint32_t events, const struct uaio_handler *h,
+			      void *data)
+{
+	struct uaio_fdent *e;
+	bool lk;
+	int ret;
+
+	if (!l || !w || !h || (events & ~(UAIO_READABLE | UAIO_WRITABLE | UAIO_EDGE)))
+		return -EINVAL;
+	if (fd < 0 || fcntl(fd, F_GETFD) < 0)
+		return -EBADF;
+	if (w->state & (WS_ACTIVE | WS_CLOSING))
+		return -EBUSY;
+	lk = uaio__lock(l);
+	e = uaio__fdent(l, fd, true);
+	if (!e || e->w) {
+		uaio__unlock(l, lk);
+		return !e ? -ENOMEM : -EEXIST;
+	}
+	w->handler = h;
+	w->data = data;
+	w->fd = fd;
+	w->events = events;
+	w->armed = 0;
+	w->state = WS_ACTIVE;
+	w->next = NULL;
+	e->w = w;
+	l->nwatch++;
+	ret = l->be->watch_arm(l, w);
+	if (ret < 0) {
+		uaio__fdent(l, fd, false)->w = NULL;
+		l->nwatch--;
+		w->state = 0;
+	}
+	uaio__unlock(l, lk);
+	return ret;
+}
+
+UAIO_API int uaio_watch_modify(uaio_loop *l, uaio_watch *w, uint32_t events)
+{
+	bool lk;
+	int r;
+
+	if (!l || !w || (events & ~(UAIO_READABLE | UAIO_WRITABLE | UAIO_EDGE)))
+		return -EINVAL;
+	if (!(w->state & WS_ACTIVE) || (w->state & WS_STOPPING))
+		return -ENOENT;
+	if (w->events == events)
+		return 0;
+	w->events = events;
+	lk = uaio__lock(l);
+	r = l->be->watch_arm(l, w);
+	uaio__unlock(l, lk);
+	return r;
+}
+
+UAIO_API int uaio_watch_stop(uaio_loop *l, uaio_watch *w)
+{
+	bool lk;
+
+	if (!l || !w)
+		return -EINVAL;
+	if (w->state & (WS_STOPPING | WS_CLOSING))
+		return -EALREADY;
+	if (!(w->state & WS_ACTIVE))
+		return -ENOENT;
+	lk = uaio__lock(l);
+	l->be->watch_stop(l, w);
+	uaio__unlock(l, lk);
+	return 0;
+}
+

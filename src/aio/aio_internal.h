@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* POSIX AIO layer internals: shared by aio.c, notify.c and the tests. */
+/* POSIX AIO layer internals: shared by the engine (engine.h), notify.c and
+ * the tests. */
 #ifndef UAIO_AIO_INTERNAL_H
 #define UAIO_AIO_INTERNAL_H
 

@@ -5,6 +5,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <semaphore.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -78,6 +79,41 @@ static inline ssize_t t_wait(struct aiocb *cb, int *err)
 	if (err)
 		*err = e;
 	return uaio_return(cb);
+}
+
+/* SIGEV_THREAD notifications counted on a semaphore. */
+static inline sem_t *t_notes(void)
+{
+	static sem_t s;
+	static int ready;
+
+	/* First called by the test's own thread (t_note_by_thread). */
+	if (!__atomic_load_n(&ready, __ATOMIC_ACQUIRE)) {
+		CHECK(sem_init(&s, 0, 0) == 0);
+		__atomic_store_n(&ready, 1, __ATOMIC_RELEASE);
+	}
+	return &s;
+}
+
+static inline void t_note_post(union sigval v)
+{
+	(void)v;
+	sem_post(t_notes());
+}
+
+static inline void t_note_by_thread(struct aiocb *cb)
+{
+	(void)t_notes();
+	cb->aio_sigevent.sigev_notify = SIGEV_THREAD;
+	cb->aio_sigevent.sigev_notify_function = t_note_post;
+}
+
+/* Waits for n notifications. */
+static inline void t_notes_wait(int n)
+{
+	for (int i = 0; i < n; i++)
+		while (sem_wait(t_notes()) < 0)
+			CHECK(errno == EINTR);
 }
 
 #define ERRNO_IS(call, e) do { errno = 0; long _r = (long)(call); \

@@ -9,30 +9,7 @@
  * and mismatched aiocb.
  */
 #include "aio/aio_util.h"
-#include <pthread.h>
-#include <semaphore.h>
 #include <sys/socket.h>
-
-static sem_t notes;
-
-static void on_note(union sigval v)
-{
-	(void)v;
-	sem_post(&notes);
-}
-
-static void set_thread_note(struct aiocb *cb)
-{
-	cb->aio_sigevent.sigev_notify = SIGEV_THREAD;
-	cb->aio_sigevent.sigev_notify_function = on_note;
-}
-
-static void sem_wait_n(int n)
-{
-	for (int i = 0; i < n; i++)
-		while (sem_wait(&notes) < 0)
-			CHECK(errno == EINTR);
-}
 
 static void cancel_one(void)
 {
@@ -41,22 +18,22 @@ static void cancel_one(void)
 
 	CHECK(pipe(p) == 0);
 	struct aiocb first = t_cb(p[0], a, 4, 0), second = t_cb(p[0], b, 4, 0);
-	set_thread_note(&first);
-	set_thread_note(&second);
+	t_note_by_thread(&first);
+	t_note_by_thread(&second);
 	CHECK_EQ(uaio_read(&first), 0);
 	CHECK_EQ(uaio_read(&second), 0);
 	/* second waits behind first: it never reached the kernel. */
 	CHECK_EQ(uaio_cancel(p[0], &second), AIO_CANCELED);
 	CHECK_EQ(uaio_error(&second), ECANCELED);
 	CHECK_EQ(uaio_return(&second), -1);
-	sem_wait_n(1);		/* cancelled requests notify too */
+	t_notes_wait(1);		/* cancelled requests notify too */
 	/* first is being performed: it stays, and finishes normally. */
 	CHECK_EQ(uaio_cancel(p[0], &first), AIO_NOTCANCELED);
 	CHECK_EQ(uaio_error(&first), EINPROGRESS);
 	CHECK(write(p[1], "1st!", 4) == 4);
 	CHECK_EQ(t_wait(&first, &err), 4);
 	CHECK(!memcmp(a, "1st!", 4));
-	sem_wait_n(1);
+	t_notes_wait(1);
 	/* Done already. */
 	CHECK(write(p[1], "done", 4) == 4);
 	struct aiocb third = t_cb(p[0], a, 4, 0);
@@ -193,7 +170,7 @@ static void cancel_blocked_socket_write(void)
 	for (int i = 0; i < LATER; i++) {
 		memset(small[i], 'a' + i, sizeof(small[i]));
 		later[i] = t_cb(sv[0], small[i], sizeof(small[i]), 0);
-		set_thread_note(&later[i]);
+		t_note_by_thread(&later[i]);
 		CHECK_EQ(uaio_write(&later[i]), 0);
 	}
 	CHECK_EQ(uaio_error(&first), EINPROGRESS);
@@ -202,7 +179,7 @@ static void cancel_blocked_socket_write(void)
 		CHECK_EQ(uaio_error(&later[i]), ECANCELED);
 		CHECK_EQ(uaio_return(&later[i]), -1);
 	}
-	sem_wait_n(LATER);
+	t_notes_wait(LATER);
 	CHECK_EQ(uaio_error(&first), EINPROGRESS);
 	/* Drain: exactly the first write's bytes, then nothing more. */
 	while (have < BIG) {
@@ -224,7 +201,6 @@ static void cancel_blocked_socket_write(void)
 int main(void)
 {
 	t_watchdog(60);
-	CHECK(sem_init(&notes, 0, 0) == 0);
 	RUN(cancel_one);
 	RUN(cancel_all_on_fd);
 	RUN(cancel_races_completion);

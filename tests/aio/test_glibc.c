@@ -8,31 +8,13 @@
  * worth inline and leaves larger work to the background.
  */
 #include "aio/aio_util.h"
-#include <pthread.h>
-#include <semaphore.h>
 
-static sem_t notes;
-
-static void on_note(union sigval v)
-{
-	(void)v;
-	sem_post(&notes);
-}
-
-static void note_by_thread(struct aiocb *cb)
-{
-	cb->aio_sigevent.sigev_notify = SIGEV_THREAD;
-	cb->aio_sigevent.sigev_notify_function = on_note;
-}
-
+/* Exactly n notifications: no more arrive. */
 static void notes_wait(int n)
 {
-	for (int i = 0; i < n; i++)
-		while (sem_wait(&notes) < 0)
-			CHECK(errno == EINTR);
-	/* Exactly n: no more arrive. */
+	t_notes_wait(n);
 	usleep(20000);
-	CHECK(sem_trywait(&notes) < 0 && errno == EAGAIN);
+	CHECK(sem_trywait(t_notes()) < 0 && errno == EAGAIN);
 }
 
 /* Accepted (0), then EBADF / -1 and a notification, as for any end. */
@@ -40,7 +22,7 @@ static void expect_late_ebadf(struct aiocb *cb, int (*submit)(struct aiocb *))
 {
 	int err;
 
-	note_by_thread(cb);
+	t_note_by_thread(cb);
 	CHECK_EQ(submit(cb), 0);
 	CHECK_EQ(t_wait(cb, &err), -1);
 	CHECK_EQ(err, EBADF);
@@ -83,7 +65,7 @@ static void bad_descriptors(void)
 	e[2] = t_cb(wo, b, 8, 0);
 	e[2].aio_lio_opcode = LIO_READ;
 	for (int i = 0; i < 3; i++)
-		note_by_thread(&e[i]);
+		t_note_by_thread(&e[i]);
 	CHECK_EQ(ulio_listio(LIO_NOWAIT, l, 3, NULL), 0);
 	for (int i = 0; i < 3; i++) {
 		CHECK_EQ(t_wait(&e[i], &err), -1);
@@ -123,7 +105,7 @@ static void fsync_ignores_junk(void)
 	fs.aio_offset = -12345;
 	fs.aio_nbytes = (size_t)-1;
 	fs.aio_buf = (void *)1;
-	note_by_thread(&fs);
+	t_note_by_thread(&fs);
 	CHECK_EQ(uaio_fsync(O_SYNC, &fs), 0);
 	CHECK_EQ(fs.aio_reqprio, 0);	/* glibc resets it */
 	CHECK_EQ(t_wait(&fs, &err), 0);
@@ -243,7 +225,6 @@ static void big_list_goes_to_background(void)
 int main(void)
 {
 	t_watchdog(60);
-	CHECK(sem_init(&notes, 0, 0) == 0);
 	RUN(bad_descriptors);
 	RUN(fsync_ignores_junk);
 	RUN(lio_bad_between_good);

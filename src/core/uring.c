@@ -28,44 +28,9 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "core/internal.h"
 
-#define TAG_OP		0u
-#define TAG_WATCH	1u
-#define TAG_WAKE	2u
-#define TAG_IGNORE	3u
-#define TAG_MASK	3u
-#define CQE_BATCH	64
-#define EP_BATCH	256
-#define EV_KEY		UINT64_MAX	/* the registered eventfd in the epoll set */
+#include "core/uring.h"
 
-struct uring_state {
-	struct io_uring ring;
-	unsigned cq_cap;	/* ops allowed in the kernel at once */
-	unsigned kops;		/* ops + internal requests in the kernel */
-	bool enabled;		/* R_DISABLED ring enabled by its issuer */
-	bool defer;		/* DEFER_TASKRUN: completions need GETEVENTS */
-	bool wake_armed;
-	bool cancel_fd;
-	/* Registered-file slots for uaio_file_pin(), registered on first use. */
-	int *slot_free;
-	unsigned nslots, nfree;
-	int files_err;		/* registration failed: -errno */
-	/* Level-triggered watches (see the top of this file). */
-	int epfd, evfd;
-	unsigned nep;		/* watches in the epoll set */
-	/* Thread-safe loops' uaio_loop_fd(): the ring and the wake eventfd
-	 * (submissions waiting for the driving thread). */
-	int tsfd;
-	struct epoll_event evs[EP_BATCH];
-};
-
-#define U(l) ((struct uring_state *)(l)->bs)
-
-static inline uint64_t ud(const void *p, unsigned tag)
-{
-	return (uint64_t)(uintptr_t)p | tag;
-}
 
 static int ring_enable(uaio_loop *l)
 {
@@ -99,7 +64,7 @@ static int ring_submit(uaio_loop *l)
 }
 
 /* An SQE, submitting what is queued if the SQ is full. */
-static struct io_uring_sqe *get_sqe(uaio_loop *l)
+struct io_uring_sqe *uring__get_sqe(uaio_loop *l)
 {
 	struct uring_state *u = U(l);
 	struct io_uring_sqe *sqe = io_uring_get_sqe(&u->ring);
@@ -196,76 +161,6 @@ static void uring_fini(uaio_loop *l)
 	l->bs = NULL;
 }
 
-/* The epoll set and the ring's eventfd, made on first need. */
-static int ep_setup(uaio_loop *l)
-{
-	struct uring_state *u = U(l);
-	struct epoll_event ev = { .events = EPOLLIN | EPOLLET, .data.u64 = EV_KEY };
-	int r;
-
-	if (u->epfd >= 0)
-		return 0;
-	u->epfd = epoll_create1(EPOLL_CLOEXEC);
-	u->evfd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-	if (u->epfd < 0 || u->evfd < 0)
-		r = -errno;
-	else if ((r = io_uring_register_eventfd(&u->ring, u->evfd)) == 0 &&
-		 epoll_ctl(u->epfd, EPOLL_CTL_ADD, u->evfd, &ev) < 0)
-		r = -errno;
-	if (r < 0) {
-		if (u->epfd >= 0)
-			close(u->epfd);
-		if (u->evfd >= 0)
-			close(u->evfd);
-		u->epfd = u->evfd = -1;
-	}
-	return r;
-}
-
-/* Leaves the epoll set (the watch stays active). */
-static void ep_leave(uaio_loop *l, uaio_watch *w)
-{
-	if (!(w->state & WS_EPOLL))
-		return;
-	uaio__epoll_set(U(l)->epfd, w->fd, w->armed, 0, 0);
-	w->state &= ~WS_EPOLL;
-	w->armed = 0;
-	U(l)->nep--;
-}
-
-/* Arms w in the epoll set: 1 done, 0 not for epoll (use ring polls),
- * -errno on failure. */
-static int ep_arm(uaio_loop *l, uaio_watch *w)
-{
-	uint32_t want = uaio__watch_mask(w);
-	int r;
-
-	if (l->threadsafe || (w->events & UAIO_EDGE) || (w->state & WS_RINGPOLL))
-		return 0;
-	if ((w->state & WS_EPOLL) && want == w->armed)
-		return 1;
-	if (!want) {
-		ep_leave(l, w);
-		return 1;
-	}
-	if (!(w->state & WS_EPOLL) && (r = ep_setup(l)) < 0)
-		return r;
-	if ((r = uaio__epoll_set(U(l)->epfd, w->fd, w->state & WS_EPOLL ? w->armed : 0,
-				 want, (uint64_t)w->fd)) < 0) {
-		if (r == -EPERM) {	/* a regular file: ring polls */
-			w->state |= WS_RINGPOLL;
-			return 0;
-		}
-		return r;
-	}
-	if (!(w->state & WS_EPOLL))
-		U(l)->nep++;
-	w->state |= WS_EPOLL;
-	w->armed = want;
-	return 1;
-}
-
-/* The table holds at most RLIMIT_NOFILE files (a kernel rule). */
 static int files_setup(struct uring_state *u)
 {
 	struct rlimit rl;
@@ -372,7 +267,7 @@ static int issue(uaio_loop *l, uaio_op *op)
 
 	if (UAIO_UNLIKELY(u->kops + 2 > u->cq_cap))
 		return -EAGAIN;
-	sqe = get_sqe(l);
+	sqe = uring__get_sqe(l);
 	if (UAIO_UNLIKELY(!sqe))
 		return -EAGAIN;
 	if (op->opcode == OP_CLOSE && u->cancel_fd) {
@@ -387,7 +282,7 @@ static int issue(uaio_loop *l, uaio_op *op)
 		if (!sqe2) {
 			sqe->flags &= ~IOSQE_IO_HARDLINK;
 			ring_submit(l);
-			sqe2 = get_sqe(l);
+			sqe2 = uring__get_sqe(l);
 			if (!sqe2)
 				return -EAGAIN;
 		}
@@ -397,38 +292,6 @@ static int issue(uaio_loop *l, uaio_op *op)
 	op->state = OS_KERNEL;
 	u->kops++;
 	return 0;
-}
-
-/* Asks the ring to drop w's poll; the poll's own CQE follows. */
-static int ring_poll_remove(uaio_loop *l, uaio_watch *w)
-{
-	struct io_uring_sqe *sqe = get_sqe(l);
-
-	if (!sqe)
-		return -EAGAIN;
-	io_uring_prep_poll_remove(sqe, ud(w, TAG_WATCH));
-	io_uring_sqe_set_data64(sqe, ud(NULL, TAG_IGNORE));
-	U(l)->kops++;
-	return 0;
-}
-
-static void end_watch_on_close(uaio_loop *l, int fd)
-{
-	struct uaio_fdent *e = uaio__fdent(l, fd, false);
-	uaio_watch *w = e ? e->w : NULL;
-
-	if (!w || !(w->state & WS_ACTIVE))
-		return;
-	ep_leave(l, w);
-	uaio__watch_set_reason(w, -EBADF);
-	w->state |= WS_STOPPING;
-	e->w = NULL;
-	/* An armed poll is cancelled by the close's cancel-fd; its CQE
-	 * finishes the watch. */
-	if (!w->armed || !U(l)->cancel_fd)
-		uaio__watch_finish(l, w, -EBADF);
-	if (w->armed && !U(l)->cancel_fd)
-		ring_poll_remove(l, w);
 }
 
 static int uring_cancel(uaio_loop *l, uaio_op *op, uaio_op *target);
@@ -445,7 +308,7 @@ static int start(uaio_loop *l, uaio_op *op)
 	case OP_CLOSE:
 		if (!(op->xflags & OX_STARTED)) {	/* once, even if retried */
 			uaio__cancel_local_fd(l, op->fd);
-			end_watch_on_close(l, op->fd);
+			uring__end_watch_on_close(l, op->fd);
 			op->xflags |= OX_STARTED;
 		}
 		break;
@@ -487,7 +350,7 @@ static int uring_cancel(uaio_loop *l, uaio_op *op, uaio_op *target)
 	int r = uaio__cancel_here(l, target);
 
 	if (r == 1 && target->state == OS_KERNEL) {
-		sqe = get_sqe(l);
+		sqe = uring__get_sqe(l);
 		if (!sqe)
 			return -EAGAIN;
 		io_uring_prep_cancel64(sqe, ud(target, TAG_OP), 0);
@@ -507,7 +370,7 @@ static int uring_cancel_fd(uaio_loop *l, uaio_op *op)
 	int local = uaio__cancel_local_fd(l, op->fd);
 
 	local += uaio__workers_cancel_fd(l, op->fd);
-	if (!u->cancel_fd || !(sqe = get_sqe(l))) {
+	if (!u->cancel_fd || !(sqe = uring__get_sqe(l))) {
 		uaio__complete(l, op, local);
 		return 0;
 	}
@@ -528,104 +391,13 @@ static void arm_wake(uaio_loop *l)
 	if (u->wake_armed)
 		return;
 	lk = uaio__lock(l);
-	sqe = get_sqe(l);
+	sqe = uring__get_sqe(l);
 	if (sqe) {
 		io_uring_prep_read(sqe, l->wake_fd, &l->wake_buf,
 				   sizeof(l->wake_buf), 0);
 		io_uring_sqe_set_data64(sqe, ud(l, TAG_WAKE));
 		u->wake_armed = true;
 	}
-	uaio__unlock(l, lk);
-}
-
-static int watch_arm_locked(uaio_loop *l, uaio_watch *w)
-{
-	struct io_uring_sqe *sqe;
-	int r;
-
-	if (!(w->state & WS_EPOLL) && w->armed) {
-		/* A ring poll is armed: its -ECANCELED completion re-arms
-		 * (through here) with the current events and mechanism. */
-		if (!(w->state & WS_REMOVING)) {
-			if (ring_poll_remove(l, w) < 0)
-				return -EAGAIN;
-			w->state |= WS_REMOVING;
-		}
-		return 0;
-	}
-	if ((r = ep_arm(l, w)) != 0)
-		return r < 0 ? r : 0;
-	ep_leave(l, w);		/* now edge-triggered: over to the ring */
-	if (!(w->events & (UAIO_READABLE | UAIO_WRITABLE)))
-		return 0;
-	sqe = get_sqe(l);
-	if (!sqe)
-		return -EAGAIN;
-	if (w->events & UAIO_EDGE)	/* armed once, stays armed */
-		io_uring_prep_poll_multishot(sqe, w->fd, uaio__watch_mask(w));
-	else
-		io_uring_prep_poll_add(sqe, w->fd, uaio__watch_mask(w));
-	io_uring_sqe_set_data64(sqe, ud(w, TAG_WATCH));
-	w->armed = w->events;
-	return 0;
-}
-
-/* Thread-safe loops share the SQ with submitters: lock around it. */
-static int uring_watch_arm(uaio_loop *l, uaio_watch *w)
-{
-	bool lk = uaio__lock(l);
-	int r = watch_arm_locked(l, w);
-
-	uaio__unlock(l, lk);
-	return r;
-}
-
-static void watch_stop_locked(uaio_loop *l, uaio_watch *w)
-{
-	struct uaio_fdent *e = uaio__fdent(l, w->fd, false);
-
-	uaio__watch_set_reason(w, 0);
-	w->state |= WS_STOPPING;
-	if (e && e->w == w)
-		e->w = NULL;
-	ep_leave(l, w);
-	if (!w->armed) {
-		uaio__watch_finish(l, w, 0);
-		return;
-	}
-	ring_poll_remove(l, w);
-}
-
-static void uring_watch_stop(uaio_loop *l, uaio_watch *w)
-{
-	bool lk = uaio__lock(l);
-
-	watch_stop_locked(l, w);
-	uaio__unlock(l, lk);
-}
-
-/* A ring poll's CQE: bookkeeping here, the handlers in the loop. */
-static void watch_cqe(uaio_loop *l, uaio_watch *w, int res, unsigned flags)
-{
-	bool lk = uaio__lock(l);
-
-	if (flags & IORING_CQE_F_MORE) {	/* multishot: still armed */
-		if ((w->state & WS_ACTIVE) && !(w->state & (WS_STOPPING | WS_REMOVING)) &&
-		    res > 0)
-			uaio__fire(l, w, res, FIRED_WATCH);
-		uaio__unlock(l, lk);
-		return;
-	}
-	w->armed = 0;
-	w->state &= ~WS_REMOVING;
-	if (w->state & WS_STOPPING)
-		uaio__watch_finish(l, w, uaio__watch_reason(w));
-	else if (res == -ECANCELED && (w->state & WS_ACTIVE))
-		watch_arm_locked(l, w);		/* mask change or cancel_fd */
-	else if (res < 0 && res != -ECANCELED && (w->state & WS_ACTIVE))
-		uaio__watch_finish(l, w, res == -EBADF ? -EBADF : -EPIPE);
-	else if (w->state & WS_ACTIVE)
-		uaio__fire(l, w, res, FIRED_WATCH);
 	uaio__unlock(l, lk);
 }
 
@@ -698,7 +470,7 @@ static int reap(uaio_loop *l)
 				break;
 			}
 			case TAG_WATCH:
-				watch_cqe(l, p, res, cqe->flags);
+				uring__watch_cqe(l, p, res, cqe->flags);
 				break;
 			case TAG_WAKE:
 				u->wake_armed = false;
@@ -811,7 +583,7 @@ static int uring_fd(const uaio_loop *l)
 	struct epoll_event ev = { .events = EPOLLIN };
 
 	if (!l->threadsafe)
-		return ep_setup((uaio_loop *)l) == 0 ? u->epfd : u->ring.ring_fd;
+		return uring__ep_setup((uaio_loop *)l) == 0 ? u->epfd : u->ring.ring_fd;
 	/* A thread-safe loop's other threads queue submissions for the
 	 * driver and say so on the wake eventfd, which the ring's fd does
 	 * not report until the driver has armed its read of it. */
@@ -835,8 +607,8 @@ const struct uaio_backend uaio__uring_backend = {
 	.init = uring_init,
 	.fini = uring_fini,
 	.submit = uring_submit,
-	.watch_arm = uring_watch_arm,
-	.watch_stop = uring_watch_stop,
+	.watch_arm = uring__watch_arm,
+	.watch_stop = uring__watch_stop,
 	.wait = uring_wait,
 	.flush = uring_flush,
 	.fd = uring_fd,

@@ -1,0 +1,64 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The io_uring backend's private header: its state, user_data tags, and
+ * what its two files (uring.c: ring, submission, reaping; uring_watch.c:
+ * watches) share.
+ */
+#ifndef UAIO_CORE_URING_H
+#define UAIO_CORE_URING_H
+
+#include <liburing.h>
+#include <sys/epoll.h>
+
+#include "core/internal.h"
+
+#define TAG_OP		0u
+#define TAG_WATCH	1u
+#define TAG_WAKE	2u
+#define TAG_IGNORE	3u
+#define TAG_MASK	3u
+#define CQE_BATCH	64
+#define EP_BATCH	256
+#define EV_KEY		UINT64_MAX	/* the registered eventfd in the epoll set */
+
+struct uring_state {
+	struct io_uring ring;
+	unsigned cq_cap;	/* ops allowed in the kernel at once */
+	unsigned kops;		/* ops + internal requests in the kernel */
+	bool enabled;		/* R_DISABLED ring enabled by its issuer */
+	bool defer;		/* DEFER_TASKRUN: completions need GETEVENTS */
+	bool wake_armed;
+	bool cancel_fd;
+	/* Registered-file slots for uaio_file_pin(), registered on first use. */
+	int *slot_free;
+	unsigned nslots, nfree;
+	int files_err;		/* registration failed: -errno */
+	/* Level-triggered watches (see the top of this file). */
+	int epfd, evfd;
+	unsigned nep;		/* watches in the epoll set */
+	/* Thread-safe loops' uaio_loop_fd(): the ring and the wake eventfd
+	 * (submissions waiting for the driving thread). */
+	int tsfd;
+	struct epoll_event evs[EP_BATCH];
+};
+
+#define U(l) ((struct uring_state *)(l)->bs)
+
+static inline uint64_t ud(const void *p, unsigned tag)
+{
+	return (uint64_t)(uintptr_t)p | tag;
+}
+
+/* uring.c */
+/* An SQE, submitting what is queued if the SQ is full. */
+struct io_uring_sqe *uring__get_sqe(uaio_loop *l);
+
+/* uring_watch.c */
+int uring__ep_setup(uaio_loop *l);
+void uring__ep_leave(uaio_loop *l, uaio_watch *w);
+void uring__end_watch_on_close(uaio_loop *l, int fd);
+void uring__watch_cqe(uaio_loop *l, uaio_watch *w, int res, unsigned flags);
+int uring__watch_arm(uaio_loop *l, uaio_watch *w);
+void uring__watch_stop(uaio_loop *l, uaio_watch *w);
+
+#endif

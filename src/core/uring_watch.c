@@ -1,0 +1,209 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The io_uring backend's watches. Level-triggered ones of an ordinary loop
+ * sit in an epoll set beside the ring (the shared reactor, reactor.c):
+ * io_uring's polls are one-shot or edge-triggered. Edge-triggered watches
+ * are multishot ring polls; regular files (which epoll refuses) and
+ * thread-safe loops use one-shot ring polls, armed again after dispatch.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <poll.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include "core/uring.h"
+
+/* The epoll set and the ring's eventfd, made on first need. */
+int uring__ep_setup(uaio_loop *l)
+{
+	struct uring_state *u = U(l);
+	struct epoll_event ev = { .events = EPOLLIN | EPOLLET, .data.u64 = EV_KEY };
+	int r;
+
+	if (u->epfd >= 0)
+		return 0;
+	u->epfd = epoll_create1(EPOLL_CLOEXEC);
+	u->evfd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (u->epfd < 0 || u->evfd < 0)
+		r = -errno;
+	else if ((r = io_uring_register_eventfd(&u->ring, u->evfd)) == 0 &&
+		 epoll_ctl(u->epfd, EPOLL_CTL_ADD, u->evfd, &ev) < 0)
+		r = -errno;
+	if (r < 0) {
+		if (u->epfd >= 0)
+			close(u->epfd);
+		if (u->evfd >= 0)
+			close(u->evfd);
+		u->epfd = u->evfd = -1;
+	}
+	return r;
+}
+
+/* Leaves the epoll set (the watch stays active). */
+void uring__ep_leave(uaio_loop *l, uaio_watch *w)
+{
+	if (!(w->state & WS_EPOLL))
+		return;
+	uaio__epoll_set(U(l)->epfd, w->fd, w->armed, 0, 0);
+	w->state &= ~WS_EPOLL;
+	w->armed = 0;
+	U(l)->nep--;
+}
+
+/* Arms w in the epoll set: 1 done, 0 not for epoll (use ring polls),
+ * -errno on failure. */
+static int ep_arm(uaio_loop *l, uaio_watch *w)
+{
+	uint32_t want = uaio__watch_mask(w);
+	int r;
+
+	if (l->threadsafe || (w->events & UAIO_EDGE) || (w->state & WS_RINGPOLL))
+		return 0;
+	if ((w->state & WS_EPOLL) && want == w->armed)
+		return 1;
+	if (!want) {
+		uring__ep_leave(l, w);
+		return 1;
+	}
+	if (!(w->state & WS_EPOLL) && (r = uring__ep_setup(l)) < 0)
+		return r;
+	if ((r = uaio__epoll_set(U(l)->epfd, w->fd, w->state & WS_EPOLL ? w->armed : 0,
+				 want, (uint64_t)w->fd)) < 0) {
+		if (r == -EPERM) {	/* a regular file: ring polls */
+			w->state |= WS_RINGPOLL;
+			return 0;
+		}
+		return r;
+	}
+	if (!(w->state & WS_EPOLL))
+		U(l)->nep++;
+	w->state |= WS_EPOLL;
+	w->armed = want;
+	return 1;
+}
+
+/* The table holds at most RLIMIT_NOFILE files (a kernel rule). */
+/* Asks the ring to drop w's poll; the poll's own CQE follows. */
+static int ring_poll_remove(uaio_loop *l, uaio_watch *w)
+{
+	struct io_uring_sqe *sqe = uring__get_sqe(l);
+
+	if (!sqe)
+		return -EAGAIN;
+	io_uring_prep_poll_remove(sqe, ud(w, TAG_WATCH));
+	io_uring_sqe_set_data64(sqe, ud(NULL, TAG_IGNORE));
+	U(l)->kops++;
+	return 0;
+}
+
+void uring__end_watch_on_close(uaio_loop *l, int fd)
+{
+	struct uaio_fdent *e = uaio__fdent(l, fd, false);
+	uaio_watch *w = e ? e->w : NULL;
+
+	if (!w || !(w->state & WS_ACTIVE))
+		return;
+	uring__ep_leave(l, w);
+	uaio__watch_set_reason(w, -EBADF);
+	w->state |= WS_STOPPING;
+	e->w = NULL;
+	/* An armed poll is cancelled by the close's cancel-fd; its CQE
+	 * finishes the watch. */
+	if (!w->armed || !U(l)->cancel_fd)
+		uaio__watch_finish(l, w, -EBADF);
+	if (w->armed && !U(l)->cancel_fd)
+		ring_poll_remove(l, w);
+}
+
+static int watch_arm_locked(uaio_loop *l, uaio_watch *w)
+{
+	struct io_uring_sqe *sqe;
+	int r;
+
+	if (!(w->state & WS_EPOLL) && w->armed) {
+		/* A ring poll is armed: its -ECANCELED completion re-arms
+		 * (through here) with the current events and mechanism. */
+		if (!(w->state & WS_REMOVING)) {
+			if (ring_poll_remove(l, w) < 0)
+				return -EAGAIN;
+			w->state |= WS_REMOVING;
+		}
+		return 0;
+	}
+	if ((r = ep_arm(l, w)) != 0)
+		return r < 0 ? r : 0;
+	uring__ep_leave(l, w);		/* now edge-triggered: over to the ring */
+	if (!(w->events & (UAIO_READABLE | UAIO_WRITABLE)))
+		return 0;
+	sqe = uring__get_sqe(l);
+	if (!sqe)
+		return -EAGAIN;
+	if (w->events & UAIO_EDGE)	/* armed once, stays armed */
+		io_uring_prep_poll_multishot(sqe, w->fd, uaio__watch_mask(w));
+	else
+		io_uring_prep_poll_add(sqe, w->fd, uaio__watch_mask(w));
+	io_uring_sqe_set_data64(sqe, ud(w, TAG_WATCH));
+	w->armed = w->events;
+	return 0;
+}
+
+/* Thread-safe loops share the SQ with submitters: lock around it. */
+int uring__watch_arm(uaio_loop *l, uaio_watch *w)
+{
+	bool lk = uaio__lock(l);
+	int r = watch_arm_locked(l, w);
+
+	uaio__unlock(l, lk);
+	return r;
+}
+
+static void watch_stop_locked(uaio_loop *l, uaio_watch *w)
+{
+	struct uaio_fdent *e = uaio__fdent(l, w->fd, false);
+
+	uaio__watch_set_reason(w, 0);
+	w->state |= WS_STOPPING;
+	if (e && e->w == w)
+		e->w = NULL;
+	uring__ep_leave(l, w);
+	if (!w->armed) {
+		uaio__watch_finish(l, w, 0);
+		return;
+	}
+	ring_poll_remove(l, w);
+}
+
+void uring__watch_stop(uaio_loop *l, uaio_watch *w)
+{
+	bool lk = uaio__lock(l);
+
+	watch_stop_locked(l, w);
+	uaio__unlock(l, lk);
+}
+
+/* A ring poll's CQE: bookkeeping here, the handlers in the loop. */
+void uring__watch_cqe(uaio_loop *l, uaio_watch *w, int res, unsigned flags)
+{
+	bool lk = uaio__lock(l);
+
+	if (flags & IORING_CQE_F_MORE) {	/* multishot: still armed */
+		if ((w->state & WS_ACTIVE) && !(w->state & (WS_STOPPING | WS_REMOVING)) &&
+		    res > 0)
+			uaio__fire(l, w, res, FIRED_WATCH);
+		uaio__unlock(l, lk);
+		return;
+	}
+	w->armed = 0;
+	w->state &= ~WS_REMOVING;
+	if (w->state & WS_STOPPING)
+		uaio__watch_finish(l, w, uaio__watch_reason(w));
+	else if (res == -ECANCELED && (w->state & WS_ACTIVE))
+		watch_arm_locked(l, w);		/* mask change or cancel_fd */
+	else if (res < 0 && res != -ECANCELED && (w->state & WS_ACTIVE))
+		uaio__watch_finish(l, w, res == -EBADF ? -EBADF : -EPIPE);
+	else if (w->state & WS_ACTIVE)
+		uaio__fire(l, w, res, FIRED_WATCH);
+	uaio__unlock(l, lk);
+}
+

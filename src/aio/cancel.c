@@ -59,17 +59,15 @@ API int uaio_cancel(int fd, struct aiocb *cb)
 		canceled = cancel_locked(r);
 		notcanceled = !canceled;
 	} else {
-		for (struct aio_chunk *c = E->chunks; c; c = c->next) {
-			for (int i = 0; i < CHUNK_REQS; i++) {
-				struct aio_req *r = &c->reqs[i];
+		struct aio_req *r;
 
-				if (r->state == RS_FREE || r->cb->aio_fildes != fd)
-					continue;
-				if (cancel_locked(r))
-					canceled++;
-				else
-					notcanceled++;
-			}
+		UAIO_SLAB_FOREACH(&E->reqs, r) {
+			if (r->state == RS_FREE || r->cb->aio_fildes != fd)
+				continue;
+			if (cancel_locked(r))
+				canceled++;
+			else
+				notcanceled++;
 		}
 	}
 	pthread_mutex_unlock(&E->mu);

@@ -99,20 +99,11 @@ struct aio_req *aio__req_alloc_locked(void)
 
 	if (E->nreq >= E->max)
 		return NULL;
-	if (!E->free) {
-		struct aio_chunk *c = calloc(1, sizeof(*c));
-
-		if (!c)
-			return NULL;
-		c->next = E->chunks;
-		E->chunks = c;
-		for (int i = CHUNK_REQS - 1; i >= 0; i--) {
-			c->reqs[i].next = E->free;
-			E->free = &c->reqs[i];
-		}
-	}
-	r = E->free;
-	E->free = r->next;
+	if (!E->reqs.size)
+		uaio__slab_init(&E->reqs, sizeof(*r), offsetof(struct aio_req, next),
+				CHUNK_REQS);
+	if (!(r = uaio__slab_get(&E->reqs)))
+		return NULL;
 	memset(r, 0, sizeof(*r));
 	E->nreq++;
 	return r;
@@ -122,8 +113,7 @@ void aio__req_free_locked(struct aio_req *r)
 {
 	r->state = RS_FREE;
 	r->cb = NULL;
-	r->next = E->free;
-	E->free = r;
+	uaio__slab_put(&E->reqs, r);
 	E->nreq--;
 }
 
@@ -201,21 +191,13 @@ static void fork_parent(void)
  * ones, and the engine starts afresh on first need. */
 static void fork_child(void)
 {
-	struct aio_chunk *c, *cnext;
+	struct aio_req *r;
 
 	uaio__notify_fork_child();
-	for (c = E->chunks; c; c = cnext) {
-		cnext = c->next;
-		for (int i = 0; i < CHUNK_REQS; i++) {
-			struct aio_req *r = &c->reqs[i];
-			if (r->state != RS_FREE && r->cb &&
-			    cb_state(r->cb) == ST_LIVE)
-				atomic_store(&priv(r->cb)->state, 0);
-		}
-		free(c);
-	}
-	E->chunks = NULL;
-	E->free = NULL;
+	UAIO_SLAB_FOREACH(&E->reqs, r)
+		if (r->state != RS_FREE && r->cb && cb_state(r->cb) == ST_LIVE)
+			atomic_store(&priv(r->cb)->state, 0);
+	uaio__slab_destroy(&E->reqs);
 	E->nreq = 0;
 	for (int i = 0; i < SERIAL_BUCKETS; i++) {
 		struct aio_serial *s, *snext;
@@ -297,11 +279,10 @@ int aio__engine_start_locked(void)
 	if (!E->atfork) {
 		if (pthread_key_create(&E->thread_key, thread_exit_wait))
 			return -EAGAIN;
-		if (pthread_atfork(fork_prepare, fork_parent, fork_child)) {
+		if (uaio__atfork_once(&E->atfork, fork_prepare, fork_parent, fork_child)) {
 			pthread_key_delete(E->thread_key);
 			return -EAGAIN;
 		}
-		E->atfork = true;
 	}
 	E->loop = uaio_loop_new(&p);
 	if (!E->loop)

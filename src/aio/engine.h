@@ -58,6 +58,7 @@
 #include <uaio/loop.h>
 #include "aio/aio_internal.h"
 #include "core/uaio_core.h"
+#include "util/plumb.h"
 
 #define API __attribute__((visibility("default")))
 
@@ -148,10 +149,6 @@ struct aio_req {
 };
 _Static_assert(sizeof(struct aio_req) <= 120, "request record over budget");
 
-struct aio_chunk {
-	struct aio_chunk *next;
-	struct aio_req reqs[CHUNK_REQS];
-};
 
 /* A non-seekable file with requests: one in flight, the rest wait. */
 struct aio_serial {
@@ -212,8 +209,7 @@ struct aio_engine {
 	uaio_loop *loop;		/* created with the engine thread */
 	bool atfork;
 
-	struct aio_chunk *chunks;
-	struct aio_req *free;
+	struct uaio__slab reqs;		/* aio_req records */
 	unsigned long nreq;		/* records in use = requests in flight */
 	unsigned long max;		/* AIO_MAX */
 	unsigned workers;		/* fallback pool size */

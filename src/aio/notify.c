@@ -17,6 +17,7 @@
 
 #include "aio/aio_internal.h"
 #include "core/uaio_core.h"
+#include "util/plumb.h"
 
 #define POOL_MAX	16
 
@@ -114,11 +115,7 @@ static void notify_thread(const struct sigevent *sev)
 		return;
 	}
 	pthread_mutex_lock(&p->mu);
-	if (p->tail)
-		p->tail->next = n;
-	else
-		p->head = n;
-	p->tail = n;
+	UAIO_FIFO_PUSH(p->head, p->tail, n);
 	if (!p->idle && p->nthreads < POOL_MAX) {
 		pthread_attr_t attr;
 

@@ -67,19 +67,8 @@ struct aio_fdw *aio__fdw_get_locked(int fd, bool create)
 		return E->fdw[fd];
 	if (!create)
 		return NULL;
-	if ((unsigned)fd >= E->nfdw) {
-		unsigned n = E->nfdw ? E->nfdw : 64;
-		struct aio_fdw **a;
-
-		while (n <= (unsigned)fd)
-			n *= 2;
-		a = realloc(E->fdw, n * sizeof(*a));
-		if (!a)
-			return NULL;
-		memset(a + E->nfdw, 0, (n - E->nfdw) * sizeof(*a));
-		E->fdw = a;
-		E->nfdw = n;
-	}
+	if (UAIO_GROW(E->fdw, E->nfdw, (size_t)fd + 1) < 0)
+		return NULL;
 	w = calloc(1, sizeof(*w));
 	if (w)
 		w->fd = fd;

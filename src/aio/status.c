@@ -25,8 +25,7 @@ int aio__futex_wait_abs(atomic_uint *word, unsigned snap,
 	long r;
 
 	if (!deadline) {
-		clock_gettime(CLOCK_MONOTONIC, &far);
-		far.tv_sec += 86400;
+		far = uaio__ts_deadline(&(struct timespec){ .tv_sec = 86400 });
 		deadline = &far;
 	}
 	r = syscall(SYS_futex, word, FUTEX_WAIT_BITSET_PRIVATE, snap, deadline,
@@ -138,17 +137,9 @@ API int uaio_suspend(const struct aiocb *const list[], int nent,
 	if (nent <= 0 || !any_live(list, nent) || any_done(list, nent))
 		return 0;
 	if (timeout) {
-		if (timeout->tv_sec < 0 || timeout->tv_nsec < 0 ||
-		    timeout->tv_nsec >= 1000000000 ||
-		    (!timeout->tv_sec && !timeout->tv_nsec))
+		if (!uaio__ts_valid(timeout) || !uaio__ts_ns(timeout))
 			return posix_ret(-EAGAIN);
-		clock_gettime(CLOCK_MONOTONIC, &deadline);
-		deadline.tv_sec += timeout->tv_sec;
-		deadline.tv_nsec += timeout->tv_nsec;
-		if (deadline.tv_nsec >= 1000000000) {
-			deadline.tv_sec++;
-			deadline.tv_nsec -= 1000000000;
-		}
+		deadline = uaio__ts_deadline(timeout);
 	}
 	atomic_fetch_add(&E->waiters, 1);
 	for (;;) {

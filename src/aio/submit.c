@@ -44,13 +44,9 @@ static long attempt(int fd, int kind, struct aiocb *cb, int64_t off, int rwf)
 {
 	uint64_t done = priv(cb)->done;
 	struct iovec iov = { (char *)cb->aio_buf + done, cb_len(cb) - done };
-	ssize_t r;
+	bool wr = kind != K_READ;
 
-	if (kind == K_READ)
-		r = preadv2(fd, &iov, 1, off, rwf);
-	else
-		r = pwritev2(fd, &iov, 1, off < 0 ? -1 : off + (int64_t)done, rwf);
-	return r < 0 ? -errno : r;
+	return uaio__rw(fd, wr, &iov, 1, wr && off >= 0 ? off + (int64_t)done : off, rwf);
 }
 
 /*

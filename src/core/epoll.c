@@ -136,15 +136,9 @@ static void mark_idle(uaio_loop *l, int fd, struct uaio_fdq *q)
 
 	if (q->idle_marked)
 		return;
-	if (es->nidle == es->capidle) {
-		unsigned cap = es->capidle ? es->capidle * 2 : 64;
-		int *a = realloc(es->idle, cap * sizeof(*a));
-		if (!a) {
-			update_reg(l, fd);
-			return;
-		}
-		es->idle = a;
-		es->capidle = cap;
+	if (UAIO_GROW(es->idle, es->capidle, (size_t)es->nidle + 1) < 0) {
+		update_reg(l, fd);
+		return;
 	}
 	es->idle[es->nidle++] = fd;
 	q->idle_marked = true;
@@ -373,7 +367,7 @@ static int ep_self(uaio_loop *l, uaio_op *op)
 		return 0;
 	case OP_TIMEOUT:
 		op->state = OS_TIMERQ;
-		return uaio__heap_push(l, uaio__clock_ns() + op->off,
+		return uaio__heap_push(l, (uint64_t)uaio__now_ns() + op->off,
 				       (uintptr_t)op | 1);
 	case OP_CANCEL:
 		return ep_cancel(l, op, (uaio_op *)(uintptr_t)op->addr);
@@ -494,14 +488,8 @@ static int ep_watch_arm(uaio_loop *l, uaio_watch *w)
 	r = update_reg(l, w->fd);
 	if (r == -EPERM) {
 		/* Regular files are always ready, as poll(2) says. */
-		if (es->nalways == es->capalways) {
-			unsigned cap = es->capalways ? es->capalways * 2 : 16;
-			uaio_watch **a = realloc(es->always, cap * sizeof(*a));
-			if (!a)
-				return -ENOMEM;
-			es->always = a;
-			es->capalways = cap;
-		}
+		if (UAIO_GROW(es->always, es->capalways, (size_t)es->nalways + 1) < 0)
+			return -ENOMEM;
 		es->always[es->nalways++] = w;
 		w->state |= WS_ALWAYS;
 		return 0;

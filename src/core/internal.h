@@ -19,6 +19,7 @@
 
 
 #include "core/ops.h"
+#include "util/plumb.h"
 
 /* uaio_op.state */
 enum {
@@ -210,7 +211,6 @@ void uaio__wake(uaio_loop *l);
 struct uaio_fdent *uaio__fdent(uaio_loop *l, int fd, bool grow);
 int uaio__heap_push(uaio_loop *l, uint64_t when, uintptr_t p);
 void uaio__heap_remove(uaio_loop *l, uint32_t idx);
-uint64_t uaio__clock_ns(void);
 /* reactor.c: the epoll reactor of both backends. */
 struct epoll_event;
 /* The epoll mask for a watch's events (UAIO_READABLE / UAIO_WRITABLE);

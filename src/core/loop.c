@@ -29,13 +29,6 @@ struct uaio_post {
 	void *data;
 };
 
-uint64_t uaio__clock_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 static const struct uaio_backend *pick_backend(const struct uaio_loop_params *p)
 {
 	unsigned flags = p ? p->flags : 0;
@@ -70,7 +63,7 @@ UAIO_API uaio_loop *uaio_loop_new(const struct uaio_loop_params *p)
 	pthread_mutex_init(&l->lock, NULL);
 	pthread_mutex_init(&l->workers.mu, NULL);
 	pthread_cond_init(&l->workers.cv, NULL);
-	l->now = uaio__clock_ns();
+	l->now = (uint64_t)uaio__now_ns();
 
 	l->be = pick_backend(p);
 	ret = l->be->init(l, p);
@@ -141,7 +134,7 @@ UAIO_API int uaio_loop_fd(const uaio_loop *l)
 static uint64_t loop_now(uaio_loop *l)
 {
 	if (!l->now_valid) {
-		l->now = uaio__clock_ns();
+		l->now = (uint64_t)uaio__now_ns();
 		l->now_valid = true;
 	}
 	return l->now;

@@ -13,21 +13,11 @@
 /* A handle's references: slot number, or duplicate descriptor. */
 static unsigned *pin_refs(uaio_loop *l, int handle, bool grow)
 {
-	unsigned idx = (unsigned)handle & ~(unsigned)UAIO_FD_FIXED, n;
+	unsigned idx = (unsigned)handle & ~(unsigned)UAIO_FD_FIXED;
 
-	if (idx >= l->npinrefs) {
-		if (!grow)
-			return NULL;
-		n = l->npinrefs ? l->npinrefs : 64;
-		while (n <= idx)
-			n *= 2;
-		unsigned *a = realloc(l->pinrefs, n * sizeof(*a));
-		if (!a)
-			return NULL;
-		memset(a + l->npinrefs, 0, (n - l->npinrefs) * sizeof(*a));
-		l->pinrefs = a;
-		l->npinrefs = n;
-	}
+	if (idx >= l->npinrefs &&
+	    (!grow || UAIO_GROW(l->pinrefs, l->npinrefs, (size_t)idx + 1) < 0))
+		return NULL;
 	return &l->pinrefs[idx];
 }
 

@@ -59,14 +59,8 @@ static void heap_down(uaio_loop *l, uint32_t i)
 
 int uaio__heap_push(uaio_loop *l, uint64_t when, uintptr_t p)
 {
-	if (l->nheap == l->capheap) {
-		uint32_t cap = l->capheap ? l->capheap * 2 : 64;
-		struct uaio_heap_ent *h = realloc(l->heap, cap * sizeof(*h));
-		if (!h)
-			return -ENOMEM;
-		l->heap = h;
-		l->capheap = cap;
-	}
+	if (UAIO_GROW(l->heap, l->capheap, (size_t)l->nheap + 1) < 0)
+		return -ENOMEM;
 	l->heap[l->nheap] = (struct uaio_heap_ent){ when, l->heap_seq++, p };
 	heap_up(l, l->nheap++);
 	return 0;
@@ -104,7 +98,7 @@ UAIO_API int uaio_timer_start(uaio_loop *l, uaio_timer *t, uint64_t timeout_ns,
 		return -EINVAL;
 	if (t->heap_index != UINT32_MAX)
 		uaio__heap_remove(l, t->heap_index);
-	t->when = uaio__clock_ns() + timeout_ns;
+	t->when = (uint64_t)uaio__now_ns() + timeout_ns;
 	t->period = period_ns;
 	return uaio__heap_push(l, t->when, (uintptr_t)t);
 }

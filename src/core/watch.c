@@ -13,21 +13,9 @@
 
 struct uaio_fdent *uaio__fdent(uaio_loop *l, int fd, bool grow)
 {
-	if ((unsigned)fd >= l->nfds) {
-		unsigned n = l->nfds ? l->nfds : 64;
-		struct uaio_fdent *t;
-
-		if (!grow)
-			return NULL;
-		while (n <= (unsigned)fd)
-			n *= 2;
-		t = realloc(l->fds, n * sizeof(*t));
-		if (!t)
-			return NULL;
-		memset(t + l->nfds, 0, (n - l->nfds) * sizeof(*t));
-		l->fds = t;
-		l->nfds = n;
-	}
+	if ((unsigned)fd >= l->nfds &&
+	    (!grow || UAIO_GROW(l->fds, l->nfds, (size_t)fd + 1) < 0))
+		return NULL;
 	return &l->fds[fd];
 }
 

@@ -6,11 +6,6 @@
 
 /* ------------------------------------------------------- attempts */
 
-long laio__sysret(long r)
-{
-	return r < 0 ? -errno : r;
-}
-
 /* Returns to the caller the way syscall(2) does. */
 long laio__ret_inline(long res)
 {
@@ -73,35 +68,35 @@ long laio__try_nowait(struct laio_call *r)
 
 	switch (r->nr) {
 	case SYS_recvfrom:
-		return laio__sysret(recvfrom(fd, (void *)a[1], (size_t)a[2],
+		return uaio__sysret(recvfrom(fd, (void *)a[1], (size_t)a[2],
 				       (int)a[3] | MSG_DONTWAIT,
 				       (struct sockaddr *)a[4], (socklen_t *)a[5]));
 	case SYS_sendto:
-		return laio__sysret(sendto(fd, (char *)a[1] + r->done,
+		return uaio__sysret(sendto(fd, (char *)a[1] + r->done,
 				     (size_t)a[2] - r->done,
 				     (int)a[3] | MSG_DONTWAIT,
 				     (const struct sockaddr *)a[4], (socklen_t)a[5]));
 	case SYS_recvmsg:
-		return laio__sysret(recvmsg(fd, (struct msghdr *)a[1],
+		return uaio__sysret(recvmsg(fd, (struct msghdr *)a[1],
 				      (int)a[2] | MSG_DONTWAIT));
 	case SYS_sendmsg:
-		return laio__sysret(sendmsg(fd, (const struct msghdr *)a[1],
+		return uaio__sysret(sendmsg(fd, (const struct msghdr *)a[1],
 				      (int)a[2] | MSG_DONTWAIT));
 	}
 	iov = laio__call_iov(r, &iov1, &cnt);
 	switch (r->nr) {
 	case SYS_read: case SYS_readv:
-		return laio__sysret(preadv2(fd, iov, cnt, -1, RWF_NOWAIT));
+		return uaio__rw(fd, false, iov, cnt, -1, RWF_NOWAIT);
 	case SYS_pread64: case SYS_preadv:
-		return laio__sysret(preadv2(fd, iov, cnt, a[3], RWF_NOWAIT));
+		return uaio__rw(fd, false, iov, cnt, a[3], RWF_NOWAIT);
 	case SYS_preadv2:
-		return laio__sysret(preadv2(fd, iov, cnt, a[3], (int)a[5] | RWF_NOWAIT));
+		return uaio__rw(fd, false, iov, cnt, a[3], (int)a[5] | RWF_NOWAIT);
 	case SYS_write: case SYS_writev:
-		return laio__sysret(pwritev2(fd, iov, cnt, -1, RWF_NOWAIT));
+		return uaio__rw(fd, true, iov, cnt, -1, RWF_NOWAIT);
 	case SYS_pwrite64: case SYS_pwritev:
-		return laio__sysret(pwritev2(fd, iov, cnt, a[3] + (long)r->done, RWF_NOWAIT));
+		return uaio__rw(fd, true, iov, cnt, a[3] + (long)r->done, RWF_NOWAIT);
 	case SYS_pwritev2:
-		return laio__sysret(pwritev2(fd, iov, cnt, a[3], (int)a[5] | RWF_NOWAIT));
+		return uaio__rw(fd, true, iov, cnt, a[3], (int)a[5] | RWF_NOWAIT);
 	}
 	return -ENOSYS;
 }
@@ -121,22 +116,19 @@ int laio__iov_advance(struct laio_call *r, size_t n)
 {
 	struct iovec iov1;
 	const struct iovec *iov;
-	int cnt, i = 0;
+	int cnt, i;
 	struct iovec *copy;
 
 	iov = laio__call_iov(r, &iov1, &cnt);
 	if (iov == &iov1)
 		return 0;	/* single buffer: r->done is enough */
-	while (i < cnt && n >= iov[i].iov_len)
-		n -= iov[i++].iov_len;
-	copy = malloc(sizeof(*copy) * (size_t)(cnt - i ? cnt - i : 1));
+	/* The caller's iovecs are theirs: skip in a copy. */
+	copy = malloc(sizeof(*copy) * (size_t)(cnt ? cnt : 1));
 	if (!copy)
 		return -ENOMEM;
-	memcpy(copy, iov + i, sizeof(*copy) * (size_t)(cnt - i));
-	if (cnt - i) {
-		copy[0].iov_base = (char *)copy[0].iov_base + n;
-		copy[0].iov_len -= n;
-	}
+	memcpy(copy, iov, sizeof(*copy) * (size_t)cnt);
+	i = uaio__iov_skip(copy, cnt, n);
+	memmove(copy, copy + i, sizeof(*copy) * (size_t)(cnt - i));
 	free(r->iov);
 	r->iov = copy;
 	r->iovcnt = cnt - i;

@@ -15,7 +15,7 @@ static long work_fn(void *arg)
 	struct laio_call *r = arg;
 	const long *a = r->a;
 
-	return laio__sysret(syscall(r->nr, a[0], a[1], a[2], a[3], a[4], a[5]));
+	return uaio__sysret(syscall(r->nr, a[0], a[1], a[2], a[3], a[4], a[5]));
 }
 
 int laio__submit_work(struct laio_call *r)

@@ -206,13 +206,13 @@ static long rw_call(long nr, const long *a)
 	if ((nr == SYS_preadv2 || nr == SYS_pwritev2) && a[3] < -1)
 		return laio__ret_inline(-EINVAL);
 	if ((nr == SYS_preadv2 || nr == SYS_pwritev2) && (a[5] & RWF_NOWAIT))
-		return laio__ret_inline(laio__sysret(syscall(nr, a[0], a[1], a[2], a[3],
+		return laio__ret_inline(uaio__sysret(syscall(nr, a[0], a[1], a[2], a[3],
 						 a[4], a[5])));
 	if ((nr == SYS_recvfrom || nr == SYS_sendto) && (a[3] & MSG_DONTWAIT))
-		return laio__ret_inline(laio__sysret(syscall(nr, a[0], a[1], a[2], a[3],
+		return laio__ret_inline(uaio__sysret(syscall(nr, a[0], a[1], a[2], a[3],
 						 a[4], a[5])));
 	if ((nr == SYS_recvmsg || nr == SYS_sendmsg) && (a[2] & MSG_DONTWAIT))
-		return laio__ret_inline(laio__sysret(syscall(nr, a[0], a[1], a[2])));
+		return laio__ret_inline(uaio__sysret(syscall(nr, a[0], a[1], a[2])));
 
 	tmp.nr = nr;
 	memcpy(tmp.a, a, sizeof(tmp.a));
@@ -293,7 +293,7 @@ static long openat2_call(long nr, long *a)
 		if (errno != EAGAIN)
 			return laio__ret_inline(-errno);
 	} else if (how->resolve & RESOLVE_CACHED) {
-		return laio__ret_inline(laio__sysret(syscall(nr, a[0], a[1], a[2], a[3])));
+		return laio__ret_inline(uaio__sysret(syscall(nr, a[0], a[1], a[2], a[3])));
 	}
 	return laio__try_ring(nr, a, s_openat2);
 pool: {
@@ -326,7 +326,7 @@ static long c_conn(const struct laio_row *row, long nr, long *a)
 	int fl = fcntl((int)a[0], F_GETFL);
 
 	if (fl < 0 || (fl & O_NONBLOCK))
-		return laio__ret_inline(laio__sysret(syscall(nr, a[0], a[1], a[2], a[3])));
+		return laio__ret_inline(uaio__sysret(syscall(nr, a[0], a[1], a[2], a[3])));
 	return laio__try_ring(nr, a, row->ring);
 }
 
@@ -350,7 +350,7 @@ static long c_splice(const struct laio_row *row, long nr, long *a)
 
 static long c_inline(const struct laio_row *row, long nr, long *a)
 {
-	return laio__ret_inline(laio__sysret(syscall(nr, a[0], a[1], a[2], a[3], a[4], a[5])));
+	return laio__ret_inline(uaio__sysret(syscall(nr, a[0], a[1], a[2], a[3], a[4], a[5])));
 }
 
 enum { C_RW, C_CONN, C_OPEN, C_RING, C_SPLICE, C_INLINE, C_COUNT };
@@ -565,7 +565,7 @@ long laio_syscall(long nr, ...)
 	}
 	if (nr < NR_MAX && (laio_known[nr / 64] >> (nr % 64) & 1))
 		return pool_call(nr, a);
-	return laio__ret_inline(laio__sysret(syscall(nr, a[0], a[1], a[2], a[3], a[4], a[5])));
+	return laio__ret_inline(uaio__sysret(syscall(nr, a[0], a[1], a[2], a[3], a[4], a[5])));
 }
 
 /* docs/laio.md's class table, in markdown, from the rows. */

@@ -36,7 +36,7 @@ static void engine_fork_parent(void)
 static void engine_fork_child(void)
 {
 	struct laio_engine *e = &laio__engine;
-	struct laio_slab *s, *next;
+	struct laio_call *r;
 
 	pthread_mutex_init(&e->init_mu, NULL);
 	pthread_mutex_init(&e->mu, NULL);
@@ -44,14 +44,10 @@ static void engine_fork_child(void)
 	if (e->loop && !e->driving)
 		uaio_loop_free(e->loop);
 	e->loop = NULL;
-	for (s = e->slabs; s; s = next) {
-		next = s->next;
-		for (int i = 0; i < SLAB_CALLS; i++)
-			free(s->calls[i].iov);
-		free(s);
-	}
-	e->slabs = NULL;
-	e->free = e->cq_head = e->cq_tail = NULL;
+	UAIO_SLAB_FOREACH(&e->calls, r)
+		free(r->iov);
+	uaio__slab_destroy(&e->calls);
+	e->cq_head = e->cq_tail = NULL;
 	e->ncq = e->outstanding = 0;
 	e->driving = false;
 	e->has_driver = false;
@@ -78,12 +74,9 @@ static int engine_init_locked(void)
 	pthread_condattr_t ca;
 	const char *m = getenv("LAIO_BG");
 
-	if (!atfork_done) {
-		if (pthread_atfork(engine_fork_prepare, engine_fork_parent,
-				   engine_fork_child))
-			return -ENOMEM;
-		atfork_done = true;
-	}
+	if (uaio__atfork_once(&atfork_done, engine_fork_prepare, engine_fork_parent,
+			      engine_fork_child))
+		return -ENOMEM;
 	e->mech = LAIO_MECH_DEFAULT;
 	if (m && !strcmp(m, "op"))
 		e->mech = LAIO_MECH_OP;
@@ -128,25 +121,12 @@ const char *laio__backend_name(void)
 
 static struct laio_call *call_alloc_locked(void)
 {
-	struct laio_engine *e = &laio__engine;
-	struct laio_call *r;
+	struct uaio__slab *s = &laio__engine.calls;
 
-	if (!e->free) {
-		struct laio_slab *s = calloc(1, sizeof(*s));
-
-		if (!s)
-			return NULL;
-		s->next = e->slabs;
-		e->slabs = s;
-		for (int i = SLAB_CALLS - 1; i >= 0; i--) {
-			s->calls[i].next = e->free;
-			e->free = &s->calls[i];
-		}
-	}
-	r = e->free;
-	e->free = r->next;
-	r->next = NULL;
-	return r;
+	if (!s->size)
+		uaio__slab_init(s, sizeof(struct laio_call),
+				offsetof(struct laio_call, next), SLAB_CALLS);
+	return uaio__slab_get(s);
 }
 
 void laio__call_release_locked(struct laio_call *r)
@@ -156,8 +136,7 @@ void laio__call_release_locked(struct laio_call *r)
 	r->magic = 0;
 	r->phase = PH_FREE;
 	r->flags = 0;
-	r->next = laio__engine.free;
-	laio__engine.free = r;
+	uaio__slab_put(&laio__engine.calls, r);
 }
 
 struct laio_call *laio__call_new(long nr, const long *a)
@@ -221,12 +200,7 @@ void laio__call_finish(struct laio_call *r, long res)
 		r->phase = PH_INLINE;
 	} else {
 		r->phase = PH_QUEUED;
-		r->next = NULL;
-		if (e->cq_tail)
-			e->cq_tail->next = r;
-		else
-			e->cq_head = r;
-		e->cq_tail = r;
+		UAIO_FIFO_PUSH(e->cq_head, e->cq_tail, r);
 		e->ncq++;
 		if (e->waiters)
 			pthread_cond_signal(&e->cv);
@@ -259,20 +233,7 @@ void *laio_gethandle(void)
 
 static bool call_valid_locked(const struct laio_call *r)
 {
-	for (struct laio_slab *s = laio__engine.slabs; s; s = s->next)
-		if ((const char *)r >= (const char *)s->calls &&
-		    (const char *)r < (const char *)(s->calls + SLAB_CALLS))
-			return ((const char *)r - (const char *)s->calls) %
-			       sizeof(*r) == 0;
-	return false;
-}
-
-static int64_t mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+	return uaio__slab_owns(&laio__engine.calls, r);
 }
 
 static int drain_locked(struct laio_completion *c, int n)
@@ -281,11 +242,9 @@ static int drain_locked(struct laio_completion *c, int n)
 	int got = 0;
 
 	while (got < n && e->cq_head) {
-		struct laio_call *r = e->cq_head;
+		struct laio_call *r;
 
-		e->cq_head = r->next;
-		if (!e->cq_head)
-			e->cq_tail = NULL;
+		UAIO_FIFO_POP(e->cq_head, e->cq_tail, r);
 		e->ncq--;
 		c[got].laio_handle = r;
 		if (r->ret < 0 && r->ret > -4096) {
@@ -313,8 +272,7 @@ int laio_poll(struct laio_completion *c, int n, const struct timespec *timeout)
 	int64_t deadline = -1, now;
 	int got = 0;
 
-	if (!c || n <= 0 || (timeout && (timeout->tv_sec < 0 || timeout->tv_nsec < 0 ||
-					 timeout->tv_nsec >= 1000000000))) {
+	if (!c || n <= 0 || (timeout && !uaio__ts_valid(timeout))) {
 		errno = EINVAL;
 		return -1;
 	}
@@ -322,7 +280,7 @@ int laio_poll(struct laio_completion *c, int n, const struct timespec *timeout)
 		return 0;
 	if (timeout)
 		deadline = timeout->tv_sec || timeout->tv_nsec ?
-			   mono_ns() + timeout->tv_sec * 1000000000ll + timeout->tv_nsec : 0;
+			   uaio__now_ns() + timeout->tv_sec * 1000000000ll + timeout->tv_nsec : 0;
 	pthread_mutex_lock(&e->mu);
 	for (;;) {
 		if (e->ncq) {
@@ -338,7 +296,7 @@ int laio_poll(struct laio_completion *c, int n, const struct timespec *timeout)
 			got = drain_locked(c, n);
 			break;
 		}
-		now = deadline > 0 ? mono_ns() : 0;
+		now = deadline > 0 ? uaio__now_ns() : 0;
 		if (deadline > 0 && now >= deadline)
 			break;
 		if (!e->driving) {

@@ -43,6 +43,7 @@
 #include <uaio/loop.h>
 #include "core/uaio_core.h"
 #include "laio/laio_internal.h"
+#include "util/plumb.h"
 
 #define LAIO_MAGIC	0x6c61696fu	/* "laio": a live background record */
 #define SLAB_CALLS	1024
@@ -88,11 +89,6 @@ struct laio_call {
 	uint8_t retries;
 };
 
-struct laio_slab {
-	struct laio_slab *next;
-	struct laio_call calls[SLAB_CALLS];
-};
-
 struct laio_engine {
 	pthread_mutex_t init_mu;
 	atomic_bool ready;
@@ -101,7 +97,6 @@ struct laio_engine {
 
 	pthread_mutex_t mu;		/* everything below */
 	pthread_cond_t cv;		/* completions queued / driver gone */
-	struct laio_call *free;
 	struct laio_call *cq_head, *cq_tail;
 	unsigned long ncq;
 	unsigned long outstanding;	/* background, not yet returned */
@@ -109,7 +104,7 @@ struct laio_engine {
 	bool has_driver;
 	pthread_t driver;		/* the last thread that ran the loop */
 	unsigned waiters;
-	struct laio_slab *slabs;
+	struct uaio__slab calls;	/* laio_call records */
 
 	/* laio_fd(): epoll over the loop's fd and efd, which is kept
 	 * readable while the completion queue is not empty. */
@@ -135,7 +130,6 @@ void laio__efd_sync_locked(void);
 void laio__drive_locked(int64_t timeout_ns);
 
 /* attempt.c */
-long laio__sysret(long r);
 long laio__ret_inline(long res);
 long laio__ret_background(struct laio_call *r);
 bool laio__is_write_nr(long nr);

@@ -1,0 +1,153 @@
+/* SPDX-License-Identifier: MIT */
+/* Plumbing the layers share; see plumb.h. */
+#define _GNU_SOURCE
+#include "util/plumb.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/uio.h>
+
+int uaio__grow(void **arr, unsigned *cap, size_t need, size_t elem)
+{
+	size_t n = *cap ? *cap : 64;
+	void *a;
+
+	if (need <= *cap)
+		return 0;
+	while (n < need)
+		n *= 2;
+	if (n > UINT32_MAX || !(a = realloc(*arr, n * elem)))
+		return -ENOMEM;
+	memset((char *)a + (size_t)*cap * elem, 0, (n - *cap) * elem);
+	*arr = a;
+	*cap = (unsigned)n;
+	return 0;
+}
+
+static void **link_of(const struct uaio__slab *s, void *p)
+{
+	return (void **)((char *)p + s->link_off);
+}
+
+void uaio__slab_init(struct uaio__slab *s, size_t size, size_t link_off,
+		     unsigned per)
+{
+	*s = (struct uaio__slab){ .size = size, .link_off = link_off, .per = per };
+}
+
+void *uaio__slab_get(struct uaio__slab *s)
+{
+	void *p;
+
+	if (!s->free) {
+		struct uaio__slab_chunk *c = calloc(1, sizeof(*c) + s->per * s->size);
+
+		if (!c)
+			return NULL;
+		c->next = s->chunks;
+		s->chunks = c;
+		for (unsigned i = s->per; i-- > 0;) {
+			p = (char *)c->recs + i * s->size;
+			*link_of(s, p) = s->free;
+			s->free = p;
+		}
+	}
+	p = s->free;
+	s->free = *link_of(s, p);
+	*link_of(s, p) = NULL;
+	return p;
+}
+
+void uaio__slab_put(struct uaio__slab *s, void *p)
+{
+	*link_of(s, p) = s->free;
+	s->free = p;
+}
+
+bool uaio__slab_owns(const struct uaio__slab *s, const void *p)
+{
+	for (const struct uaio__slab_chunk *c = s->chunks; c; c = c->next) {
+		const char *b = (const char *)c->recs;
+
+		if ((const char *)p >= b && (const char *)p < b + s->per * s->size)
+			return ((const char *)p - b) % s->size == 0;
+	}
+	return false;
+}
+
+void uaio__slab_destroy(struct uaio__slab *s)
+{
+	struct uaio__slab_chunk *c, *next;
+
+	for (c = s->chunks; c; c = next) {
+		next = c->next;
+		free(c);
+	}
+	s->chunks = NULL;
+	s->free = NULL;
+}
+
+int64_t uaio__now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return uaio__ts_ns(&ts);
+}
+
+bool uaio__ts_valid(const struct timespec *t)
+{
+	return t->tv_sec >= 0 && t->tv_nsec >= 0 && t->tv_nsec < 1000000000;
+}
+
+struct timespec uaio__ts_deadline(const struct timespec *rel)
+{
+	struct timespec d;
+
+	clock_gettime(CLOCK_MONOTONIC, &d);
+	d.tv_sec += rel->tv_sec;
+	d.tv_nsec += rel->tv_nsec;
+	if (d.tv_nsec >= 1000000000) {
+		d.tv_sec++;
+		d.tv_nsec -= 1000000000;
+	}
+	return d;
+}
+
+long uaio__sysret(long r)
+{
+	return r < 0 ? -errno : r;
+}
+
+long uaio__rw(int fd, bool write, const struct iovec *iov, int cnt, int64_t off,
+	      int rwf)
+{
+	return uaio__sysret(write ? pwritev2(fd, iov, cnt, off, rwf) :
+				    preadv2(fd, iov, cnt, off, rwf));
+}
+
+int uaio__iov_skip(struct iovec *iov, int cnt, size_t n)
+{
+	int i = 0;
+
+	while (i < cnt && n >= iov[i].iov_len)
+		n -= iov[i++].iov_len;
+	if (i < cnt) {
+		iov[i].iov_base = (char *)iov[i].iov_base + n;
+		iov[i].iov_len -= n;
+	}
+	return i;
+}
+
+int uaio__atfork_once(bool *done, void (*prepare)(void), void (*parent)(void),
+		      void (*child)(void))
+{
+	if (*done)
+		return 0;
+	if (pthread_atfork(prepare, parent, child))
+		return -ENOMEM;
+	*done = true;
+	return 0;
+}

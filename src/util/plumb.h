@@ -1,0 +1,103 @@
+/* SPDX-License-Identifier: MIT */
+/* Plumbing the layers share: growable arrays, FIFOs, a slab of fixed-size
+ * records, clocks and timeouts, syscall results, fork handlers. Nothing
+ * here knows about loops, requests or calls; every layer may include it. */
+#ifndef UAIO_UTIL_PLUMB_H
+#define UAIO_UTIL_PLUMB_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <time.h>
+
+/* ------------------------------------------------------------ arrays */
+
+/* Makes arr hold at least need elements: the capacity doubles from 64 and
+ * the new tail is zeroed. 0 or -ENOMEM (arr and cap unchanged). */
+int uaio__grow(void **arr, unsigned *cap, size_t need, size_t elem);
+#define UAIO_GROW(arr, cap, need) \
+	uaio__grow((void **)&(arr), &(cap), (need), sizeof(*(arr)))
+
+/* ------------------------------------------------------------- FIFOs */
+
+/* Singly linked through ->next, with a head and a tail pointer. */
+#define UAIO_FIFO_PUSH(head, tail, n) do {		\
+		(n)->next = NULL;			\
+		if (tail)				\
+			(tail)->next = (n);		\
+		else					\
+			(head) = (n);			\
+		(tail) = (n);				\
+	} while (0)
+
+#define UAIO_FIFO_POP(head, tail, out) do {		\
+		(out) = (head);				\
+		if (out) {				\
+			(head) = (out)->next;		\
+			if (!(head))			\
+				(tail) = NULL;		\
+		}					\
+	} while (0)
+
+/* -------------------------------------------------------------- slab */
+
+/* Fixed-size records carved from chunks that live until the slab is
+ * destroyed, so a stale pointer still points into one of them (handles are
+ * checked with uaio__slab_owns). A free record's link sits at link_off, so
+ * its other fields (a magic number) keep their values. Not locked. */
+struct uaio__slab_chunk {
+	struct uaio__slab_chunk *next;
+	max_align_t recs[];
+};
+
+struct uaio__slab {
+	size_t size, link_off;
+	unsigned per;			/* records per chunk */
+	void *free;
+	struct uaio__slab_chunk *chunks;
+};
+
+/* Every record ever carved, free or not (fork handlers, cancel-all). */
+#define UAIO_SLAB_FOREACH(s, p)						\
+	for (struct uaio__slab_chunk *c__ = (s)->chunks; c__; c__ = c__->next) \
+		for (unsigned i__ = 0; i__ < (s)->per &&			\
+		     ((p) = (void *)((char *)c__->recs + i__ * (s)->size), 1); i__++)
+
+void uaio__slab_init(struct uaio__slab *s, size_t size, size_t link_off,
+		     unsigned per);
+void *uaio__slab_get(struct uaio__slab *s);	/* zeroed when first carved */
+void uaio__slab_put(struct uaio__slab *s, void *p);
+bool uaio__slab_owns(const struct uaio__slab *s, const void *p);
+void uaio__slab_destroy(struct uaio__slab *s);
+
+/* ------------------------------------------------------ clocks, times */
+
+int64_t uaio__now_ns(void);			/* CLOCK_MONOTONIC */
+/* A duration as POSIX accepts one: tv_sec >= 0, 0 <= tv_nsec < 1e9. */
+bool uaio__ts_valid(const struct timespec *t);
+/* CLOCK_MONOTONIC now + rel, normalised. */
+struct timespec uaio__ts_deadline(const struct timespec *rel);
+static inline int64_t uaio__ts_ns(const struct timespec *t)
+{
+	return (int64_t)t->tv_sec * 1000000000 + t->tv_nsec;
+}
+
+/* ----------------------------------------------------- syscall results */
+
+/* A libc call's -1/errno as liburing's -errno. */
+long uaio__sysret(long r);
+
+/* preadv2/pwritev2 at off (-1: the file position) with rwf (RWF_NOWAIT
+ * for a non-blocking try): bytes or -errno. */
+struct iovec;
+long uaio__rw(int fd, bool write, const struct iovec *iov, int cnt, int64_t off,
+	      int rwf);
+/* Drops the first n bytes of iov[0..cnt) in place (a short write's
+ * continuation): returns the index of the first iovec left. */
+int uaio__iov_skip(struct iovec *iov, int cnt, size_t n);
+
+/* pthread_atfork once per *done (callers serialise): 0 or -ENOMEM. */
+int uaio__atfork_once(bool *done, void (*prepare)(void), void (*parent)(void),
+		      void (*child)(void));
+
+#endif

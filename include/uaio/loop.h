@@ -263,6 +263,12 @@ int uaio_op_fallocate(uaio_loop *l, uaio_op *op, int fd, int mode,
 int uaio_op_splice(uaio_loop *l, uaio_op *op, int fd_in, int64_t off_in,
 		   int fd_out, int64_t off_out, size_t len, unsigned flags,
 		   uaio_op_cb cb, void *data);
+/* copy_file_range(2) between two files, in the kernel (a worker runs it
+ * on both backends: io_uring has no such op). Offsets -1: the file
+ * positions. Result: bytes copied, 0 at the end of fd_in, or -errno. */
+int uaio_op_copy_file_range(uaio_loop *l, uaio_op *op, int fd_in,
+			    int64_t off_in, int fd_out, int64_t off_out,
+			    size_t len, uaio_op_cb cb, void *data);
 /* Completes with -ETIME after timeout_ns (0 on early cancel: -ECANCELED). */
 int uaio_op_timeout(uaio_loop *l, uaio_op *op, uint64_t timeout_ns,
 		    uaio_op_cb cb, void *data);
@@ -329,6 +335,26 @@ int uaio_file_pin(uaio_loop *l, int fd);
  * reference to it and returns it; each uaio_file_unpin() drops one, and
  * the last lets the file go. Drop a reference once no op uses it. */
 void uaio_file_unpin(uaio_loop *l, int pinned);
+
+/*
+ * Registered buffers: memory the kernel maps once, so that fixed reads and
+ * writes do not pin its pages on every call (io_uring's READ_FIXED and
+ * WRITE_FIXED; on the epoll fallback they are plain reads and writes).
+ * uaio_buf_register returns the buffer's index (>= 0), or -EINVAL, -EFAULT,
+ * -EOVERFLOW (over 1 GiB), -ENOBUFS (all UAIO_BUFS_MAX slots taken) or the
+ * kernel's refusal (-ENOMEM past RLIMIT_MEMLOCK without CAP_IPC_LOCK).
+ * Unregister once no op uses the buffer. Thread-safe.
+ */
+int uaio_buf_register(uaio_loop *l, void *buf, size_t len);
+int uaio_buf_unregister(uaio_loop *l, int buf_index);
+/* As uaio_op_read/write, through registered buffer buf_index, which must
+ * hold [buf, buf + len) (else -EFAULT at submission). */
+int uaio_op_read_fixed(uaio_loop *l, uaio_op *op, int fd, void *buf,
+		       size_t len, int64_t off, int buf_index, uaio_op_cb cb,
+		       void *data);
+int uaio_op_write_fixed(uaio_loop *l, uaio_op *op, int fd, const void *buf,
+			size_t len, int64_t off, int buf_index, uaio_op_cb cb,
+			void *data);
 
 /*
  * Per-op flags, set before a uaio_op_*() call and kept across submissions

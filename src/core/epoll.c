@@ -199,7 +199,7 @@ static uint64_t rw_total(const uaio_op *op)
 	const struct iovec *iov = (const struct iovec *)(uintptr_t)op->addr;
 	uint64_t n = 0;
 
-	if (op->opcode == OP_READ || op->opcode == OP_WRITE)
+	if (op->opcode != OP_READV && op->opcode != OP_WRITEV)
 		return op->len;
 	for (uint32_t i = 0; i < op->len; i++)
 		n += iov[i].iov_len;

@@ -100,7 +100,13 @@ struct uaio_backend {
 	/* uaio_file_pin / unpin, called under the loop lock. */
 	int (*pin)(uaio_loop *l, int fd);
 	void (*unpin)(uaio_loop *l, int pinned);
+	/* Buffer slot idx now holds iov (NULL: empty); NULL slot: nothing
+	 * to register (the fallback reads into any memory). Under the lock. */
+	int (*buf_update)(uaio_loop *l, unsigned idx, const struct iovec *iov);
 };
+
+/* Registered buffers a loop may hold (io_uring allows 16 384). */
+#define UAIO_BUFS_MAX	1024
 
 /* A pinned handle on io_uring: registered-file slot | this bit. Real
  * descriptors stay below 2^30 (the kernel caps fs.nr_open there). */
@@ -162,10 +168,17 @@ struct uaio_loop {
 	unsigned *pinrefs;		/* uaio_file_pin references per handle */
 	unsigned npinrefs;
 
+	struct iovec *bufs;		/* uaio_buf_register slots; base NULL: free */
+	unsigned nbufs;
+
 	pthread_mutex_t lock;		/* thread-safe loops only */
 	pthread_t owner;		/* thread-safe loops: the driving thread */
 	bool has_owner;
 };
+
+/* buf_index is registered and [p, p + len) lies within it. */
+bool uaio__buf_covers(uaio_loop *l, int buf_index, const void *p, size_t len);
+void uaio__bufs_free(uaio_loop *l);
 
 extern const struct uaio_backend uaio__uring_backend;
 extern const struct uaio_backend uaio__epoll_backend;

@@ -105,6 +105,7 @@ UAIO_API void uaio_loop_free(uaio_loop *l)
 	free(l->fds);
 	free(l->heap);
 	free(l->pinrefs);
+	uaio__bufs_free(l);
 	free(l->workers.tids);
 	close(l->wake_fd);
 	free(l);

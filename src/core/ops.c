@@ -43,6 +43,16 @@ static void prep_write(struct io_uring_sqe *s, const uaio_op *op)
 	io_uring_prep_write(s, op->fd, A(op), op->len, op->off);
 }
 
+static void prep_read_fixed(struct io_uring_sqe *s, const uaio_op *op)
+{
+	io_uring_prep_read_fixed(s, op->fd, A(op), op->len, op->off, (int)op->rw_flags);
+}
+
+static void prep_write_fixed(struct io_uring_sqe *s, const uaio_op *op)
+{
+	io_uring_prep_write_fixed(s, op->fd, A(op), op->len, op->off, (int)op->rw_flags);
+}
+
 static void prep_readv(struct io_uring_sqe *s, const uaio_op *op)
 {
 	io_uring_prep_readv(s, op->fd, A(op), op->len, op->off);
@@ -268,6 +278,15 @@ static long exec_splice(uaio_op *op)
 			     op->len, op->rw_flags));
 }
 
+static long exec_copy_range(uaio_op *op)
+{
+	loff_t oin = (loff_t)op->off, oout = (loff_t)op->addr;
+
+	return sysret(copy_file_range(op->fd, (int64_t)op->off == -1 ? NULL : &oin,
+				      (int)op->addr2, (int64_t)op->addr == -1 ? NULL : &oout,
+				      op->len, 0));
+}
+
 static long exec_tee(uaio_op *op)
 {
 	return sysret(tee(op->fd, (int)op->addr2, op->len, op->rw_flags));
@@ -336,7 +355,7 @@ static long try_rw(uaio_op *op)
 	const struct iovec *iov = &one;
 	int n = 1;
 	off_t off = (off_t)op->off;
-	bool wr = op->opcode == OP_WRITE || op->opcode == OP_WRITEV;
+	bool wr = uaio__opdef(op)->side == SIDE_W;
 	bool plain = op->xflags & OX_PLAIN;
 	ssize_t r;
 

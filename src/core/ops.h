@@ -34,6 +34,9 @@ struct io_uring_sqe;
 	/* off: offset or -1; addr: buffer; len: bytes */ \
 	X(READ,       R,    FD|RW, TRY,  prep_read,      exec_read,      try_rw) \
 	X(WRITE,      W,    FD|RW, TRY,  prep_write,     exec_write,     try_rw) \
+	/* as READ/WRITE; rw_flags: registered buffer (uaio_buf_register) */ \
+	X(READ_FIXED, R,    FD|RW, TRY,  prep_read_fixed, exec_read,     try_rw) \
+	X(WRITE_FIXED, W,   FD|RW, TRY,  prep_write_fixed, exec_write,   try_rw) \
 	/* off: offset or -1; addr: iovec array; len: count */ \
 	X(READV,      R,    FD|RW, TRY,  prep_readv,     exec_readv,     try_rw) \
 	X(WRITEV,     W,    FD|RW, TRY,  prep_writev,    exec_writev,    try_rw) \
@@ -63,6 +66,9 @@ struct io_uring_sqe;
 	/* fd: in; off: its offset or -1; addr2: out; addr: its offset or -1; \
 	 * len: bytes; rw_flags: SPLICE_F_* */ \
 	X(SPLICE,     NONE, 0,     WORK, prep_splice,    exec_splice,    NULL) \
+	/* fd: in; off: its offset or -1; addr2: out; addr: its offset or -1; \
+	 * len: bytes (no io_uring op: workers on both backends) */ \
+	X(COPY_RANGE, NONE, 0,     WORK, NULL,           exec_copy_range, NULL) \
 	/* fd: in; addr2: out; len: bytes; rw_flags: SPLICE_F_* */ \
 	X(TEE,        NONE, 0,     WORK, prep_tee,       exec_tee,       NULL) \
 	/* off: ns; addr, addr2: the same as a __kernel_timespec */ \

@@ -67,7 +67,8 @@ UAIO_API int uaio_op_nop(uaio_loop *l, uaio_op *op, uaio_op_cb cb, void *data)
 }
 
 static int rw(uaio_loop *l, uaio_op *op, unsigned opcode, int fd,
-	      const void *buf, size_t len, int64_t off, uaio_op_cb cb, void *data)
+	      const void *buf, size_t len, int64_t off, uaio_op_cb cb, void *data,
+	      uint32_t rw_flags)
 {
 	OP_CHECK(l, op, cb);
 	if (fd < 0)
@@ -76,20 +77,38 @@ static int rw(uaio_loop *l, uaio_op *op, unsigned opcode, int fd,
 		return -EFAULT;
 	if (len > INT_MAX || off < -1)
 		return -EINVAL;
-	op_args(op, (uint64_t)off, (uintptr_t)buf, 0, (uint32_t)len, 0);
+	op_args(op, (uint64_t)off, (uintptr_t)buf, 0, (uint32_t)len, rw_flags);
 	return submit(l, op, opcode, fd, cb, data);
 }
 
 UAIO_API int uaio_op_read(uaio_loop *l, uaio_op *op, int fd, void *buf,
 			  size_t len, int64_t off, uaio_op_cb cb, void *data)
 {
-	return rw(l, op, OP_READ, fd, buf, len, off, cb, data);
+	return rw(l, op, OP_READ, fd, buf, len, off, cb, data, 0);
 }
 
 UAIO_API int uaio_op_write(uaio_loop *l, uaio_op *op, int fd, const void *buf,
 			   size_t len, int64_t off, uaio_op_cb cb, void *data)
 {
-	return rw(l, op, OP_WRITE, fd, buf, len, off, cb, data);
+	return rw(l, op, OP_WRITE, fd, buf, len, off, cb, data, 0);
+}
+
+UAIO_API int uaio_op_read_fixed(uaio_loop *l, uaio_op *op, int fd, void *buf,
+				size_t len, int64_t off, int buf_index,
+				uaio_op_cb cb, void *data)
+{
+	if (!l || !uaio__buf_covers(l, buf_index, buf, len))
+		return l ? -EFAULT : -EINVAL;
+	return rw(l, op, OP_READ_FIXED, fd, buf, len, off, cb, data, (uint32_t)buf_index);
+}
+
+UAIO_API int uaio_op_write_fixed(uaio_loop *l, uaio_op *op, int fd,
+				 const void *buf, size_t len, int64_t off,
+				 int buf_index, uaio_op_cb cb, void *data)
+{
+	if (!l || !uaio__buf_covers(l, buf_index, buf, len))
+		return l ? -EFAULT : -EINVAL;
+	return rw(l, op, OP_WRITE_FIXED, fd, buf, len, off, cb, data, (uint32_t)buf_index);
 }
 
 static int rwv(uaio_loop *l, uaio_op *op, unsigned opcode, int fd,
@@ -292,6 +311,20 @@ UAIO_API int uaio_op_splice(uaio_loop *l, uaio_op *op, int fd_in,
 	op_args(op, (uint64_t)off_in, (uint64_t)off_out, (uint64_t)fd_out,
 		(uint32_t)len, flags);
 	return submit(l, op, OP_SPLICE, fd_in, cb, data);
+}
+
+UAIO_API int uaio_op_copy_file_range(uaio_loop *l, uaio_op *op, int fd_in,
+				     int64_t off_in, int fd_out, int64_t off_out,
+				     size_t len, uaio_op_cb cb, void *data)
+{
+	OP_CHECK(l, op, cb);
+	if (fd_in < 0 || fd_out < 0)
+		return -EBADF;
+	if (len > INT_MAX || off_in < -1 || off_out < -1)
+		return -EINVAL;
+	op_args(op, (uint64_t)off_in, (uint64_t)off_out, (uint64_t)fd_out,
+		(uint32_t)len, 0);
+	return submit(l, op, OP_COPY_RANGE, fd_in, cb, data);
 }
 
 UAIO_API int uaio_op_tee(uaio_loop *l, uaio_op *op, int fd_in, int fd_out,

@@ -161,62 +161,6 @@ static void uring_fini(uaio_loop *l)
 	l->bs = NULL;
 }
 
-static int files_setup(struct uring_state *u)
-{
-	struct rlimit rl;
-	unsigned n = 65536;
-	int r;
-
-	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < n)
-		n = (unsigned)rl.rlim_cur;
-	u->slot_free = malloc(n * sizeof(*u->slot_free));
-	if (!u->slot_free)
-		return -ENOMEM;
-	r = io_uring_register_files_sparse(&u->ring, n);
-	if (r < 0) {
-		free(u->slot_free);
-		u->slot_free = NULL;
-		return r;
-	}
-	for (unsigned i = 0; i < n; i++)
-		u->slot_free[i] = (int)(n - 1 - i);
-	u->nslots = u->nfree = n;
-	return 0;
-}
-
-static int uring_pin(uaio_loop *l, int fd)
-{
-	struct uring_state *u = U(l);
-	int slot, r;
-
-	if (!u->nslots && !u->files_err && (r = files_setup(u)) < 0)
-		u->files_err = r;
-	if (u->files_err)
-		return u->files_err;
-	if (!u->nfree)
-		return -ENFILE;
-	slot = u->slot_free[--u->nfree];
-	r = io_uring_register_files_update(&u->ring, (unsigned)slot, &fd, 1);
-	if (r < 0) {
-		u->slot_free[u->nfree++] = slot;
-		return r;
-	}
-	return slot | UAIO_FD_FIXED;
-}
-
-static void uring_unpin(uaio_loop *l, int pinned)
-{
-	struct uring_state *u = U(l);
-	int slot = pinned & ~UAIO_FD_FIXED, none = -1;
-
-	if (!(pinned & UAIO_FD_FIXED) || (unsigned)slot >= u->nslots)
-		return;
-	/* Drop the reference now: a pipe end kept open here would hide EOF
-	 * from its reader. */
-	io_uring_register_files_update(&u->ring, (unsigned)slot, &none, 1);
-	u->slot_free[u->nfree++] = slot;
-}
-
 static void prep(struct io_uring_sqe *sqe, uaio_op *op)
 {
 	const struct uaio_opdef *d = uaio__opdef(op);
@@ -612,6 +556,7 @@ const struct uaio_backend uaio__uring_backend = {
 	.wait = uring_wait,
 	.flush = uring_flush,
 	.fd = uring_fd,
-	.pin = uring_pin,
-	.unpin = uring_unpin,
+	.pin = uring__pin,
+	.unpin = uring__unpin,
+	.buf_update = uring__buf_update,
 };

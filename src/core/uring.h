@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The io_uring backend's private header: its state, user_data tags, and
- * what its two files (uring.c: ring, submission, reaping; uring_watch.c:
- * watches) share.
+ * what its files (uring.c: ring, submission, reaping; uring_rsrc.c:
+ * registered files and buffers; uring_watch.c: watches) share.
  */
 #ifndef UAIO_CORE_URING_H
 #define UAIO_CORE_URING_H
@@ -33,6 +33,7 @@ struct uring_state {
 	int *slot_free;
 	unsigned nslots, nfree;
 	int files_err;		/* registration failed: -errno */
+	bool bufs_ready;	/* the sparse buffer table is registered */
 	/* Level-triggered watches (see the top of this file). */
 	int epfd, evfd;
 	unsigned nep;		/* watches in the epoll set */
@@ -52,6 +53,11 @@ static inline uint64_t ud(const void *p, unsigned tag)
 /* uring.c */
 /* An SQE, submitting what is queued if the SQ is full. */
 struct io_uring_sqe *uring__get_sqe(uaio_loop *l);
+
+/* uring_rsrc.c */
+int uring__pin(uaio_loop *l, int fd);
+void uring__unpin(uaio_loop *l, int pinned);
+int uring__buf_update(uaio_loop *l, unsigned idx, const struct iovec *iov);
 
 /* uring_watch.c */
 int uring__ep_setup(uaio_loop *l);

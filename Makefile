@@ -4,7 +4,7 @@ BUILD ?= build
 BENCH_MODE ?= quick
 JOBS ?= $(shell nproc)
 
-.PHONY: all setup build test test-asan test-epoll bench bench-full install clean
+.PHONY: all setup build test test-asan test-epoll bench bench-full bench-reshape install clean
 
 all: build
 
@@ -37,6 +37,14 @@ bench:
 
 bench-full:
 	$(MAKE) bench BENCH_MODE=full
+
+# Not part of make bench: builds the commit before the core reshaping beside
+# build-rel (bench/reshape/bench.py) and compares the two.
+bench-reshape:
+	@scripts/setup.sh bench
+	@cmake -S . -B build-rel -G Ninja -DCMAKE_BUILD_TYPE=Release -DUAIO_BUILD_TESTS=OFF >/dev/null
+	@ninja -C build-rel
+	.venv/bin/python bench/run.py --build build-rel --mode quick --only reshape
 
 install: build
 	cmake --install $(BUILD) --prefix $(PREFIX)

@@ -2,7 +2,12 @@
 
 Every suite gets a ctx from bench/run.py with these functions attached;
 they are plain module functions so a suite may also import them directly.
+
+The runner every suite shares: Samples (run a command, keep its numbers
+by key, note failures without ending the suite; med/best), and rotated,
+make_file, warm. A suite keeps only its own argv construction.
 """
+import collections
 import datetime
 import os
 import platform
@@ -182,3 +187,120 @@ def verdict(values, target):
     worst = min(missed, key=lambda x: x[1])
     return (f"**missed** at {', '.join(lbl for lbl, _ in missed)}; worst {worst[0]}: "
             f"{worst[1]:.2f}× ({(target - worst[1]) / target * 100:.0f}% short)")
+
+
+class Samples:
+    """The one bench runner: runs commands, keeps their numbers by key.
+
+    A run that fails (non-zero exit, timeout, no result in its output) is
+    logged as 'FAILED <what>: <error>' and noted in .errors (the first
+    max_errors of them); it never ends the suite, its key simply gets no
+    sample. Keys are tuples the suite chooses.
+    """
+
+    def __init__(self, log=log, max_errors=20):
+        self.log = log
+        self.max_errors = max_errors
+        self.vals = collections.defaultdict(list)   # key -> [float]
+        self.info = {}                              # key -> last record picked
+        self.errors = []
+
+    def run(self, key, argv, env=None, timeout=600, pick=None, what=None):
+        """Runs argv (env added to the environment) and records its result.
+
+        pick says what the result is:
+          "name"            the field of the last key=value line of stdout
+                            that carries it; samples under key
+          ["a", "b", ...]   those fields of the last line carrying the
+                            first; samples under key + ("a",), key + ("b",) ...
+          callable(stdout)  returns a number (samples under key), a dict
+                            {name: number} (under key + (name,)) or None
+                            (no result: a failure)
+          None              nothing recorded; the run just has to succeed
+        Returns the record (the parsed line, or what the callable returned),
+        or None when the run failed. what names the run in FAILED lines and
+        .errors (default: argv joined by spaces).
+        """
+        argv = [str(a) for a in argv]
+        what = " ".join(argv) if what is None else what
+        try:
+            out = run_cmd(argv, env=env, timeout=timeout)
+            rec, got = _pick(out, pick, key)
+        except Exception as e:  # noqa: BLE001 - one failing run must not end the suite
+            self.fail(what, e)
+            return None
+        for k, v in got:
+            self.vals[k].append(v)
+        if pick is not None:
+            self.info[key] = rec
+        return rec
+
+    def fail(self, what, err):
+        """Notes a failure that happened outside run()."""
+        self.log(f"FAILED {what}: {err}")
+        if len(self.errors) < self.max_errors:
+            self.errors.append(f"{what}: {err}")
+
+    def add(self, key, value):
+        self.vals[key].append(float(value))
+
+    def values(self, key):
+        return self.vals.get(key, [])
+
+    def med(self, key):
+        return median(self.vals.get(key, []))
+
+    def best(self, key, higher=True):
+        return best(self.vals.get(key, []), higher)
+
+
+def _pick(out, pick, key):
+    """(record, [(sample key, value)]) from a command's stdout; see Samples.run."""
+    if pick is None:
+        return out, []
+    if callable(pick):
+        rec = pick(out)
+        if rec is None:
+            raise BenchError("no result in its output")
+        if isinstance(rec, dict):
+            return rec, [(key + (n,), float(v)) for n, v in rec.items()]
+        return rec, [(key, float(rec))]
+    names = [pick] if isinstance(pick, str) else list(pick)
+    for line in reversed(out.splitlines()):
+        kv = parse_kv(line)
+        if names[0] in kv:
+            break
+    else:
+        raise BenchError(f"no {names[0]}= in its output")
+    missing = [n for n in names if n not in kv]
+    if missing:
+        raise BenchError(f"no {', '.join(missing)} in: {line.strip()}")
+    if isinstance(pick, str):
+        return kv, [(key, float(kv[pick]))]
+    return kv, [(key + (n,), float(kv[n])) for n in names]
+
+
+def rotated(seq, rep):
+    """seq in a different order each repetition (rotated by rep): whichever
+    variant runs first after a large free pays this VM's fresh-memory cost,
+    and slow drifts of the machine must not always hit the same one."""
+    seq = list(seq)
+    k = rep % len(seq)
+    return seq[k:] + seq[:k]
+
+
+def make_file(path, mb):
+    """A file of mb MiB of pseudo-random bytes, fsync'ed."""
+    block = os.urandom(1 << 20)
+    with open(path, "wb") as f:
+        for i in range(mb):
+            f.write(block[i % 7:] + block[:i % 7])
+        f.flush()
+        os.fsync(f.fileno())
+
+
+def warm(path):
+    """Reads path whole, so that its pages are in the page cache."""
+    with open(path, "rb") as f:
+        while f.read(1 << 22):
+            pass

@@ -6,10 +6,9 @@ pread/pwrite.
 
 Called by bench/run.py as run(ctx); returns the markdown section.
 """
-import collections
 import os
 
-from common import ratio, verdict
+from common import Samples, make_file, ratio, rotated, verdict, warm
 
 VARIANTS = ["glibc", "dropin", "native", "liburing", "sync"]
 LABEL = {
@@ -37,9 +36,11 @@ def plan(mode, smoke):
                 qd_file_mb=128, direct_file_mb=1024, ov_chunks=48, ov_kb=1024, mem_n=65536)
 
 
-class Runner:
+class Runner(Samples):
+    """aiobench's five variants; samples under key + (variant, metric)."""
+
     def __init__(self, ctx):
-        self.ctx = ctx
+        super().__init__(ctx.log)
         d = ctx.build / "bench" / "aio"
         lib = ctx.build / "src" / "aio" / "libuaio-posix.so"
         self.cmd = {
@@ -49,55 +50,21 @@ class Runner:
             "liburing": ([str(d / "aiobench_uring")], None),
             "sync": ([str(d / "aiobench")], None),
         }
-        self.vals = collections.defaultdict(list)
-        self.errors = []
 
     def one(self, variant, exp, args, key, metric, timeout=600):
         argv, env = self.cmd[variant]
         argv = argv + [exp] + [str(a) for a in args]
         if variant == "sync":
             argv += ["--api", "sync"]
-        try:
-            out = self.ctx.run_cmd(argv, env=env, timeout=timeout)
-        except Exception as e:  # noqa: BLE001 - a failing variant must not end the suite
-            self.ctx.log(f"FAILED {variant} {exp}: {e}")
-            if len(self.errors) < 20:
-                self.errors.append(f"{variant} {exp} {' '.join(map(str, args))}: {e}")
-            return None
-        kv = self.ctx.parse_kv(out.strip().splitlines()[-1])
-        for m in metric if isinstance(metric, (list, tuple)) else [metric]:
-            self.vals[key + (variant, m)].append(float(kv[m]))
-        return kv
+        metrics = list(metric) if isinstance(metric, (list, tuple)) else [metric]
+        return self.run(key + (variant,), argv, env=env, timeout=timeout, pick=metrics,
+                        what=f"{variant} {exp} {' '.join(map(str, args))}")
 
     def med(self, key, variant, m):
-        return self.ctx.median(self.vals.get(key + (variant, m), []))
+        return super().med(key + (variant, m))
 
     def best(self, key, variant, m, higher=True):
-        return self.ctx.best(self.vals.get(key + (variant, m), []), higher)
-
-
-def rotated(seq, rep):
-    """The variants in a different order each repetition: whichever runs
-    first after a large free pays this VM's fresh-memory cost, and that
-    must not always be the same one."""
-    k = rep % len(seq)
-    return seq[k:] + seq[:k]
-
-
-def make_file(path, mb):
-    """A file of pseudo-random bytes, written once per run."""
-    block = os.urandom(1 << 20)
-    with open(path, "wb") as f:
-        for i in range(mb):
-            f.write(block[i % 7:] + block[:i % 7])
-        f.flush()
-        os.fsync(f.fileno())
-
-
-def warm(path):
-    with open(path, "rb") as f:
-        while f.read(1 << 22):
-            pass
+        return super().best(key + (variant, m), higher)
 
 
 def run(ctx):

@@ -6,14 +6,12 @@ buffered-write and one cached-read cell.
 
 Called by bench/run.py as run(ctx); returns the markdown section.
 """
-import collections
 import json
-import os
 import re
 import shutil
 import subprocess
 
-from common import BenchError, ratio
+from common import BenchError, Samples, make_file, ratio, rotated, warm
 
 VARIANTS = ["glibc", "uaio", "io_uring", "psync"]
 LABEL = {
@@ -69,8 +67,8 @@ def fio_argv(fio, path, rw, bs, depth, cache, engine, secs=None, ios=None):
     return argv
 
 
-def run_fio(ctx, argv, env):
-    out = ctx.run_cmd(argv, env=env, timeout=300)
+def fio_iops(out):
+    """IOPS (reads + writes) from fio's JSON output."""
     data = json.loads(out[out.index("{"):])
     job = data["jobs"][0]
     return job["read"]["iops"] + job["write"]["iops"]
@@ -109,30 +107,23 @@ def run(ctx):
     env = {"glibc": None, "uaio": {"LD_PRELOAD": str(lib)}, "io_uring": None, "psync": None}
     engine = {"glibc": "posixaio", "uaio": "posixaio", "io_uring": "io_uring", "psync": "psync"}
     path = ctx.scratch / "fio.dat"
-    with open(path, "wb") as f:
-        chunk = os.urandom(1 << 20)
-        for _ in range(p["file_mb"]):
-            f.write(chunk)
-    os.sync()
-    vals = collections.defaultdict(list)
+    make_file(path, p["file_mb"])
+    R = Samples(ctx.log)
     cells = [(rw, bs, d, c) for c in CACHES for rw, bs in WORKLOADS for d in p["depths"]]
     for rep in range(p["reps"]):
         ctx.log(f"fio: repetition {rep + 1}/{p['reps']}, {len(cells)} cells")
         for i, (rw, bs, depth, cache) in enumerate(cells):
             if cache == "cached":
-                with open(path, "rb") as f:
-                    while f.read(1 << 22):
-                        pass
+                warm(path)
             # Rotate the order per cell and repetition: drifts hit all alike.
-            order = VARIANTS[(i + rep) % 4:] + VARIANTS[:(i + rep) % 4]
-            for v in order:
+            for v in rotated(VARIANTS, i + rep):
                 if v == "psync" and depth != p["depths"][0]:
                     continue	# psync has no queue: depth 1 only
                 argv = fio_argv("fio", path, rw, bs, depth, cache, engine[v], secs=p["secs"])
-                vals[(rw, bs, depth, cache, v)].append(run_fio(ctx, argv, env[v]))
+                R.run((rw, bs, depth, cache, v), argv, env=env[v], timeout=300, pick=fio_iops,
+                      what=f"{v} {rw} {bs} d{depth} {cache}")
 
-    def med(k):
-        return ctx.median(vals[k])
+    med = R.med
 
     rows, below, cached_read, direct_all = [], [], [], []
     for rw, bs, depth, cache in cells:
@@ -171,9 +162,7 @@ def run(ctx):
     # Syscalls per request, fixed request count, both libraries.
     srows = []
     for rw, cache in (("randwrite", "cached"), ("randread", "cached")):
-        with open(path, "rb") as f:
-            while f.read(1 << 22):
-                pass
+        warm(path)
         for v in ("glibc", "uaio"):
             argv = fio_argv("fio", path, rw, "4k", 16, cache, "posixaio", ios=p["ios"])
             per, top = strace_calls(ctx, argv, env[v], p["ios"])
@@ -181,4 +170,6 @@ def run(ctx):
     md.append(f"\nSyscalls per request (`strace -f -c`, {p['ios']} requests, all "
               "threads; fio's own timer and reaping calls left out):\n\n")
     md.append(ctx.table(["cell", "variant", "syscalls / request", "largest"], srows))
+    if R.errors:
+        md.append("\nErrors:\n\n" + "\n".join(f"- `{e}`" for e in R.errors) + "\n")
     return "".join(md)

@@ -3,9 +3,7 @@ responsiveness while cold reads are outstanding.
 
 Called by bench/run.py as run(ctx); returns the markdown section.
 """
-import collections
-
-from common import ratio
+from common import Samples, ratio
 
 PIPE_MODES = ["block", "nb-epoll", "uring", "libaio", "libaio-poll", "laio-op", "laio-poll"]
 PIPE_LABEL = {
@@ -30,23 +28,14 @@ def plan(mode, smoke):
 def run(ctx):
     cfg = plan(ctx.mode, ctx.smoke)
     d = ctx.build / "bench" / "laio"
-    vals = collections.defaultdict(list)
-    errors = []
+    R = Samples(ctx.log)
     fmt, rat = ctx.fmt_num, ctx.fmt_ratio
 
     def one(key, argv, fields):
-        try:
-            out = ctx.run_cmd([str(a) for a in argv], timeout=600)
-        except Exception as e:  # noqa: BLE001 - a failing mode must not end the suite
-            ctx.log(f"FAILED {key}: {e}")
-            errors.append(f"{key}: {e}")
-            return
-        kv = ctx.parse_kv(out.strip().splitlines()[-1])
-        for f in fields:
-            vals[key + (f,)].append(float(kv[f]))
+        R.run(key, argv, timeout=600, pick=list(fields), what=str(key))
 
     def med(key, f):
-        return ctx.median(vals.get(key + (f,), []))
+        return R.med(key + (f,))
 
     # 1. pipe micro-benchmark -------------------------------------------
     for rep in range(cfg["reps"]):
@@ -125,6 +114,6 @@ def run(ctx):
               f"{fmt(lp)} µs, blocking p99 {fmt(bp)} µs — "
               + ("**met**" if lp is not None and bp is not None and lp < 1000 and bp > lp else "**missed**")
               + ".\n")
-    if errors:
-        md.append("\nErrors:\n\n" + "\n".join(f"- `{e}`" for e in errors[:20]) + "\n")
+    if R.errors:
+        md.append("\nErrors:\n\n" + "\n".join(f"- `{e}`" for e in R.errors) + "\n")
     return "\n".join(md)

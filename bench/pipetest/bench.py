@@ -3,9 +3,7 @@ for poll(), epoll, raw liburing and uaio, plus nop round trips and memory.
 
 Called by bench/run.py as run(ctx); returns the markdown section.
 """
-import collections
-
-from common import ratio, verdict
+from common import Samples, ratio, rotated, verdict
 
 MODES = ["poll", "epoll", "epoll-et", "uring-poll", "uring-mpoll", "uring-read",
          "uaio-reactor", "uaio-reactor-et", "uaio-proactor", "uaio-reactor-epoll",
@@ -59,48 +57,28 @@ def plan(mode):
         sweep_modes=SWEEP_MODES, nop_batches=[1, 32])
 
 
-class Runner:
-    def __init__(self, ctx, exe, cfg):
-        self.ctx, self.exe, self.cfg = ctx, exe, cfg
-        self.rates = collections.defaultdict(list)   # key -> [passes/s]
-        self.info = {}                               # key -> last parsed line
-        self.errors = []
+class Runner(Samples):
+    """pipetest's argv; the samples are passes/s (ring) or round trips/s (nop)."""
 
-    def one(self, key, argv):
-        try:
-            out = self.ctx.run_cmd([self.exe] + argv, timeout=120)
-        except Exception as e:  # noqa: BLE001 - one broken mode must not end the suite
-            msg = f"{' '.join(argv)}: {e}"
-            self.ctx.log("FAILED " + msg)
-            if len(self.errors) < 20:
-                self.errors.append(msg)
-            return None
-        for line in out.splitlines():
-            kv = self.ctx.parse_kv(line)
-            if "passes_per_sec" in kv or "roundtrips_per_sec" in kv:
-                self.info[key] = kv
-                r = kv.get("passes_per_sec", kv.get("roundtrips_per_sec"))
-                self.rates[key].append(float(r))
-                return kv
-        return None
+    def __init__(self, ctx, exe, cfg):
+        super().__init__(ctx.log)
+        self.exe, self.cfg = exe, cfg
+
+    def one(self, key, argv, metric):
+        return self.run(key, [self.exe] + argv, timeout=120, pick=metric,
+                        what=" ".join(map(str, argv)))
 
     def ring(self, mode, P, S, T):
         c = self.cfg
         return self.one(("ring", mode, P, S, T),
                         ["--mode", mode, "-P", P, "-S", S, "-T", T,
-                         "--time", c["time"], "--warmup", c["warmup"]])
+                         "--time", c["time"], "--warmup", c["warmup"]], "passes_per_sec")
 
     def nop(self, kind, batch):
         c = self.cfg
         return self.one(("nop", kind, batch),
                         ["--nop", kind, "--batch", batch, "--time", c["time"],
-                         "--warmup", c["warmup"]])
-
-    def med(self, key):
-        return self.ctx.median(self.rates.get(key, []))
-
-    def best(self, key):
-        return self.ctx.best(self.rates.get(key, []))
+                         "--warmup", c["warmup"]], "roundtrips_per_sec")
 
 
 def run(ctx):
@@ -121,7 +99,7 @@ def run(ctx):
     S0, T0 = 12, 1
     for rep in range(cfg["reps"]):
         ctx.log(f"repetition {rep + 1}/{cfg['reps']}")
-        rot = lambda xs: xs[rep % len(xs):] + xs[:rep % len(xs)]  # noqa: E731
+        rot = lambda xs: rotated(xs, rep)  # noqa: E731
         for P in cfg["P"]:
             for m in rot(modes):
                 R.ring(m, P, S0, T0)
@@ -147,7 +125,7 @@ def run(ctx):
             out = ctx.run_cmd([exe, "--memory", "--count", 100000], timeout=300)
             mem = [ctx.parse_kv(line) for line in out.splitlines() if line.startswith("mem ")]
         except Exception as e:  # noqa: BLE001
-            R.errors.append(f"--memory: {e}")
+            R.fail("--memory", e)
 
     md = []
     md.append("## pipetest: token passing around a ring of pipes\n\n")
@@ -240,7 +218,7 @@ def run(ctx):
         raw = R.med(("nop", "uring", b))
         for kind in ["uring", "uaio", "uaio-epoll"]:
             k = ("nop", kind, b)
-            if not R.rates.get(k):
+            if not R.values(k):
                 continue
             r = ratio(R.med(k), raw) if kind != "uring" else None
             if kind == "uaio":

@@ -1,0 +1,106 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * In-kernel data flows (FlexIO): a program names a source, a sink and a
+ * length, and the loop moves the bytes, in the kernel wherever it can:
+ * file <-> file, file <-> socket, socket <-> socket, pipes, devices, and
+ * memory the program registered. Many flows run on one loop at once, each
+ * independent. See docs/flows.md for the modes and the decision table.
+ *
+ * Flows belong to the loop's thread: start, pause, resume and cancel them
+ * there (from callbacks, or between uaio_loop_run_once calls).
+ */
+#ifndef UAIO_FLOW_H
+#define UAIO_FLOW_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <uaio/loop.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct uaio_flow uaio_flow;
+
+/* How the bytes move (the seed's names). */
+enum uaio_flow_mode {
+	UAIO_FLOW_AUTO = 0,	/* pick per endpoint pair, fall back at run time */
+	UAIO_FLOW_KBUF,		/* through registered buffers, several chunks in flight */
+	UAIO_FLOW_PAGECACHE,	/* no buffer of ours: FICLONE, copy_file_range, splice */
+	UAIO_FLOW_MMAP,		/* the source mapped, written from the mapping */
+};
+
+/* An endpoint: a descriptor (its type decides how it is used) or memory. */
+enum uaio_flow_ep_type {
+	UAIO_FLOW_FD = 0,	/* file, block or character device, pipe, socket */
+	UAIO_FLOW_MEM,		/* [mem, mem + mem_len) of the program's memory */
+};
+
+struct uaio_flow_ep {
+	int type;		/* UAIO_FLOW_FD or UAIO_FLOW_MEM */
+	int fd;
+	/* Files and block devices: where to start; -1: the file position,
+	 * which the flow then advances as read(2)/write(2) would. Others: -1. */
+	int64_t off;
+	void *mem;		/* UAIO_FLOW_MEM */
+	size_t mem_len;
+	/* UAIO_FLOW_MEM: the uaio_buf_register index covering mem, or -1. */
+	int buf_index;
+};
+
+/* Which side an error came from (the done callback's side). */
+#define UAIO_FLOW_SIDE_NONE	0
+#define UAIO_FLOW_SIDE_SRC	1
+#define UAIO_FLOW_SIDE_DST	2
+
+#define UAIO_FLOW_EOF	UINT64_MAX	/* len: until the source ends */
+
+struct uaio_flow_params {
+	struct uaio_flow_ep src, dst;
+	uint64_t len;		/* bytes, or UAIO_FLOW_EOF */
+	int mode;		/* enum uaio_flow_mode */
+	size_t chunk;		/* bytes per step; 0: 1 MiB (256 KiB for kbuf) */
+	unsigned depth;		/* kbuf: chunks in flight; 0: 4 */
+	uint64_t rate;		/* bytes per second at most; 0: no limit */
+	uint64_t progress_ns;	/* at most one progress call per this; 0: each step */
+
+	/* Bytes the sink has taken so far (optional). */
+	void (*progress)(uaio_flow *f, uint64_t bytes, void *data);
+	/* The flow is over: res is the bytes moved (less than len when the
+	 * source ended first) or -errno (-ECANCELED after uaio_flow_cancel),
+	 * side says which end failed. The flow is freed when this returns. */
+	void (*done)(uaio_flow *f, int64_t res, int side, void *data);
+	/* Optional: sees each chunk in place, in source order, before the
+	 * sink gets it (no copy). A negative return ends the flow with that
+	 * error. A tap makes AUTO choose kbuf; PAGECACHE refuses one. */
+	int (*tap)(uaio_flow *f, const void *buf, size_t len, uint64_t pos,
+		   void *data);
+	void *data;
+};
+
+/* Starts a flow: 0 and *out, or -errno (-EINVAL: bad parameters or a mode
+ * the endpoints cannot use; -EBADF; -ENOMEM). The done callback runs
+ * later, never from inside this call. */
+int uaio_flow_start(uaio_loop *l, const struct uaio_flow_params *p,
+		    uaio_flow **out);
+/* Pause stops new steps (those in flight finish); resume goes on. */
+int uaio_flow_pause(uaio_flow *f);
+int uaio_flow_resume(uaio_flow *f);
+/* Ends the flow: steps in flight are cancelled, then done(-ECANCELED). */
+int uaio_flow_cancel(uaio_flow *f);
+/* Bytes the sink has taken so far. */
+uint64_t uaio_flow_bytes(const uaio_flow *f);
+/* The mode in use now (AUTO resolved; changes when a fallback happens). */
+int uaio_flow_mode(const uaio_flow *f);
+/* The method moving the bytes now: "clone" (FICLONE), "copy_file_range",
+ * "splice" or "pipeline" (kbuf or mmap chunks). */
+const char *uaio_flow_method(const uaio_flow *f);
+/* "auto", "kbuf", "pagecache", "mmap"; NULL for others. */
+const char *uaio_flow_mode_name(int mode);
+/* The mode named s, or -EINVAL. */
+int uaio_flow_mode_parse(const char *s);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,138 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Flows' private header. A flow is its endpoints, its counters and one
+ * method at a time, chosen from a table (flow.c picks, methods.c holds
+ * the in-kernel methods, pipeline.c the buffered ones):
+ *
+ *   clone     FICLONE, the whole file at once (file -> file)
+ *   cfr       copy_file_range steps (file -> file)
+ *   splice    splice, directly when one end is a pipe, else through a
+ *             pipe of the flow's own (any descriptor pair)
+ *   pipeline  chunks read into registered buffers (kbuf) or mapped from
+ *             the source (mmap), tapped in order, then written
+ *
+ * flow.c owns the life cycle: start, the rate limit, progress, pause,
+ * cancel, falling back to the next method, and the end. A method issues
+ * steps with the loop's public ops only, counts them in f->inflight, and
+ * reports through flow__moved(), flow__eof() and flow__fail().
+ */
+#ifndef UAIO_FLOW_ENGINE_H
+#define UAIO_FLOW_ENGINE_H
+
+#include <errno.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <uaio/flow.h>
+#include <uaio/loop.h>
+
+#include "util/plumb.h"
+
+enum ep_kind { EK_FILE, EK_BLK, EK_CHR, EK_PIPE, EK_SOCK, EK_MEM };
+
+struct flow_ep {
+	int fd;
+	uint8_t kind;
+	bool seek;		/* positional I/O: a file or block device */
+	bool set_pos;		/* off was -1: leave the file position after us */
+	bool append;		/* O_APPEND: written in order, never at offsets */
+	int64_t off;		/* where the flow starts (seek only) */
+	char *mem;
+	size_t mem_len;
+	int mem_idx;		/* registered buffer, or -1 */
+};
+
+enum method { M_CLONE, M_CFR, M_SPLICE, M_PIPELINE, M_COUNT };
+
+/* Flow flags. */
+#define FF_PAUSED	0x01
+#define FF_ENDING	0x02	/* no new steps: error, cancel, EOF or all moved */
+#define FF_EOF		0x04	/* the source ended (or want is reached) */
+#define FF_STARTED	0x08
+#define FF_TIMER	0x10	/* the timer waits for the rate limit */
+#define FF_DONE		0x20	/* done is running or has run */
+
+struct uaio_flow {
+	uaio_loop *l;
+	struct flow_ep src, dst;
+	uint64_t want;		/* bytes, or UAIO_FLOW_EOF */
+	uint64_t taken;		/* bytes the source has given */
+	uint64_t moved;		/* bytes the sink has taken */
+	uint64_t rate, progress_ns;
+	uint64_t t0, last_progress, last_progress_ns;
+	uint32_t chunk;
+	uint16_t depth;
+	uint8_t mode;		/* as asked */
+	uint8_t cur;		/* the mode in use */
+	uint8_t method;
+	uint8_t flags;
+	uint8_t err_side;
+	int err;
+	unsigned inflight;	/* ops of ours the loop still has */
+	void *run;		/* the method's state */
+	uaio_timer timer;	/* first kick, rate-limit waits */
+	void (*progress)(uaio_flow *f, uint64_t bytes, void *data);
+	void (*done)(uaio_flow *f, int64_t res, int side, void *data);
+	int (*tap)(uaio_flow *f, const void *buf, size_t len, uint64_t pos,
+		   void *data);
+	void *data;
+};
+
+struct flow_method {
+	const char *name;
+	uint8_t mode;		/* the enum uaio_flow_mode it serves */
+	/* Can this method move src -> dst at all? */
+	bool (*fits)(const uaio_flow *f);
+	int (*setup)(uaio_flow *f);	/* allocate f->run: 0 or -errno */
+	void (*kick)(uaio_flow *f);	/* issue what may go now */
+	void (*cancel)(uaio_flow *f);	/* cancel the steps in flight */
+	void (*teardown)(uaio_flow *f);	/* free f->run; nothing in flight */
+	/* May another method take over now, with nothing lost? */
+	bool (*can_leave)(const uaio_flow *f);
+};
+
+/* flow.c: what methods report and ask. */
+/* Bytes the next step may take from the source, with outstanding bytes
+ * asked for and not yet given (0: none now; the flow steps again by
+ * itself when pause, rate or the end allow). */
+uint64_t flow__allow(uaio_flow *f, uint64_t max, uint64_t outstanding);
+void flow__taken(uaio_flow *f, uint64_t n);	/* the source gave n */
+void flow__moved(uaio_flow *f, uint64_t n);	/* the sink took n */
+void flow__eof(uaio_flow *f);			/* the source has ended */
+/* A step failed: falls back when err allows it and the method can leave,
+ * else ends the flow with err. */
+void flow__fail(uaio_flow *f, int err, int side);
+/* An op of the flow finished (after its counts): ends or goes on. */
+void flow__step_done(uaio_flow *f);
+/* Cancels op in flight (the cancel's own op is allocated and freed). */
+void flow__cancel_op(uaio_flow *f, uaio_op *op);
+/* Source position of byte n of the flow (seekable endpoints). */
+static inline int64_t flow__src_off(const uaio_flow *f, uint64_t n)
+{
+	return f->src.seek ? f->src.off + (int64_t)n : -1;
+}
+static inline int64_t flow__dst_off(const uaio_flow *f, uint64_t n)
+{
+	return f->dst.seek && !f->dst.append ? f->dst.off + (int64_t)n : -1;
+}
+/* The errors a method change may cure (copy_file_range across file
+ * systems, splice on files without splice support, and the like). */
+static inline bool flow__fallback_err(int err)
+{
+	return err == -EXDEV || err == -EINVAL || err == -ENOSYS ||
+	       err == -EOPNOTSUPP || err == -EPERM || err == -ENOTTY ||
+	       err == -ENODATA;	/* a method's "nothing here" (copy_file_range's 0 on /proc) */
+}
+
+/* Which side an error of a step that both reads and writes belongs to. */
+static inline int flow__side_of(int err)
+{
+	return err == -ENOSPC || err == -EDQUOT || err == -EFBIG || err == -EPIPE ||
+	       err == -ECONNRESET ? UAIO_FLOW_SIDE_DST : UAIO_FLOW_SIDE_SRC;
+}
+
+/* methods.c */
+extern const struct flow_method flow__clone, flow__cfr, flow__splice;
+/* pipeline.c */
+extern const struct flow_method flow__pipeline;
+
+#endif

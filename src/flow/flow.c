@@ -1,0 +1,385 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * A flow's life: its endpoints classified, a method chosen from the
+ * mode's chain (see docs/flows.md for the table), steps allowed by pause,
+ * rate and length, progress reported, a fallback to the next method when
+ * the kernel refuses one, and the end, reported once.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "flow/engine.h"
+
+#define UAIO_API __attribute__((visibility("default")))
+
+static const struct flow_method *const methods[M_COUNT] = {
+	[M_CLONE] = &flow__clone,
+	[M_CFR] = &flow__cfr,
+	[M_SPLICE] = &flow__splice,
+	[M_PIPELINE] = &flow__pipeline,
+};
+
+/* Each mode's methods, tried in this order (the first that fits starts;
+ * a refusal the next one may cure moves on along the chain). */
+static const uint8_t chain_auto[] = { M_CLONE, M_CFR, M_SPLICE, M_PIPELINE };
+static const uint8_t chain_kbuf[] = { M_PIPELINE };
+static const uint8_t chain_pagecache[] = { M_CLONE, M_CFR, M_SPLICE };
+static const uint8_t chain_mmap[] = { M_PIPELINE };
+
+static const struct {
+	const char *name;
+	const uint8_t *chain;
+	unsigned n;
+} modes[] = {
+	[UAIO_FLOW_AUTO] = { "auto", chain_auto, sizeof(chain_auto) },
+	[UAIO_FLOW_KBUF] = { "kbuf", chain_kbuf, sizeof(chain_kbuf) },
+	[UAIO_FLOW_PAGECACHE] = { "pagecache", chain_pagecache, sizeof(chain_pagecache) },
+	[UAIO_FLOW_MMAP] = { "mmap", chain_mmap, sizeof(chain_mmap) },
+};
+#define NMODES (sizeof(modes) / sizeof(modes[0]))
+
+UAIO_API const char *uaio_flow_mode_name(int mode)
+{
+	return mode >= 0 && (unsigned)mode < NMODES ? modes[mode].name : NULL;
+}
+
+UAIO_API int uaio_flow_mode_parse(const char *s)
+{
+	for (unsigned i = 0; s && i < NMODES; i++)
+		if (!strcmp(s, modes[i].name))
+			return (int)i;
+	return -EINVAL;
+}
+
+/* ------------------------------------------------------------ endpoints */
+
+static int classify(struct flow_ep *e, const struct uaio_flow_ep *u, bool src)
+{
+	struct stat st;
+	int fl;
+
+	e->mem_idx = -1;
+	e->fd = -1;
+	if (u->type == UAIO_FLOW_MEM) {
+		if (!u->mem || !u->mem_len)
+			return -EINVAL;
+		e->kind = EK_MEM;
+		e->mem = u->mem;
+		e->mem_len = u->mem_len;
+		e->mem_idx = u->buf_index;
+		return 0;
+	}
+	if (u->type != UAIO_FLOW_FD || u->off < -1)
+		return -EINVAL;
+	if (u->fd < 0 || fstat(u->fd, &st) < 0 || (fl = fcntl(u->fd, F_GETFL)) < 0)
+		return -EBADF;
+	if ((fl & O_ACCMODE) == (src ? O_WRONLY : O_RDONLY))
+		return -EBADF;
+	e->fd = u->fd;
+	switch (st.st_mode & S_IFMT) {
+	case S_IFREG: e->kind = EK_FILE; break;
+	case S_IFBLK: e->kind = EK_BLK; break;
+	case S_IFIFO: e->kind = EK_PIPE; break;
+	case S_IFSOCK: e->kind = EK_SOCK; break;
+	case S_IFCHR: e->kind = EK_CHR; break;
+	default: return -EINVAL;		/* a directory */
+	}
+	e->seek = e->kind == EK_FILE || e->kind == EK_BLK;
+	if (!e->seek)
+		return u->off == -1 ? 0 : -ESPIPE;
+	e->append = !src && (fl & O_APPEND);
+	e->off = u->off;
+	if (u->off == -1) {
+		e->set_pos = true;
+		if ((e->off = lseek(u->fd, 0, SEEK_CUR)) < 0)
+			return -errno;
+	}
+	return 0;
+}
+
+/* ------------------------------------------------------------- methods */
+
+/* The chain position after method m (m = M_COUNT: from the start) of the
+ * first method that fits, or -1. */
+static int next_method(const uaio_flow *f, int after)
+{
+	const uint8_t *c = modes[f->mode].chain;
+	unsigned i = 0, n = modes[f->mode].n;
+
+	if (after != M_COUNT) {
+		while (i < n && c[i] != after)
+			i++;
+		i++;
+	}
+	for (; i < n; i++)
+		if (methods[c[i]]->fits(f))
+			return c[i];
+	return -1;
+}
+
+static int use_method(uaio_flow *f, int m)
+{
+	f->method = (uint8_t)m;
+	f->cur = methods[m]->mode == UAIO_FLOW_AUTO ?
+		 (f->mode == UAIO_FLOW_MMAP ? UAIO_FLOW_MMAP : UAIO_FLOW_KBUF) :
+		 methods[m]->mode;
+	return methods[m]->setup(f);
+}
+
+/* -------------------------------------------------------------- the end */
+
+static void finish(uaio_flow *f)
+{
+	int64_t res = f->err ? f->err : (int64_t)f->moved;
+
+	f->flags |= FF_DONE;
+	uaio_timer_stop(f->l, &f->timer);
+	if (f->run)
+		methods[f->method]->teardown(f);
+	if (f->src.set_pos)
+		lseek(f->src.fd, f->src.off + (int64_t)f->taken, SEEK_SET);
+	if (f->dst.set_pos && !f->dst.append)
+		lseek(f->dst.fd, f->dst.off + (int64_t)f->moved, SEEK_SET);
+	if (f->progress && f->moved != f->last_progress)
+		f->progress(f, f->moved, f->data);
+	f->done(f, res, f->err ? f->err_side : UAIO_FLOW_SIDE_NONE, f->data);
+	free(f);
+}
+
+static bool all_moved(const uaio_flow *f)
+{
+	return (f->flags & FF_EOF || f->taken == f->want) && f->moved == f->taken;
+}
+
+/* Called where nothing of the flow runs below on the stack. */
+static void step(uaio_flow *f)
+{
+	if (!(f->flags & (FF_ENDING | FF_DONE)))
+		methods[f->method]->kick(f);
+	if (f->inflight || (f->flags & FF_DONE))
+		return;
+	if (f->err || all_moved(f))
+		finish(f);
+}
+
+void flow__step_done(uaio_flow *f)
+{
+	step(f);
+}
+
+static void on_timer(uaio_timer *t)
+{
+	uaio_flow *f = t->data;
+
+	f->flags &= (uint8_t)~FF_TIMER;
+	step(f);
+}
+
+/* Runs step() at the next iteration. */
+static void later(uaio_flow *f, uint64_t ns)
+{
+	uaio_timer_start(f->l, &f->timer, ns, 0);
+}
+
+void flow__fail(uaio_flow *f, int err, int side)
+{
+	int m;
+
+	if (f->err || (f->flags & FF_DONE))
+		return;
+	/* A refusal another method may cure, before anything is in flight
+	 * or held by this one. */
+	if (flow__fallback_err(err) && !f->inflight && !(f->flags & FF_ENDING) &&
+	    methods[f->method]->can_leave(f) &&
+	    (m = next_method(f, f->method)) >= 0) {
+		methods[f->method]->teardown(f);
+		if ((err = use_method(f, m)) == 0)
+			return;		/* the caller's step_done kicks it */
+		side = UAIO_FLOW_SIDE_NONE;
+	}
+	if (err == -ENODATA) {		/* "nothing here" with no one left to ask */
+		flow__eof(f);
+		return;
+	}
+	f->err = err;
+	f->err_side = (uint8_t)side;
+	f->flags |= FF_ENDING;
+	if (f->run)
+		methods[f->method]->cancel(f);
+}
+
+void flow__eof(uaio_flow *f)
+{
+	f->flags |= FF_EOF;
+}
+
+/* ------------------------------------------------------ steps, counters */
+
+uint64_t flow__allow(uaio_flow *f, uint64_t max, uint64_t outstanding)
+{
+	uint64_t left = max, now, budget;
+
+	if (f->flags & (FF_PAUSED | FF_ENDING | FF_EOF | FF_DONE))
+		return 0;
+	if (f->want != UAIO_FLOW_EOF) {
+		if (f->taken + outstanding >= f->want) {
+			f->flags |= f->taken >= f->want ? FF_EOF : 0;
+			return 0;
+		}
+		if (left > f->want - f->taken - outstanding)
+			left = f->want - f->taken - outstanding;
+	}
+	if (f->rate) {
+		now = uaio_loop_now(f->l);
+		/* What the rate allows so far, plus one step of burst. */
+		budget = (uint64_t)((__uint128_t)f->rate * (now - f->t0) / 1000000000u) +
+			 f->chunk;
+		if (f->taken + outstanding >= budget) {
+			uint64_t need = f->taken + outstanding - budget + 1;
+
+			if (!(f->flags & FF_TIMER)) {
+				f->flags |= FF_TIMER;
+				later(f, (uint64_t)((__uint128_t)need * 1000000000u / f->rate) + 1);
+			}
+			return 0;
+		}
+	}
+	return left;
+}
+
+void flow__taken(uaio_flow *f, uint64_t n)
+{
+	f->taken += n;
+	if (f->want != UAIO_FLOW_EOF && f->taken >= f->want)
+		f->flags |= FF_EOF;
+}
+
+void flow__moved(uaio_flow *f, uint64_t n)
+{
+	uint64_t now;
+
+	f->moved += n;
+	if (!f->progress)
+		return;
+	now = f->progress_ns ? uaio_loop_now(f->l) : 0;
+	if (!f->progress_ns || now - f->t0 >= f->last_progress_ns + f->progress_ns) {
+		f->last_progress_ns = now - f->t0;
+		f->last_progress = f->moved;
+		f->progress(f, f->moved, f->data);
+	}
+}
+
+static void free_cancel(uaio_op *op, int res, void *data)
+{
+	free(op);
+}
+
+void flow__cancel_op(uaio_flow *f, uaio_op *target)
+{
+	uaio_op *c;
+
+	if (!uaio_op_pending(target) || !(c = malloc(sizeof(*c))))
+		return;
+	memset(c, 0, sizeof(*c));
+	if (uaio_op_cancel(f->l, c, target, free_cancel, NULL) < 0)
+		free(c);
+}
+
+/* ------------------------------------------------------------ public API */
+
+UAIO_API int uaio_flow_start(uaio_loop *l, const struct uaio_flow_params *p,
+			     uaio_flow **out)
+{
+	uaio_flow *f;
+	int r, m;
+
+	if (!l || !p || !out || !p->done || p->mode < 0 || (unsigned)p->mode >= NMODES ||
+	    p->chunk > (1u << 30) || p->depth > 64)
+		return -EINVAL;
+	if (!(f = calloc(1, sizeof(*f))))
+		return -ENOMEM;
+	f->l = l;
+	f->want = p->len;
+	f->mode = (uint8_t)p->mode;
+	f->chunk = (uint32_t)p->chunk;
+	f->depth = (uint16_t)(p->depth ? p->depth : 4);
+	f->rate = p->rate;
+	f->progress_ns = p->progress_ns;
+	f->progress = p->progress;
+	f->done = p->done;
+	f->tap = p->tap;
+	f->data = p->data;
+	if ((r = classify(&f->src, &p->src, true)) < 0 ||
+	    (r = classify(&f->dst, &p->dst, false)) < 0)
+		goto fail;
+	r = -EINVAL;
+	if (f->src.kind == EK_MEM && f->dst.kind == EK_MEM)
+		goto fail;
+	if (f->src.kind == EK_MEM && f->want > f->src.mem_len)
+		f->want = f->src.mem_len;	/* memory ends where it ends */
+	if (f->dst.kind == EK_MEM && (f->want == UAIO_FLOW_EOF || f->want > f->dst.mem_len))
+		f->want = f->dst.mem_len;
+	if ((m = next_method(f, M_COUNT)) < 0 || (r = use_method(f, m)) < 0)
+		goto fail;
+	f->t0 = uaio_loop_now(l);
+	uaio_timer_init(&f->timer, on_timer, f);
+	if (!f->want)
+		f->flags |= FF_EOF;
+	later(f, 0);
+	*out = f;
+	return 0;
+fail:
+	free(f);
+	return r;
+}
+
+UAIO_API int uaio_flow_pause(uaio_flow *f)
+{
+	if (!f || (f->flags & FF_DONE))
+		return -EINVAL;
+	f->flags |= FF_PAUSED;
+	return 0;
+}
+
+UAIO_API int uaio_flow_resume(uaio_flow *f)
+{
+	if (!f || (f->flags & FF_DONE))
+		return -EINVAL;
+	if (f->flags & FF_PAUSED) {
+		f->flags &= (uint8_t)~FF_PAUSED;
+		later(f, 0);
+	}
+	return 0;
+}
+
+UAIO_API int uaio_flow_cancel(uaio_flow *f)
+{
+	if (!f || (f->flags & FF_DONE))
+		return -EINVAL;
+	if (f->err)
+		return -EALREADY;
+	f->flags &= (uint8_t)~FF_PAUSED;
+	flow__fail(f, -ECANCELED, UAIO_FLOW_SIDE_NONE);
+	later(f, 0);		/* the end comes from the loop, never from here */
+	return 0;
+}
+
+UAIO_API uint64_t uaio_flow_bytes(const uaio_flow *f)
+{
+	return f ? f->moved : 0;
+}
+
+UAIO_API const char *uaio_flow_method(const uaio_flow *f)
+{
+	return f ? methods[f->method]->name : NULL;
+}
+
+UAIO_API int uaio_flow_mode(const uaio_flow *f)
+{
+	return f ? f->cur : -EINVAL;
+}

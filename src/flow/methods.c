@@ -1,0 +1,367 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The in-kernel methods of the pagecache mode, none with a buffer of
+ * ours: FICLONE (the whole file, sharing extents where the file system
+ * can), copy_file_range steps, and splice, directly when one end is a
+ * pipe and otherwise through a pipe of the flow's own, filled and drained
+ * at once.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/fs.h>
+#include <poll.h>
+#include <stdlib.h>
+#include <sys/ioctl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "flow/engine.h"
+
+#define PAGECACHE_CHUNK	(4u << 20)	/* bytes per copy_file_range step */
+#define PIPE_BYTES	(1u << 20)	/* the flow's own pipe */
+
+static bool is_file(const struct flow_ep *e)
+{
+	return e->kind == EK_FILE;
+}
+
+static bool no_user_side(const uaio_flow *f)
+{
+	return f->src.kind != EK_MEM && f->dst.kind != EK_MEM && !f->tap;
+}
+
+static uint64_t step_len(const uaio_flow *f, uint64_t dflt)
+{
+	return f->chunk ? f->chunk : dflt;
+}
+
+/* A step's op and the flow it belongs to. */
+struct one_run {
+	uaio_op op;
+};
+
+static int one_setup(uaio_flow *f)
+{
+	return (f->run = calloc(1, sizeof(struct one_run))) ? 0 : -ENOMEM;
+}
+
+static void one_cancel(uaio_flow *f)
+{
+	flow__cancel_op(f, &((struct one_run *)f->run)->op);
+}
+
+static void one_teardown(uaio_flow *f)
+{
+	free(f->run);
+	f->run = NULL;
+}
+
+static bool one_can_leave(const uaio_flow *f)
+{
+	return true;
+}
+
+/* ---------------------------------------------------------------- clone */
+
+static bool clone_fits(const uaio_flow *f)
+{
+	struct stat st;
+
+	/* The whole file onto an empty one, nothing to watch on the way. */
+	return is_file(&f->src) && is_file(&f->dst) && no_user_side(f) &&
+	       !f->dst.append && !f->src.off && !f->dst.off &&
+	       f->want == UAIO_FLOW_EOF && !f->rate &&
+	       fstat(f->dst.fd, &st) == 0 && st.st_size == 0;
+}
+
+static long do_clone(void *arg)
+{
+	uaio_flow *f = arg;
+	struct stat st;
+
+	if (ioctl(f->dst.fd, FICLONE, f->src.fd) < 0)
+		return -errno;
+	return fstat(f->src.fd, &st) < 0 ? -errno : (long)st.st_size;
+}
+
+static void clone_done(uaio_op *op, int res, void *data)
+{
+	uaio_flow *f = data;
+	long n = uaio_op_result_long(op);
+
+	f->inflight--;
+	if (res < 0) {
+		flow__fail(f, res, UAIO_FLOW_SIDE_DST);
+	} else {
+		flow__taken(f, (uint64_t)n);
+		flow__moved(f, (uint64_t)n);
+		flow__eof(f);
+	}
+	flow__step_done(f);
+}
+
+static void clone_kick(uaio_flow *f)
+{
+	struct one_run *r = f->run;
+	int ret;
+
+	if (f->taken || uaio_op_pending(&r->op) || !flow__allow(f, 1, 0))
+		return;
+	if ((ret = uaio_op_work(f->l, &r->op, do_clone, f, clone_done, f)) < 0) {
+		flow__fail(f, ret, UAIO_FLOW_SIDE_NONE);
+		return;
+	}
+	f->inflight++;
+}
+
+const struct flow_method flow__clone = {
+	.name = "clone", .mode = UAIO_FLOW_PAGECACHE, .fits = clone_fits,
+	.setup = one_setup, .kick = clone_kick, .cancel = one_cancel,
+	.teardown = one_teardown, .can_leave = one_can_leave,
+};
+
+/* ------------------------------------------------------ copy_file_range */
+
+static bool cfr_fits(const uaio_flow *f)
+{
+	return is_file(&f->src) && is_file(&f->dst) && no_user_side(f) && !f->dst.append;
+}
+
+static void cfr_done(uaio_op *op, int res, void *data)
+{
+	uaio_flow *f = data;
+
+	f->inflight--;
+	if (res > 0) {
+		flow__taken(f, (uint64_t)res);
+		flow__moved(f, (uint64_t)res);
+	} else if (res == 0) {
+		/* 0 at the start may be a file that only looks empty (/proc,
+		 * sysfs): let a reading method decide. */
+		if (!f->taken)
+			flow__fail(f, -ENODATA, UAIO_FLOW_SIDE_SRC);
+		else
+			flow__eof(f);
+	} else {
+		flow__fail(f, res, flow__side_of(res));
+	}
+	flow__step_done(f);
+}
+
+static void cfr_kick(uaio_flow *f)
+{
+	struct one_run *r = f->run;
+	uint64_t n;
+	int ret;
+
+	if (uaio_op_pending(&r->op) || !(n = flow__allow(f, step_len(f, PAGECACHE_CHUNK), 0)))
+		return;
+	ret = uaio_op_copy_file_range(f->l, &r->op, f->src.fd, flow__src_off(f, f->taken),
+				      f->dst.fd, flow__dst_off(f, f->moved), n, cfr_done, f);
+	if (ret < 0) {
+		flow__fail(f, ret, UAIO_FLOW_SIDE_NONE);
+		return;
+	}
+	f->inflight++;
+}
+
+const struct flow_method flow__cfr = {
+	.name = "copy_file_range", .mode = UAIO_FLOW_PAGECACHE, .fits = cfr_fits,
+	.setup = one_setup, .kick = cfr_kick, .cancel = one_cancel,
+	.teardown = one_teardown, .can_leave = one_can_leave,
+};
+
+/* --------------------------------------------------------------- splice */
+
+/* in: source -> pipe (or -> sink when direct); out: pipe -> sink. A side
+ * whose descriptor is non-blocking and not ready waits in a poll first. */
+struct splice_run {
+	uaio_op in, out;
+	int pfd[2];		/* ours, or -1 when one end is a pipe already */
+	uint64_t inpipe;	/* bytes in our pipe */
+	uint64_t asked;		/* the in step's length */
+	uint32_t pipesz;
+	bool in_poll, out_poll;	/* the op is a readiness wait */
+};
+
+static bool splice_fits(const uaio_flow *f)
+{
+	bool streams = !f->src.seek || !f->dst.seek;
+
+	if (!no_user_side(f) || f->dst.append)
+		return false;
+	/* The fallback backend runs splice on its workers, blocking: in AUTO
+	 * a socket or pipe end goes through kbuf there (readiness, no thread
+	 * held while a peer is silent). */
+	return !(streams && f->mode == UAIO_FLOW_AUTO &&
+		 uaio_loop_backend(f->l) != UAIO_BACKEND_URING);
+}
+
+static bool direct(const uaio_flow *f)
+{
+	return f->src.kind == EK_PIPE || f->dst.kind == EK_PIPE;
+}
+
+static int splice_setup(uaio_flow *f)
+{
+	struct splice_run *r = calloc(1, sizeof(*r));
+	int sz;
+
+	if (!r)
+		return -ENOMEM;
+	r->pfd[0] = r->pfd[1] = -1;
+	if (!direct(f)) {
+		if (pipe2(r->pfd, O_CLOEXEC) < 0) {
+			free(r);
+			return -errno;
+		}
+		/* Past pipe-max-size (unprivileged) the default 64 KiB stays. */
+		sz = fcntl(r->pfd[1], F_SETPIPE_SZ, (int)step_len(f, PIPE_BYTES));
+		if (sz < 0)
+			sz = fcntl(r->pfd[1], F_GETPIPE_SZ);
+		r->pipesz = sz > 0 ? (uint32_t)sz : 65536;
+	}
+	f->run = r;
+	return 0;
+}
+
+static void splice_teardown(uaio_flow *f)
+{
+	struct splice_run *r = f->run;
+
+	if (r->pfd[0] >= 0) {
+		close(r->pfd[0]);
+		close(r->pfd[1]);
+	}
+	free(r);
+	f->run = NULL;
+}
+
+static void splice_cancel(uaio_flow *f)
+{
+	struct splice_run *r = f->run;
+
+	flow__cancel_op(f, &r->in);
+	flow__cancel_op(f, &r->out);
+}
+
+static bool splice_can_leave(const uaio_flow *f)
+{
+	const struct splice_run *r = f->run;
+
+	return !r->inpipe && !uaio_op_pending(&r->in) && !uaio_op_pending(&r->out);
+}
+
+static void splice_in_done(uaio_op *op, int res, void *data);
+static void splice_out_done(uaio_op *op, int res, void *data);
+
+static void poll_done(uaio_op *op, int res, void *data)
+{
+	uaio_flow *f = data;
+	struct splice_run *r = f->run;
+
+	f->inflight--;
+	if (op == &r->in)
+		r->in_poll = false;
+	else
+		r->out_poll = false;
+	if (res < 0)
+		flow__fail(f, res, op == &r->in ? UAIO_FLOW_SIDE_SRC : UAIO_FLOW_SIDE_DST);
+	flow__step_done(f);
+}
+
+static int wait_ready(uaio_flow *f, uaio_op *op, int fd, short ev)
+{
+	struct splice_run *r = f->run;
+	int ret = uaio_op_poll(f->l, op, fd, ev, poll_done, f);
+
+	if (ret == 0) {
+		*(op == &r->in ? &r->in_poll : &r->out_poll) = true;
+		f->inflight++;
+	}
+	return ret;
+}
+
+static void splice_in_done(uaio_op *op, int res, void *data)
+{
+	uaio_flow *f = data;
+	struct splice_run *r = f->run;
+
+	f->inflight--;
+	r->asked = 0;
+	if (res > 0) {
+		flow__taken(f, (uint64_t)res);
+		if (direct(f))
+			flow__moved(f, (uint64_t)res);
+		else
+			r->inpipe += (uint64_t)res;
+	} else if (res == 0) {
+		flow__eof(f);
+	} else if (res == -EAGAIN) {
+		if ((res = wait_ready(f, &r->in, f->src.fd, POLLIN)) < 0)
+			flow__fail(f, res, UAIO_FLOW_SIDE_SRC);
+	} else {
+		flow__fail(f, res, direct(f) ? flow__side_of(res) : UAIO_FLOW_SIDE_SRC);
+	}
+	flow__step_done(f);
+}
+
+static void splice_out_done(uaio_op *op, int res, void *data)
+{
+	uaio_flow *f = data;
+	struct splice_run *r = f->run;
+
+	f->inflight--;
+	if (res > 0) {
+		r->inpipe -= (uint64_t)res;
+		flow__moved(f, (uint64_t)res);
+	} else if (res == -EAGAIN) {
+		if ((res = wait_ready(f, &r->out, f->dst.fd, POLLOUT)) < 0)
+			flow__fail(f, res, UAIO_FLOW_SIDE_DST);
+	} else {
+		flow__fail(f, res ? res : -EIO, UAIO_FLOW_SIDE_DST);
+	}
+	flow__step_done(f);
+}
+
+static void splice_kick(uaio_flow *f)
+{
+	struct splice_run *r = f->run;
+	uint64_t room, n;
+	int ret;
+
+	if (!uaio_op_pending(&r->in)) {
+		room = direct(f) ? step_len(f, PIPE_BYTES) : r->pipesz - r->inpipe;
+		if (room && (n = flow__allow(f, room, 0))) {
+			ret = uaio_op_splice(f->l, &r->in, f->src.fd, flow__src_off(f, f->taken),
+					     direct(f) ? f->dst.fd : r->pfd[1],
+					     direct(f) ? flow__dst_off(f, f->moved) : -1,
+					     n, SPLICE_F_MOVE, splice_in_done, f);
+			if (ret < 0) {
+				flow__fail(f, ret, UAIO_FLOW_SIDE_NONE);
+				return;
+			}
+			r->asked = n;
+			f->inflight++;
+		}
+	}
+	/* Drained only as far as it is known to hold: never a wait on an
+	 * empty pipe. Errors end the flow without draining. */
+	if (!direct(f) && r->inpipe && !uaio_op_pending(&r->out) && !f->err) {
+		ret = uaio_op_splice(f->l, &r->out, r->pfd[0], -1, f->dst.fd,
+				     flow__dst_off(f, f->moved), r->inpipe, SPLICE_F_MOVE,
+				     splice_out_done, f);
+		if (ret < 0) {
+			flow__fail(f, ret, UAIO_FLOW_SIDE_NONE);
+			return;
+		}
+		f->inflight++;
+	}
+}
+
+const struct flow_method flow__splice = {
+	.name = "splice", .mode = UAIO_FLOW_PAGECACHE, .fits = splice_fits,
+	.setup = splice_setup, .kick = splice_kick, .cancel = splice_cancel,
+	.teardown = splice_teardown, .can_leave = splice_can_leave,
+};

@@ -274,20 +274,26 @@ void flow__moved(uaio_flow *f, uint64_t n)
 	}
 }
 
-static void free_cancel(uaio_op *op, int res, void *data)
+/* The flow ends only after its cancels: nothing of it is left in the loop. */
+static void cancel_done(uaio_op *op, int res, void *data)
 {
+	uaio_flow *f = data;
+
 	free(op);
+	f->inflight--;
+	flow__step_done(f);
 }
 
 void flow__cancel_op(uaio_flow *f, uaio_op *target)
 {
 	uaio_op *c;
 
-	if (!uaio_op_pending(target) || !(c = malloc(sizeof(*c))))
+	if (!uaio_op_pending(target) || !(c = calloc(1, sizeof(*c))))
 		return;
-	memset(c, 0, sizeof(*c));
-	if (uaio_op_cancel(f->l, c, target, free_cancel, NULL) < 0)
+	if (uaio_op_cancel(f->l, c, target, cancel_done, f) < 0)
 		free(c);
+	else
+		f->inflight++;
 }
 
 /* ------------------------------------------------------------ public API */

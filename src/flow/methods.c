@@ -253,8 +253,13 @@ static bool splice_can_leave(const uaio_flow *f)
 	return !r->inpipe && !uaio_op_pending(&r->in) && !uaio_op_pending(&r->out);
 }
 
-static void splice_in_done(uaio_op *op, int res, void *data);
-static void splice_out_done(uaio_op *op, int res, void *data);
+/* Stream ends are spliced without blocking (SPLICE_F_NONBLOCK), and a
+ * side that is not ready waits in a poll: no kernel or pool thread is held
+ * by a silent peer, and a cancel always ends the wait. */
+static unsigned splice_flags(const uaio_flow *f)
+{
+	return SPLICE_F_MOVE | (!f->src.seek || !f->dst.seek ? SPLICE_F_NONBLOCK : 0);
+}
 
 static void poll_done(uaio_op *op, int res, void *data)
 {
@@ -299,8 +304,14 @@ static void splice_in_done(uaio_op *op, int res, void *data)
 	} else if (res == 0) {
 		flow__eof(f);
 	} else if (res == -EAGAIN) {
-		if ((res = wait_ready(f, &r->in, f->src.fd, POLLIN)) < 0)
-			flow__fail(f, res, UAIO_FLOW_SIDE_SRC);
+		/* Direct, either end may be the one not ready. */
+		struct pollfd pf[2] = { { f->src.fd, POLLIN, 0 }, { f->dst.fd, POLLOUT, 0 } };
+		bool src = !direct(f) || poll(pf, 2, 0) < 0 || !pf[0].revents;
+
+		res = src ? wait_ready(f, &r->in, f->src.fd, POLLIN) :
+			    wait_ready(f, &r->in, f->dst.fd, POLLOUT);
+		if (res < 0)
+			flow__fail(f, res, src ? UAIO_FLOW_SIDE_SRC : UAIO_FLOW_SIDE_DST);
 	} else {
 		flow__fail(f, res, direct(f) ? flow__side_of(res) : UAIO_FLOW_SIDE_SRC);
 	}
@@ -337,7 +348,7 @@ static void splice_kick(uaio_flow *f)
 			ret = uaio_op_splice(f->l, &r->in, f->src.fd, flow__src_off(f, f->taken),
 					     direct(f) ? f->dst.fd : r->pfd[1],
 					     direct(f) ? flow__dst_off(f, f->moved) : -1,
-					     n, SPLICE_F_MOVE, splice_in_done, f);
+					     n, splice_flags(f), splice_in_done, f);
 			if (ret < 0) {
 				flow__fail(f, ret, UAIO_FLOW_SIDE_NONE);
 				return;
@@ -350,7 +361,7 @@ static void splice_kick(uaio_flow *f)
 	 * empty pipe. Errors end the flow without draining. */
 	if (!direct(f) && r->inpipe && !uaio_op_pending(&r->out) && !f->err) {
 		ret = uaio_op_splice(f->l, &r->out, r->pfd[0], -1, f->dst.fd,
-				     flow__dst_off(f, f->moved), r->inpipe, SPLICE_F_MOVE,
+				     flow__dst_off(f, f->moved), r->inpipe, splice_flags(f),
 				     splice_out_done, f);
 		if (ret < 0) {
 			flow__fail(f, ret, UAIO_FLOW_SIDE_NONE);

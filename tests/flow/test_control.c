@@ -1,0 +1,485 @@
+/* SPDX-License-Identifier: MIT */
+#define _GNU_SOURCE
+/* Controlling flows: pause and resume, cancel (also of a flow waiting on
+ * a silent peer), a peer that closes early, progress, taps in source
+ * order before the sink, a tap that fails, file positions, a rate limit,
+ * 200 flows at once on one loop. */
+#include <signal.h>
+
+#include "flow/flow_util.h"
+
+static const char *dir = "/var/tmp";
+
+static uaio_loop *L;
+
+struct ctl {
+	struct t_result r;
+	uint64_t pause_at, cancel_at, last;
+	int progress_calls;
+	bool backwards;
+	uaio_flow *f;
+	const char *method;
+};
+
+static void ctl_progress(uaio_flow *f, uint64_t bytes, void *data)
+{
+	struct ctl *c = data;
+
+	c->progress_calls++;
+	if (bytes < c->last)
+		c->backwards = true;
+	c->last = bytes;
+	if (c->pause_at && bytes >= c->pause_at) {
+		c->pause_at = 0;
+		CHECK_OK(uaio_flow_pause(f));
+	}
+	if (c->cancel_at && bytes >= c->cancel_at) {
+		c->cancel_at = 0;
+		CHECK_OK(uaio_flow_cancel(f));
+		CHECK_EQ(uaio_flow_cancel(f), -EALREADY);
+	}
+}
+
+static void ctl_done(uaio_flow *f, int64_t res, int side, void *data)
+{
+	struct ctl *c = data;
+
+	c->method = uaio_flow_method(f);
+	t_on_done(f, res, side, &c->r);
+}
+
+static uaio_flow *start(struct uaio_flow_params *p, struct ctl *c)
+{
+	uaio_flow *f;
+
+	p->progress = ctl_progress;
+	p->done = ctl_done;
+	p->data = c;
+	CHECK_OK(uaio_flow_start(L, p, &f));
+	c->f = f;
+	return f;
+}
+
+static struct uaio_flow_ep fd_ep(int fd, int64_t off)
+{
+	return (struct uaio_flow_ep){ .type = UAIO_FLOW_FD, .fd = fd, .off = off };
+}
+
+static void check_file(int fd, const char *want, size_t n)
+{
+	char *got = malloc(n + 1);
+	struct stat st;
+
+	CHECK(fstat(fd, &st) == 0);
+	CHECK_EQ(st.st_size, (long long)n);
+	CHECK_EQ(pread(fd, got, n, 0), (ssize_t)n);
+	CHECK(memcmp(got, want, n) == 0);
+	free(got);
+}
+
+static void test_pause_resume(void)
+{
+	size_t n = 16u << 20;
+	char *data = malloc(n);
+
+	t_fill(data, n, 2);
+	for (int mode = UAIO_FLOW_AUTO; mode <= UAIO_FLOW_MMAP; mode++) {
+		int a = t_tmpfile(dir), b = t_tmpfile(dir);
+		struct ctl c = { .pause_at = 1 };
+		struct uaio_flow_params p = { .src = fd_ep(a, 0), .dst = fd_ep(b, 0),
+					      .len = UAIO_FLOW_EOF, .mode = mode,
+					      .chunk = 256u << 10 };
+		uint64_t b1;
+
+		CHECK_EQ(pwrite(a, data, n, 0), (ssize_t)n);
+		start(&p, &c);
+		T_RUN_UNTIL(L, !c.pause_at, 100000);
+		/* Steps in flight finish; then nothing moves until resumed. */
+		for (int i = 0; i < 20 && uaio_loop_inflight(L); i++)
+			uaio_loop_run_once(L, 50 * 1000000);
+		CHECK_EQ(uaio_loop_inflight(L), 0);
+		b1 = uaio_flow_bytes(c.f);
+		for (int i = 0; i < 3; i++)
+			uaio_loop_run_once(L, 10 * 1000000);
+		CHECK_EQ(uaio_flow_bytes(c.f), b1);
+		CHECK(b1 < n);
+		CHECK_EQ(c.r.done, 0);
+		CHECK_OK(uaio_flow_resume(c.f));
+		T_RUN_UNTIL(L, c.r.done, 1000000);
+		CHECK_EQ(c.r.res, (int64_t)n);
+		CHECK(!c.backwards);
+		CHECK_EQ(c.last, n);
+		check_file(b, data, n);
+		close(a);
+		close(b);
+	}
+	free(data);
+}
+
+static void test_cancel_mid(void)
+{
+	size_t n = 32u << 20;
+	char *data = malloc(n);
+
+	t_fill(data, n, 3);
+	for (int mode = UAIO_FLOW_AUTO; mode <= UAIO_FLOW_MMAP; mode++) {
+		int a = t_tmpfile(dir), b = t_tmpfile(dir);
+		struct ctl c = { .cancel_at = 1 };
+		struct uaio_flow_params p = { .src = fd_ep(a, 0), .dst = fd_ep(b, 0),
+					      .len = UAIO_FLOW_EOF, .mode = mode,
+					      .chunk = 256u << 10 };
+
+		CHECK_EQ(pwrite(a, data, n, 0), (ssize_t)n);
+		start(&p, &c);
+		T_RUN_UNTIL(L, c.r.done, 1000000);
+		CHECK_EQ(c.r.res, -ECANCELED);
+		CHECK_EQ(c.r.side, UAIO_FLOW_SIDE_NONE);
+		CHECK(c.last < n);
+		CHECK_EQ(uaio_loop_inflight(L), 0);
+		close(a);
+		close(b);
+	}
+	free(data);
+}
+
+/* A socket source that never speaks: the flow waits in the kernel (a
+ * splice or a receive) and cancel must still end it. */
+static void test_cancel_silent_peer(void)
+{
+	for (int mode = UAIO_FLOW_AUTO; mode <= UAIO_FLOW_PAGECACHE; mode++) {
+		int sv[2], b = t_tmpfile(dir);
+		struct ctl c = { 0 };
+		struct uaio_flow_params p = { .dst = fd_ep(b, 0), .len = UAIO_FLOW_EOF,
+					      .mode = mode };
+
+		CHECK(socketpair(AF_UNIX, SOCK_STREAM, 0, sv) == 0);
+		p.src = fd_ep(sv[0], -1);
+		start(&p, &c);
+		for (int i = 0; i < 3; i++)
+			uaio_loop_run_once(L, 10 * 1000000);
+		CHECK_EQ(c.r.done, 0);
+		CHECK_OK(uaio_flow_cancel(c.f));
+		T_RUN_UNTIL(L, c.r.done, 1000);
+		CHECK_EQ(c.r.res, -ECANCELED);
+		CHECK_EQ(uaio_loop_inflight(L), 0);
+		close(sv[0]);
+		close(sv[1]);
+		close(b);
+	}
+}
+
+/* The reader of a socket sink goes away after a little: the flow ends
+ * with EPIPE or ECONNRESET from the sink's side, and no SIGPIPE. */
+static void test_peer_closes(void)
+{
+	size_t n = 8u << 20;
+	char *data = malloc(n), buf[1000];
+
+	t_fill(data, n, 4);
+	for (int mode = UAIO_FLOW_AUTO; mode <= UAIO_FLOW_MMAP; mode++) {
+		int sv[2], a = t_tmpfile(dir);
+		struct ctl c = { 0 };
+		struct uaio_flow_params p = { .src = fd_ep(a, 0), .len = UAIO_FLOW_EOF,
+					      .mode = mode, .chunk = 64u << 10 };
+
+		t_tcp_pair(sv);
+		fprintf(stderr, "    %s\n", uaio_flow_mode_name(mode));
+		CHECK_EQ(pwrite(a, data, n, 0), (ssize_t)n);
+		p.dst = fd_ep(sv[0], -1);
+		start(&p, &c);
+		T_RUN_UNTIL(L, c.last >= sizeof(buf), 100000);
+		CHECK_EQ(read(sv[1], buf, sizeof(buf)), (ssize_t)sizeof(buf));
+		CHECK(memcmp(buf, data, sizeof(buf)) == 0);
+		close(sv[1]);
+		T_RUN_UNTIL(L, c.r.done, 1000000);
+		if (c.r.res != -EPIPE && c.r.res != -ECONNRESET) {
+			fprintf(stderr, "%s: res %lld\n", uaio_flow_mode_name(mode),
+				(long long)c.r.res);
+			exit(T_EXIT_FAIL);
+		}
+		CHECK_EQ(c.r.side, UAIO_FLOW_SIDE_DST);
+		close(sv[0]);
+		close(a);
+	}
+	free(data);
+}
+
+/* A source pipe whose writer stops early: the flow ends there, short. */
+static void test_source_ends_early(void)
+{
+	int p2[2], b = t_tmpfile(dir);
+	struct ctl c = { 0 };
+	struct uaio_flow_params p = { .dst = fd_ep(b, 0), .len = 1u << 20,
+				      .mode = UAIO_FLOW_KBUF };
+
+	CHECK(pipe(p2) == 0);
+	CHECK_EQ(write(p2[1], "abcdef", 6), 6);
+	close(p2[1]);
+	p.src = fd_ep(p2[0], -1);
+	start(&p, &c);
+	T_RUN_UNTIL(L, c.r.done, 1000);
+	CHECK_EQ(c.r.res, 6);
+	check_file(b, "abcdef", 6);
+	close(p2[0]);
+	close(b);
+}
+
+struct tapper {
+	struct ctl c;
+	uint64_t next, hash;
+	int dst, fail_at, calls;
+	bool early;		/* the sink had the chunk before its tap */
+};
+
+static int tap(uaio_flow *f, const void *buf, size_t len, uint64_t pos, void *data)
+{
+	struct tapper *t = data;
+	const unsigned char *p = buf;
+	struct stat st;
+
+	if (pos != t->next)
+		return -EPROTO;
+	if (t->dst >= 0 && fstat(t->dst, &st) == 0 && (uint64_t)st.st_size > pos)
+		t->early = true;
+	for (size_t i = 0; i < len; i++)
+		t->hash = (t->hash ^ p[i]) * 1099511628211ull;
+	t->next += len;
+	return ++t->calls == t->fail_at ? -EIO : 0;
+}
+
+static uint64_t fnv(const char *p, size_t n)
+{
+	uint64_t h = 1469598103934665603ull;
+
+	for (size_t i = 0; i < n; i++)
+		h = (h ^ (unsigned char)p[i]) * 1099511628211ull;
+	return h;
+}
+
+static void test_tap(void)
+{
+	size_t n = (8u << 20) + 333;
+	char *data = malloc(n);
+
+	t_fill(data, n, 5);
+	for (int mode = UAIO_FLOW_AUTO; mode <= UAIO_FLOW_MMAP; mode++) {
+		if (mode == UAIO_FLOW_PAGECACHE)
+			continue;
+		for (int fail = 0; fail <= 1; fail++) {
+			int a = t_tmpfile(dir), b = t_tmpfile(dir);
+			struct tapper t = { .hash = 1469598103934665603ull, .dst = b,
+					    .fail_at = fail ? 3 : 0 };
+			struct uaio_flow_params p = { .src = fd_ep(a, 0), .dst = fd_ep(b, 0),
+						      .len = UAIO_FLOW_EOF, .mode = mode,
+						      .chunk = 16u << 10, .depth = 8,
+						      .tap = tap };
+			uaio_flow *f;
+
+			CHECK_EQ(pwrite(a, data, n, 0), (ssize_t)n);
+			p.done = ctl_done;
+			p.data = &t;
+			CHECK_OK(uaio_flow_start(L, &p, &f));
+			CHECK_EQ(uaio_flow_mode(f), mode == UAIO_FLOW_AUTO ? UAIO_FLOW_KBUF : mode);
+			T_RUN_UNTIL(L, t.c.r.done, 1000000);
+			CHECK(!t.early);
+			if (fail) {
+				CHECK_EQ(t.c.r.res, -EIO);
+				CHECK_EQ(t.calls, 3);
+			} else {
+				CHECK_EQ(t.c.r.res, (int64_t)n);
+				CHECK_EQ(t.next, n);
+				CHECK(t.hash == fnv(data, n));
+				check_file(b, data, n);
+			}
+			close(a);
+			close(b);
+		}
+	}
+	/* The pagecache mode has no buffer to show. */
+	{
+		struct uaio_flow_params p = { .src = fd_ep(0, -1), .dst = fd_ep(1, -1),
+					      .mode = UAIO_FLOW_PAGECACHE, .tap = tap,
+					      .done = ctl_done };
+		int a = t_tmpfile(dir), b = t_tmpfile(dir);
+		uaio_flow *f;
+
+		p.src.fd = a;
+		p.dst.fd = b;
+		CHECK_EQ(uaio_flow_start(L, &p, &f), -EINVAL);
+		close(a);
+		close(b);
+	}
+	free(data);
+}
+
+/* Offsets: -1 reads and writes at the file positions and leaves them
+ * after the bytes moved; explicit offsets leave the positions alone. */
+static void test_positions(void)
+{
+	char data[1000];
+	int a = t_tmpfile(dir), b = t_tmpfile(dir);
+
+	t_fill(data, sizeof(data), 6);
+	CHECK_EQ(pwrite(a, data, sizeof(data), 0), (ssize_t)sizeof(data));
+	for (int mode = UAIO_FLOW_AUTO; mode <= UAIO_FLOW_MMAP; mode++) {
+		struct ctl c = { 0 };
+		struct uaio_flow_params p = { .src = fd_ep(a, -1), .dst = fd_ep(b, -1),
+					      .len = 100, .mode = mode };
+		char got[100];
+
+		CHECK_EQ(lseek(a, 10 + mode * 100, SEEK_SET), 10 + mode * 100);
+		CHECK_EQ(lseek(b, 5, SEEK_SET), 5);
+		start(&p, &c);
+		T_RUN_UNTIL(L, c.r.done, 10000);
+		CHECK_EQ(c.r.res, 100);
+		CHECK_EQ(lseek(a, 0, SEEK_CUR), 110 + mode * 100);
+		CHECK_EQ(lseek(b, 0, SEEK_CUR), 105);
+		CHECK_EQ(pread(b, got, 100, 5), 100);
+		CHECK(memcmp(got, data + 10 + mode * 100, 100) == 0);
+		/* Explicit offsets. */
+		memset(&c, 0, sizeof(c));
+		p.src.off = 900;
+		p.dst.off = 0;
+		p.len = UAIO_FLOW_EOF;
+		start(&p, &c);
+		T_RUN_UNTIL(L, c.r.done, 10000);
+		CHECK_EQ(c.r.res, 100);
+		CHECK_EQ(lseek(a, 0, SEEK_CUR), 110 + mode * 100);
+		CHECK_EQ(pread(b, got, 100, 0), 100);
+		CHECK(memcmp(got, data + 900, 100) == 0);
+	}
+	close(a);
+	close(b);
+}
+
+static void test_bad_params(void)
+{
+	int a = t_tmpfile(dir), w = open("/dev/null", O_WRONLY);
+	struct ctl c = { 0 };
+	struct uaio_flow_params p = { .src = fd_ep(a, 0), .dst = fd_ep(w, -1),
+				      .len = 10, .done = ctl_done, .data = &c };
+	uaio_flow *f;
+	int pp[2];
+
+	CHECK_EQ(uaio_flow_start(NULL, &p, &f), -EINVAL);
+	CHECK_EQ(uaio_flow_start(L, &p, NULL), -EINVAL);
+	p.done = NULL;
+	CHECK_EQ(uaio_flow_start(L, &p, &f), -EINVAL);
+	p.done = ctl_done;
+	p.mode = 99;
+	CHECK_EQ(uaio_flow_start(L, &p, &f), -EINVAL);
+	p.mode = 0;
+	p.src.fd = 12345;
+	CHECK_EQ(uaio_flow_start(L, &p, &f), -EBADF);
+	p.src.fd = w;			/* write-only as a source */
+	CHECK_EQ(uaio_flow_start(L, &p, &f), -EBADF);
+	p.src.fd = a;
+	p.dst.fd = a;			/* read-write file: fine as a sink */
+	p.dst.off = -2;
+	CHECK_EQ(uaio_flow_start(L, &p, &f), -EINVAL);
+	CHECK(pipe(pp) == 0);
+	p.dst = fd_ep(pp[1], 0);	/* an offset on a pipe */
+	CHECK_EQ(uaio_flow_start(L, &p, &f), -ESPIPE);
+	p.dst = fd_ep(open(".", O_RDONLY | O_DIRECTORY), -1);
+	CHECK_EQ(uaio_flow_start(L, &p, &f), -EBADF);
+	close(p.dst.fd);
+	CHECK_EQ(uaio_flow_mode_parse("kbuf"), UAIO_FLOW_KBUF);
+	CHECK_EQ(uaio_flow_mode_parse("nope"), -EINVAL);
+	CHECK(!uaio_flow_mode_name(7));
+	close(pp[0]);
+	close(pp[1]);
+	close(a);
+	close(w);
+}
+
+static void test_rate(void)
+{
+	int a = t_tmpfile(dir), w = open("/dev/null", O_WRONLY);
+	struct ctl c = { 0 };
+	struct uaio_flow_params p = { .src = fd_ep(a, 0), .dst = fd_ep(w, -1),
+				      .len = UAIO_FLOW_EOF, .mode = UAIO_FLOW_KBUF,
+				      .chunk = 64u << 10, .rate = 20u << 20 };
+	size_t n = 2u << 20;
+	char *data = calloc(1, n);
+
+	CHECK_EQ(pwrite(a, data, n, 0), (ssize_t)n);
+	start(&p, &c);
+	T_RUN_UNTIL(L, c.r.done, 1000000);
+	CHECK_EQ(c.r.res, (int64_t)n);
+	CHECK(c.progress_calls >= 2);
+	close(a);
+	close(w);
+	free(data);
+}
+
+/* 100 chains file -> pipe -> file: 200 flows on one loop at once. */
+static void test_many(void)
+{
+	enum { N = 100 };
+	size_t n = 300u << 10;
+	char *data = malloc(n);
+	int a[N], b[N], pp[N][2];
+	struct ctl c[2 * N];
+
+	t_fill(data, n, 7);
+	memset(c, 0, sizeof(c));
+	for (int i = 0; i < N; i++) {
+		struct uaio_flow_params p = { .len = UAIO_FLOW_EOF, .chunk = 32u << 10,
+					      .depth = 2 };
+
+		a[i] = t_tmpfile(dir);
+		b[i] = t_tmpfile(dir);
+		CHECK_EQ(pwrite(a[i], data, n - (size_t)i, 0), (ssize_t)(n - (size_t)i));
+		CHECK(pipe(pp[i]) == 0);
+		p.src = fd_ep(a[i], 0);
+		p.dst = fd_ep(pp[i][1], -1);
+		p.mode = i % 2 ? UAIO_FLOW_KBUF : UAIO_FLOW_AUTO;
+		start(&p, &c[2 * i]);
+		p.src = fd_ep(pp[i][0], -1);
+		p.dst = fd_ep(b[i], 0);
+		start(&p, &c[2 * i + 1]);
+	}
+	for (int left = 2 * N; left;) {
+		CHECK(uaio_loop_run_once(L, -1) >= 0);
+		left = 0;
+		for (int i = 0; i < N; i++) {
+			/* The writer's end closes once its flow is done. */
+			if (c[2 * i].r.done == 1 && pp[i][1] >= 0) {
+				close(pp[i][1]);
+				pp[i][1] = -1;
+			}
+			left += !c[2 * i].r.done + !c[2 * i + 1].r.done;
+		}
+	}
+	for (int i = 0; i < N; i++) {
+		CHECK_EQ(c[2 * i].r.res, (int64_t)(n - (size_t)i));
+		CHECK_EQ(c[2 * i + 1].r.res, (int64_t)(n - (size_t)i));
+		check_file(b[i], data, n - (size_t)i);
+		close(a[i]);
+		close(b[i]);
+		close(pp[i][0]);
+	}
+	free(data);
+}
+
+int main(void)
+{
+	signal(SIGPIPE, SIG_IGN);
+	t_watchdog(300);
+	t_banner("test_control");
+	t_raise_nofile(4096);
+	L = t_loop_new(0);
+	RUN(test_bad_params);
+	RUN(test_pause_resume);
+	RUN(test_cancel_mid);
+	RUN(test_cancel_silent_peer);
+	RUN(test_peer_closes);
+	RUN(test_source_ends_early);
+	RUN(test_tap);
+	RUN(test_positions);
+	RUN(test_rate);
+	RUN(test_many);
+	CHECK_EQ(uaio_loop_inflight(L), 0);
+	uaio_loop_free(L);
+	return T_EXIT_PASS;
+}

@@ -5,7 +5,7 @@ set -euo pipefail
 want=(cmake ninja-build gcc make pkg-config liburing-dev libevent-dev libaio-dev)
 case "${1:-build}" in
   bench) want+=(python3 python3-venv python3-pip fio strace) ;;
-  test|fio) want+=(fio strace) ;;
+  test|fio) want+=(fio strace iproute2 e2fsprogs util-linux) ;;
 esac
 missing=()
 for p in "${want[@]}"; do

@@ -45,7 +45,7 @@ static inline void t_fill(char *p, size_t n, unsigned seed)
 
 static inline int t_tmpfile(const char *dir)
 {
-	char path[256];
+	char path[512];
 	int fd;
 
 	snprintf(path, sizeof(path), "%s/uaio-flow-XXXXXX", dir);
@@ -235,3 +235,63 @@ static inline void t_on_done(uaio_flow *f, int64_t res, int side, void *data)
 }
 
 #endif
+
+struct t_sync {
+	struct t_result r;
+	const char *method;
+};
+
+static inline void t_sync_done(uaio_flow *f, int64_t res, int side, void *data)
+{
+	struct t_sync *s = data;
+
+	s->method = uaio_flow_method(f);
+	t_on_done(f, res, side, &s->r);
+}
+
+/* Runs one flow fd -> fd (files from offset 0) to its end: res, and side
+ * and method when asked. */
+static inline int64_t t_flow_sync(uaio_loop *l, int src, int dst, int mode, size_t chunk,
+				  uint64_t len, int *side, const char **method)
+{
+	struct t_sync s = { 0 };
+	struct uaio_flow_params p = {
+		.src = { .type = UAIO_FLOW_FD, .fd = src, .off = 0 },
+		.dst = { .type = UAIO_FLOW_FD, .fd = dst, .off = 0 },
+		.len = len, .mode = mode, .chunk = chunk, .done = t_sync_done, .data = &s,
+	};
+	uaio_flow *f;
+	struct stat st;
+	int r;
+
+	/* Offsets only where there are offsets. */
+	if (fstat(src, &st) == 0 && !S_ISREG(st.st_mode) && !S_ISBLK(st.st_mode))
+		p.src.off = -1;
+	if (fstat(dst, &st) == 0 && !S_ISREG(st.st_mode) && !S_ISBLK(st.st_mode))
+		p.dst.off = -1;
+	if ((r = uaio_flow_start(l, &p, &f)) < 0)
+		return r;
+	T_RUN_UNTIL(l, s.r.done, 10000000);
+	if (side)
+		*side = s.r.side;
+	if (method)
+		*method = s.method;
+	return s.r.res;
+}
+
+static inline int t_cmp_fds(int a, int b, size_t n)
+{
+	char *x = malloc(1 << 20), *y = malloc(1 << 20);
+	int diff = 0;
+
+	for (size_t off = 0; off < n && !diff; off += 1 << 20) {
+		size_t k = n - off < (1u << 20) ? n - off : (1u << 20);
+
+		if (pread(a, x, k, (off_t)off) != (ssize_t)k ||
+		    pread(b, y, k, (off_t)off) != (ssize_t)k || memcmp(x, y, k))
+			diff = 1;
+	}
+	free(x);
+	free(y);
+	return diff;
+}

@@ -326,13 +326,31 @@ static int uring_cancel_fd(uaio_loop *l, uaio_op *op)
 	return 0;
 }
 
+/* The wake eventfd is read by the ring, or by epoll_wait in the epoll-set
+ * mode of ordinary loops. */
+static bool ring_reads_wake(const uaio_loop *l)
+{
+	return U(l)->epfd < 0 || l->threadsafe;
+}
+
+void uring__cancel_wake(uaio_loop *l)
+{
+	struct io_uring_sqe *sqe = uring__get_sqe(l);
+
+	if (!sqe)
+		return;
+	io_uring_prep_cancel64(sqe, ud(l, TAG_WAKE), 0);
+	io_uring_sqe_set_data64(sqe, ud(NULL, TAG_IGNORE));
+	U(l)->kops++;
+}
+
 static void arm_wake(uaio_loop *l)
 {
 	struct uring_state *u = U(l);
 	struct io_uring_sqe *sqe;
 	bool lk;
 
-	if (u->wake_armed)
+	if (u->wake_armed || !ring_reads_wake(l))
 		return;
 	lk = uaio__lock(l);
 	sqe = uring__get_sqe(l);
@@ -464,6 +482,15 @@ static int ep_wait(uaio_loop *l, int64_t timeout_ns)
 
 		if (key == EV_KEY) {
 			ring = true;
+			continue;
+		}
+		if (key == EV_WAKE) {
+			uint64_t v;
+
+			if (read(l->wake_fd, &v, sizeof(v)) < 0 && errno != EAGAIN)
+				return -errno;
+			uaio__fire(l, NULL, 0, FIRED_INBOX);
+			total++;
 			continue;
 		}
 		total += uaio__epoll_fire(l, (int)key, u->evs[i].events, WS_EPOLL);

@@ -20,6 +20,7 @@
 #define CQE_BATCH	64
 #define EP_BATCH	256
 #define EV_KEY		UINT64_MAX	/* the registered eventfd in the epoll set */
+#define EV_WAKE		(UINT64_MAX - 1)	/* the loop's wake eventfd there */
 
 struct uring_state {
 	struct io_uring ring;
@@ -53,6 +54,8 @@ static inline uint64_t ud(const void *p, unsigned tag)
 /* uring.c */
 /* An SQE, submitting what is queued if the SQ is full. */
 struct io_uring_sqe *uring__get_sqe(uaio_loop *l);
+/* Cancels the ring's read of the wake eventfd (epoll reads it now). */
+void uring__cancel_wake(uaio_loop *l);
 
 /* uring_rsrc.c */
 int uring__pin(uaio_loop *l, int fd);

@@ -30,6 +30,18 @@ int uring__ep_setup(uaio_loop *l)
 	else if ((r = io_uring_register_eventfd(&u->ring, u->evfd)) == 0 &&
 		 epoll_ctl(u->epfd, EPOLL_CTL_ADD, u->evfd, &ev) < 0)
 		r = -errno;
+	/* The wake eventfd joins the set itself: a ring read of it completes
+	 * through task work, whose eventfd signal the kernel may fold into
+	 * earlier pending work and never send (workers' results were lost
+	 * that way). An armed ring read is cancelled; its CQE still wakes. */
+	if (r == 0 && !l->threadsafe) {
+		struct epoll_event wev = { .events = EPOLLIN, .data.u64 = EV_WAKE };
+
+		if (epoll_ctl(u->epfd, EPOLL_CTL_ADD, l->wake_fd, &wev) < 0)
+			r = -errno;
+		else if (u->wake_armed)
+			uring__cancel_wake(l);
+	}
 	if (r < 0) {
 		if (u->epfd >= 0)
 			close(u->epfd);

@@ -1,0 +1,602 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * uaio-flow: a zero-copy cousin of cp, nc and socat on flow.h.
+ *
+ *   uaio-flow copy SRC DST          file, device, pipe or - (stdin/stdout)
+ *   uaio-flow send FILE HOST:PORT   a file to a TCP peer
+ *   uaio-flow recv [ADDR:]PORT FILE one connection into a file
+ *   uaio-flow forward [ADDR:]LISTENPORT HOST:PORT   relay one connection
+ *
+ * A file this tool creates is written under a temporary name beside it
+ * and renamed only when every byte has arrived.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <libgen.h>
+#include <limits.h>
+#include <netdb.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+#include <uaio/flow.h>
+#include <uaio/loop.h>
+
+#define PROG	"uaio-flow"
+#define VERSION	"0.1"
+
+struct opts {
+	int mode;
+	size_t chunk;
+	uint64_t rate;
+	bool stats, progress;
+};
+
+/* One direction of data: its flow, its names for messages, its result. */
+struct leg {
+	const char *src_name, *dst_name;
+	uaio_flow *f;
+	bool running;
+	int64_t res;
+	int side;
+	int shut_fd;		/* shut for writing when this leg ends (-1) */
+	char method[32];
+};
+
+struct tool {
+	uaio_loop *l;
+	struct opts o;
+	struct leg legs[2];
+	int nlegs, running;
+	bool interrupted, tty;
+	uaio_watch sigw;
+	int sigfd;
+	struct timespec t0;
+	uint64_t shown_ns;
+};
+
+static void usage(FILE *out)
+{
+	fprintf(out,
+"Usage: " PROG " copy SRC DST [OPTION]...\n"
+"  or:  " PROG " send FILE HOST:PORT [OPTION]...\n"
+"  or:  " PROG " recv [ADDR:]PORT FILE [OPTION]...\n"
+"  or:  " PROG " forward [ADDR:]LISTENPORT HOST:PORT [OPTION]...\n"
+"Move bytes inside the kernel where it can: file to file, file to socket,\n"
+"socket to file or socket to socket. A path of - is stdin or stdout.\n"
+"\n"
+"  -m, --mode=MODE     auto (default), kbuf, pagecache or mmap\n"
+"  -c, --chunk=SIZE    bytes per step (K, M, G suffixes)\n"
+"  -r, --rate=RATE     at most RATE bytes per second (K, M, G suffixes)\n"
+"  -s, --stats         print bytes, seconds, MB/s and CPU seconds at the end\n"
+"  -p, --progress      show progress on a terminal\n"
+"      --help          display this help and exit\n"
+"      --version       output version information and exit\n"
+"\n"
+"A file " PROG " creates is written under a temporary name and renamed\n"
+"once every byte has arrived. Exit status: 0 when every byte arrived,\n"
+"1 when the transfer failed, 2 on bad usage.\n");
+}
+
+static void die_usage(const char *fmt, const char *arg)
+{
+	fprintf(stderr, PROG ": ");
+	fprintf(stderr, fmt, arg);
+	fprintf(stderr, "\nTry '" PROG " --help' for more information.\n");
+	exit(2);
+}
+
+static void fail(const char *what, int err)
+{
+	fprintf(stderr, PROG ": %s: %s\n", what, strerror(err));
+	exit(1);
+}
+
+static int parse_size(const char *s, uint64_t *out)
+{
+	char *end;
+	unsigned long long v;
+
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (errno || end == s || *s == '-')
+		return -1;
+	switch (*end) {
+	case 'k': case 'K': v <<= 10; end++; break;
+	case 'm': case 'M': v <<= 20; end++; break;
+	case 'g': case 'G': v <<= 30; end++; break;
+	}
+	if (*end == 'i' && end[1] == 'B')
+		end += 2;
+	else if (*end == 'B')
+		end++;
+	if (*end)
+		return -1;
+	*out = v;
+	return 0;
+}
+
+/* ---------------------------------------------------------- addresses */
+
+/* "HOST:PORT", "[V6]:PORT", or for listeners "PORT" alone. */
+static int split_hostport(char *s, char **host, char **port, bool passive)
+{
+	char *c = strrchr(s, ':');
+
+	if (s[0] == '[') {
+		char *e = strchr(s, ']');
+
+		if (!e || e[1] != ':')
+			return -1;
+		*e = 0;
+		*host = s + 1;
+		*port = e + 2;
+		return 0;
+	}
+	if (!c) {
+		if (!passive)
+			return -1;
+		*host = NULL;
+		*port = s;
+		return 0;
+	}
+	*c = 0;
+	*host = *s ? s : NULL;
+	*port = c + 1;
+	return 0;
+}
+
+static int net_fd(const char *spec, bool passive)
+{
+	char *buf = strdup(spec), *host, *port;
+	struct addrinfo hints = { .ai_socktype = SOCK_STREAM,
+				  .ai_flags = passive ? AI_PASSIVE : 0 }, *res, *a;
+	int fd = -1, r, one = 1, err = 0;
+
+	if (split_hostport(buf, &host, &port, passive) < 0 || !*port)
+		die_usage(passive ? "bad address '%s' (want [ADDR:]PORT)" :
+			  "bad address '%s' (want HOST:PORT)", spec);
+	if ((r = getaddrinfo(host, port, &hints, &res))) {
+		fprintf(stderr, PROG ": %s: %s\n", spec, gai_strerror(r));
+		exit(1);
+	}
+	for (a = res; a && fd < 0; a = a->ai_next) {
+		fd = socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC, a->ai_protocol);
+		if (fd < 0) {
+			err = errno;
+			continue;
+		}
+		if (passive) {
+			setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+			r = bind(fd, a->ai_addr, a->ai_addrlen) || listen(fd, 1);
+		} else {
+			r = connect(fd, a->ai_addr, a->ai_addrlen);
+		}
+		if (r) {
+			err = errno;
+			close(fd);
+			fd = -1;
+		}
+	}
+	freeaddrinfo(res);
+	free(buf);
+	if (fd < 0)
+		fail(spec, err);
+	return fd;
+}
+
+static int accept_one(int ls, const char *spec)
+{
+	int fd = accept4(ls, NULL, NULL, SOCK_CLOEXEC);
+
+	if (fd < 0)
+		fail(spec, errno);
+	close(ls);
+	return fd;
+}
+
+/* ------------------------------------------------------------- files */
+
+/* A file being created: written as tmp, renamed to path at the end. */
+struct outfile {
+	char *path, *tmp;
+	int fd;
+};
+
+static int open_in(const char *path)
+{
+	int fd = strcmp(path, "-") ? open(path, O_RDONLY | O_CLOEXEC) : 0;
+
+	if (fd < 0)
+		fail(path, errno);
+	return fd;
+}
+
+/* DST may be -, an existing device or fifo (written in place), a
+ * directory (SRC's name inside it), or a file to create or replace. */
+static void open_out(struct outfile *o, const char *dst, const char *src, mode_t mode)
+{
+	struct stat st;
+	char *copy, *base, *dir;
+
+	o->tmp = NULL;
+	o->path = strdup(dst);
+	if (!strcmp(dst, "-")) {
+		o->fd = 1;
+		return;
+	}
+	if (stat(dst, &st) == 0 && S_ISDIR(st.st_mode)) {
+		char *s = strdup(src ? src : "-");
+
+		free(o->path);
+		if (!src || !strcmp(src, "-"))
+			die_usage("cannot name a file in directory '%s' after stdin", dst);
+		if (asprintf(&o->path, "%s/%s", dst, basename(s)) < 0)
+			fail(dst, ENOMEM);
+		free(s);
+	} else if (stat(dst, &st) == 0 && !S_ISREG(st.st_mode)) {
+		if ((o->fd = open(dst, O_WRONLY | O_CLOEXEC)) < 0)
+			fail(dst, errno);
+		return;
+	}
+	copy = strdup(o->path);
+	base = strdup(o->path);
+	dir = dirname(copy);
+	if (asprintf(&o->tmp, "%s/.%s.uaio-XXXXXX", dir, basename(base)) < 0)
+		fail(o->path, ENOMEM);
+	free(copy);
+	free(base);
+	if ((o->fd = mkostemp(o->tmp, O_CLOEXEC)) < 0) {
+		int e = errno;
+
+		free(o->tmp);
+		o->tmp = NULL;
+		fail(o->path, e);
+	}
+	/* As a new file gets it: the mode asked for, less the umask. */
+	{
+		mode_t um = umask(0);
+
+		umask(um);
+		fchmod(o->fd, mode & ~um & 07777);
+	}
+}
+
+static int close_out(struct outfile *o, bool ok)
+{
+	int r = 0;
+
+	if (o->fd > 2 && close(o->fd) < 0 && ok) {
+		fprintf(stderr, PROG ": %s: %s\n", o->path, strerror(errno));
+		ok = false;
+		r = -1;
+	}
+	if (o->tmp) {
+		if (ok && rename(o->tmp, o->path) < 0) {
+			fprintf(stderr, PROG ": %s: %s\n", o->path, strerror(errno));
+			r = -1;
+			ok = false;
+		}
+		if (!ok)
+			unlink(o->tmp);
+		free(o->tmp);
+	}
+	free(o->path);
+	return r;
+}
+
+/* ---------------------------------------------------------- the flows */
+
+static double now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+static void show_progress(struct tool *t, bool last)
+{
+	uint64_t b = 0;
+	double s;
+
+	if (!t->o.progress || !t->tty)
+		return;
+	for (int i = 0; i < t->nlegs; i++)
+		b += t->legs[i].f ? uaio_flow_bytes(t->legs[i].f) : 0;
+	s = now_s() - ((double)t->t0.tv_sec + t->t0.tv_nsec / 1e9);
+	fprintf(stderr, "\r%s: %llu bytes, %.1f s, %.1f MB/s%s", PROG, (unsigned long long)b,
+		s, s > 0 ? b / s / 1e6 : 0.0, last ? "\n" : "   ");
+}
+
+static void on_progress(uaio_flow *f, uint64_t bytes, void *data)
+{
+	show_progress(data, false);
+}
+
+static struct leg *leg_of(struct tool *t, uaio_flow *f)
+{
+	for (int i = 0; i < t->nlegs; i++)
+		if (t->legs[i].f == f)
+			return &t->legs[i];
+	return NULL;
+}
+
+static void on_done(uaio_flow *f, int64_t res, int side, void *data)
+{
+	struct tool *t = data;
+	struct leg *g = leg_of(t, f);
+	const char *m = uaio_flow_method(f);
+
+	g->res = res;
+	g->side = side;
+	g->running = false;
+	snprintf(g->method, sizeof(g->method), "%s/%s",
+		 uaio_flow_mode_name(uaio_flow_mode(f)), m);
+	g->f = NULL;
+	t->running--;
+	/* A relay passes the end of one direction on to the other peer. */
+	if (res >= 0 && g->shut_fd >= 0)
+		shutdown(g->shut_fd, SHUT_WR);
+	/* One direction failing ends the other. */
+	if (res < 0)
+		for (int i = 0; i < t->nlegs; i++)
+			if (t->legs[i].running)
+				uaio_flow_cancel(t->legs[i].f);
+}
+
+static int on_signal(uaio_watch *w)
+{
+	struct tool *t = w->data;
+	struct signalfd_siginfo si;
+
+	while (read(t->sigfd, &si, sizeof(si)) == sizeof(si))
+		t->interrupted = true;
+	for (int i = 0; i < t->nlegs; i++)
+		if (t->legs[i].running)
+			uaio_flow_cancel(t->legs[i].f);
+	return 0;
+}
+
+static const struct uaio_handler sig_handler = { .handle_input = on_signal };
+
+static void start_leg(struct tool *t, int src, int dst, const char *sname,
+		      const char *dname, int shut_fd)
+{
+	struct leg *g = &t->legs[t->nlegs++];
+	struct uaio_flow_params p = {
+		.src = { .type = UAIO_FLOW_FD, .fd = src, .off = -1 },
+		.dst = { .type = UAIO_FLOW_FD, .fd = dst, .off = -1 },
+		.len = UAIO_FLOW_EOF, .mode = t->o.mode, .chunk = t->o.chunk,
+		.rate = t->o.rate, .progress_ns = 100 * 1000000,
+		.progress = t->o.progress && t->tty ? on_progress : NULL,
+		.done = on_done, .data = t,
+	};
+	int r;
+
+	*g = (struct leg){ .src_name = sname, .dst_name = dname, .shut_fd = shut_fd };
+	if ((r = uaio_flow_start(t->l, &p, &g->f)) < 0) {
+		if (r == -EINVAL && t->o.mode != UAIO_FLOW_AUTO)
+			fprintf(stderr, PROG ": mode %s cannot move %s to %s\n",
+				uaio_flow_mode_name(t->o.mode), sname, dname);
+		else
+			fprintf(stderr, PROG ": %s -> %s: %s\n", sname, dname, strerror(-r));
+		exit(1);
+	}
+	g->running = true;
+	t->running++;
+}
+
+static const char *verb(int side)
+{
+	return side == UAIO_FLOW_SIDE_DST ? "write" : "read";
+}
+
+/* Runs the legs to their end: true when every byte arrived. */
+static bool run(struct tool *t)
+{
+	struct rusage ru;
+	uint64_t total = 0;
+	bool ok = true;
+	double secs;
+
+	while (t->running)
+		if (uaio_loop_run_once(t->l, -1) < 0 && errno != EINTR)
+			break;
+	show_progress(t, true);
+	secs = now_s() - ((double)t->t0.tv_sec + t->t0.tv_nsec / 1e9);
+	for (int i = 0; i < t->nlegs; i++) {
+		struct leg *g = &t->legs[i];
+
+		if (g->res >= 0) {
+			total += (uint64_t)g->res;
+			continue;
+		}
+		ok = false;
+		if (t->interrupted && g->res == -ECANCELED)
+			continue;
+		if (g->res == -ECANCELED)	/* ended because the other leg failed */
+			continue;
+		if (g->side == UAIO_FLOW_SIDE_NONE)
+			fprintf(stderr, PROG ": %s -> %s: %s\n", g->src_name, g->dst_name,
+				strerror((int)-g->res));
+		else
+			fprintf(stderr, PROG ": %s: %s: %s\n",
+				g->side == UAIO_FLOW_SIDE_DST ? g->dst_name : g->src_name,
+				verb(g->side), strerror((int)-g->res));
+	}
+	if (t->interrupted)
+		fprintf(stderr, PROG ": interrupted\n");
+	if (t->o.stats) {
+		getrusage(RUSAGE_SELF, &ru);
+		fprintf(stderr, PROG ": %llu bytes in %.3f s, %.1f MB/s, CPU %.3f s "
+			"(user %.3f, sys %.3f), %s\n",
+			(unsigned long long)total, secs, secs > 0 ? total / secs / 1e6 : 0.0,
+			ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6 +
+			ru.ru_stime.tv_sec + ru.ru_stime.tv_usec / 1e6,
+			ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6,
+			ru.ru_stime.tv_sec + ru.ru_stime.tv_usec / 1e6, t->legs[0].method);
+	}
+	return ok;
+}
+
+static void tool_init(struct tool *t)
+{
+	struct uaio_loop_params p = { 0 };
+	sigset_t set;
+
+	signal(SIGPIPE, SIG_IGN);
+	t->tty = isatty(2);
+	if (!(t->l = uaio_loop_new(&p)))
+		fail("event loop", errno);
+	sigemptyset(&set);
+	sigaddset(&set, SIGINT);
+	sigaddset(&set, SIGTERM);
+	sigaddset(&set, SIGHUP);
+	sigprocmask(SIG_BLOCK, &set, NULL);
+	t->sigfd = signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC);
+	if (t->sigfd < 0)
+		fail("signalfd", errno);
+	if (uaio_watch_start(t->l, &t->sigw, t->sigfd, UAIO_READABLE, &sig_handler, t) < 0)
+		fail("signalfd", EINVAL);
+	clock_gettime(CLOCK_MONOTONIC, &t->t0);
+}
+
+/* ------------------------------------------------------------ commands */
+
+static int cmd_copy(struct tool *t, const char *src, const char *dst)
+{
+	struct outfile o;
+	struct stat st;
+	int in = open_in(src);
+	bool ok;
+
+	if (fstat(in, &st) < 0)
+		fail(src, errno);
+	if (S_ISDIR(st.st_mode))
+		fail(src, EISDIR);
+	open_out(&o, dst, src, S_ISREG(st.st_mode) ? st.st_mode : 0666);
+	start_leg(t, in, o.fd, src, o.path, -1);
+	ok = run(t);
+	return close_out(&o, ok) == 0 && ok ? 0 : 1;
+}
+
+static int cmd_send(struct tool *t, const char *file, const char *peer)
+{
+	int in = open_in(file), s = net_fd(peer, false);
+	char c;
+	bool ok;
+
+	start_leg(t, in, s, file, peer, -1);
+	ok = run(t);
+	if (ok) {
+		/* Every byte arrived when the receiver, having read them all,
+		 * closes its end. */
+		shutdown(s, SHUT_WR);
+		while (read(s, &c, 1) > 0)
+			;
+	}
+	close(s);
+	return ok ? 0 : 1;
+}
+
+static int cmd_recv(struct tool *t, const char *local, const char *file)
+{
+	struct outfile o;
+	int s;
+	bool ok;
+
+	open_out(&o, file, NULL, 0666);
+	s = accept_one(net_fd(local, true), local);
+	start_leg(t, s, o.fd, "connection", o.path, -1);
+	ok = run(t);
+	close(s);
+	return close_out(&o, ok) == 0 && ok ? 0 : 1;
+}
+
+static int cmd_forward(struct tool *t, const char *local, const char *peer)
+{
+	int a = accept_one(net_fd(local, true), local), b = net_fd(peer, false);
+	bool ok;
+
+	start_leg(t, a, b, local, peer, b);
+	start_leg(t, b, a, peer, local, a);
+	ok = run(t);
+	close(a);
+	close(b);
+	return ok ? 0 : 1;
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option longs[] = {
+		{ "mode", required_argument, NULL, 'm' },
+		{ "chunk", required_argument, NULL, 'c' },
+		{ "rate", required_argument, NULL, 'r' },
+		{ "stats", no_argument, NULL, 's' },
+		{ "progress", no_argument, NULL, 'p' },
+		{ "help", no_argument, NULL, 'H' },
+		{ "version", no_argument, NULL, 'V' },
+		{ 0 }
+	};
+	struct tool t = { 0 };
+	uint64_t v;
+	int c;
+	const char *cmd;
+
+	while ((c = getopt_long(argc, argv, "m:c:r:sp", longs, NULL)) != -1) {
+		switch (c) {
+		case 'm':
+			if ((t.o.mode = uaio_flow_mode_parse(optarg)) < 0)
+				die_usage("invalid mode '%s' (auto, kbuf, pagecache, mmap)", optarg);
+			break;
+		case 'c':
+			if (parse_size(optarg, &v) < 0 || !v || v > (1u << 30))
+				die_usage("invalid chunk size '%s'", optarg);
+			t.o.chunk = (size_t)v;
+			break;
+		case 'r':
+			if (parse_size(optarg, &v) < 0 || !v)
+				die_usage("invalid rate '%s'", optarg);
+			t.o.rate = v;
+			break;
+		case 's': t.o.stats = true; break;
+		case 'p': t.o.progress = true; break;
+		case 'H': usage(stdout); return 0;
+		case 'V': printf(PROG " (uaio) " VERSION "\n"); return 0;
+		default:
+			fprintf(stderr, "Try '" PROG " --help' for more information.\n");
+			return 2;
+		}
+	}
+	if (optind >= argc)
+		die_usage("missing command%s", "");
+	cmd = argv[optind++];
+	if (argc - optind != 2) {
+		if (!strcmp(cmd, "copy") || !strcmp(cmd, "send") || !strcmp(cmd, "recv") ||
+		    !strcmp(cmd, "forward"))
+			die_usage(argc - optind < 2 ? "%s: missing operand" :
+				  "%s: extra operand", cmd);
+		die_usage("unknown command '%s'", cmd);
+	}
+	tool_init(&t);
+	if (!strcmp(cmd, "copy"))
+		return cmd_copy(&t, argv[optind], argv[optind + 1]);
+	if (!strcmp(cmd, "send"))
+		return cmd_send(&t, argv[optind], argv[optind + 1]);
+	if (!strcmp(cmd, "recv"))
+		return cmd_recv(&t, argv[optind], argv[optind + 1]);
+	if (!strcmp(cmd, "forward"))
+		return cmd_forward(&t, argv[optind], argv[optind + 1]);
+	die_usage("unknown command '%s'", cmd);
+	return 2;
+}

@@ -1,0 +1,121 @@
+#!/bin/sh
+# uaio-flow end to end. Exit 0 pass, 1 fail (network parts between
+# namespaces when root and `ip netns` work, else over loopback: said below).
+F=$1
+dir=$(mktemp -d /var/tmp/uaio-flow-sh-XXXXXX) || exit 1
+mnt=
+pids=
+cleanup() {
+  for p in $pids; do kill "$p" 2>/dev/null; done
+  [ -n "$mnt" ] && umount "$mnt" 2>/dev/null
+  for ns in ufa ufb ufc; do ip netns del $ns 2>/dev/null; done
+  rm -rf "$dir"
+}
+trap cleanup EXIT
+fail() { echo "FAIL: $*"; exit 1; }
+expect_rc() { want=$1; shift; "$@" >"$dir/out" 2>"$dir/err"; rc=$?; [ $rc -eq "$want" ] || { cat "$dir/err"; fail "$* exited $rc, not $want"; }; }
+
+head -c 20000000 /dev/urandom >"$dir/src" || exit 1
+printf 'x' >"$dir/one"
+: >"$dir/empty"
+
+# Copies, every mode, odd sizes.
+for m in auto kbuf pagecache mmap; do
+  for f in src one empty; do
+    expect_rc 0 "$F" copy --mode=$m "$dir/$f" "$dir/$f.$m"
+    cmp -s "$dir/$f" "$dir/$f.$m" || fail "copy --mode=$m $f differs"
+  done
+done
+echo "copy: every mode byte-exact"
+chmod 640 "$dir/one"
+expect_rc 0 "$F" copy "$dir/one" "$dir/one.mode"
+[ "$(stat -c %a "$dir/one.mode")" = 640 ] || fail "copy did not keep mode 640 (umask 022)"
+# Into a directory, and stdin to stdout.
+mkdir "$dir/d"
+expect_rc 0 "$F" copy "$dir/src" "$dir/d"
+cmp -s "$dir/src" "$dir/d/src" || fail "copy into a directory"
+"$F" copy - - <"$dir/src" | cmp -s - "$dir/src" || fail "copy - - (pipes)"
+"$F" copy - "$dir/fromstdin" <"$dir/src" && cmp -s "$dir/src" "$dir/fromstdin" || fail "copy - FILE"
+# --stats: one line with bytes, seconds, MB/s and CPU seconds.
+expect_rc 0 "$F" copy --stats -c 1M "$dir/src" "$dir/s2"
+grep -Eq '^uaio-flow: 20000000 bytes in [0-9.]+ s, [0-9.]+ MB/s, CPU [0-9.]+ s' "$dir/err" || { cat "$dir/err"; fail "--stats line"; }
+echo "copy: modes, directories, pipes, --stats ok"
+
+# GNU conventions.
+expect_rc 0 "$F" --help
+grep -q "^Usage: uaio-flow copy SRC DST" "$dir/out" || fail "--help text"
+expect_rc 0 "$F" --version
+expect_rc 2 "$F"
+expect_rc 2 "$F" copy "$dir/src"
+expect_rc 2 "$F" frobnicate a b
+expect_rc 2 "$F" --mode=fast copy a b
+grep -q "^uaio-flow: invalid mode 'fast'" "$dir/err" || fail "bad mode message"
+expect_rc 2 "$F" --chunk=abc copy a b
+expect_rc 1 "$F" copy "$dir/nope" "$dir/x"
+grep -qx "uaio-flow: $dir/nope: No such file or directory" "$dir/err" || { cat "$dir/err"; fail "missing source message"; }
+expect_rc 1 "$F" copy --mode=mmap - "$dir/x" </dev/null
+echo "usage and errors: ok"
+
+# A failed transfer leaves no file that looks complete (nor a temporary).
+if [ "$(id -u)" = 0 ] && mnt=$(mktemp -d /tmp/uaio-flow-full-XXXXXX) && mount -t tmpfs -o size=1m tmpfs "$mnt" 2>/dev/null; then
+  for m in auto kbuf pagecache; do
+    expect_rc 1 "$F" copy --mode=$m "$dir/src" "$mnt/dst"
+    grep -q "^uaio-flow: $mnt/dst: write: No space left on device" "$dir/err" || { cat "$dir/err"; fail "ENOSPC message ($m)"; }
+    [ -z "$(ls -A "$mnt")" ] || { ls -la "$mnt"; fail "files left after ENOSPC ($m)"; }
+  done
+  echo "ENOSPC on a 1 MiB tmpfs: exit 1, message names the sink, nothing left"
+else
+  mnt=
+  echo "ENOSPC: skipped (needs root to mount a tmpfs)"
+fi
+
+# Network: 2 hosts (send -> recv), 3 hosts (send -> forward -> recv).
+wait_port() { # ns port
+  i=0
+  while [ $i -lt 100 ]; do
+    if $1 ss -ltn 2>/dev/null | grep -q ":$2 "; then return 0; fi
+    i=$((i + 1)); sleep 0.05
+  done
+  return 1
+}
+if [ "$(id -u)" = 0 ] && command -v ip >/dev/null && ip netns add ufa 2>/dev/null; then
+  ip netns add ufb && ip netns add ufc &&
+  ip link add ufa0 netns ufa type veth peer name ufb0 netns ufb &&
+  ip link add ufb1 netns ufb type veth peer name ufc0 netns ufc &&
+  ip -n ufa addr add 10.77.1.1/24 dev ufa0 && ip -n ufb addr add 10.77.1.2/24 dev ufb0 &&
+  ip -n ufb addr add 10.77.2.1/24 dev ufb1 && ip -n ufc addr add 10.77.2.2/24 dev ufc0 &&
+  for ns in ufa ufb ufc; do ip -n $ns link set lo up; done &&
+  ip -n ufa link set ufa0 up && ip -n ufb link set ufb0 up && ip -n ufb link set ufb1 up &&
+  ip -n ufc link set ufc0 up || fail "setting up namespaces"
+  A="ip netns exec ufa"; B="ip netns exec ufb"; C="ip netns exec ufc"
+  RECV=10.77.1.2; FWD_TO=10.77.2.2; FWD=10.77.1.2
+  where="between network namespaces (veth)"
+else
+  A=; B=; C=; RECV=127.0.0.1; FWD_TO=127.0.0.1; FWD=127.0.0.1
+  where="over loopback (no network namespaces: not root or no ip)"
+fi
+port=$((20000 + $$ % 20000))
+for m in auto kbuf pagecache; do
+  port=$((port + 1))
+  $B "$F" recv --mode=$m "$port" "$dir/net.$m" 2>"$dir/recv.err" &
+  rp=$!; pids="$pids $rp"
+  wait_port "$B" $port || fail "recv did not listen"
+  $A "$F" send --mode=$m "$dir/src" "$RECV:$port" || fail "send ($m) failed"
+  wait $rp || { cat "$dir/recv.err"; fail "recv ($m) failed"; }
+  cmp -s "$dir/src" "$dir/net.$m" || fail "send/recv ($m) differs"
+done
+echo "send -> recv, 2 hosts $where: byte-exact"
+port=$((port + 1)); fport=$((port + 1))
+$C "$F" recv "$port" "$dir/net3" 2>"$dir/recv.err" & rp=$!; pids="$pids $rp"
+wait_port "$C" $port || fail "recv did not listen"
+$B "$F" forward "$fport" "$FWD_TO:$port" 2>"$dir/fwd.err" & fp=$!; pids="$pids $fp"
+wait_port "$B" $fport || fail "forward did not listen"
+$A "$F" send "$dir/src" "$FWD:$fport" || fail "send through forward failed"
+wait $fp || { cat "$dir/fwd.err"; fail "forward failed"; }
+wait $rp || { cat "$dir/recv.err"; fail "recv behind forward failed"; }
+cmp -s "$dir/src" "$dir/net3" || fail "3-host transfer differs"
+echo "send -> forward -> recv, 3 hosts $where: byte-exact"
+# Nobody listening: exit 1, a message naming the peer.
+expect_rc 1 $A "$F" send "$dir/src" "$RECV:1"
+grep -q "^uaio-flow: $RECV:1: Connection refused" "$dir/err" || { cat "$dir/err"; fail "refused message"; }
+exit 0

@@ -59,7 +59,8 @@ struct uaio_flow_params {
 	struct uaio_flow_ep src, dst;
 	uint64_t len;		/* bytes, or UAIO_FLOW_EOF */
 	int mode;		/* enum uaio_flow_mode */
-	size_t chunk;		/* bytes per step; 0: 1 MiB (256 KiB for kbuf) */
+	size_t chunk;		/* bytes per step; 0: the method's own (kbuf 256 KiB,
+				 * mmap and splice 1 MiB, copy_file_range 4 MiB) */
 	unsigned depth;		/* kbuf: chunks in flight; 0: 4 */
 	uint64_t rate;		/* bytes per second at most; 0: no limit */
 	uint64_t progress_ns;	/* at most one progress call per this; 0: each step */

@@ -172,8 +172,11 @@ static int issue_read(uaio_flow *f, struct slot *s)
 
 	if (f->dst.kind == EK_MEM)
 		idx = f->dst.mem_idx;
+	/* Into a file, a socket's chunk may as well be full: one op per
+	 * chunk, not per segment. A stream sink gets what arrived at once. */
 	if (f->src.kind == EK_SOCK)
-		return uaio_op_recv(f->l, &s->op, fd, buf, len, 0, read_done, f);
+		return uaio_op_recv(f->l, &s->op, fd, buf, len,
+				    f->dst.seek && !f->dst.append ? MSG_WAITALL : 0, read_done, f);
 	if (idx >= 0)
 		return uaio_op_read_fixed(f->l, &s->op, fd, buf, len, off, idx, read_done, f);
 	return uaio_op_read(f->l, &s->op, fd, buf, len, off, read_done, f);

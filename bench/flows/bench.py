@@ -42,14 +42,6 @@ def cpu_ticks():
 HZ = os.sysconf("SC_CLK_TCK")
 
 
-def prefault(size):
-    """Touches and frees size bytes: this VM hands freed memory back to its
-    host, and the first run to allocate it again pays for that (a 1 GiB
-    copy then takes 10x as long). Memory freed just now is reused at once."""
-    b = bytearray(size)
-    del b
-
-
 class Meter:
     """Runs a command (or a set of processes) and records MB/s and the
     whole machine's CPU seconds per GB moved."""
@@ -158,7 +150,6 @@ def run_disk(ctx, cfg, M, flow, peer):
                         os.unlink(dst)
                     os.sync()
                     (drop_cache if cache == "cold" else warm)(srcs[sz])
-                    prefault(sz)
                     argv = V[name](srcs[sz], dst)
                     M.measure(("disk",) + cell + (name,), sz,
                               lambda: ctx.run_cmd([str(a) for a in argv], timeout=900))
@@ -170,7 +161,6 @@ def run_disk(ctx, cfg, M, flow, peer):
                         os.unlink(dst)
                     os.sync()
                     warm(srcs[cfg["sweep_size"]])
-                    prefault(cfg["sweep_size"])
                     argv = ([flow, "copy", "--mode", "kbuf", "--chunk", str(bs)]
                             if name == "uaio kbuf" else [peer, "copy", "rw"]) + \
                         [srcs[cfg["sweep_size"]], dst] + ([] if name == "uaio kbuf" else ["--buf", str(bs)])
@@ -281,12 +271,10 @@ def run_net(ctx, cfg, M, flow, peer):
             for name in rotated(list(two), rep):
                 dst = str(S / "net.dst")
                 warm(src)
-                prefault(cfg["net"])
                 p = nextport()
                 M.measure(("net2", name), cfg["net"], lambda: run_chain(two[name](p, dst), ns_ok))
             for name in rotated(list(fwd), rep):
                 warm(src)
-                prefault(cfg["net"])
                 p, q = nextport(), nextport()
                 # Both ends the same plain programs: only the relay differs.
                 chain = [("ubfc", [peer, "recv", p, "/dev/null"], p), fwd[name](p, q),
@@ -312,9 +300,11 @@ def run(ctx):
           "in each; medians, best-of in brackets. MB/s = 10^6 bytes/s; CPU = busy seconds of the "
           "whole machine (all cores, /proc/stat) per GiB moved. Destination files are new each "
           "time; dirty pages are synced before (not during) each run. Cold = the source dropped "
-          "from the page cache (POSIX_FADV_DONTNEED) first. Before each run the suite touches and "
-          "frees as much memory as the run will fill (this VM returns freed memory to its host "
-          "and refaulting it would land on whichever variant runs next). Second file system: "
+          "from the page cache (POSIX_FADV_DONTNEED) first. This VM hands freed memory back to its "
+          "host: a 1 GiB copy whose page cache lands on just-returned memory takes up to 10x as "
+          "long (seen by hand: the same uaio-flow command 0.27 s and 2.7 s, all of it system "
+          "time), so the 1 GiB cells carry that noise; read best-of beside the median. "
+          "Second file system: "
           f"{fs2_name}.\n"]
     md.append("### Disk to disk\n")
     rows = []

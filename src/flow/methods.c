@@ -191,6 +191,11 @@ static bool splice_fits(const uaio_flow *f)
 
 	if (!no_user_side(f) || f->dst.append)
 		return false;
+	/* File to file, when copy_file_range cannot (another file system, a
+	 * /proc file), AUTO reads through kbuf: 1.8x splice through a pipe on
+	 * a second ext4, warm (docs/benchmarks.md, flows). */
+	if (f->mode == UAIO_FLOW_AUTO && f->src.seek && f->dst.seek)
+		return false;
 	/* The fallback backend runs splice on its workers, blocking: in AUTO
 	 * a socket or pipe end goes through kbuf there (readiness, no thread
 	 * held while a peer is silent). */

@@ -588,15 +588,21 @@ int main(int argc, char **argv)
 				  "%s: extra operand", cmd);
 		die_usage("unknown command '%s'", cmd);
 	}
+	if (strcmp(cmd, "copy") && strcmp(cmd, "send") && strcmp(cmd, "recv") &&
+	    strcmp(cmd, "forward"))
+		die_usage("unknown command '%s'", cmd);
 	tool_init(&t);
 	if (!strcmp(cmd, "copy"))
-		return cmd_copy(&t, argv[optind], argv[optind + 1]);
-	if (!strcmp(cmd, "send"))
-		return cmd_send(&t, argv[optind], argv[optind + 1]);
-	if (!strcmp(cmd, "recv"))
-		return cmd_recv(&t, argv[optind], argv[optind + 1]);
-	if (!strcmp(cmd, "forward"))
-		return cmd_forward(&t, argv[optind], argv[optind + 1]);
-	die_usage("unknown command '%s'", cmd);
-	return 2;
+		c = cmd_copy(&t, argv[optind], argv[optind + 1]);
+	else if (!strcmp(cmd, "send"))
+		c = cmd_send(&t, argv[optind], argv[optind + 1]);
+	else if (!strcmp(cmd, "recv"))
+		c = cmd_recv(&t, argv[optind], argv[optind + 1]);
+	else
+		c = cmd_forward(&t, argv[optind], argv[optind + 1]);
+	uaio_watch_stop(t.l, &t.sigw);
+	uaio_loop_run_once(t.l, 0);	/* the watch's end */
+	uaio_loop_free(t.l);
+	close(t.sigfd);
+	return c;
 }

@@ -103,6 +103,9 @@ struct uaio_backend {
 	/* Buffer slot idx now holds iov (NULL: empty); NULL slot: nothing
 	 * to register (the fallback reads into any memory). Under the lock. */
 	int (*buf_update)(uaio_loop *l, unsigned idx, const struct iovec *iov);
+	/* After dispatch: let the kernel release what finished ops still
+	 * hold (NULL: nothing to do). */
+	void (*settle)(uaio_loop *l);
 };
 
 /* Registered buffers a loop may hold (io_uring allows 16 384). */

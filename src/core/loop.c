@@ -545,7 +545,11 @@ UAIO_API int uaio_loop_run_once(uaio_loop *l, int64_t timeout_ns)
 		return r;
 	l->now_valid = false;
 	n += dispatch(l);
-	return n + (l->stop ? 0 : run_ready(l));
+	if (!l->stop)
+		n += run_ready(l);
+	if (l->be->settle)
+		l->be->settle(l);
+	return n;
 }
 
 UAIO_API int uaio_loop_run(uaio_loop *l)

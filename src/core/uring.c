@@ -92,6 +92,8 @@ static int uring_init(uaio_loop *l, const struct uaio_loop_params *p)
 	if (p && (p->flags & UAIO_LOOP_SQPOLL))
 		tries[n++] = base | IORING_SETUP_SQPOLL;
 	if (!(l->flags & UAIO_LOOP_THREADSAFE)) {
+		tries[n++] = base | IORING_SETUP_SINGLE_ISSUER | IORING_SETUP_TASKRUN_FLAG |
+			     IORING_SETUP_DEFER_TASKRUN | IORING_SETUP_R_DISABLED;
 		tries[n++] = base | IORING_SETUP_SINGLE_ISSUER |
 			     IORING_SETUP_DEFER_TASKRUN | IORING_SETUP_R_DISABLED;
 		tries[n++] = base | IORING_SETUP_COOP_TASKRUN;
@@ -572,6 +574,20 @@ static int uring_fd(const uaio_loop *l)
 	return u->tsfd;
 }
 
+/* An op the ring ran on an io-wq worker is freed, and drops the files it
+ * holds, by task work the worker leaves behind as it lets go; under
+ * DEFER_TASKRUN that work waits for the next enter. Run it before the
+ * loop returns, so that a program closing a descriptor once its last op
+ * has completed really closes it (a reader of the pipe gets EOF, the
+ * socket's peer a FIN). */
+static void uring_settle(uaio_loop *l)
+{
+	struct uring_state *u = U(l);
+
+	if (u->defer && (IO_URING_READ_ONCE(*u->ring.sq.kflags) & IORING_SQ_TASKRUN))
+		io_uring_get_events(&u->ring);
+}
+
 const struct uaio_backend uaio__uring_backend = {
 	.name = "io_uring",
 	.kind = UAIO_BACKEND_URING,
@@ -586,4 +602,5 @@ const struct uaio_backend uaio__uring_backend = {
 	.pin = uring__pin,
 	.unpin = uring__unpin,
 	.buf_update = uring__buf_update,
+	.settle = uring_settle,
 };

@@ -36,7 +36,7 @@ static int cancel_locked(struct aio_req *r)
 	return 1;
 }
 
-API int uaio_cancel(int fd, struct aiocb *cb)
+UAIO_API int uaio_cancel(int fd, struct aiocb *cb)
 {
 	int canceled = 0, notcanceled = 0;
 

@@ -334,7 +334,7 @@ const char *uaio__aio_backend_name(void)
 
 /* ------------------------------------------------------ init, limits */
 
-API void uaio_init(const struct aioinit *init)
+UAIO_API void uaio_init(const struct aioinit *init)
 {
 	if (!init)
 		return;
@@ -360,7 +360,7 @@ void uaio__init_hint(const struct aioinit *init)
 	uaio_init(&in);
 }
 
-API long uaio_sysconf(int name)
+UAIO_API long uaio_sysconf(int name)
 {
 	switch (name) {
 	case _SC_AIO_MAX:

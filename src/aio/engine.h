@@ -60,7 +60,6 @@
 #include "core/uaio_core.h"
 #include "util/plumb.h"
 
-#define API __attribute__((visibility("default")))
 
 /* The kernel moves at most this much per read or write (MAX_RW_COUNT). */
 #define RW_MAX		((size_t)INT_MAX & ~(size_t)4095)

@@ -28,7 +28,7 @@ void aio__lio_put_locked(struct aio_lio *g, bool pending)
  * else -1 with the last refusal's errno; its sigevent fires once, after
  * the last entry ends. LIO_WAIT returns -1/EIO when any entry failed.
  */
-API int ulio_listio(int mode, struct aiocb *const list[], int nent,
+UAIO_API int ulio_listio(int mode, struct aiocb *const list[], int nent,
 		    struct sigevent *sig)
 {
 	struct aio_lio *g = NULL;

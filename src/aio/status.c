@@ -78,7 +78,7 @@ void aio__complete(struct aiocb *cb, long res)
 
 /* ------------------------------------------- error, return, suspend */
 
-API int uaio_error(const struct aiocb *cb)
+UAIO_API int uaio_error(const struct aiocb *cb)
 {
 	uint64_t st;
 
@@ -90,7 +90,7 @@ API int uaio_error(const struct aiocb *cb)
 	return __atomic_load_n(&cb->__error_code, __ATOMIC_ACQUIRE);
 }
 
-API ssize_t uaio_return(struct aiocb *cb)
+UAIO_API ssize_t uaio_return(struct aiocb *cb)
 {
 	uint64_t want;
 
@@ -126,7 +126,7 @@ static bool any_live(const struct aiocb *const list[], int nent)
 	return false;
 }
 
-API int uaio_suspend(const struct aiocb *const list[], int nent,
+UAIO_API int uaio_suspend(const struct aiocb *const list[], int nent,
 		     const struct timespec *timeout)
 {
 	struct timespec deadline;

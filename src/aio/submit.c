@@ -393,14 +393,14 @@ refuse:
 }
 
 /* glibc records the operation in aio_lio_opcode; so do we. */
-API int uaio_read(struct aiocb *cb)
+UAIO_API int uaio_read(struct aiocb *cb)
 {
 	if (cb && cb_state(cb) != ST_LIVE)
 		cb->aio_lio_opcode = LIO_READ;
 	return posix_ret(aio__submit_rw(cb, K_READ, NULL, NULL));
 }
 
-API int uaio_write(struct aiocb *cb)
+UAIO_API int uaio_write(struct aiocb *cb)
 {
 	if (cb && cb_state(cb) != ST_LIVE)
 		cb->aio_lio_opcode = LIO_WRITE;
@@ -409,7 +409,7 @@ API int uaio_write(struct aiocb *cb)
 
 /* POSIX: only aio_fildes and aio_sigevent are used. As glibc, a bad
  * descriptor is refused here, and aio_reqprio is set to 0. */
-API int uaio_fsync(int op, struct aiocb *cb)
+UAIO_API int uaio_fsync(int op, struct aiocb *cb)
 {
 	struct stat st;
 	int fd, kind = op == O_DSYNC ? K_DSYNC : K_FSYNC, ret;

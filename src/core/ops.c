@@ -21,11 +21,6 @@
 #define A(op)	((void *)(uintptr_t)(op)->addr)
 #define A2(op)	((void *)(uintptr_t)(op)->addr2)
 
-static long sysret(long r)
-{
-	return r < 0 ? -errno : r;
-}
-
 /* ---------------------------------------------------------- io_uring */
 
 static void prep_nop(struct io_uring_sqe *s, const uaio_op *op)
@@ -195,85 +190,85 @@ static void prep_shutdown(struct io_uring_sqe *s, const uaio_op *op)
 static long exec_read(uaio_op *op)
 {
 	struct iovec iov = { A(op), op->len };
-	return sysret(preadv2(op->fd, &iov, 1, (off_t)op->off, 0));
+	return uaio__sysret(preadv2(op->fd, &iov, 1, (off_t)op->off, 0));
 }
 
 static long exec_write(uaio_op *op)
 {
 	struct iovec iov = { A(op), op->len };
-	return sysret(pwritev2(op->fd, &iov, 1, (off_t)op->off, 0));
+	return uaio__sysret(pwritev2(op->fd, &iov, 1, (off_t)op->off, 0));
 }
 
 static long exec_readv(uaio_op *op)
 {
-	return sysret(preadv2(op->fd, A(op), (int)op->len, (off_t)op->off, 0));
+	return uaio__sysret(preadv2(op->fd, A(op), (int)op->len, (off_t)op->off, 0));
 }
 
 static long exec_writev(uaio_op *op)
 {
-	return sysret(pwritev2(op->fd, A(op), (int)op->len, (off_t)op->off, 0));
+	return uaio__sysret(pwritev2(op->fd, A(op), (int)op->len, (off_t)op->off, 0));
 }
 
 static long exec_recv(uaio_op *op)
 {
-	return sysret(recv(op->fd, A(op), op->len, (int)op->rw_flags));
+	return uaio__sysret(recv(op->fd, A(op), op->len, (int)op->rw_flags));
 }
 
 static long exec_send(uaio_op *op)
 {
-	return sysret(send(op->fd, A(op), op->len, (int)op->rw_flags | MSG_NOSIGNAL));
+	return uaio__sysret(send(op->fd, A(op), op->len, (int)op->rw_flags | MSG_NOSIGNAL));
 }
 
 static long exec_recvmsg(uaio_op *op)
 {
-	return sysret(recvmsg(op->fd, A(op), (int)op->rw_flags));
+	return uaio__sysret(recvmsg(op->fd, A(op), (int)op->rw_flags));
 }
 
 static long exec_sendmsg(uaio_op *op)
 {
-	return sysret(sendmsg(op->fd, A(op), (int)op->rw_flags | MSG_NOSIGNAL));
+	return uaio__sysret(sendmsg(op->fd, A(op), (int)op->rw_flags | MSG_NOSIGNAL));
 }
 
 static long exec_connect(uaio_op *op)
 {
-	return sysret(connect(op->fd, A(op), op->len));
+	return uaio__sysret(connect(op->fd, A(op), op->len));
 }
 
 static long exec_openat(uaio_op *op)
 {
-	return sysret(openat(op->fd, A(op), (int)op->rw_flags, (mode_t)op->len));
+	return uaio__sysret(openat(op->fd, A(op), (int)op->rw_flags, (mode_t)op->len));
 }
 
 static long exec_openat2(uaio_op *op)
 {
-	return sysret(syscall(SYS_openat2, op->fd, A(op), A2(op), 24));
+	return uaio__sysret(syscall(SYS_openat2, op->fd, A(op), A2(op), 24));
 }
 
 static long exec_close(uaio_op *op)
 {
-	return sysret(close(op->fd));
+	return uaio__sysret(close(op->fd));
 }
 
 static long exec_statx(uaio_op *op)
 {
-	return sysret(statx(op->fd, A(op), (int)op->rw_flags, op->len, A2(op)));
+	return uaio__sysret(statx(op->fd, A(op), (int)op->rw_flags, op->len, A2(op)));
 }
 
 static long exec_fsync(uaio_op *op)
 {
-	return sysret(op->rw_flags ? fdatasync(op->fd) : fsync(op->fd));
+	return uaio__sysret(op->rw_flags ? fdatasync(op->fd) : fsync(op->fd));
 }
 
 static long exec_fallocate(uaio_op *op)
 {
-	return sysret(fallocate(op->fd, (int)op->len, (off_t)op->off, (off_t)op->addr));
+	return uaio__sysret(fallocate(op->fd, (int)op->len, (off_t)op->off, (off_t)op->addr));
 }
 
 static long exec_splice(uaio_op *op)
 {
 	loff_t oin = (loff_t)op->off, oout = (loff_t)op->addr;
 
-	return sysret(splice(op->fd, (int64_t)op->off == -1 ? NULL : &oin,
+	return uaio__sysret(splice(op->fd, (int64_t)op->off == -1 ? NULL : &oin,
 			     (int)op->addr2, (int64_t)op->addr == -1 ? NULL : &oout,
 			     op->len, op->rw_flags));
 }
@@ -282,40 +277,40 @@ static long exec_copy_range(uaio_op *op)
 {
 	loff_t oin = (loff_t)op->off, oout = (loff_t)op->addr;
 
-	return sysret(copy_file_range(op->fd, (int64_t)op->off == -1 ? NULL : &oin,
+	return uaio__sysret(copy_file_range(op->fd, (int64_t)op->off == -1 ? NULL : &oin,
 				      (int)op->addr2, (int64_t)op->addr == -1 ? NULL : &oout,
 				      op->len, 0));
 }
 
 static long exec_tee(uaio_op *op)
 {
-	return sysret(tee(op->fd, (int)op->addr2, op->len, op->rw_flags));
+	return uaio__sysret(tee(op->fd, (int)op->addr2, op->len, op->rw_flags));
 }
 
 static long exec_unlinkat(uaio_op *op)
 {
-	return sysret(unlinkat(op->fd, A(op), (int)op->rw_flags));
+	return uaio__sysret(unlinkat(op->fd, A(op), (int)op->rw_flags));
 }
 
 static long exec_renameat(uaio_op *op)
 {
-	return sysret(syscall(SYS_renameat2, op->fd, A(op), (int)op->len, A2(op),
+	return uaio__sysret(syscall(SYS_renameat2, op->fd, A(op), (int)op->len, A2(op),
 			      op->rw_flags));
 }
 
 static long exec_mkdirat(uaio_op *op)
 {
-	return sysret(mkdirat(op->fd, A(op), (mode_t)op->len));
+	return uaio__sysret(mkdirat(op->fd, A(op), (mode_t)op->len));
 }
 
 static long exec_symlinkat(uaio_op *op)
 {
-	return sysret(symlinkat(A(op), op->fd, A2(op)));
+	return uaio__sysret(symlinkat(A(op), op->fd, A2(op)));
 }
 
 static long exec_linkat(uaio_op *op)
 {
-	return sysret(linkat(op->fd, A(op), (int)op->len, A2(op), (int)op->rw_flags));
+	return uaio__sysret(linkat(op->fd, A(op), (int)op->len, A2(op), (int)op->rw_flags));
 }
 
 static long exec_fadvise(uaio_op *op)
@@ -325,12 +320,12 @@ static long exec_fadvise(uaio_op *op)
 
 static long exec_madvise(uaio_op *op)
 {
-	return sysret(madvise(A(op), (size_t)op->addr2, (int)op->rw_flags));
+	return uaio__sysret(madvise(A(op), (size_t)op->addr2, (int)op->rw_flags));
 }
 
 static long exec_shutdown(uaio_op *op)
 {
-	return sysret(shutdown(op->fd, (int)op->len));
+	return uaio__sysret(shutdown(op->fd, (int)op->len));
 }
 
 static long exec_work(uaio_op *op)
@@ -379,23 +374,23 @@ static long try_rw(uaio_op *op)
 
 static long try_recv(uaio_op *op)
 {
-	return sysret(recv(op->fd, A(op), op->len, (int)op->rw_flags | MSG_DONTWAIT));
+	return uaio__sysret(recv(op->fd, A(op), op->len, (int)op->rw_flags | MSG_DONTWAIT));
 }
 
 static long try_send(uaio_op *op)
 {
-	return sysret(send(op->fd, A(op), op->len,
+	return uaio__sysret(send(op->fd, A(op), op->len,
 			   (int)op->rw_flags | MSG_DONTWAIT | MSG_NOSIGNAL));
 }
 
 static long try_recvmsg(uaio_op *op)
 {
-	return sysret(recvmsg(op->fd, A(op), (int)op->rw_flags | MSG_DONTWAIT));
+	return uaio__sysret(recvmsg(op->fd, A(op), (int)op->rw_flags | MSG_DONTWAIT));
 }
 
 static long try_sendmsg(uaio_op *op)
 {
-	return sysret(sendmsg(op->fd, A(op), (int)op->rw_flags | MSG_DONTWAIT | MSG_NOSIGNAL));
+	return uaio__sysret(sendmsg(op->fd, A(op), (int)op->rw_flags | MSG_DONTWAIT | MSG_NOSIGNAL));
 }
 
 static long try_accept(uaio_op *op)
@@ -406,7 +401,7 @@ static long try_accept(uaio_op *op)
 		return -EBADF;
 	if (!rv)
 		return -EAGAIN;
-	return sysret(accept4(op->fd, A(op), A2(op), (int)op->rw_flags));
+	return uaio__sysret(accept4(op->fd, A(op), A2(op), (int)op->rw_flags));
 }
 
 /* A connect in progress: done once writable, with SO_ERROR's result. */

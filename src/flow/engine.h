@@ -25,7 +25,7 @@
 #include <uaio/flow.h>
 #include <uaio/loop.h>
 
-#include "util/plumb.h"
+#include "core/uaio_core.h"
 
 enum ep_kind { EK_FILE, EK_BLK, EK_CHR, EK_PIPE, EK_SOCK, EK_MEM };
 

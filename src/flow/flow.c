@@ -15,8 +15,6 @@
 
 #include "flow/engine.h"
 
-#define UAIO_API __attribute__((visibility("default")))
-
 static const struct flow_method *const methods[M_COUNT] = {
 	[M_CLONE] = &flow__clone,
 	[M_CFR] = &flow__cfr,

@@ -526,7 +526,7 @@ static void table_init(void)
 			laio_row_of[laio_rows[i].nr] = (uint16_t)(i + 1);
 }
 
-__attribute__((visibility("default")))
+UAIO_API
 long laio_syscall(long nr, ...)
 {
 	const struct laio_row *row;

@@ -225,7 +225,7 @@ void laio__drive_locked(int64_t timeout_ns)
 		pthread_cond_broadcast(&e->cv);
 }
 
-__attribute__((visibility("default")))
+UAIO_API
 void *laio_gethandle(void)
 {
 	return laio__last;
@@ -265,7 +265,7 @@ static int drain_locked(struct laio_completion *c, int n)
 	return got;
 }
 
-__attribute__((visibility("default")))
+UAIO_API
 int laio_poll(struct laio_completion *c, int n, const struct timespec *timeout)
 {
 	struct laio_engine *e = &laio__engine;
@@ -323,7 +323,7 @@ int laio_poll(struct laio_completion *c, int n, const struct timespec *timeout)
 	return got;
 }
 
-__attribute__((visibility("default")))
+UAIO_API
 int laio_fd(void)
 {
 	struct laio_engine *e = &laio__engine;
@@ -373,7 +373,7 @@ static void cancel_cb(uaio_op *op, int res, void *data)
 	pthread_mutex_unlock(&laio__engine.mu);
 }
 
-__attribute__((visibility("default")))
+UAIO_API
 int laio_cancel(void *handle)
 {
 	struct laio_engine *e = &laio__engine;

@@ -77,6 +77,10 @@ static int rw(uaio_loop *l, uaio_op *op, unsigned opcode, int fd,
 		return -EFAULT;
 	if (len > INT_MAX || off < -1)
 		return -EINVAL;
+	/* Fixed ops: rw_flags names the registered buffer holding buf. */
+	if ((opcode == OP_READ_FIXED || opcode == OP_WRITE_FIXED) &&
+	    !uaio__buf_covers(l, (int)rw_flags, buf, len))
+		return -EFAULT;
 	op_args(op, (uint64_t)off, (uintptr_t)buf, 0, (uint32_t)len, rw_flags);
 	return submit(l, op, opcode, fd, cb, data);
 }
@@ -97,8 +101,6 @@ UAIO_API int uaio_op_read_fixed(uaio_loop *l, uaio_op *op, int fd, void *buf,
 				size_t len, int64_t off, int buf_index,
 				uaio_op_cb cb, void *data)
 {
-	if (!l || !uaio__buf_covers(l, buf_index, buf, len))
-		return l ? -EFAULT : -EINVAL;
 	return rw(l, op, OP_READ_FIXED, fd, buf, len, off, cb, data, (uint32_t)buf_index);
 }
 
@@ -106,8 +108,6 @@ UAIO_API int uaio_op_write_fixed(uaio_loop *l, uaio_op *op, int fd,
 				 const void *buf, size_t len, int64_t off,
 				 int buf_index, uaio_op_cb cb, void *data)
 {
-	if (!l || !uaio__buf_covers(l, buf_index, buf, len))
-		return l ? -EFAULT : -EINVAL;
 	return rw(l, op, OP_WRITE_FIXED, fd, buf, len, off, cb, data, (uint32_t)buf_index);
 }
 

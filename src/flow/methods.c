@@ -36,7 +36,7 @@ static uint64_t step_len(const uaio_flow *f, uint64_t dflt)
 	return f->chunk ? f->chunk : dflt;
 }
 
-/* A step's op and the flow it belongs to. */
+/* The state of a method with one step in flight: its op. */
 struct one_run {
 	uaio_op op;
 };

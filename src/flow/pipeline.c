@@ -86,7 +86,6 @@ static int pipeline_setup(uaio_flow *f)
 	r->idx = -1;
 	r->chunk = chunk;
 	r->eof_pos = UINT64_MAX;
-	r->next_pos = r->tseq = 0;
 	/* The flow goes on from where another method stopped. */
 	r->next_pos = f->taken;
 	if (mm) {

@@ -58,7 +58,8 @@ struct uaio_flow {
 	uint64_t taken;		/* bytes the source has given */
 	uint64_t moved;		/* bytes the sink has taken */
 	uint64_t rate, progress_ns;
-	uint64_t t0, last_progress, last_progress_ns;
+	uint64_t t0;		/* the rate limit's origin */
+	uint64_t last_progress, last_progress_ns;	/* bytes, loop time */
 	uint32_t chunk;
 	uint16_t depth;
 	uint8_t mode;		/* as asked */

@@ -235,8 +235,7 @@ uint64_t flow__allow(uaio_flow *f, uint64_t max, uint64_t outstanding)
 	if (f->rate) {
 		now = uaio_loop_now(f->l);
 		/* What the rate allows so far, plus one step of burst. */
-		budget = (uint64_t)((__uint128_t)f->rate * (now - f->t0) / 1000000000u) +
-			 f->chunk;
+		budget = (uint64_t)((__uint128_t)f->rate * (now - f->t0) / 1000000000u) + max;
 		if (f->taken + outstanding >= budget) {
 			uint64_t need = f->taken + outstanding - budget + 1;
 
@@ -265,8 +264,8 @@ void flow__moved(uaio_flow *f, uint64_t n)
 	if (!f->progress)
 		return;
 	now = f->progress_ns ? uaio_loop_now(f->l) : 0;
-	if (!f->progress_ns || now - f->t0 >= f->last_progress_ns + f->progress_ns) {
-		f->last_progress_ns = now - f->t0;
+	if (!f->progress_ns || now >= f->last_progress_ns + f->progress_ns) {
+		f->last_progress_ns = now;
 		f->last_progress = f->moved;
 		f->progress(f, f->moved, f->data);
 	}
@@ -356,6 +355,11 @@ UAIO_API int uaio_flow_resume(uaio_flow *f)
 		return -EINVAL;
 	if (f->flags & FF_PAUSED) {
 		f->flags &= (uint8_t)~FF_PAUSED;
+		/* A pause earns no credit: the rate counts from here, as if
+		 * the bytes so far had taken exactly their time. */
+		if (f->rate)
+			f->t0 = uaio_loop_now(f->l) -
+				(uint64_t)((__uint128_t)f->taken * 1000000000u / f->rate);
 		later(f, 0);
 	}
 	return 0;

@@ -192,8 +192,8 @@ static bool splice_fits(const uaio_flow *f)
 	if (!no_user_side(f) || f->dst.append)
 		return false;
 	/* File to file, when copy_file_range cannot (another file system, a
-	 * /proc file), AUTO reads through kbuf: 1.8x splice through a pipe on
-	 * a second ext4, warm (docs/benchmarks.md, flows). */
+	 * /proc file), AUTO reads through kbuf: 2.2x splice through a pipe
+	 * onto a second ext4, 1 GiB warm (docs/benchmarks.md, suite flows). */
 	if (f->mode == UAIO_FLOW_AUTO && f->src.seek && f->dst.seek)
 		return false;
 	/* The fallback backend runs splice on its workers, blocking: in AUTO
@@ -263,8 +263,8 @@ static bool splice_can_leave(const uaio_flow *f)
  * thread blocked on a silent peer could not be cancelled. io_uring's
  * workers can be (a cancel interrupts the wait), and a splice that waits
  * there in the kernel costs one completion instead of a poll and a retry
- * per refusal: blocking is 2x the throughput over veth. Descriptors the
- * program made non-blocking still answer EAGAIN, and then poll. */
+ * per refusal. Descriptors the program made non-blocking still answer
+ * EAGAIN, and then poll. */
 static unsigned splice_flags(const uaio_flow *f)
 {
 	bool streams = !f->src.seek || !f->dst.seek;

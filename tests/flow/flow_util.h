@@ -90,11 +90,17 @@ static void *feeder(void *arg)
 	return NULL;
 }
 
+/* Reads until the n bytes expected have come (and then what else is
+ * there at once), or EOF. Not EOF alone: on io_uring a splice's request
+ * may hold the pipe's write end a moment after the flow is done (see
+ * docs/flows.md, limits), so the last close is not the end for sure. */
 static void *drainer(void *arg)
 {
 	struct end *e = arg;
 
 	for (;;) {
+		if (e->got >= e->n)
+			fcntl(e->peer, F_SETFL, fcntl(e->peer, F_GETFL) | O_NONBLOCK);
 		ssize_t r;
 
 		if (e->got == e->cap) {
@@ -204,6 +210,8 @@ static inline void t_dst_finish(struct end *e)
 		close(e->fd);
 		break;
 	default:
+		if (e->kind != E_PIPE)
+			shutdown(e->fd, SHUT_WR);	/* exact, whoever holds the socket */
 		close(e->fd);
 		pthread_join(e->th, NULL);
 		close(e->peer);

@@ -1,0 +1,122 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * uaio-cp: GNU cp 9.1's results for a recursive copy, with file data
+ * moved by flows on one uaio loop while the tree walk goes on.
+ *
+ * One thread. walk.c decides, entry by entry, what cp would do and makes
+ * directories, links and special files itself (cheap, and their results
+ * are needed before the walk can go on); regular files become jobs
+ * (data.c) that run on the loop, up to -j at a time. A directory's times
+ * and mode are set when its walk and every job under it are done.
+ */
+#ifndef UAIO_CP_H
+#define UAIO_CP_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/stat.h>
+#include <uaio/flow.h>
+#include <uaio/loop.h>
+
+enum { REFLINK_AUTO, REFLINK_ALWAYS, REFLINK_NEVER };
+enum { SPARSE_AUTO, SPARSE_ALWAYS, SPARSE_NEVER };
+enum { DEREF_UNSET, DEREF_NEVER, DEREF_ARGS, DEREF_ALWAYS };
+
+struct cp_opts {
+	bool recursive, verbose, no_clobber, update, force, progress;
+	bool no_target_dir, one_fs, remove_dest;
+	const char *target_dir;
+	int deref;		/* DEREF_* */
+	int reflink, sparse;
+	bool p_mode, p_owner, p_times, p_links, p_xattr;
+	bool require_xattr;	/* --preserve=xattr named: failures are errors */
+	bool explicit_no_mode;	/* --no-preserve=mode */
+	unsigned jobs;		/* files in flight */
+};
+
+/* A destination directory waiting for its contents (walk.c). */
+struct cp_dir {
+	struct cp_dir *parent;
+	char *src_name, *dst;
+	struct stat src;
+	unsigned refs;		/* the walk, plus each job inside it */
+	bool fresh;		/* made by us: nothing in it yet, no lstat needed */
+	bool made;		/* mkdir'd by us (cp sets its mode) */
+	int restore;		/* its mode before we added u+rwx, or -1 */
+	mode_t omitted;		/* permission bits left out at mkdir */
+};
+
+/* The engine object: everything a run owns. */
+struct cp_run {
+	const char *prog;
+	struct cp_opts o;
+	uaio_loop *l;
+	mode_t umask;
+	bool root;
+	int status;		/* the exit status so far */
+
+	/* data.c */
+	unsigned running;	/* jobs in flight */
+	struct cp_job *free_jobs;
+	uint8_t *bufs;		/* one small-file buffer per job slot */
+	int buf_index;		/* their uaio_buf_register index, or -1 */
+	dev_t clone_dev;	/* the source device FICLONE was last tried on */
+	bool clone_ok;		/* and whether it worked */
+
+	/* the directory the current command-line source made (cp's
+	 * "cannot copy a directory into itself" check) */
+	bool top_made;
+	dev_t top_dev;
+	ino_t top_ino;
+	const char *top_src, *top_dst;
+
+	/* hard links: (dev, ino) -> first destination name, open addressing */
+	struct link_ent *links;
+	size_t nlinks, links_cap;
+
+	/* progress.c */
+	uint64_t bytes_total, bytes_done, files_total, files_done;
+	uint64_t t0_ns, shown_ns;
+	bool bar_on, bar_drawn;
+};
+
+/* main.c / opts.c */
+int cp_parse(struct cp_run *r, int argc, char **argv, int *first);
+const char *q(const char *s);		/* cp's quoting, rotating buffers */
+const char *q2(const char *s);
+void cp_err(struct cp_run *r, int err, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+/* walk.c */
+int cp_top(struct cp_run *r, const char *src, const char *dst, bool into);
+void cp_dir_put(struct cp_run *r, struct cp_dir *d);
+void cp_links_free(struct cp_run *r);
+
+/* data.c */
+int cp_data_init(struct cp_run *r);
+void cp_data_fini(struct cp_run *r);
+/* Copies a regular file (src_fd is open for reading; dst_fd >= 0 if the
+ * destination is already open, else it is created with create_mode).
+ * Takes src_fd and dst_fd; the job holds a reference on dir. The
+ * verdicts on the destination are the walk's: this only moves data. */
+int cp_file(struct cp_run *r, struct cp_dir *dir, const char *src,
+	    const char *dst, int src_fd, const struct stat *st, int dst_fd,
+	    bool is_new, mode_t create_mode, mode_t omitted);
+/* Runs the loop until fewer than want jobs are running. */
+void cp_drain(struct cp_run *r, unsigned want);
+
+/* meta.c: what cp does to a finished destination. fd < 0: by name. */
+void cp_meta(struct cp_run *r, int src_fd, const char *src, int fd,
+	     const char *dst, const struct stat *st, bool is_new,
+	     mode_t omitted, int restore_mode);
+void cp_xattrs(struct cp_run *r, int src_fd, const char *src, int fd,
+	       const char *dst, const struct stat *st);
+
+/* progress.c */
+void cp_bar_start(struct cp_run *r);
+void cp_bar_tick(struct cp_run *r);
+void cp_bar_stop(struct cp_run *r);
+
+uint64_t cp_now_ns(void);
+
+#endif

@@ -1,0 +1,451 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * File data: one job per regular file, up to -j at a time on the loop.
+ *
+ * Small files (the common case in a tree) go through the job's own
+ * registered buffer: the destination is created by an io_uring openat
+ * (on a kernel worker, so creation overlaps with the walk), then fixed
+ * reads and writes. Larger files are flows (flow.h: FICLONE or
+ * copy_file_range where the file systems allow, registered-buffer chunks
+ * otherwise), one flow per data extent when the source has holes.
+ * --sparse=always needs to look at the bytes, so it takes the buffer path
+ * whatever the size.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/fs.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <unistd.h>
+#include "cp.h"
+
+#define SMALL_MAX	(128u << 10)	/* bytes: the buffer path's size, and one slot */
+#define HOLE_BLOCK	4096u		/* --sparse=always: zero runs this aligned become holes */
+
+struct cp_job {
+	struct cp_job *next;
+	struct cp_run *r;
+	struct cp_dir *dir;
+	char *src, *dst;
+	int sfd, dfd;
+	struct stat st;
+	mode_t omitted;
+	bool is_new, failed;
+	int64_t final_size;	/* >= 0: ftruncate the destination to this */
+	uaio_op op;
+	uint8_t *buf;		/* this slot's SMALL_MAX bytes */
+	uint64_t base, fill;	/* buffer path: the buffer holds [base, base + fill) */
+	uint64_t wpos;		/* buffer path: next byte to write */
+	uint64_t cursor;	/* extent path: where the next SEEK_DATA starts */
+	bool by_extent;		/* extent path: the source has holes to keep */
+	uint64_t counted;	/* bytes given to the progress bar */
+	uint64_t flow_seen;	/* the current flow's bytes counted */
+};
+
+int cp_data_init(struct cp_run *r)
+{
+	size_t len = (size_t)r->o.jobs * SMALL_MAX;
+
+	r->bufs = mmap(NULL, len, PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (r->bufs == MAP_FAILED) {
+		r->bufs = NULL;
+		return -errno;
+	}
+	/* Without a registration (RLIMIT_MEMLOCK) plain reads and writes do. */
+	r->buf_index = uaio_buf_register(r->l, r->bufs, len);
+	for (unsigned i = 0; i < r->o.jobs; i++) {
+		struct cp_job *j = calloc(1, sizeof(*j));
+
+		if (!j)
+			return -ENOMEM;
+		j->r = r;
+		j->buf = r->bufs + (size_t)i * SMALL_MAX;
+		j->next = r->free_jobs;
+		r->free_jobs = j;
+	}
+	r->clone_dev = (dev_t)-1;
+	return 0;
+}
+
+void cp_data_fini(struct cp_run *r)
+{
+	while (r->free_jobs) {
+		struct cp_job *j = r->free_jobs;
+
+		r->free_jobs = j->next;
+		free(j);
+	}
+	if (r->bufs) {
+		if (r->buf_index >= 0)
+			uaio_buf_unregister(r->l, r->buf_index);
+		munmap(r->bufs, (size_t)r->o.jobs * SMALL_MAX);
+	}
+}
+
+void cp_drain(struct cp_run *r, unsigned want)
+{
+	while (r->running >= want && r->running > 0)
+		if (uaio_loop_run_once(r->l, -1) < 0)
+			break;
+}
+
+static void count(struct cp_job *j, uint64_t n)
+{
+	j->r->bytes_done += n;
+	j->counted += n;
+	cp_bar_tick(j->r);
+}
+
+/* ---------------------------------------------------------------- end */
+
+static void job_release(struct cp_job *j);
+
+static void job_end(struct cp_job *j)
+{
+	struct cp_run *r = j->r;
+
+	if (!j->failed && j->final_size >= 0 &&
+	    ftruncate(j->dfd, j->final_size) < 0) {
+		cp_err(r, errno, "failed to extend %s", q(j->dst));
+		j->failed = true;
+	}
+	if (j->failed) {
+		/* Never a destination that looks whole but is not: with
+		 * several chunks in flight the written part need not be a
+		 * prefix, so none of it is kept. */
+		(void)!ftruncate(j->dfd, 0);
+	} else {
+		cp_meta(r, j->sfd, j->src, j->dfd, j->dst, &j->st, j->is_new,
+			j->omitted, -1);
+	}
+	if (close(j->dfd) < 0 && !j->failed)
+		cp_err(r, errno, "failed to close %s", q(j->dst));
+	job_release(j);
+}
+
+/* The slot back, the directory's reference dropped. */
+static void job_release(struct cp_job *j)
+{
+	struct cp_run *r = j->r;
+
+	close(j->sfd);
+	r->files_done++;
+	if ((uint64_t)j->st.st_size > j->counted)
+		r->bytes_done += (uint64_t)j->st.st_size - j->counted;
+	cp_bar_tick(r);
+	cp_dir_put(r, j->dir);
+	free(j->src);
+	free(j->dst);
+	j->src = j->dst = NULL;
+	j->next = r->free_jobs;
+	r->free_jobs = j;
+	r->running--;
+}
+
+static void job_fail(struct cp_job *j, int err, bool reading)
+{
+	cp_err(j->r, -err, reading ? "error reading %s" : "error writing %s",
+	       q(reading ? j->src : j->dst));
+	j->failed = true;
+	job_end(j);
+}
+
+/* -------------------------------------------------------- buffer path */
+
+static void buf_read(struct cp_job *j);
+
+static bool zero_block(const uint8_t *p)
+{
+	const uint64_t *w = (const uint64_t *)(const void *)p;
+
+	for (size_t i = 0; i < HOLE_BLOCK / 8; i++)
+		if (w[i])
+			return false;
+	return true;
+}
+
+static void on_write(uaio_op *op, int res, void *data);
+
+/* Writes the next run of [wpos, base + fill); under --sparse=always whole
+ * zero blocks are skipped, to become holes. */
+static void buf_write(struct cp_job *j)
+{
+	struct cp_run *r = j->r;
+	uint64_t end = j->base + j->fill, run_end = end;
+	int ret;
+
+	if (r->o.sparse == SPARSE_ALWAYS) {
+		while (j->wpos % HOLE_BLOCK == 0 && j->wpos + HOLE_BLOCK <= end &&
+		       zero_block(j->buf + (j->wpos - j->base)))
+			j->wpos += HOLE_BLOCK;
+		for (uint64_t b = (j->wpos / HOLE_BLOCK + 1) * HOLE_BLOCK;
+		     b + HOLE_BLOCK <= end; b += HOLE_BLOCK)
+			if (zero_block(j->buf + (b - j->base))) {
+				run_end = b;
+				break;
+			}
+	}
+	if (j->wpos >= end) {
+		buf_read(j);
+		return;
+	}
+	if (r->buf_index >= 0)
+		ret = uaio_op_write_fixed(r->l, &j->op, j->dfd,
+					  j->buf + (j->wpos - j->base),
+					  (size_t)(run_end - j->wpos), (int64_t)j->wpos,
+					  r->buf_index, on_write, j);
+	else
+		ret = uaio_op_write(r->l, &j->op, j->dfd, j->buf + (j->wpos - j->base),
+				    (size_t)(run_end - j->wpos), (int64_t)j->wpos,
+				    on_write, j);
+	if (ret < 0)
+		job_fail(j, ret, false);
+}
+
+static void on_write(uaio_op *op, int res, void *data)
+{
+	struct cp_job *j = data;
+
+	(void)op;
+	if (res < 0) {
+		job_fail(j, res, false);
+		return;
+	}
+	if (res == 0) {
+		job_fail(j, -EIO, false);
+		return;
+	}
+	j->wpos += (unsigned)res;
+	count(j, (unsigned)res);
+	buf_write(j);
+}
+
+static void on_read(uaio_op *op, int res, void *data)
+{
+	struct cp_job *j = data;
+
+	(void)op;
+	if (res < 0) {
+		job_fail(j, res, true);
+		return;
+	}
+	j->fill = (unsigned)res;
+	if (res == 0) {
+		if (j->r->o.sparse == SPARSE_ALWAYS)
+			j->final_size = (int64_t)j->base;
+		job_end(j);
+		return;
+	}
+	j->wpos = j->base;
+	buf_write(j);
+}
+
+static void buf_read(struct cp_job *j)
+{
+	struct cp_run *r = j->r;
+	int ret;
+
+	j->base += j->fill;
+	/* A short read that reached the size fstat gave is the end: one
+	 * read(2) fewer per small file (a file still growing is copied as
+	 * it was when its copy began). */
+	if (j->fill && j->fill < SMALL_MAX && j->base >= (uint64_t)j->st.st_size) {
+		j->fill = 0;
+		on_read(&j->op, 0, j);
+		return;
+	}
+	j->fill = 0;
+	if (r->buf_index >= 0)
+		ret = uaio_op_read_fixed(r->l, &j->op, j->sfd, j->buf, SMALL_MAX,
+					 (int64_t)j->base, r->buf_index, on_read, j);
+	else
+		ret = uaio_op_read(r->l, &j->op, j->sfd, j->buf, SMALL_MAX,
+				   (int64_t)j->base, on_read, j);
+	if (ret < 0)
+		job_fail(j, ret, true);
+}
+
+/* -------------------------------------------------------- extent path */
+
+static void next_extent(struct cp_job *j);
+
+static void on_flow_progress(uaio_flow *f, uint64_t bytes, void *data)
+{
+	struct cp_job *j = data;
+
+	(void)f;
+	if (bytes > j->flow_seen) {
+		count(j, bytes - j->flow_seen);
+		j->flow_seen = bytes;
+	}
+}
+
+static void on_flow_done(uaio_flow *f, int64_t res, int side, void *data)
+{
+	struct cp_job *j = data;
+
+	(void)f;
+	if (res < 0) {
+		job_fail(j, (int)res, side == UAIO_FLOW_SIDE_SRC);
+		return;
+	}
+	on_flow_progress(f, (uint64_t)res, j);
+	next_extent(j);
+}
+
+static void start_flow(struct cp_job *j, uint64_t off, uint64_t len)
+{
+	struct cp_run *r = j->r;
+	struct uaio_flow_params p = {
+		.src = { .type = UAIO_FLOW_FD, .fd = j->sfd, .off = (int64_t)off, .buf_index = -1 },
+		.dst = { .type = UAIO_FLOW_FD, .fd = j->dfd, .off = (int64_t)off, .buf_index = -1 },
+		.len = len,
+		.mode = r->o.reflink == REFLINK_NEVER || r->o.sparse == SPARSE_NEVER ?
+			UAIO_FLOW_KBUF : UAIO_FLOW_AUTO,
+		.progress_ns = 100000000,
+		.progress = on_flow_progress,
+		.done = on_flow_done,
+		.data = j,
+	};
+	uaio_flow *f;
+	int ret;
+
+	j->flow_seen = 0;
+	ret = uaio_flow_start(r->l, &p, &f);
+	if (ret < 0)
+		job_fail(j, ret, false);
+}
+
+static void next_extent(struct cp_job *j)
+{
+	off_t data, hole;
+
+	if (!j->by_extent) {
+		if (j->cursor == 0) {
+			j->cursor = 1;
+			start_flow(j, 0, UAIO_FLOW_EOF);
+		} else {
+			job_end(j);
+		}
+		return;
+	}
+	data = lseek(j->sfd, (off_t)j->cursor, SEEK_DATA);
+	if (data < 0) {
+		if (errno == ENXIO) {	/* only a hole is left */
+			j->final_size = j->st.st_size;
+			job_end(j);
+		} else {
+			job_fail(j, -errno, true);
+		}
+		return;
+	}
+	hole = lseek(j->sfd, data, SEEK_HOLE);
+	if (hole < 0) {
+		job_fail(j, -errno, true);
+		return;
+	}
+	j->cursor = (uint64_t)hole;
+	start_flow(j, (uint64_t)data, (uint64_t)(hole - data));
+}
+
+/* -------------------------------------------------------------- start */
+
+/* FICLONE for a small file, where this source device took one before. */
+static int try_clone(struct cp_job *j)
+{
+	struct cp_run *r = j->r;
+
+	if (r->o.reflink == REFLINK_NEVER || r->o.sparse != SPARSE_AUTO)
+		return -1;
+	if (r->o.reflink == REFLINK_AUTO && r->clone_dev == j->st.st_dev &&
+	    !r->clone_ok)
+		return -1;
+	if (ioctl(j->dfd, FICLONE, j->sfd) == 0) {
+		r->clone_dev = j->st.st_dev;
+		r->clone_ok = true;
+		return 0;
+	}
+	if (r->o.reflink == REFLINK_ALWAYS) {
+		cp_err(r, errno, "failed to clone %s from %s", q(j->dst), q(j->src));
+		j->failed = true;
+		return 1;
+	}
+	r->clone_dev = j->st.st_dev;
+	r->clone_ok = false;
+	return -1;
+}
+
+static void begin_data(struct cp_job *j)
+{
+	struct cp_run *r = j->r;
+	int c = try_clone(j);
+
+	if (c >= 0) {
+		job_end(j);
+		return;
+	}
+	if ((uint64_t)j->st.st_size <= SMALL_MAX || r->o.sparse == SPARSE_ALWAYS) {
+		j->base = j->fill = 0;
+		buf_read(j);
+		return;
+	}
+	/* cp's "crude heuristic": fewer blocks than the size needs. */
+	j->by_extent = r->o.sparse == SPARSE_AUTO &&
+		       (uint64_t)j->st.st_blocks * 512 < (uint64_t)j->st.st_size;
+	next_extent(j);
+}
+
+static void on_open(uaio_op *op, int res, void *data)
+{
+	struct cp_job *j = data;
+
+	(void)op;
+	if (res < 0) {
+		cp_err(j->r, -res, "cannot create regular file %s", q(j->dst));
+		job_release(j);
+		return;
+	}
+	j->dfd = res;
+	begin_data(j);
+}
+
+int cp_file(struct cp_run *r, struct cp_dir *dir, const char *src,
+	    const char *dst, int src_fd, const struct stat *st, int dst_fd,
+	    bool is_new, mode_t create_mode, mode_t omitted)
+{
+	struct cp_job *j;
+	int ret;
+
+	cp_drain(r, r->o.jobs);
+	j = r->free_jobs;
+	r->free_jobs = j->next;
+	r->running++;
+	j->dir = dir;
+	if (dir)
+		dir->refs++;
+	j->src = strdup(src);
+	j->dst = strdup(dst);
+	j->sfd = src_fd;
+	j->dfd = dst_fd;
+	j->st = *st;
+	j->omitted = omitted;
+	j->is_new = is_new;
+	j->failed = j->by_extent = false;
+	j->final_size = -1;
+	j->cursor = j->counted = 0;
+	if (dst_fd >= 0) {
+		begin_data(j);
+		return 0;
+	}
+	ret = uaio_op_openat(r->l, &j->op, AT_FDCWD, j->dst,
+			     O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, create_mode,
+			     on_open, j);
+	if (ret < 0)
+		on_open(&j->op, ret, j);
+	return 0;
+}

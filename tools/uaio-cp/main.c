@@ -1,0 +1,107 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * uaio-cp [OPTION]... SOURCE... DEST: GNU cp 9.1's operands and results,
+ * with file data on a uaio loop (cp.h says how the parts fit).
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <locale.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include "cp.h"
+
+static void die(struct cp_run *r, int err, bool help, const char *fmt, const char *arg)
+{
+	fprintf(stderr, "%s: ", r->prog);
+	fprintf(stderr, fmt, arg);
+	if (err)
+		fprintf(stderr, ": %s", strerror(err));
+	fputc('\n', stderr);
+	if (help)
+		fprintf(stderr, "Try '%s --help' for more information.\n", r->prog);
+	exit(1);
+}
+
+/* cp's rules for what the last operand means (do_copy in cp.c). */
+static const char *target_of(struct cp_run *r, char **files, int *n)
+{
+	struct stat st;
+
+	if (*n <= !r->o.target_dir) {
+		if (*n <= 0)
+			die(r, 0, true, "missing file operand%s", "");
+		die(r, 0, true, "missing destination file operand after %s", q(files[0]));
+	}
+	if (r->o.no_target_dir) {
+		if (r->o.target_dir)
+			die(r, 0, false, "cannot combine --target-directory (-t) "
+			    "and --no-target-directory (-T)%s", "");
+		if (*n > 2)
+			die(r, 0, true, "extra operand %s", q(files[2]));
+		return NULL;
+	}
+	if (r->o.target_dir) {
+		int err = stat(r->o.target_dir, &st) < 0 ? errno :
+			  S_ISDIR(st.st_mode) ? 0 : ENOTDIR;
+
+		if (err)
+			die(r, err, false, "target directory %s", q(r->o.target_dir));
+		return r->o.target_dir;
+	}
+	int err = stat(files[*n - 1], &st) < 0 ? errno :
+		  S_ISDIR(st.st_mode) ? 0 : ENOTDIR;
+
+	if (!err) {
+		(*n)--;
+		return files[*n];
+	}
+	if (*n > 2)
+		die(r, err, false, "target %s", q(files[*n - 1]));
+	return NULL;
+}
+
+int main(int argc, char **argv)
+{
+	struct cp_run r = { .prog = argv[0], .buf_index = -1 };
+	const char *target;
+	char **files;
+	int first, n, ret;
+
+	setlocale(LC_ALL, "");
+	n = cp_parse(&r, argc, argv, &first);
+	files = argv + first;
+	target = target_of(&r, files, &n);
+
+	r.umask = umask(0);
+	umask(r.umask);
+	r.root = geteuid() == 0;
+	r.l = uaio_loop_new(NULL);
+	if (!r.l) {
+		fprintf(stderr, "%s: cannot start the I/O loop: %s\n", r.prog, strerror(errno));
+		return 1;
+	}
+	if ((ret = cp_data_init(&r)) < 0) {
+		fprintf(stderr, "%s: %s\n", r.prog, strerror(-ret));
+		return 1;
+	}
+	cp_bar_start(&r);
+	if (target) {
+		for (int i = 0; i < n; i++)
+			cp_top(&r, files[i], target, true);
+	} else {
+		cp_top(&r, files[0], files[1], false);
+	}
+	cp_drain(&r, 1);
+	cp_bar_stop(&r);
+	cp_data_fini(&r);
+	cp_links_free(&r);
+	uaio_loop_free(r.l);
+	if (fflush(stdout) != 0 || ferror(stdout)) {
+		fprintf(stderr, "%s: write error: %s\n", r.prog, strerror(errno));
+		return 1;
+	}
+	return r.status;
+}

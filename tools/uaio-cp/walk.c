@@ -1,0 +1,483 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The walk: for each source entry, what GNU cp 9.1 would do with it
+ * (copy_internal in coreutils' copy.c), in cp's order: a directory's
+ * entries sorted by inode number, as cp's savedir reads them. Directories,
+ * symbolic links, hard links and special files are made here; regular
+ * files are handed to data.c and the walk goes on while they copy.
+ *
+ * A directory is read whole and closed before its entries are copied
+ * (as cp does), so the walk holds no descriptor however deep the tree.
+ */
+#define _GNU_SOURCE
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
+#include "cp.h"
+
+struct link_ent {
+	dev_t dev;
+	ino_t ino;
+	char *dst;
+};
+
+/* ------------------------------------------------------------ helpers */
+
+static char *join(const char *dir, const char *name)
+{
+	size_t a = strlen(dir), b = strlen(name);
+	bool slash = a && dir[a - 1] != '/';
+	char *p = malloc(a + slash + b + 1);
+
+	if (!p) {
+		perror("uaio-cp");
+		exit(1);
+	}
+	memcpy(p, dir, a);
+	if (slash)
+		p[a] = '/';
+	memcpy(p + a + slash, name, b + 1);
+	return p;
+}
+
+static void verbose(struct cp_run *r, const char *src, const char *dst)
+{
+	if (r->o.verbose)
+		printf("%s -> %s\n", q(src), q(dst));
+}
+
+static size_t link_slot(const struct cp_run *r, dev_t dev, ino_t ino)
+{
+	size_t h = ((size_t)ino * 0x9e3779b97f4a7c15ull) ^ (size_t)dev;
+
+	for (h &= r->links_cap - 1;; h = (h + 1) & (r->links_cap - 1))
+		if (!r->links[h].dst ||
+		    (r->links[h].dev == dev && r->links[h].ino == ino))
+			return h;
+}
+
+static const char *link_find(struct cp_run *r, const struct stat *st)
+{
+	return r->links_cap ? r->links[link_slot(r, st->st_dev, st->st_ino)].dst : NULL;
+}
+
+static void link_add(struct cp_run *r, const struct stat *st, const char *dst)
+{
+	if (2 * (r->nlinks + 1) > r->links_cap) {
+		struct link_ent *old = r->links;
+		size_t oldcap = r->links_cap;
+
+		r->links_cap = oldcap ? 2 * oldcap : 256;
+		r->links = calloc(r->links_cap, sizeof(*r->links));
+		if (!r->links) {
+			perror("uaio-cp");
+			exit(1);
+		}
+		for (size_t i = 0; i < oldcap; i++)
+			if (old[i].dst)
+				r->links[link_slot(r, old[i].dev, old[i].ino)] = old[i];
+		free(old);
+	}
+	size_t h = link_slot(r, st->st_dev, st->st_ino);
+
+	r->links[h] = (struct link_ent){ st->st_dev, st->st_ino, strdup(dst) };
+	r->nlinks++;
+}
+
+void cp_links_free(struct cp_run *r)
+{
+	for (size_t i = 0; i < r->links_cap; i++)
+		free(r->links[i].dst);
+	free(r->links);
+}
+
+static bool tracks_link(const struct cp_run *r, const struct stat *st)
+{
+	return r->o.p_links && st->st_nlink > 1 && !S_ISDIR(st->st_mode);
+}
+
+/* -------------------------------------------------------- directories */
+
+void cp_dir_put(struct cp_run *r, struct cp_dir *d)
+{
+	if (!d || --d->refs)
+		return;
+	cp_meta(r, -1, d->src_name, -1, d->dst, &d->src, d->made, d->omitted,
+		d->restore);
+	cp_dir_put(r, d->parent);
+	free(d->dst);
+	free(d->src_name);
+	free(d);
+}
+
+struct ent {
+	ino_t ino;
+	size_t name;		/* offset in the names arena */
+};
+
+static int by_ino(const void *a, const void *b)
+{
+	const struct ent *x = a, *y = b;
+
+	return x->ino < y->ino ? -1 : x->ino > y->ino;
+}
+
+static void copy_entry(struct cp_run *r, struct cp_dir *pd, const char *src,
+		       const char *dst, const struct stat *st, bool top);
+
+static void copy_dir(struct cp_run *r, struct cp_dir *pd, const char *src,
+		     const char *dst, const struct stat *st, bool exists)
+{
+	struct cp_dir *d = calloc(1, sizeof(*d));
+	struct ent *ents = NULL;
+	char *names = NULL;
+	size_t n = 0, cap = 0, nlen = 0, ncap = 0;
+	struct dirent *de;
+	DIR *dir;
+
+	if (!d) {
+		cp_err(r, ENOMEM, "%s", q(src));
+		return;
+	}
+	d->restore = -1;
+	if (!exists) {
+		mode_t mode = st->st_mode & 07777;
+
+		d->omitted = mode & (r->o.p_owner ? 077 : 022);
+		if (mkdir(dst, mode & ~d->omitted) < 0) {
+			cp_err(r, errno, "cannot create directory %s", q(dst));
+			free(d);
+			return;
+		}
+		verbose(r, src, dst);
+		d->made = d->fresh = true;
+		/* We need to write into it: u+rwx for now, as cp. */
+		if ((mode & ~d->omitted & ~r->umask & S_IRWXU) != S_IRWXU) {
+			struct stat now;
+
+			if (lstat(dst, &now) == 0 &&
+			    chmod(dst, (now.st_mode & 07777) | S_IRWXU) == 0)
+				d->restore = now.st_mode & 07777;
+		}
+		if (!r->top_made) {
+			struct stat now;
+
+			if (lstat(dst, &now) == 0) {
+				r->top_dev = now.st_dev;
+				r->top_ino = now.st_ino;
+				r->top_made = true;
+			}
+		}
+	}
+	d->parent = pd;
+	if (pd)
+		pd->refs++;
+	d->refs = 1;
+	d->src = *st;
+	d->dst = strdup(dst);
+	d->src_name = strdup(src);
+
+	if (r->o.one_fs && pd && st->st_dev != pd->src.st_dev)
+		goto done;	/* -x: the mount point is made, not filled */
+	dir = opendir(src);
+	if (!dir) {
+		cp_err(r, errno, "cannot access %s", q(src));
+		goto done;
+	}
+	errno = 0;
+	while ((de = readdir(dir))) {
+		size_t len = strlen(de->d_name) + 1;
+
+		if (de->d_name[0] == '.' && (!de->d_name[1] ||
+		    (de->d_name[1] == '.' && !de->d_name[2])))
+			continue;
+		if (n == cap) {
+			cap = cap ? 2 * cap : 64;
+			ents = realloc(ents, cap * sizeof(*ents));
+		}
+		if (nlen + len > ncap) {
+			ncap = ncap ? 2 * ncap : 4096;
+			while (nlen + len > ncap)
+				ncap *= 2;
+			names = realloc(names, ncap);
+		}
+		if (!ents || !names) {
+			perror("uaio-cp");
+			exit(1);
+		}
+		memcpy(names + nlen, de->d_name, len);
+		ents[n++] = (struct ent){ de->d_ino, nlen };
+		nlen += len;
+	}
+	if (errno)
+		cp_err(r, errno, "cannot access %s", q(src));
+	closedir(dir);
+	qsort(ents, n, sizeof(*ents), by_ino);
+
+	for (size_t i = 0; i < n; i++) {
+		char *s = join(src, names + ents[i].name);
+		char *t = join(dst, names + ents[i].name);
+		struct stat cst;
+		int ret = r->o.deref == DEREF_ALWAYS ? stat(s, &cst) : lstat(s, &cst);
+
+		if (ret < 0)
+			cp_err(r, errno, "cannot stat %s", q(s));
+		else
+			copy_entry(r, d, s, t, &cst, false);
+		free(s);
+		free(t);
+	}
+	free(ents);
+	free(names);
+done:
+	cp_dir_put(r, d);
+}
+
+/* ----------------------------------------------------------- one entry */
+
+static int remove_existing(struct cp_run *r, const char *dst)
+{
+	if (unlink(dst) < 0 && errno != ENOENT) {
+		cp_err(r, errno, "cannot remove %s", q(dst));
+		return -1;
+	}
+	if (r->o.verbose)
+		printf("removed %s\n", q(dst));
+	return 0;
+}
+
+static void copy_reg(struct cp_run *r, struct cp_dir *pd, const char *src,
+		     const char *dst, const struct stat *lst, bool exists)
+{
+	int follow = r->o.deref == DEREF_NEVER ? O_NOFOLLOW : 0;
+	int sfd = open(src, O_RDONLY | O_CLOEXEC | O_NOCTTY | follow), dfd = -1;
+	mode_t omitted = r->o.p_owner ? lst->st_mode & 077 : 0;
+	mode_t create = (lst->st_mode & 0777) & ~omitted;
+	struct stat st;
+
+	if (sfd < 0) {
+		cp_err(r, errno, "cannot open %s for reading", q(src));
+		return;
+	}
+	if (fstat(sfd, &st) < 0) {
+		cp_err(r, errno, "cannot fstat %s", q(src));
+		close(sfd);
+		return;
+	}
+	if (st.st_ino != lst->st_ino || st.st_dev != lst->st_dev) {
+		cp_err(r, 0, "skipping file %s, as it was replaced while being copied", q(src));
+		close(sfd);
+		return;
+	}
+	if (r->o.p_xattr && !r->root)
+		create |= S_IWUSR;	/* so the attributes can be set */
+	if (exists) {
+		dfd = open(dst, O_WRONLY | O_TRUNC | O_CLOEXEC | O_NOCTTY);
+		if (dfd < 0 && errno == ENOENT) {
+			/* open gave ENOENT though lstat found a name: a dangling link */
+			if (!r->o.force) {
+				cp_err(r, 0, "not writing through dangling symlink %s", q(dst));
+				close(sfd);
+				return;
+			}
+		}
+		if (dfd < 0) {
+			int err = errno;
+
+			if (!r->o.force || remove_existing(r, dst) < 0) {
+				if (!r->o.force)
+					cp_err(r, err, "cannot open %s for writing", q(dst));
+				close(sfd);
+				return;
+			}
+			exists = false;
+		}
+	}
+	if (!exists && tracks_link(r, &st)) {
+		/* Later names link to this one: it must exist before they come. */
+		dfd = open(dst, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, create);
+		if (dfd < 0) {
+			cp_err(r, errno, "cannot create regular file %s", q(dst));
+			close(sfd);
+			return;
+		}
+		link_add(r, &st, dst);
+	}
+	r->files_total++;
+	r->bytes_total += (uint64_t)st.st_size;
+	cp_file(r, pd, src, dst, sfd, &st, dfd, !exists, create, omitted);
+}
+
+static void copy_other(struct cp_run *r, const char *src, const char *dst,
+		       const struct stat *st, bool exists)
+{
+	mode_t omitted = r->o.p_owner ? st->st_mode & 077 : 0;
+	int ret;
+
+	if (exists && remove_existing(r, dst) < 0)
+		return;
+	if (S_ISLNK(st->st_mode)) {
+		char *target = malloc((size_t)st->st_size + 2);
+		ssize_t n = target ? readlink(src, target, (size_t)st->st_size + 1) : -1;
+
+		if (n < 0 || n > st->st_size) {
+			cp_err(r, n < 0 ? errno : 0, "cannot read symbolic link %s", q(src));
+			free(target);
+			return;
+		}
+		target[n] = 0;
+		ret = symlink(target, dst);
+		free(target);
+		if (ret < 0) {
+			cp_err(r, errno, "cannot create symbolic link %s", q(dst));
+			return;
+		}
+	} else if (S_ISFIFO(st->st_mode)) {
+		if (mkfifo(dst, (st->st_mode & 07777) & ~omitted) < 0) {
+			cp_err(r, errno, "cannot create fifo %s", q(dst));
+			return;
+		}
+	} else if (mknod(dst, (st->st_mode & (S_IFMT | 07777)) & ~omitted, st->st_rdev) < 0) {
+		cp_err(r, errno, "cannot create special file %s", q(dst));
+		return;
+	}
+	cp_meta(r, -1, src, -1, dst, st, true, omitted, -1);
+}
+
+static void copy_entry(struct cp_run *r, struct cp_dir *pd, const char *src,
+		       const char *dst, const struct stat *st, bool top)
+{
+	bool isdir = S_ISDIR(st->st_mode), exists = false;
+	struct stat dst_st;
+	const char *first;
+
+	if (isdir && !r->o.recursive) {
+		cp_err(r, 0, "-r not specified; omitting directory %s", q(src));
+		return;
+	}
+	if (isdir && r->top_made && st->st_dev == r->top_dev &&
+	    st->st_ino == r->top_ino) {
+		cp_err(r, 0, "cannot copy a directory, %s, into itself, %s",
+		       q(r->top_src), q(r->top_dst));
+		return;
+	}
+	if (!pd || !pd->fresh) {
+		if (lstat(dst, &dst_st) == 0) {
+			exists = true;
+		} else if (errno != ENOENT) {
+			cp_err(r, errno, "cannot stat %s", q(dst));
+			return;
+		}
+	}
+	if (exists) {
+		struct stat follow;
+		bool same = dst_st.st_dev == st->st_dev && dst_st.st_ino == st->st_ino;
+
+		/* A regular source is written through a symlinked destination. */
+		if (!same && S_ISLNK(dst_st.st_mode) && S_ISREG(st->st_mode) &&
+		    stat(dst, &follow) == 0)
+			same = follow.st_dev == st->st_dev && follow.st_ino == st->st_ino;
+		if (same) {
+			cp_err(r, 0, "%s and %s are the same file", q(src), q(dst));
+			return;
+		}
+		if (isdir) {
+			struct stat follow_dir;
+
+			if (!S_ISDIR(dst_st.st_mode) &&
+			    !(S_ISLNK(dst_st.st_mode) && stat(dst, &follow_dir) == 0 &&
+			      S_ISDIR(follow_dir.st_mode))) {
+				cp_err(r, 0, "cannot overwrite non-directory %s with directory %s",
+				       q(dst), q(src));
+				return;
+			}
+		} else {
+			if (S_ISDIR(dst_st.st_mode)) {
+				cp_err(r, 0, "cannot overwrite directory %s with non-directory",
+				       q(dst));
+				return;
+			}
+			if (r->o.no_clobber)
+				return;
+			if (r->o.update &&
+			    (st->st_mtim.tv_sec < dst_st.st_mtim.tv_sec ||
+			     (st->st_mtim.tv_sec == dst_st.st_mtim.tv_sec &&
+			      st->st_mtim.tv_nsec <= dst_st.st_mtim.tv_nsec)))
+				return;
+			if (r->o.remove_dest) {
+				if (remove_existing(r, dst) < 0)
+					return;
+				exists = false;
+			}
+		}
+	}
+	if (isdir) {
+		if (top)
+			r->top_src = src, r->top_dst = dst;
+		copy_dir(r, pd, src, dst, st, exists);
+		return;
+	}
+	if (tracks_link(r, st) && (first = link_find(r, st))) {
+		verbose(r, src, dst);
+		if (exists && remove_existing(r, dst) < 0)
+			return;
+		if (link(first, dst) < 0)
+			cp_err(r, errno, "cannot create hard link %s to %s", q(dst), q(first));
+		return;
+	}
+	if (S_ISREG(st->st_mode)) {
+		verbose(r, src, dst);
+		copy_reg(r, pd, src, dst, st, exists);
+		return;
+	}
+	if (exists && r->o.verbose) {
+		/* cp says "removed" before it names the copy. */
+		if (remove_existing(r, dst) < 0)
+			return;
+		exists = false;
+	}
+	verbose(r, src, dst);
+	copy_other(r, src, dst, st, exists);
+	if (tracks_link(r, st))
+		link_add(r, st, dst);
+}
+
+/* One command-line source. into: dst is the directory to put it in. */
+int cp_top(struct cp_run *r, const char *src, const char *dst, bool into)
+{
+	struct stat st;
+	char *target = NULL;
+	int ret = r->o.deref == DEREF_NEVER ? lstat(src, &st) : stat(src, &st);
+
+	if (ret < 0) {
+		cp_err(r, errno, "cannot stat %s", q(src));
+		return -1;
+	}
+	if (into) {
+		const char *base = src + strlen(src);
+		size_t len;
+
+		while (base > src && base[-1] == '/')
+			base--;
+		len = (size_t)(base - src);
+		while (base > src && base[-1] != '/')
+			base--;
+		len -= (size_t)(base - src);
+		char name[len + 1];
+
+		memcpy(name, base, len);
+		name[len] = 0;
+		target = join(dst, len ? name : "/");
+		dst = target;
+	}
+	r->top_made = false;
+	copy_entry(r, NULL, src, dst, &st, true);
+	free(target);
+	return 0;
+}

@@ -170,6 +170,41 @@ def plot_lines(path, title, xlabel, ylabel, series, logx=False, logy=False,
     return True
 
 
+def plot_bars(path, title, ylabel, groups, series, logy=False, hline=None):
+    """Grouped bar chart. groups: the x labels; series: {label: [y or None
+    per group]} (None leaves a gap); hline: a y to mark (e.g. the 1.0 of a
+    ratio). Writes a PNG; returns True, or False when matplotlib is missing."""
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        log("matplotlib not available: skipping " + str(path))
+        return False
+    fig, ax = plt.subplots(figsize=(max(8, 1.1 * len(groups) + 2), 5), dpi=110)
+    n = max(1, len(series))
+    width = 0.8 / n
+    for i, (label, ys) in enumerate(series.items()):
+        xs = [g + (i - (n - 1) / 2) * width for g in range(len(groups))]
+        pts = [(x, y) for x, y in zip(xs, ys) if y is not None]
+        if pts:
+            ax.bar([x for x, _ in pts], [y for _, y in pts], width, label=label)
+    if hline is not None:
+        ax.axhline(hline, color="black", linewidth=0.8, linestyle="--")
+    if logy:
+        ax.set_yscale("log")
+    ax.set_xticks(range(len(groups)))
+    ax.set_xticklabels(groups, rotation=20, ha="right")
+    ax.set_title(title)
+    ax.set_ylabel(ylabel)
+    ax.grid(True, axis="y", which="both", alpha=0.3)
+    ax.legend(fontsize=8, ncol=2)
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)
+    return True
+
+
 def ratio(a, b):
     """a / b, or None when either is missing."""
     return a / b if a is not None and b else None

@@ -4,7 +4,7 @@
 set -euo pipefail
 want=(cmake ninja-build gcc make pkg-config liburing-dev libevent-dev libaio-dev)
 case "${1:-build}" in
-  bench) want+=(python3 python3-venv python3-pip fio strace) ;;
+  bench) want+=(python3 python3-venv python3-pip fio strace rsync) ;;
   test|fio) want+=(fio strace iproute2 e2fsprogs util-linux) ;;
 esac
 missing=()
@@ -23,4 +23,9 @@ if [ "${1:-build}" = bench ]; then
     python3 -m venv .venv
     .venv/bin/pip install -q --disable-pip-version-check matplotlib
   fi
+fi
+if [ "${1:-build}" = bench ]; then
+  # uaio-cp's peers from crates.io (xcp, fcp), pinned; skipped with a
+  # reason when cargo or the network is missing.
+  bash "$(dirname "$0")/../bench/cp/install-peers.sh"
 fi

@@ -304,7 +304,14 @@ int cp_parse(struct cp_run *r, int argc, char **argv, int *first)
 		case OPT_REFLINK:
 			o->reflink = optarg ? pick(r, optarg, "--reflink", when) : REFLINK_ALWAYS;
 			break;
-		case OPT_SPARSE: o->sparse = pick(r, optarg, "--sparse", when); break;
+		case OPT_SPARSE: {
+			/* cp lists them in this order; SPARSE_* follow when[]. */
+			static const char *const sp[] = { "never", "auto", "always", NULL };
+			static const int as[] = { SPARSE_NEVER, SPARSE_AUTO, SPARSE_ALWAYS };
+
+			o->sparse = as[pick(r, optarg, "--sparse", sp)];
+			break;
+		}
 		case OPT_PROGRESS: o->progress = true; break;
 		case OPT_REMOVE_DEST: o->remove_dest = true; break;
 		case OPT_STRIP: strip = true; break;

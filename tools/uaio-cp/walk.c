@@ -383,6 +383,9 @@ static void copy_entry(struct cp_run *r, struct cp_dir *pd, const char *src,
 		if (!same && S_ISLNK(dst_st.st_mode) && S_ISREG(st->st_mode) &&
 		    stat(dst, &follow) == 0)
 			same = follow.st_dev == st->st_dev && follow.st_ino == st->st_ino;
+		/* -n looks no further, not even at whether it is the same file. */
+		if (r->o.no_clobber && !isdir)
+			return;
 		if (same) {
 			cp_err(r, 0, "%s and %s are the same file", q(src), q(dst));
 			return;
@@ -403,8 +406,6 @@ static void copy_entry(struct cp_run *r, struct cp_dir *pd, const char *src,
 				       q(dst));
 				return;
 			}
-			if (r->o.no_clobber)
-				return;
 			if (r->o.update &&
 			    (st->st_mtim.tv_sec < dst_st.st_mtim.tv_sec ||
 			     (st->st_mtim.tv_sec == dst_st.st_mtim.tv_sec &&

@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# Installs the peers of the cp suite (bench/cp/bench.py) when missing:
+# rsync from Debian, and the Rust copiers xcp and fcp, pinned, from
+# crates.io with cargo into .venv/cp-peers/bin (where bench.py looks first).
+# Without cargo or the network the Rust peers are skipped with a logged
+# reason and their rows say "not installed"; this script never fails the
+# setup. Called by scripts/setup.sh bench, from anywhere.
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+XCP_VERSION=0.24.9
+FCP_VERSION=0.2.2
+PEERS=.venv/cp-peers
+log() { echo "cp-peers: $*" >&2; }
+
+if ! command -v rsync >/dev/null; then
+  log "installing rsync (Debian)"
+  SUDO=; [ "$(id -u)" -eq 0 ] || SUDO=sudo
+  if ! { $SUDO apt-get update -qq &&
+         DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq rsync >/dev/null; }; then
+    log "rsync: apt-get failed; skipped (its rows say not installed)"
+  fi
+fi
+
+CARGO=$(command -v cargo || true)
+[ -n "$CARGO" ] || [ ! -x "$HOME/.cargo/bin/cargo" ] || CARGO=$HOME/.cargo/bin/cargo
+for spec in "xcp@$XCP_VERSION" "fcp@$FCP_VERSION"; do
+  name=${spec%@*} ver=${spec#*@}
+  if [ -x "$PEERS/bin/$name" ] && grep -q "^\"$name $ver " "$PEERS/.crates.toml" 2>/dev/null; then
+    continue
+  fi
+  if [ -z "$CARGO" ]; then
+    log "$spec: skipped, no cargo (install Rust from https://rustup.rs to compare with it)"
+    continue
+  fi
+  log "$spec: cargo install (a few minutes)"
+  mkdir -p "$PEERS"
+  if ! nice "$CARGO" install --quiet --locked "$spec" --root "$PEERS" >/dev/null 2>"$PEERS/$name.log"; then
+    log "$spec: skipped, cargo install failed (no network?): $(tail -n 3 "$PEERS/$name.log" | tr '\n' ' ')"
+  fi
+done
+exit 0

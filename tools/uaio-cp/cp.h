@@ -21,6 +21,9 @@
 enum { REFLINK_AUTO, REFLINK_ALWAYS, REFLINK_NEVER };
 enum { SPARSE_AUTO, SPARSE_ALWAYS, SPARSE_NEVER };
 enum { DEREF_UNSET, DEREF_NEVER, DEREF_ARGS, DEREF_ALWAYS };
+/* Small files: io_uring ops through a registered buffer, whole on a
+ * worker thread, or whole on the loop's thread (UAIO_CP_SMALL). */
+enum { SMALL_URING, SMALL_WORK, SMALL_INLINE };
 
 struct cp_opts {
 	bool recursive, verbose, no_clobber, update, force, progress;
@@ -31,6 +34,7 @@ struct cp_opts {
 	bool p_mode, p_owner, p_times, p_links, p_xattr;
 	bool require_xattr;	/* --preserve=xattr named: failures are errors */
 	bool explicit_no_mode;	/* --no-preserve=mode */
+	bool want_context;	/* --preserve=context by name */
 	unsigned jobs;		/* files in flight */
 };
 
@@ -60,6 +64,7 @@ struct cp_run {
 	struct cp_job *free_jobs;
 	uint8_t *bufs;		/* one small-file buffer per job slot */
 	int buf_index;		/* their uaio_buf_register index, or -1 */
+	int small;		/* how small files are copied: SMALL_* */
 	dev_t clone_dev;	/* the source device FICLONE was last tried on */
 	bool clone_ok;		/* and whether it worked */
 
@@ -69,6 +74,11 @@ struct cp_run {
 	dev_t top_dev;
 	ino_t top_ino;
 	const char *top_src, *top_dst;
+
+	/* destinations made for command-line sources, so a second source
+	 * with the same name is refused as cp does */
+	char **made;
+	size_t nmade, made_cap;
 
 	/* hard links: (dev, ino) -> first destination name, open addressing */
 	struct link_ent *links;

@@ -33,7 +33,7 @@ struct cp_job {
 	char *src, *dst;
 	int sfd, dfd;
 	struct stat st;
-	mode_t omitted;
+	mode_t omitted, create_mode;
 	bool is_new, failed;
 	int64_t final_size;	/* >= 0: ftruncate the destination to this */
 	uaio_op op;
@@ -44,7 +44,10 @@ struct cp_job {
 	bool by_extent;		/* extent path: the source has holes to keep */
 	uint64_t counted;	/* bytes given to the progress bar */
 	uint64_t flow_seen;	/* the current flow's bytes counted */
+	int stage;		/* whole-file path: what failed (STAGE_*) */
 };
+
+enum { STAGE_CREATE, STAGE_READ, STAGE_WRITE };
 
 int cp_data_init(struct cp_run *r)
 {
@@ -157,6 +160,16 @@ static void job_fail(struct cp_job *j, int err, bool reading)
 
 /* -------------------------------------------------------- buffer path */
 
+/* A short read that reached the size fstat gave is the end: one read(2)
+ * fewer per small file (a file still growing is copied as it was when its
+ * copy began). Files that report no size (/proc, pipes, devices without
+ * -R) are read until read(2) says 0. */
+static bool short_end(const struct cp_job *j, size_t got, uint64_t pos)
+{
+	return got < SMALL_MAX && j->st.st_size > 0 &&
+	       S_ISREG(j->st.st_mode) && pos >= (uint64_t)j->st.st_size;
+}
+
 static void buf_read(struct cp_job *j);
 
 static bool zero_block(const uint8_t *p)
@@ -251,10 +264,7 @@ static void buf_read(struct cp_job *j)
 	int ret;
 
 	j->base += j->fill;
-	/* A short read that reached the size fstat gave is the end: one
-	 * read(2) fewer per small file (a file still growing is copied as
-	 * it was when its copy began). */
-	if (j->fill && j->fill < SMALL_MAX && j->base >= (uint64_t)j->st.st_size) {
+	if (j->fill && short_end(j, j->fill, j->base)) {
 		j->fill = 0;
 		on_read(&j->op, 0, j);
 		return;
@@ -353,14 +363,88 @@ static void next_extent(struct cp_job *j)
 	start_flow(j, (uint64_t)data, (uint64_t)(hole - data));
 }
 
+/* ---------------------------------------------------- whole-file path */
+
+/* A small file start to end in one call: create, read, write. Runs on a
+ * worker (SMALL_WORK) or on the loop's thread (SMALL_INLINE); touches
+ * only the job. */
+static long whole_copy(void *arg)
+{
+	struct cp_job *j = arg;
+	uint64_t pos = 0;
+
+	j->stage = STAGE_CREATE;
+	if (j->dfd < 0) {
+		j->dfd = open(j->dst, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC,
+			      j->create_mode);
+		if (j->dfd < 0)
+			return -errno;
+	}
+	for (;;) {
+		ssize_t n, w;
+
+		j->stage = STAGE_READ;
+		n = pread(j->sfd, j->buf, SMALL_MAX, (off_t)pos);
+		if (n <= 0)
+			return n < 0 ? -errno : 0;
+		j->stage = STAGE_WRITE;
+		for (ssize_t off = 0; off < n; off += w) {
+			w = pwrite(j->dfd, j->buf + off, (size_t)(n - off),
+				   (off_t)pos + off);
+			if (w < 0)
+				return -errno;
+			if (w == 0)
+				return -EIO;
+		}
+		pos += (uint64_t)n;
+		if (short_end(j, (size_t)n, pos))
+			return 0;
+	}
+}
+
+static void on_whole(uaio_op *op, int res, void *data)
+{
+	struct cp_job *j = data;
+
+	(void)op;
+	if (res < 0 && j->stage == STAGE_CREATE) {
+		cp_err(j->r, -res, "cannot create regular file %s", q(j->dst));
+		job_release(j);
+	} else if (res < 0) {
+		job_fail(j, res, j->stage == STAGE_READ);
+	} else {
+		job_end(j);
+	}
+}
+
+/* Whether a small file may skip FICLONE: never asked for, or this
+ * source device refused it before. */
+static bool no_clone(const struct cp_job *j)
+{
+	const struct cp_run *r = j->r;
+
+	return r->o.reflink == REFLINK_NEVER || r->o.sparse != SPARSE_AUTO ||
+	       (r->o.reflink == REFLINK_AUTO && r->clone_dev == j->st.st_dev &&
+		!r->clone_ok);
+}
+
 /* -------------------------------------------------------------- start */
+
+/* cp's "crude heuristic" for --sparse=auto: fewer blocks than the size
+ * needs, so the holes are found with SEEK_DATA / SEEK_HOLE and kept. */
+static bool looks_sparse(const struct cp_job *j)
+{
+	return j->r->o.sparse == SPARSE_AUTO && S_ISREG(j->st.st_mode) &&
+	       (uint64_t)j->st.st_blocks * 512 < (uint64_t)j->st.st_size;
+}
 
 /* FICLONE for a small file, where this source device took one before. */
 static int try_clone(struct cp_job *j)
 {
 	struct cp_run *r = j->r;
 
-	if (r->o.reflink == REFLINK_NEVER || r->o.sparse != SPARSE_AUTO)
+	if (r->o.reflink == REFLINK_NEVER || r->o.sparse != SPARSE_AUTO ||
+	    !S_ISREG(j->st.st_mode))
 		return -1;
 	if (r->o.reflink == REFLINK_AUTO && r->clone_dev == j->st.st_dev &&
 	    !r->clone_ok)
@@ -389,14 +473,13 @@ static void begin_data(struct cp_job *j)
 		job_end(j);
 		return;
 	}
-	if ((uint64_t)j->st.st_size <= SMALL_MAX || r->o.sparse == SPARSE_ALWAYS) {
+	j->by_extent = looks_sparse(j);
+	if (((uint64_t)j->st.st_size <= SMALL_MAX && !j->by_extent) ||
+	    r->o.sparse == SPARSE_ALWAYS || !S_ISREG(j->st.st_mode)) {
 		j->base = j->fill = 0;
 		buf_read(j);
 		return;
 	}
-	/* cp's "crude heuristic": fewer blocks than the size needs. */
-	j->by_extent = r->o.sparse == SPARSE_AUTO &&
-		       (uint64_t)j->st.st_blocks * 512 < (uint64_t)j->st.st_size;
 	next_extent(j);
 }
 
@@ -438,6 +521,15 @@ int cp_file(struct cp_run *r, struct cp_dir *dir, const char *src,
 	j->failed = j->by_extent = false;
 	j->final_size = -1;
 	j->cursor = j->counted = 0;
+	j->create_mode = create_mode;
+	if ((uint64_t)st->st_size <= SMALL_MAX && r->small != SMALL_URING &&
+	    r->o.sparse != SPARSE_ALWAYS && !looks_sparse(j) && no_clone(j)) {
+		if (r->small == SMALL_INLINE)
+			on_whole(&j->op, (int)whole_copy(j), j);
+		else if ((ret = uaio_op_work(r->l, &j->op, whole_copy, j, on_whole, j)) < 0)
+			on_whole(&j->op, ret, j);
+		return 0;
+	}
 	if (dst_fd >= 0) {
 		begin_data(j);
 		return 0;

@@ -78,6 +78,12 @@ int main(int argc, char **argv)
 	r.umask = umask(0);
 	umask(r.umask);
 	r.root = geteuid() == 0;
+	{
+		const char *sm = getenv("UAIO_CP_SMALL");
+
+		r.small = !sm ? SMALL_WORK : !strcmp(sm, "uring") ? SMALL_URING :
+			  !strcmp(sm, "inline") ? SMALL_INLINE : SMALL_WORK;
+	}
 	r.l = uaio_loop_new(NULL);
 	if (!r.l) {
 		fprintf(stderr, "%s: cannot start the I/O loop: %s\n", r.prog, strerror(errno));

@@ -92,6 +92,9 @@ static void link_add(struct cp_run *r, const struct stat *st, const char *dst)
 
 void cp_links_free(struct cp_run *r)
 {
+	for (size_t i = 0; i < r->nmade; i++)
+		free(r->made[i]);
+	free(r->made);
 	for (size_t i = 0; i < r->links_cap; i++)
 		free(r->links[i].dst);
 	free(r->links);
@@ -145,6 +148,12 @@ static void copy_dir(struct cp_run *r, struct cp_dir *pd, const char *src,
 		cp_err(r, ENOMEM, "%s", q(src));
 		return;
 	}
+	for (struct cp_dir *a = pd; a; a = a->parent)
+		if (a->src.st_dev == st->st_dev && a->src.st_ino == st->st_ino) {
+			cp_err(r, 0, "cannot copy cyclic symbolic link %s", q(src));
+			free(d);
+			return;
+		}
 	d->restore = -1;
 	if (!exists) {
 		mode_t mode = st->st_mode & 07777;
@@ -263,6 +272,12 @@ static void copy_reg(struct cp_run *r, struct cp_dir *pd, const char *src,
 
 	if (sfd < 0) {
 		cp_err(r, errno, "cannot open %s for reading", q(src));
+		return;
+	}
+	if (!exists && dst[strlen(dst) - 1] == '/') {
+		/* "new/": cp names the missing directory, not EISDIR. */
+		cp_err(r, ENOTDIR, "cannot create regular file %s", q(dst));
+		close(sfd);
 		return;
 	}
 	if (fstat(sfd, &st) < 0) {
@@ -432,7 +447,8 @@ static void copy_entry(struct cp_run *r, struct cp_dir *pd, const char *src,
 			cp_err(r, errno, "cannot create hard link %s to %s", q(dst), q(first));
 		return;
 	}
-	if (S_ISREG(st->st_mode)) {
+	/* Without -R a fifo or device is read like a file, as cp does. */
+	if (S_ISREG(st->st_mode) || (!r->o.recursive && !S_ISLNK(st->st_mode))) {
 		verbose(r, src, dst);
 		copy_reg(r, pd, src, dst, st, exists);
 		return;
@@ -447,6 +463,27 @@ static void copy_entry(struct cp_run *r, struct cp_dir *pd, const char *src,
 	copy_other(r, src, dst, st, exists);
 	if (tracks_link(r, st))
 		link_add(r, st, dst);
+}
+
+static bool made_before(struct cp_run *r, const char *dst)
+{
+	for (size_t i = 0; i < r->nmade; i++)
+		if (strcmp(r->made[i], dst) == 0)
+			return true;
+	return false;
+}
+
+static void made_add(struct cp_run *r, const char *dst)
+{
+	if (r->nmade == r->made_cap) {
+		r->made_cap = r->made_cap ? 2 * r->made_cap : 16;
+		r->made = realloc(r->made, r->made_cap * sizeof(*r->made));
+		if (!r->made) {
+			perror("uaio-cp");
+			exit(1);
+		}
+	}
+	r->made[r->nmade++] = strdup(dst);
 }
 
 /* One command-line source. into: dst is the directory to put it in. */
@@ -478,7 +515,14 @@ int cp_top(struct cp_run *r, const char *src, const char *dst, bool into)
 		dst = target;
 	}
 	r->top_made = false;
-	copy_entry(r, NULL, src, dst, &st, true);
+	if (into && made_before(r, dst)) {
+		/* Two sources with one name: the first copy is not clobbered. */
+		cp_err(r, 0, "will not overwrite just-created %s with %s", q(dst), q(src));
+	} else {
+		copy_entry(r, NULL, src, dst, &st, true);
+		if (into)
+			made_add(r, dst);
+	}
 	free(target);
 	return 0;
 }

@@ -6,7 +6,20 @@ CPU seconds and peak RSS of the copier; every copy verified against its
 source. Medians over interleaved repetitions (order rotated each one).
 Each copier runs under build/bench/cp/cprun (cprun.c), which reports its
 wall time, CPU and peak RSS from wait4: forked from this Python process, a
-copier would start with the runner's peak RSS as its own.
+copier would start with the runner's peak RSS as its own. On the small and
+mixed trees uaio-cp -a also runs with each of its small-file strategies
+(UAIO_CP_SMALL=uring, inline; the default, work, is the plain row).
+
+The destination (as root) is a fresh ext4 for every timed copy: a sparse
+image under the scratch dir on a loop device, mkfs'ed and mounted before
+each copy, not timed (FreshFS). Copying into a directory tree that was
+just removed from the same ext4 measures ext4's inode allocator instead:
+it skips inodes freed in the last 5 minutes whose inode-table block is
+cached (recently_deleted()), and that scan makes file creation 3-5x
+slower as the suite goes on; dropping the caches does not help. The source
+stays on the scratch dir's file system, so every copy crosses file systems
+(copy_file_range and FICLONE fail with EXDEV; probed each run). Without
+root the destination is beside the source, as it used to be.
 
 The peers are installed by bench/cp/install-peers.sh (from scripts/setup.sh
 bench): rsync from Debian, xcp and fcp pinned from crates.io into
@@ -14,6 +27,8 @@ bench): rsync from Debian, xcp and fcp pinned from crates.io into
 
 Called by bench/run.py as run(ctx); returns the markdown section.
 """
+import errno
+import fcntl
 import math
 import os
 import random
@@ -29,12 +44,21 @@ KiB, MiB, GiB = 1 << 10, 1 << 20, 1 << 30
 SEED = 20260601
 BASE = "cp -r"
 CANDIDATE = "uaio-cp -a"
-COPIERS = ["uaio-cp -a", "uaio-cp -r", "cp -r", "cp -a", "rsync -a", "tar | tar", "xcp -r", "fcp"]
+# uaio-cp's small-file strategies besides the default (UAIO_CP_SMALL=work,
+# the plain "uaio-cp -a" row), run on SMALL_TREES only.
+SMALL_VARIANTS = {"uaio-cp -a (small=uring)": "uring", "uaio-cp -a (small=inline)": "inline"}
+SMALL_TREES = {"small", "mixed"}
+COPIERS = ["uaio-cp -a", *SMALL_VARIANTS, "uaio-cp -r", "cp -r", "cp -a", "rsync -a", "tar | tar",
+           "xcp -r", "fcp"]
 TREES = ["small", "medium", "large", "mixed"]
 # The issue's targets. Peak RSS on the small tree has no number yet: set
 # RSS_TARGET_MIB to judge it (until then it is reported, not judged).
 SMALL_WARM_TARGET = 0.3
 RSS_TARGET_MIB = None
+
+
+def runs_on(copier, tree):
+    return copier not in SMALL_VARIANTS or tree in SMALL_TREES
 
 
 def plan(mode, smoke):
@@ -279,7 +303,9 @@ def find_peer(ctx, name):
 
 
 def copiers(ctx):
-    """{name: (argv(src, dst) or None, why not, version)}."""
+    """{name: (argv(src, dst) or None, why not, version, environment)}.
+    The environment is the runner's without UAIO_CP_SMALL, plus the
+    copier's own (uaio-cp's small-file strategy)."""
     ucp = ctx.build / "tools" / "uaio-cp"
     ucp = str(ucp) if os.access(ucp, os.X_OK) else None
     tar, rsync = shutil.which("tar"), shutil.which("rsync")
@@ -287,6 +313,7 @@ def copiers(ctx):
     tarpipe = 'mkdir -- "$2" && tar -C "$1" -cf - . | tar -C "$2" -xf -'
     argv = {
         "uaio-cp -a": ucp and (lambda s, d: [ucp, "-a", s, d]),
+        **{v: ucp and (lambda s, d: [ucp, "-a", s, d]) for v in SMALL_VARIANTS},
         "uaio-cp -r": ucp and (lambda s, d: [ucp, "-r", s, d]),
         "cp -r": lambda s, d: ["cp", "-r", s, d],
         "cp -a": lambda s, d: ["cp", "-a", s, d],
@@ -295,15 +322,20 @@ def copiers(ctx):
         "xcp -r": xcp and (lambda s, d: [xcp, "-r", s, d]),
         "fcp": fcp and (lambda s, d: [fcp, s, d]),
     }
-    prog = {"uaio-cp -a": ucp, "uaio-cp -r": ucp, "cp -r": "cp", "cp -a": "cp", "rsync -a": rsync,
-            "tar | tar": tar, "xcp -r": xcp, "fcp": fcp}
+    prog = {"uaio-cp -a": ucp, **{v: ucp for v in SMALL_VARIANTS}, "uaio-cp -r": ucp,
+            "cp -r": "cp", "cp -a": "cp", "rsync -a": rsync, "tar | tar": tar, "xcp -r": xcp,
+            "fcp": fcp}
+    base_env = {k: v for k, v in os.environ.items() if k != "UAIO_CP_SMALL"}
     out = {}
     for n in COPIERS:
         why = None
         if not argv[n]:
             why = (f"not built ({ctx.build.name}/tools/uaio-cp missing)" if n.startswith("uaio")
                    else "not installed (bench/cp/install-peers.sh)")
-        out[n] = (argv[n] or None, why, version(prog[n]) if prog[n] else None)
+        env = dict(base_env)
+        if n in SMALL_VARIANTS:
+            env["UAIO_CP_SMALL"] = SMALL_VARIANTS[n]
+        out[n] = (argv[n] or None, why, version(prog[n]) if prog[n] else None, env)
     return out
 
 
@@ -317,13 +349,13 @@ def version(prog):
         return None
 
 
-def timed_copy(cprun, argv, dst, errfile, timeout):
-    """Runs one copy under cprun: (copy s, copy + `sync -f dst` s, CPU s
-    (user + sys of the copier and the children it waited for), peak RSS
-    MiB)."""
+def timed_copy(cprun, argv, sync_path, errfile, timeout, env=None):
+    """Runs one copy under cprun (env: its whole environment): (copy s,
+    copy + `sync -f sync_path` s, CPU s (user + sys of the copier and the
+    children it waited for), peak RSS MiB)."""
     with open(errfile, "wb") as ef:
         p = subprocess.Popen([cprun] + argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                             stderr=ef, start_new_session=True)
+                             stderr=ef, start_new_session=True, env=env)
         try:
             out, _ = p.communicate(timeout=timeout)
         except subprocess.TimeoutExpired:
@@ -338,7 +370,7 @@ def timed_copy(cprun, argv, dst, errfile, timeout):
     if "wall" not in kv:
         raise BenchError(f"no wall= from cprun: {out!r}")
     t0 = time.monotonic()
-    subprocess.run(["sync", "-f", dst], check=True)
+    subprocess.run(["sync", "-f", sync_path], check=True)
     t_sync = time.monotonic() - t0
     return kv["wall"], kv["wall"] + t_sync, kv["cpu"], kv["rss_kib"] / 1024
 
@@ -356,6 +388,176 @@ def fs_of(path):
     except OSError:
         pass
     return f"{best[0]} on {best[1]}"
+
+
+# ------------------------------------------------------------ the destination file system
+
+def est_bytes(name, spec):
+    """A generous estimate of the bytes a tree of the plan takes (before it
+    exists; footprint() is the real one)."""
+    if name == "small":
+        return spec["files"] * 8 * KiB
+    if name == "medium":
+        return spec["files"] * 4 * MiB
+    if name == "large":
+        return sum(spec["big"]) + spec["tens"] * spec["ten"]
+    return spec["blobs"] * spec["blob_mib"][1] * MiB + spec["files"] * 16 * KiB
+
+
+def footprint(sts):
+    """(bytes allocated, inodes) of a scanned tree: each inode once."""
+    seen = {}
+    for st in sts.values():
+        seen[st.st_ino] = st.st_blocks * 512
+    return sum(seen.values()) + 4 * KiB, len(seen) + 1
+
+
+def image_size(nbytes, inodes):
+    """Bytes of an ext4 (mkfs.ext4 defaults: 4 KiB blocks, a 256-byte inode
+    per 16 KiB, 5 % reserved, a journal of at most 128 MiB at these sizes)
+    that holds nbytes + 20 % and inodes + 20 %; at least 1 GiB, so that
+    mkfs.ext4 picks its "default" layout rather than "small" (1 KiB
+    blocks) for the smoke run's tiny trees."""
+    data = nbytes * 1.2 / (1 - 0.05 - 256 / 16384) + 128 * MiB
+    size = max(data, inodes * 1.2 * 16384, GiB)
+    return -(-int(size) // MiB) * MiB
+
+
+class FreshFS:
+    """A fresh ext4 for every timed copy: a sparse image file on a loop
+    device (direct I/O, so that its blocks are not cached twice), made anew
+    with mkfs.ext4 and mounted before each copy (fresh(), not timed).
+
+    Mounted with noinit_itable: with lazy_itable_init the kernel would
+    otherwise zero the inode tables from a background thread
+    (ext4lazyinit) while the copy runs. The stale inode tables that leaves
+    are harmless: ext4 zeroes a new inode before it writes it."""
+    MKFS = ["mkfs.ext4", "-q", "-F", "-E", "lazy_itable_init=1,lazy_journal_init=1,nodiscard"]
+    MOUNT_OPTS = "noinit_itable"
+
+    def __init__(self, scratch, size, log):
+        self.img = scratch / "dst.img"
+        self.mnt = scratch / "mnt"
+        self.size = size
+        self.log = log
+        self.dev = None
+        self.dio = None
+        self.mounted = False
+        self.mkfs_s = []            # seconds of each mkfs.ext4
+        self.mount_s = []           # seconds of each umount + mount
+        self.grown = []             # sizes it was grown to
+
+    def _run(self, argv):
+        p = subprocess.run([str(a) for a in argv], stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE, text=True, timeout=300)
+        if p.returncode:
+            raise BenchError(f"{' '.join(map(str, argv))}: exit {p.returncode}: "
+                             + " | ".join(p.stderr.strip().splitlines()[-2:]))
+        return p.stdout.strip()
+
+    def setup(self):
+        self.mnt.mkdir(exist_ok=True)
+        with open(self.img, "wb") as f:
+            f.truncate(self.size)
+        try:
+            self.dev = self._run(["losetup", "--find", "--show", "--direct-io=on", self.img])
+        except BenchError as e:
+            self.log(f"losetup --direct-io=on refused ({e}); without direct I/O")
+            self.dev = self._run(["losetup", "--find", "--show", self.img])
+        try:
+            with open(f"/sys/block/{os.path.basename(self.dev)}/loop/dio") as f:
+                self.dio = f.read().strip() == "1"
+        except OSError:
+            self.dio = None
+        t0 = time.monotonic()
+        self.fresh()
+        self.log(f"destination: fresh ext4 on {self.dev} ({fmt_size(self.size)} sparse image "
+                 f"{self.img}, direct I/O {'on' if self.dio else 'off'}) before every copy; "
+                 f"mkfs.ext4 took {self.mkfs_s[-1]:.3f} s, umount + mkfs + mount "
+                 f"{time.monotonic() - t0:.3f} s")
+
+    def grow(self, size):
+        """Makes the image at least size bytes (unmounted; the next fresh()
+        makes a file system of the new size)."""
+        if size <= self.size:
+            return
+        self.umount()
+        os.truncate(self.img, size)
+        self._run(["losetup", "--set-capacity", self.dev])
+        self.log(f"destination image grown from {fmt_size(self.size)} to {fmt_size(size)}")
+        self.size = size
+        self.grown.append(size)
+
+    def umount(self):
+        if self.mounted:
+            self._run(["umount", self.mnt])
+            self.mounted = False
+
+    def fresh(self):
+        """Unmounts, mkfs, mounts; returns the destination path (not yet
+        existing) on the new file system."""
+        t0 = time.monotonic()
+        self.umount()
+        t1 = time.monotonic()
+        self._run(self.MKFS + [self.dev])
+        t2 = time.monotonic()
+        self._run(["mount", "-t", "ext4", "-o", self.MOUNT_OPTS, self.dev, self.mnt])
+        self.mounted = True
+        self.mkfs_s.append(t2 - t1)
+        self.mount_s.append(time.monotonic() - t2 + t1 - t0)
+        return str(self.mnt / "dst")
+
+    def close(self):
+        """Unmounts and detaches, whatever state it is in; never raises."""
+        if self.mounted:
+            try:
+                self.umount()
+            except (BenchError, OSError, subprocess.SubprocessError) as e:
+                self.log(f"umount {self.mnt}: {e}; lazy unmount")
+                subprocess.run(["umount", "-l", str(self.mnt)], check=False)
+                self.mounted = False
+        if self.dev:
+            try:
+                self._run(["losetup", "-d", self.dev])
+            except (BenchError, OSError, subprocess.SubprocessError) as e:
+                self.log(f"losetup -d {self.dev}: {e}")
+            self.dev = None
+        try:
+            os.unlink(self.img)
+        except OSError:
+            pass
+
+
+def probe_xdev(src_dir, dst_dir):
+    """What copy_file_range(2) and FICLONE do from a file in src_dir to one
+    in dst_dir: {"copy_file_range": "EXDEV" | "copied N bytes" | ...}."""
+    FICLONE = 0x40049409
+    a, b = os.path.join(src_dir, "xdev-probe"), os.path.join(dst_dir, "xdev-probe")
+    out = {}
+    with open(a, "wb") as f:
+        f.write(os.urandom(64 * KiB))
+    try:
+        for what in ("copy_file_range", "FICLONE"):
+            fi = os.open(a, os.O_RDONLY)
+            fo = os.open(b, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+            try:
+                if what == "FICLONE":
+                    fcntl.ioctl(fo, FICLONE, fi)
+                    out[what] = "cloned"
+                else:
+                    out[what] = f"copied {os.copy_file_range(fi, fo, 64 * KiB)} bytes"
+            except OSError as e:
+                out[what] = errno.errorcode.get(e.errno, str(e.errno))
+            finally:
+                os.close(fi)
+                os.close(fo)
+    finally:
+        for p in (a, b):
+            try:
+                os.unlink(p)
+            except OSError:
+                pass
+    return out
 
 
 # ------------------------------------------------------------ run
@@ -383,12 +585,39 @@ def run(ctx):
         if C[n][1]:
             ctx.log(f"{n}: {C[n][1]}")
     root_ok = os.geteuid() == 0 and os.access("/proc/sys/vm/drop_caches", os.W_OK)
+    # The destination: a fresh ext4 per copy (root), else beside the source.
+    dest = dict(fs=None, why=None, xdev=None)
+    if os.geteuid() != 0:
+        dest["why"] = "not root (a loop device, mkfs and mount need it)"
+    else:
+        need = max(image_size(est_bytes(t, cfg["trees"][t]), 0) for t in TREES)
+        fs = FreshFS(ctx.scratch, need, ctx.log)
+        try:
+            fs.setup()
+            dest["fs"] = fs
+            dest["xdev"] = probe_xdev(ctx.scratch, fs.mnt)
+            ctx.log(f"from {fs_of(ctx.scratch)} to the fresh ext4: "
+                    + ", ".join(f"{k}: {v}" for k, v in dest["xdev"].items()))
+        except (BenchError, OSError, subprocess.SubprocessError) as e:
+            fs.close()
+            dest["why"] = f"the fresh file system could not be set up: {e}"
+    if dest["why"]:
+        ctx.log(f"destination beside the source: {dest['why']}")
+    try:
+        return run_trees(ctx, cfg, cprun, C, names, root_ok, dest)
+    finally:
+        if dest["fs"]:
+            dest["fs"].close()
+
+
+def run_trees(ctx, cfg, cprun, C, names, root_ok, dest):
     S = Samples(ctx.log)
     fails = {}                      # (tree, cache, copier) -> [error]
     kept = {}                       # copier -> what it preserved (mixed tree)
     stats = {}                      # tree -> describe() + generation time
     errfile = ctx.scratch / "copier.err"
-    dst = str(ctx.scratch / "dst")
+    fs = dest["fs"]
+    beside = str(ctx.scratch / "dst")
 
     for tree in TREES:
         src = str(ctx.scratch / f"src-{tree}")
@@ -399,21 +628,32 @@ def run(ctx):
         stats[tree]["gen"] = time.monotonic() - t0
         t0 = time.monotonic()
         ctx.log(f"{tree}: generated {stats[tree]} in {stats[tree]['gen']:.1f} s")
+        if fs:
+            fs.grow(image_size(*footprint(src_sts)))
         caches = ["warm"] + (["cold"] if root_ok and tree in cfg["cold_trees"] else [])
+        tree_names = [n for n in names if runs_on(n, tree)]
         for rep in range(cfg["reps"]):
             ctx.log(f"{tree}: repetition {rep + 1}/{cfg['reps']}")
             for cache in caches:
                 if cache == "warm":
                     warm_tree(src, ref)
-                for n in rotated(names, rep):
-                    rm(dst)
-                    os.sync()
-                    if cache == "cold":
-                        drop_caches()
+                for n in rotated(tree_names, rep):
                     key = (tree, cache, n)
                     try:
+                        # Not timed: a new destination (a fresh file system,
+                        # or the previous copy removed), everything synced,
+                        # and for cold copies the caches dropped.
+                        if fs:
+                            dst, sync_path = fs.fresh(), str(fs.mnt)
+                        else:
+                            rm(beside)
+                            dst = sync_path = beside
+                        os.sync()
+                        if cache == "cold":
+                            drop_caches()
                         t_copy, t_sync, cpu, rss = timed_copy(
-                            str(cprun), C[n][0](src, dst), dst, errfile, cfg["timeout"])
+                            str(cprun), C[n][0](src, dst), sync_path, errfile, cfg["timeout"],
+                            env=C[n][3])
                         # Full contents on the first repetition, names,
                         # types, sizes and link targets on the others.
                         _, dst_sts = verify(src, dst, ref, full=rep == 0)
@@ -425,16 +665,53 @@ def run(ctx):
                         S.add(key + (m,), v)
                     if tree == "mixed" and n not in kept:
                         kept[n] = preserved(src_sts, dst_sts)
-                rm(dst)
+        if fs:
+            fs.umount()
+        else:
+            rm(beside)
         rm(src)
         os.sync()
         stats[tree]["runs"] = time.monotonic() - t0
-    return report(ctx, cfg, C, S, fails, kept, stats, root_ok)
+    return report(ctx, cfg, C, S, fails, kept, stats, root_ok, dest)
 
 
 # ------------------------------------------------------------ report
 
-def report(ctx, cfg, C, S, fails, kept, stats, root_ok):
+def dest_text(ctx, dest):
+    """The intro's sentences on where the copies go."""
+    fs = dest["fs"]
+    if not fs:
+        return ("Source and destination on the same file system "
+                f"({fs_of(ctx.scratch)}, under {ctx.scratch.parent.parent}). The destination is new "
+                "each time (the previous one removed with `rm -rf` and everything synced, not "
+                f"timed) — **not a fresh file system per copy: {dest['why']}**; ext4's allocator "
+                "slows down as the suite removes and recreates trees (see the bench/cp/bench.py "
+                "docstring), so later cells are penalised. ")
+    med_mkfs = sorted(fs.mkfs_s)[len(fs.mkfs_s) // 2]
+    xdev = dest["xdev"] or {}
+    cfr, clone = xdev.get("copy_file_range", "?"), xdev.get("FICLONE", "?")
+    if cfr == "EXDEV" and clone == "EXDEV":
+        xd = ("both fail with EXDEV there (probed at the start of this run), so no copier "
+              "uses them in these cells: GNU cp, uaio-cp and xcp try them and fall back to reading "
+              "and writing, fcp falls back to sendfile(2), rsync and tar never try them")
+    else:
+        xd = (f"probed at the start of this run: copy_file_range → {cfr}, FICLONE → {clone}; "
+              "**a copier may have used them in these cells**")
+    return ("The source tree is on the scratch dir's file system "
+            f"({fs_of(ctx.scratch)}, under {ctx.scratch.parent.parent}); the **destination is a "
+            "fresh ext4 for every copy**: a sparse image "
+            f"({fmt_size(fs.size)}{', grown during the run' if fs.grown else ''}) on a loop device "
+            f"(direct I/O {'on' if fs.dio else 'off'}), `mkfs.ext4 -E lazy_itable_init=1,"
+            "lazy_journal_init=1,nodiscard` (defaults otherwise) and mounted with `noinit_itable` "
+            f"before each copy, not timed (mkfs {med_mkfs * 1e3:.0f} ms, median of {len(fs.mkfs_s)}). "
+            "Copying into a tree just removed from the same ext4 would measure ext4's inode "
+            "allocator instead: it skips inodes freed in the last 5 minutes whose inode-table "
+            "block is cached (`recently_deleted()`), which makes creating files 3–5× slower as "
+            "the suite runs, and dropping the caches does not help. Every copy therefore crosses "
+            f"file systems: copy_file_range and reflinks (FICLONE) are not available — {xd}. ")
+
+
+def report(ctx, cfg, C, S, fails, kept, stats, root_ok, dest):
     fmt, rat = ctx.fmt_num, ctx.fmt_ratio
     reps = cfg["reps"]
     cells = [(t, c) for t in TREES for c in ("warm", "cold")]
@@ -451,11 +728,10 @@ def report(ctx, cfg, C, S, fails, kept, stats, root_ok):
     md = ["## cp: recursive copies of file trees\n",
           f"Mode **{ctx.mode}**: {reps} repetition{'s' if reps > 1 else ''}; in each, every copier "
           "copies the same tree one after the other (order rotated per repetition); medians, "
-          "best-of in brackets, ratios of medians. Source and destination on the same file system "
-          f"({fs_of(ctx.scratch)}, under {ctx.scratch.parent.parent}). The destination is new "
-          "each time (the previous one removed with `rm -rf` and everything synced, not timed). "
-          "**copy** = wall time of the copier; **+ sync** = copy and then `sync -f <dst>` "
-          "(the destination's whole file system: writeback of what the copy left dirty); **CPU** = "
+          "best-of in brackets, ratios of medians. " + dest_text(ctx, dest) +
+          "**copy** = wall time of the copier; **+ sync** = copy and then `sync -f` of the "
+          "destination's file system (" + ("its mount point" if dest["fs"] else "the whole file system "
+          "holding it") + ": writeback of what the copy left dirty); **CPU** = "
           "user + system seconds of the copier and the children it waited for (wait4; io_uring's "
           "worker threads are threads of the copier and count, the kernel's writeback threads "
           "count for no one); **RSS** = the largest peak resident set of those processes (each copier "
@@ -467,7 +743,10 @@ def report(ctx, cfg, C, S, fails, kept, stats, root_ok):
           "against its source: same paths, types, sizes and symlink targets, and on the first "
           "repetition the same file contents; a copy that fails or differs is counted as a failed "
           "run, never timed. Hard links need not be kept (`cp -r` does not); what each copier kept "
-          "is in the last table.\n"]
+          "is in the last table. On the small and mixed trees `uaio-cp -a` also runs with each of "
+          "its small-file strategies, set by `UAIO_CP_SMALL` in its environment: `work` (whole "
+          "files on a worker thread; the default, the plain row), `uring` (io_uring reads and "
+          "writes through a registered buffer) and `inline` (whole files on the loop's thread).\n"]
     if ctx.smoke:
         md.append("Smoke run: tiny trees, cold cells for the small tree only.\n")
     md.append("### Trees\n")
@@ -509,6 +788,8 @@ def report(ctx, cfg, C, S, fails, kept, stats, root_ok):
         base, base_s = med(t, c, BASE, "copy"), med(t, c, BASE, "sync")
         rows = []
         for n in COPIERS:
+            if not runs_on(n, t):
+                continue
             k = (t, c, n)
             nok = len(S.values(k + ("copy",)))
             if C[n][1]:
@@ -588,6 +869,24 @@ def report(ctx, cfg, C, S, fails, kept, stats, root_ok):
                 else f" against ≤ {RSS_TARGET_MIB} MiB — " +
                 ("**met**" if a <= RSS_TARGET_MIB else "**missed**"))
     md.append(f"- Peak RSS on the small tree (warm): {rss}.\n")
+
+    md.append("### uaio-cp's small-file strategies\n")
+    md.append("`uaio-cp -a` with `UAIO_CP_SMALL` = work (the default), uring and inline, on the "
+              "small and mixed trees: copy s and copy + sync s (medians), ratios to `work`.\n")
+    strat = [("work", CANDIDATE)] + [(v, n) for n, v in SMALL_VARIANTS.items()]
+    rows = []
+    for t, c in cells:
+        if t not in SMALL_TREES or not measured(t, c):
+            continue
+        w, w_s = med(t, c, CANDIDATE, "copy"), med(t, c, CANDIDATE, "sync")
+        row = [f"{t}, {c}"]
+        for v, n in strat:
+            a, a_s = med(t, c, n, "copy"), med(t, c, n, "sync")
+            row.append(f"{fmt(a)} / {fmt(a_s)}" if n == CANDIDATE else
+                       f"{fmt(a)} / {fmt(a_s)} ({rat(ratio(a, w))} / {rat(ratio(a_s, w_s))})")
+        rows.append(row)
+    md.append(ctx.table(["cell"] + [f"{v}: copy / + sync s" + ("" if n == CANDIDATE else " (÷ work)")
+                                    for v, n in strat], rows) if rows else "not measured.\n")
 
     groups, series = [], {n: [] for n in COPIERS if n != BASE}
     for t, c in cells:

@@ -172,14 +172,21 @@ static bool short_end(const struct cp_job *j, size_t got, uint64_t pos)
 
 static void buf_read(struct cp_job *j);
 
-static bool zero_block(const uint8_t *p)
+/* Bytes of hole at pos (an aligned block of zeros, or the zero tail of
+ * the file, which the final ftruncate makes a hole as cp does), else 0. */
+static uint64_t hole_at(const struct cp_job *j, uint64_t pos, uint64_t end)
 {
-	const uint64_t *w = (const uint64_t *)(const void *)p;
+	uint64_t n = end - pos < HOLE_BLOCK ? end - pos : HOLE_BLOCK;
+	const uint8_t *p = j->buf + (pos - j->base);
 
-	for (size_t i = 0; i < HOLE_BLOCK / 8; i++)
-		if (w[i])
-			return false;
-	return true;
+	if (pos % HOLE_BLOCK || !n)
+		return 0;
+	if (n < HOLE_BLOCK && end < (uint64_t)j->st.st_size)
+		return 0;
+	for (uint64_t i = 0; i < n; i++)
+		if (p[i])
+			return 0;
+	return n;
 }
 
 static void on_write(uaio_op *op, int res, void *data);
@@ -193,12 +200,13 @@ static void buf_write(struct cp_job *j)
 	int ret;
 
 	if (r->o.sparse == SPARSE_ALWAYS) {
-		while (j->wpos % HOLE_BLOCK == 0 && j->wpos + HOLE_BLOCK <= end &&
-		       zero_block(j->buf + (j->wpos - j->base)))
-			j->wpos += HOLE_BLOCK;
-		for (uint64_t b = (j->wpos / HOLE_BLOCK + 1) * HOLE_BLOCK;
-		     b + HOLE_BLOCK <= end; b += HOLE_BLOCK)
-			if (zero_block(j->buf + (b - j->base))) {
+		uint64_t h;
+
+		while (j->wpos < end && (h = hole_at(j, j->wpos, end)))
+			j->wpos += h;
+		for (uint64_t b = (j->wpos / HOLE_BLOCK + 1) * HOLE_BLOCK; b < end;
+		     b += HOLE_BLOCK)
+			if (hole_at(j, b, end)) {
 				run_end = b;
 				break;
 			}

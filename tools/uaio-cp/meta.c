@@ -132,11 +132,15 @@ void cp_meta(struct cp_run *r, int src_fd, const char *src, int fd,
 			cp_err(r, errno, "preserving permissions for %s", q(dst));
 		return;
 	}
-	/* cp 9.1 resets only non-directories (a directory keeps what mkdir
-	 * gave it, minus the omitted bits, as without the option). */
-	if (o->explicit_no_mode && !S_ISDIR(st->st_mode)) {
-		if (is_new) {
-			mode_t m = (S_ISSOCK(st->st_mode) ? 0777 : 0666) & ~r->umask;
+	/* cp 9.1 sets a default ACL here, which replaces the permission
+	 * bits and keeps the special bits the new file already has. */
+	if (o->explicit_no_mode) {
+		struct stat now;
+
+		if (is_new && (fd >= 0 ? fstat(fd, &now) : lstat(dst, &now)) == 0) {
+			mode_t m = (now.st_mode & 07000) |
+				   ((S_ISDIR(st->st_mode) || S_ISSOCK(st->st_mode) ?
+				     0777 : 0666) & ~r->umask);
 
 			if ((fd >= 0 ? fchmod(fd, m) : chmod(dst, m)) < 0)
 				cp_err(r, errno, "preserving permissions for %s", q(dst));

@@ -307,7 +307,7 @@ static void copy_reg(struct cp_run *r, struct cp_dir *pd, const char *src,
 
 			if (!r->o.force || remove_existing(r, dst) < 0) {
 				if (!r->o.force)
-					cp_err(r, err, "cannot open %s for writing", q(dst));
+					cp_err(r, err, "cannot create regular file %s", q(dst));
 				close(sfd);
 				return;
 			}

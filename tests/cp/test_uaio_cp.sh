@@ -1,0 +1,434 @@
+#!/bin/sh
+# uaio-cp against GNU cp (9.1), end to end: each case runs `cp ARGS` and
+# `uaio-cp ARGS` in two fresh directories with the same relative names,
+# then compares exit status, stdout and stderr (GNU's with cp: turned into
+# uaio-cp:) and the two resulting trees (treecmp: types, modes, owners,
+# times to the nanosecond, contents, holes, hard links, xattrs).
+# Usage: test_uaio_cp.sh TOOL TREECMP. Exit 0 pass, 1 fail, 77 skip
+# (UAIO_CP_TEST_KEEP_GOING=1: report every failure, not just the first).
+# Parts that need root (owners, devices, a full tmpfs, running as nobody)
+# say so and are skipped when not root.
+# To check this script without uaio-cp, pass tests/cp/gnu_cp_wrapper.sh
+# as TOOL (GNU cp that drops -j/--progress and renames itself).
+TOOL=$1
+TREECMP=$2
+[ "$(uname -s)" = Linux ] || { echo "skip: not Linux"; exit 77; }
+[ -n "$TOOL" ] && [ -f "$TOOL" ] && [ -x "$TOOL" ] || { echo "skip: no uaio-cp at '$TOOL'"; exit 77; }
+[ -n "$TREECMP" ] && [ -x "$TREECMP" ] || { echo "usage: $0 TOOL TREECMP"; exit 1; }
+export LC_ALL=C
+unset POSIXLY_CORRECT
+v=$(cp --version 2>/dev/null | head -n 1)
+[ "$v" = "cp (GNU coreutils) 9.1" ] || echo "note: GNU cp 9.1 expected, found '$v' (messages may differ)"
+
+T=$(mktemp -d /var/tmp/uaio-cp-test-XXXXXX) || exit 1
+S=
+mnt=
+cleanup() {
+  [ -n "$mnt" ] && umount "$mnt" 2>/dev/null
+  for d in "$T" "$S"; do
+    [ -n "$d" ] && rmtree "$d"
+  done
+}
+trap cleanup EXIT
+trap 'exit 1' HUP INT TERM
+chmod 755 "$T"
+# The tool is run as `uaio-cp` from PATH (so argv[0] is its plain name,
+# like GNU's `cp`), from a copy that any user can run.
+mkdir "$T/bin" && cp "$TOOL" "$T/bin/uaio-cp" && chmod 755 "$T/bin" "$T/bin/uaio-cp" || exit 1
+PATH=$T/bin:$PATH
+export PATH
+TC=$T/bin/treecmp
+cp "$TREECMP" "$TC" && chmod 755 "$TC" || exit 1
+
+root=0
+[ "$(id -u)" = 0 ] && root=1
+# Runs a command as an unprivileged user: nobody when root, else as is.
+NOBODY=
+have_nobody=1
+if [ $root = 1 ]; then
+  NOBODY="setpriv --reuid=65534 --regid=65534 --clear-groups"
+  $NOBODY true 2>/dev/null || have_nobody=0
+fi
+
+# A failure ends the test, unless UAIO_CP_TEST_KEEP_GOING is set (to see
+# every difference at once; the exit status is still 1).
+failed=0
+group_failed=0
+fail() {
+  echo "FAIL: $*"
+  failed=1
+  group_failed=1
+  [ -n "$UAIO_CP_TEST_KEEP_GOING" ] || exit 1
+  return 1
+}
+ok() {
+  if [ $group_failed = 0 ]; then echo "ok: $*"; else echo "not ok: $*"; fi
+  group_failed=0
+}
+
+# Opens unreadable files and directories (mode 0000) for treecmp when it
+# does not run as root; the same on both sides, so modes still compare.
+opendirs() {
+  [ $root = 1 ] && return
+  find "$@" -type d ! -perm -u=rx -exec chmod u+rx {} + 2>/dev/null
+  find "$@" -type f ! -perm -u=r -exec chmod u+r {} + 2>/dev/null
+}
+
+# Removes trees that may hold read-only directories.
+rmtree() {
+  chmod -R u+rwx "$@" 2>/dev/null
+  rm -rf "$@"
+}
+
+# tc A B [treecmp options]: the two trees must compare equal.
+tc() {
+  opendirs "$1" "$2"
+  "$TC" "$@" >"$T/tc.out" 2>&1 || { cat "$T/tc.out"; fail "$what: trees differ: $*"; }
+}
+
+# both [-s] [-M] ARGS...: in fresh $T/g and $T/u, each prepared by $SETUP (shell
+# code run there), runs `cp ARGS` and `uaio-cp $TX ARGS` under umask $UM
+# and user $AS; their exit statuses, stdout and stderr must be the same
+# (-s: as sorted lines, for tree copies whose order may differ), and the
+# two directories must compare equal but for times (holes included: the
+# two copies are on one file system; -M: not compared, when what GNU
+# makes depends on the order of entries in a directory).
+SETUP=:
+UM=022
+AS=
+TX=
+both() {
+  srt=cat
+  trees=1
+  if [ "$1" = -s ]; then srt=sort; shift; fi
+  if [ "$1" = -M ]; then trees=0; shift; fi
+  loc=
+  [ "$LC_ALL" = C ] || loc=", LC_ALL=$LC_ALL"
+  what="cp $*${AS:+ (as nobody)} (umask $UM${TX:+, uaio-cp $TX}$loc)"
+  for s in g u; do
+    rmtree "$T/$s"
+    mkdir "$T/$s" && chmod 777 "$T/$s" && (cd "$T/$s" && eval "$SETUP") ||
+      fail "$what: setup"
+  done
+  (cd "$T/g" && umask $UM && exec $AS cp "$@") >"$T/g.out" 2>"$T/g.err" </dev/null
+  grc=$?
+  (cd "$T/u" && umask $UM && exec $AS uaio-cp $TX "$@") >"$T/u.out" 2>"$T/u.err" </dev/null
+  urc=$?
+  sed -e 's/^cp: /uaio-cp: /' -e "s/'cp --help'/'uaio-cp --help'/" "$T/g.err" | $srt >"$T/g.err.n"
+  $srt "$T/u.err" >"$T/u.err.n"
+  $srt "$T/g.out" >"$T/g.out.n"
+  $srt "$T/u.out" >"$T/u.out.n"
+  for f in err out; do
+    cmp -s "$T/g.$f.n" "$T/u.$f.n" && continue
+    echo "--- GNU cp std$f (renamed) / +++ uaio-cp std$f:"
+    if command -v diff >/dev/null; then
+      diff -u "$T/g.$f.n" "$T/u.$f.n"
+    else
+      cat "$T/g.$f.n"; echo "--- and from uaio-cp:"; cat "$T/u.$f.n"
+    fi
+    fail "$what: std$f differs"
+  done
+  [ $grc = $urc ] || { cat "$T/u.err"; fail "$what: exit status $urc, GNU cp $grc"; }
+  [ $trees = 0 ] || tc "$T/g" "$T/u" --no-times --strict-holes
+}
+
+# make_tree DIR: every kind of entry, old times with nanoseconds.
+make_tree() {
+  mkdir -p "$1" && r=$(cd "$1" && pwd) || return 1
+  (
+    cd "$r" || exit 1
+    mkdir -p d/e/f/g empty links sticky sg/sub ro || exit 1
+    : >z0
+    printf x >z1
+    head -c 4095 /dev/urandom >z4095
+    head -c 4096 /dev/urandom >z4096
+    head -c $((1048576 + 3)) /dev/urandom >z1m3
+    echo deep >d/e/f/g/deep
+    truncate -s 64M sparse || exit 1
+    for k in 0 10240 64512; do
+      dd if=/dev/urandom of=sparse bs=1024 count=8 seek=$k conv=notrunc status=none || exit 1
+    done
+    dd if=/dev/urandom of=tailhole bs=1024 count=8 status=none && truncate -s 1M tailhole || exit 1
+    # Zeros written out (not holes), then data: for --sparse=always.
+    { head -c 262144 /dev/zero; printf data; head -c 262144 /dev/zero; } >zeros
+    ln -s z1 l_rel && ln -s ../../z4095 d/e/l_up && ln -s "$r/z4096" l_abs &&
+      ln -s no/such/file l_dangling && ln -s d l_dir || exit 1
+    mkfifo fifo || exit 1
+    echo two >links/h2a && ln links/h2a d/h2b || exit 1
+    echo three >links/h3a && ln links/h3a d/e/h3b && ln links/h3a h3c || exit 1
+    echo suid >m4755 && echo sgid >m2755 && echo private >m0600 &&
+      echo s >sticky/f && echo g >sg/f && echo r >ro/f || exit 1
+    if [ $root = 1 ]; then
+      # A 0000 file is only readable by root; a device needs root too.
+      echo none >m0000 && chmod 0000 m0000 && mknod null c 1 3 || exit 1
+      chown 1234:5678 z1 d/e sg sg/f links/h2a m2755 && chown -h 1234:5678 l_rel || exit 1
+    fi
+    chmod 4755 m4755 && chmod 2755 m2755 && chmod 0600 m0600 &&
+      chmod 1777 sticky && chmod 3775 sg && chmod 0555 ro || exit 1
+    if "$TC" --setxattr z1 user.a 1 2>/dev/null; then
+      for p in d links/h2a empty sg m0600; do "$TC" --setxattr $p user.a 1 || exit 1; done
+      "$TC" --setxattr z1m3 user.long "$(head -c 300 /dev/zero | tr '\0' v)" || exit 1
+    else
+      echo "note: no user xattrs on $(stat -f -c %T .), the tree has none"
+    fi
+    find . ! -type d -exec touch -h -d '2001-02-03 04:05:06.123456789' {} + &&
+      find . -depth -type d -exec touch -d '2002-03-04 05:06:07.987654321' {} +
+  )
+}
+
+# ---------------------------------------------------------------------
+make_tree "$T/src" || fail "making the source tree"
+[ $root = 1 ] || echo "note: not root: the tree has no other owners, no device node, no 0000 file"
+
+# treecmp itself: GNU cp -a's copy is equal, each kind of damage is seen
+# (directory times compared only for the damage that is one).
+what="treecmp self-check"
+cp -a "$T/src" "$T/ref" || fail "cp -a of the source tree"
+tc "$T/src" "$T/ref" --dir-times
+n=0
+while read -r flag damage; do
+  [ "$flag" = - ] && flag=
+  rmtree "$T/bad" && cp -a "$T/ref" "$T/bad" && (cd "$T/bad" && eval "$damage") </dev/null 2>/dev/null || continue
+  "$TC" "$T/src" "$T/bad" $flag >"$T/tc.out" 2>&1
+  [ $? = 1 ] || fail "treecmp did not see: $damage"
+  n=$((n + 1))
+done <<'EOF'
+- chmod 0601 m0600
+- touch -h -d '2001-02-03 04:05:06.123456788' l_rel
+--dir-times touch -d '2002-03-04 05:06:07.987654320' d/e
+- printf y | dd of=z4096 bs=1 seek=4000 conv=notrunc status=none
+- rm d/h2b && echo two >d/h2b && touch -d '2001-02-03 04:05:06.123456789' d/h2b
+- ln -sfn z0 l_rel
+- rm fifo && mkdir fifo
+- rm -r empty
+- mkdir extra
+- dd if=/dev/urandom of=sparse bs=4096 count=1 seek=100 conv=notrunc status=none
+- truncate -s 1000 z1m3
+- chown -h 4321 l_rel
+- "$TC" --setxattr links/h2a user.a 2
+- "$TC" --setxattr z0 user.b 1
+EOF
+rmtree "$T/ref" "$T/bad"
+[ $n -ge 10 ] || fail "treecmp self-check: only $n kinds of damage could be made"
+ok "treecmp: an equal copy, and each of $n kinds of damage"
+
+# The option matrix, under two umasks: treecmp options, then cp options.
+for UM in 022 077; do
+  while read -r flags opts; do
+    # shellcheck disable=SC2086
+    both -s $opts ../src dst
+    tc "$T/g/dst" "$T/u/dst" $flags --strict-holes
+    case $opts in -a|--archive)
+      tc "$T/src" "$T/g/dst" --dir-times
+      tc "$T/src" "$T/u/dst" --dir-times ;;
+    esac
+  done <<'EOF'
+--dir-times -a
+--no-times  -r
+--no-times  -R
+--dir-times -rp
+--no-times  -dR
+--dir-times --archive
+--dir-times -a --no-preserve=mode
+--dir-times -r --preserve=mode,timestamps
+--no-times  -rL
+EOF
+  ok "-a -r -R -rp -dR --archive, -a --no-preserve=mode, -r --preserve=mode,timestamps, -rL (umask $UM)"
+done
+UM=022
+
+# Where a copy goes: into an existing directory or to a new name; -T, -t,
+# several sources, a source named -x.
+SETUP='mkdir existing'
+both -s -r ../src existing
+both -s -r ../src newname
+both -s -rT ../src existing
+both -s -rT ../src newname
+both -s -r -t existing ../src/z1 ../src/d ../src/l_dir
+both -s -r ../src/z1 ../src/d ../src/l_dir ../src/fifo existing
+both -s -a -t existing ../src/d ../src/links
+tc "$T/g/existing/d" "$T/u/existing/d" --dir-times --strict-holes
+tc "$T/src/links" "$T/u/existing/links" --dir-times
+SETUP='echo minus >./-x; touch -d 2001-01-01 ./-x'
+both -- -x y
+both -p -- -x y
+tc "$T/g" "$T/u" --strict-holes
+both -x y
+ok "into an existing directory, a new name, -T, -t, several sources, -- -x"
+
+# Messages and exit statuses, verbatim but for the program name.
+SETUP='echo f >f; echo g >g; ln f hl; mkdir -p d/sub e/f; touch -d 2001-01-01 f g d/sub'
+for args in "" "f" "--bogus f g" "-Y f g" "--reflink=bad f g" "--preserve=bogus f g" \
+    "--no-preserve=bogus f g" "--sparse=bad f g" "-t" "-t d -T f" "-T f d e" \
+    "nope x" "nope d" "f f" "f hl" "f ./f" "d x" "-r d d/sub" "-r d d" "-M -r . x" \
+    "f e" "-r d f" "-rT d g" "-t nodir f" "-t f d" "f g nodir" "f g nodir/" "f d g" \
+    "--reflink=always f n" "--reflink=always f g" "-T d e"; do
+  # shellcheck disable=SC2086
+  both $args
+done
+if locale -a 2>/dev/null | grep -qix 'c\.utf-\?8'; then
+  # In a UTF-8 locale GNU quotes an invalid option argument with U+2018/9.
+  LC_ALL=C.UTF-8
+  both --reflink=bad f g
+  both --preserve=bogus f g
+  both nope x
+  LC_ALL=C
+fi
+ok "usage and error messages, exit statuses (incl. --reflink=always where cloning fails)"
+
+# -v lines (any order), -n keeps, -u copies only what is newer.
+SETUP=:
+both -s -rv ../src dst
+both -s -av ../src dst
+SETUP='mkdir dst'
+both -s -rv ../src/d ../src/z1 dst
+SETUP='echo old >keep; echo new >new; touch -d 2001-01-01 keep; touch -d 2002-01-01 new'
+both -n new keep
+tc "$T/g" "$T/u" --strict-holes
+[ "$(cat "$T/u/keep")" = old ] || fail "-n replaced an existing file"
+both -nv new keep
+tc "$T/g" "$T/u" --strict-holes
+both -u keep new
+tc "$T/g" "$T/u" --strict-holes
+[ "$(cat "$T/u/new")" = new ] || fail "-u replaced a newer file"
+both -uv new keep
+[ "$(cat "$T/u/keep")" = new ] || fail "-u kept an older file"
+both -u -p new keep
+tc "$T/g" "$T/u" --strict-holes
+SETUP='mkdir -p a/s b/s; echo 1 >a/s/x; echo 2 >b/s/x; echo 3 >a/y; touch -d 2001-01-01 a/s/x; touch -d 2002-01-01 b/s/x a/y'
+both -s -ru a/. b
+both -s -rn a/. b
+ok "-v output, -n, -u"
+
+# Unprivileged: -f replaces a read-only file; unreadable entries.
+if [ $have_nobody = 1 ]; then
+  AS=$NOBODY
+  SETUP='echo new >new; echo old >ro; chmod 0444 ro'
+  both new ro
+  both -f new ro
+  [ "$(cat "$T/u/ro")" = new ] || fail "-f did not replace a read-only file"
+  SETUP='mkdir -p s/sub s/closed; echo a >s/a; echo b >s/noread; echo c >s/closed/c; echo d >s/sub/d
+    chmod 0000 s/noread s/closed; touch -d 2001-01-01 s/a s/sub/d s/sub s/closed s'
+  both -s -r s dst
+  [ $urc = 1 ] && grep -qx "uaio-cp: cannot open 's/noread' for reading: Permission denied" "$T/u.err" &&
+    grep -qx "uaio-cp: cannot access 's/closed': Permission denied" "$T/u.err" &&
+    [ -f "$T/u/dst/sub/d" ] && [ -f "$T/u/dst/a" ] ||
+    { cat "$T/u.err"; fail "unreadable entries: exit 1, messages, the rest copied"; }
+  both -s -a s dst
+  tc "$T/g/dst" "$T/u/dst" --dir-times --strict-holes
+  AS=
+  who="as nobody"
+  [ $root = 1 ] || who="not root"
+  ok "-f over a 0444 file; unreadable file and directory ($who)"
+else
+  echo "skip: -f and unreadable entries (setpriv cannot switch to nobody)"
+fi
+
+# No space left: a 1 MiB tmpfs.
+enospc() { # PROG ARGS...: copies into the full file system
+  prog=$1
+  shift
+  umount "$mnt" 2>/dev/null
+  mount -t tmpfs -o size=1m,mode=0755 tmpfs "$mnt" || fail "mounting a tmpfs"
+  (cd "$T/nospc" && exec "$prog" "$@") >"$T/ns.out" 2>"$T/ns.err" </dev/null
+  rc=$?
+  what="$prog $* (1 MiB tmpfs)"
+  [ $rc = 1 ] || { cat "$T/ns.err"; fail "$what: exit status $rc, not 1"; }
+  grep -q 'No space left on device' "$T/ns.err" || { cat "$T/ns.err"; fail "$what: no ENOSPC message"; }
+  for f in $(cd "$mnt" && find . -type f); do
+    if [ "$(stat -c %s "$mnt/$f")" = "$(stat -c %s "$T/nospc/$f")" ] && ! cmp -s "$mnt/$f" "$T/nospc/$f"; then
+      fail "$what: $f has the source's size but not its contents"
+    fi
+  done
+}
+if [ $root = 1 ] && mkdir "$T/full" && mount -t tmpfs -o size=1m tmpfs "$T/full" 2>/dev/null; then
+  mnt=$T/full
+  mkdir -p "$T/nospc/tree/a" "$T/nospc/tree/b" || fail "mkdir"
+  head -c 3145728 /dev/urandom >"$T/nospc/big"
+  for i in 1 2 3 4 5 6; do head -c 300000 /dev/urandom >"$T/nospc/tree/a/f$i"; done
+  for prog in cp uaio-cp; do
+    enospc $prog big "$mnt/"
+    enospc $prog -r tree "$mnt/"
+    enospc $prog -a big tree "$mnt/"
+  done
+  umount "$mnt"
+  mnt=
+  ok "ENOSPC: exit 1, 'No space left on device', no full-size file with other contents"
+else
+  echo "skip: ENOSPC (needs root to mount a 1 MiB tmpfs)"
+fi
+
+# Another file system: the source on tmpfs (/dev/shm), the copy on /var/tmp.
+if [ "$(stat -f -c %T /dev/shm 2>/dev/null)" = tmpfs ] && S=$(mktemp -d /dev/shm/uaio-cp-test-XXXXXX); then
+  chmod 755 "$S"
+  make_tree "$S/src" || fail "making the tree on /dev/shm"
+  SETUP=:
+  both -s -a "$S/src" dst
+  tc "$S/src" "$T/u/dst" --dir-times
+  tc "$T/g/dst" "$T/u/dst" --dir-times --strict-holes
+  rmtree "$S"
+  S=
+  ok "-a from tmpfs to $(stat -f -c %T "$T")"
+else
+  echo "skip: no tmpfs at /dev/shm"
+fi
+
+# 10 000 files in 100 directories.
+mkdir "$T/many" || fail mkdir
+i=0
+while [ $i -lt 100 ]; do
+  mkdir "$T/many/d$i" || fail mkdir
+  j=0
+  while [ $j -lt 100 ]; do
+    echo "$i $j" >"$T/many/d$i/f$j"
+    j=$((j + 1))
+  done
+  i=$((i + 1))
+done
+chmod 0600 "$T/many/d7/f7"
+touch -d '2001-02-03 04:05:06.5' "$T/many/d9"
+SETUP=:
+both -s -a ../many dst
+tc "$T/many" "$T/u/dst" --dir-times
+tc "$T/g/dst" "$T/u/dst" --dir-times --strict-holes
+ok "-a of 10000 files"
+
+# --sparse and --reflink=never: same contents and holes as GNU; never
+# writes every block.
+SETUP=:
+for o in --sparse=always --sparse=never --sparse=auto --reflink=never; do
+  both $o ../src/sparse ../src/zeros ../src/tailhole ../src/z1m3 .
+  for f in sparse zeros tailhole z1m3; do
+    cmp -s "$T/src/$f" "$T/u/$f" || fail "$o: $f differs from the source"
+  done
+  if [ $o = --sparse=never ]; then
+    for s in g u; do
+      for f in sparse zeros tailhole; do
+        set -- $(stat -c '%b %B %s' "$T/$s/$f")
+        [ $(($1 * $2)) -ge $(($3 / 4096 * 4096)) ] || fail "--sparse=never: $s/$f has holes ($1 blocks, size $3)"
+      done
+    done
+  fi
+done
+[ "$(stat -c %b "$T/u/sparse")" -lt 4096 ] || echo "note: the --reflink=never copy of a 64 MiB sparse file is not sparse"
+ok "--sparse=always/never/auto, --reflink=never"
+
+# uaio-cp's own options: -j N (any N: the same tree), --progress (nothing
+# written when stdout and stderr are not terminals).
+SETUP=:
+for TX in "-j 1" "-j 64" "--progress" "--progress -j 3"; do
+  both -s -a ../src dst
+  tc "$T/g/dst" "$T/u/dst" --dir-times --strict-holes
+  tc "$T/src" "$T/u/dst" --dir-times
+done
+TX=
+ok "-j 1, -j 64 and --progress: the tree cp -a makes, nothing printed"
+
+uaio-cp --help >"$T/out" 2>"$T/err" || fail "--help exit status $?"
+[ "$(head -n 1 "$T/out")" = "Usage: uaio-cp [OPTION]... [-T] SOURCE DEST" ] ||
+  { head -n 3 "$T/out"; fail "--help's first line"; }
+[ -s "$T/err" ] && { cat "$T/err"; fail "--help wrote to stderr"; }
+uaio-cp --version >"$T/out" 2>"$T/err" || fail "--version exit status $?"
+[ -s "$T/out" ] || fail "--version printed nothing"
+ok "--help, --version"
+exit $failed

@@ -227,7 +227,8 @@ static void copy_dir(struct cp_run *r, struct cp_dir *pd, const char *src,
 	if (errno)
 		cp_err(r, errno, "cannot access %s", q(src));
 	closedir(dir);
-	qsort(ents, n, sizeof(*ents), by_ino);
+	if (n)
+		qsort(ents, n, sizeof(*ents), by_ino);
 
 	for (size_t i = 0; i < n; i++) {
 		char *s = join(src, names + ents[i].name);

@@ -424,6 +424,20 @@ done
 TX=
 ok "-j 1, -j 64 and --progress: the tree cp -a makes, nothing printed"
 
+# Without -R a fifo is read into a regular file, as cp does, whichever
+# small-file strategy runs (pread(2) cannot read a fifo).
+mkdir -p "$T/fifo"
+for sm in work uring inline; do
+  rm -f "$T/fifo/p" "$T/fifo/out"
+  mkfifo "$T/fifo/p" || fail "mkfifo"
+  (printf 'through a fifo\n' >"$T/fifo/p" &)
+  UAIO_CP_SMALL=$sm uaio-cp --reflink=never "$T/fifo/p" "$T/fifo/out" 2>"$T/err" ||
+    { cat "$T/err"; fail "fifo without -R (UAIO_CP_SMALL=$sm) exited $?"; }
+  [ -f "$T/fifo/out" ] && [ "$(cat "$T/fifo/out")" = "through a fifo" ] ||
+    fail "fifo without -R (UAIO_CP_SMALL=$sm): not a regular file with the fifo's data"
+done
+ok "a fifo without -R is read into a file (every small-file strategy)"
+
 uaio-cp --help >"$T/out" 2>"$T/err" || fail "--help exit status $?"
 [ "$(head -n 1 "$T/out")" = "Usage: uaio-cp [OPTION]... [-T] SOURCE DEST" ] ||
   { head -n 3 "$T/out"; fail "--help's first line"; }

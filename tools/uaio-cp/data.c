@@ -530,7 +530,9 @@ int cp_file(struct cp_run *r, struct cp_dir *dir, const char *src,
 	j->final_size = -1;
 	j->cursor = j->counted = 0;
 	j->create_mode = create_mode;
+	/* pread(2) cannot read a fifo or a device: those take the ring path. */
 	if ((uint64_t)st->st_size <= SMALL_MAX && r->small != SMALL_URING &&
+	    S_ISREG(st->st_mode) &&
 	    r->o.sparse != SPARSE_ALWAYS && !looks_sparse(j) && no_clone(j)) {
 		if (r->small == SMALL_INLINE)
 			on_whole(&j->op, (int)whole_copy(j), j);

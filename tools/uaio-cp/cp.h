@@ -93,7 +93,6 @@ struct cp_run {
 /* main.c / opts.c */
 int cp_parse(struct cp_run *r, int argc, char **argv, int *first);
 const char *q(const char *s);		/* cp's quoting, rotating buffers */
-const char *q2(const char *s);
 void cp_err(struct cp_run *r, int err, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 

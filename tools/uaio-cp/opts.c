@@ -49,11 +49,6 @@ const char *q(const char *s)
 	return quote_into(ring[next++ % 4], sizeof(ring[0]), s);
 }
 
-const char *q2(const char *s)
-{
-	return q(s);
-}
-
 void cp_err(struct cp_run *r, int err, const char *fmt, ...)
 {
 	va_list ap;

@@ -113,16 +113,31 @@ static void resubmit(struct laio_call *r, int (*fn)(struct laio_call *))
 	int ret;
 
 	pthread_mutex_lock(&laio__engine.mu);
+	r->submit = fn;
 	ret = r->flags & CF_CANCEL_REQ ? -ECANCELED : fn(r);
 	pthread_mutex_unlock(&laio__engine.mu);
 	if (ret < 0)
 		laio__call_finish(r, ret);
 }
 
+/* -ECANCELED that laio_cancel() did not ask for: the thread that issued
+ * the op exited (io_uring cancels a task's requests then) before it
+ * moved any byte. The call goes on; resubmit() ends it if a cancel has
+ * been asked since. */
+static bool orphaned(struct laio_call *r, int res)
+{
+	if (res != -ECANCELED || !r->submit)
+		return false;
+	resubmit(r, r->submit);
+	return true;
+}
+
 void laio__op_cb(uaio_op *op, int res, void *data)
 {
 	struct laio_call *r = data;
 
+	if (orphaned(r, res))
+		return;
 	if (laio__continue_write(r, res)) {
 		resubmit(r, laio__submit_rw_bg);
 		return;
@@ -139,6 +154,8 @@ static void poll_cb(uaio_op *op, int res, void *data)
 	struct laio_call *r = data;
 	long v;
 
+	if (orphaned(r, res))
+		return;
 	if (res < 0) {
 		laio__call_finish(r, r->done && res != -ECANCELED ? (long)r->done : res);
 		return;
@@ -172,9 +189,12 @@ long laio__go_background(struct laio_call *r, int (*submit)(struct laio_call *))
 	r->phase = PH_BG;
 	r->magic = LAIO_MAGIC;
 	e->outstanding++;
+	r->submit = submit;
 	ret = submit(r);
-	if (ret < 0 && submit != laio__submit_work)
+	if (ret < 0 && submit != laio__submit_work) {
+		r->submit = laio__submit_work;
 		ret = laio__submit_work(r);
+	}
 	if (ret < 0) {
 		laio__outstanding_dec_locked();
 		laio__call_release_locked(r);
@@ -209,6 +229,7 @@ long laio__try_ring(long nr, const long *a, int (*submit)(struct laio_call *))
 		return laio__ret_inline(-EAGAIN);
 	r->phase = PH_TRY;
 	r->kind = K_OP;
+	r->submit = submit;
 	ret = submit(r);
 	if (ret < 0)
 		return laio__go_background(r, laio__submit_work);

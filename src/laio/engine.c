@@ -156,6 +156,7 @@ struct laio_call *laio__call_new(long nr, const long *a)
 	r->flags = 0;
 	r->ftype = 0;
 	r->retries = 0;
+	r->submit = NULL;
 	return r;
 }
 

@@ -80,6 +80,9 @@ struct laio_call {
 	long ret;			/* result or -errno */
 	size_t done;			/* bytes already written (continuation) */
 	struct iovec *iov;		/* writev continuation: remaining iovs */
+	/* Issues the current op again: io_uring cancels a request when the
+	 * thread that issued it (whichever ran the loop) exits. */
+	int (*submit)(struct laio_call *r);
 	int iovcnt;
 	uint32_t magic;
 	uint8_t phase;

@@ -27,21 +27,22 @@ bench): rsync from Debian, xcp and fcp pinned from crates.io into
 
 Called by bench/run.py as run(ctx); returns the markdown section.
 """
-import errno
-import fcntl
-import math
 import os
-import random
 import shutil
 import signal
 import stat
 import subprocess
 import time
 
+import sys
+
 from common import BenchError, Samples, parse_kv, plot_bars, ratio, rotated
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from cp_freshfs import FreshFS, est_bytes, fmt_size, footprint, fs_of, image_size, probe_xdev  # noqa: E402
+from cp_trees import SEED, TREES, describe, generate, scan  # noqa: E402
+
 KiB, MiB, GiB = 1 << 10, 1 << 20, 1 << 30
-SEED = 20260601
 BASE = "cp -r"
 CANDIDATE = "uaio-cp -a"
 # uaio-cp's small-file strategies besides the default (UAIO_CP_SMALL=work,
@@ -50,7 +51,6 @@ SMALL_VARIANTS = {"uaio-cp -a (small=uring)": "uring", "uaio-cp -a (small=inline
 SMALL_TREES = {"small", "mixed"}
 COPIERS = ["uaio-cp -a", *SMALL_VARIANTS, "uaio-cp -r", "cp -r", "cp -a", "rsync -a", "tar | tar",
            "xcp -r", "fcp"]
-TREES = ["small", "medium", "large", "mixed"]
 # The issue's targets. Peak RSS on the small tree has no number yet: set
 # RSS_TARGET_MIB to judge it (until then it is reported, not judged).
 SMALL_WARM_TARGET = 0.3
@@ -82,148 +82,6 @@ def plan(mode, smoke):
 
 
 # ------------------------------------------------------------ the trees
-
-class Writer:
-    """Deterministic file contents: slices of a seeded random pool."""
-    POOL = 16 * MiB
-
-    def __init__(self, seed):
-        self.rnd = random.Random(seed)
-        self.pool = memoryview(self.rnd.randbytes(self.POOL))
-
-    def file(self, path, size, mode=0o644):
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, mode)
-        try:
-            left = size
-            while left:
-                k = min(left, MiB)
-                off = self.rnd.randrange(self.POOL - k + 1)
-                buf = self.pool[off:off + k]
-                while buf:
-                    buf = buf[os.write(fd, buf):]
-                left -= k
-        finally:
-            os.close(fd)
-
-
-def gen_small(root, w, files):
-    """A 3-level tree (k x k x k leaf directories, ~50 files each) of
-    1-8 KiB files."""
-    k = max(1, math.ceil((files / 50) ** (1 / 3)))
-    leaves = [os.path.join(root, f"d{a:02d}", f"d{b:02d}", f"d{c:02d}")
-              for a in range(k) for b in range(k) for c in range(k)]
-    for d in leaves:
-        os.makedirs(d)
-    for i in range(files):
-        w.file(os.path.join(leaves[i % len(leaves)], f"f{i:06d}.dat"), w.rnd.randint(KiB, 8 * KiB))
-
-
-def gen_medium(root, w, files):
-    dirs = [os.path.join(root, f"m{i}") for i in range(4)]
-    for d in dirs:
-        os.makedirs(d)
-    for i in range(files):
-        w.file(os.path.join(dirs[i % 4], f"f{i:04d}.bin"), w.rnd.randint(MiB, 4 * MiB))
-
-
-def gen_large(root, w, big, tens, ten):
-    os.makedirs(os.path.join(root, "big"))
-    os.makedirs(os.path.join(root, "ten"))
-    for i, sz in enumerate(big):
-        w.file(os.path.join(root, "big", f"b{i}.bin"), sz)
-    for i in range(tens):
-        w.file(os.path.join(root, "ten", f"t{i:03d}.bin"), ten)
-
-
-DIRNAMES = ["src", "lib", "include", "test", "docs", "core", "util", "net", "fs", "io", "mm",
-            "arch", "drivers", "tools", "scripts", "kernel", "crypto", "sound", "block", "ipc"]
-EXTS = [".c", ".h", ".c", ".h", ".py", ".md", ".txt", ".json", ".S", ".rs", ".toml", ""]
-
-
-def gen_mixed(root, w, files, dirs, blobs, blob_mib):
-    """Source-tree-like: directories up to 7 deep, log-normal file sizes
-    around 3 KiB (some empty, some executable), relative symlinks to files
-    and directories (one dangling), hard links, a few large blobs."""
-    rnd = w.rnd
-    os.makedirs(root)
-    dl = [("", 0)]
-    for i in range(dirs):
-        while True:
-            parent, depth = rnd.choice(dl)
-            if depth < 7:
-                break
-        rel = os.path.join(parent, f"{rnd.choice(DIRNAMES)}{i}")
-        os.mkdir(os.path.join(root, rel))
-        dl.append((rel, depth + 1))
-    made = []
-    for i in range(files):
-        d = rnd.choice(dl)[0]
-        rel = os.path.join(d, f"f{i:05d}{rnd.choice(EXTS)}")
-        size = 0 if rnd.random() < 0.02 else min(2 * MiB, int(rnd.lognormvariate(math.log(3 * KiB), 1.2)))
-        w.file(os.path.join(root, rel), size, 0o755 if rnd.random() < 0.1 else 0o644)
-        made.append(rel)
-    for i in range(blobs):
-        rel = os.path.join(rnd.choice(dl)[0], f"blob{i}.pack")
-        w.file(os.path.join(root, rel), rnd.randint(*blob_mib) * MiB)
-    for i in range(max(3, files // 200)):
-        d = rnd.choice(dl)[0]
-        target = rnd.choice(dl[1:])[0] if i % 5 == 4 else rnd.choice(made)
-        os.symlink(os.path.relpath(target, d or "."), os.path.join(root, d, f"link{i}"))
-    os.symlink(os.path.join("..", "no", "such", "file"), os.path.join(root, dl[-1][0], "dangling"))
-    for i in range(max(2, files // 400)):
-        os.link(os.path.join(root, rnd.choice(made)),
-                os.path.join(root, rnd.choice(dl)[0], f"hard{i}.o"))
-
-
-def generate(name, root, spec):
-    w = Writer(SEED + TREES.index(name))
-    if name == "small":
-        gen_small(root, w, spec["files"])
-    elif name == "medium":
-        gen_medium(root, w, spec["files"])
-    elif name == "large":
-        gen_large(root, w, spec["big"], spec["tens"], spec["ten"])
-    else:
-        gen_mixed(root, w, spec["files"], spec["dirs"], spec["blobs"], spec["blob_mib"])
-    os.sync()
-
-
-# ------------------------------------------------------------ scan, verify
-
-def scan(root):
-    """{relative path: (kind, size, symlink target)} and {path: stat} of a
-    tree, without following symlinks."""
-    out, sts = {}, {}
-    stack = [""]
-    while stack:
-        rel = stack.pop()
-        with os.scandir(os.path.join(root, rel)) as it:
-            for e in it:
-                r = os.path.join(rel, e.name)
-                st = e.stat(follow_symlinks=False)
-                sts[r] = st
-                if stat.S_ISDIR(st.st_mode):
-                    out[r] = ("dir", 0, None)
-                    stack.append(r)
-                elif stat.S_ISLNK(st.st_mode):
-                    out[r] = ("symlink", 0, os.readlink(e.path))
-                elif stat.S_ISREG(st.st_mode):
-                    out[r] = ("file", st.st_size, None)
-                else:
-                    out[r] = ("other", 0, None)
-    return out, sts
-
-
-def describe(entries, sts):
-    files = [r for r, v in entries.items() if v[0] == "file"]
-    inodes = {}
-    for r in files:
-        inodes.setdefault(sts[r].st_ino, []).append(r)
-    return dict(files=len(files), dirs=sum(v[0] == "dir" for v in entries.values()),
-                symlinks=sum(v[0] == "symlink" for v in entries.values()),
-                hardlinks=sum(len(g) - 1 for g in inodes.values()),
-                bytes=sum(sts[r].st_size for r in files),
-                depth=max((r.count("/") + 1 for r, v in entries.items() if v[0] == "dir"), default=0))
 
 
 def same_bytes(a, b):
@@ -375,203 +233,12 @@ def timed_copy(cprun, argv, sync_path, errfile, timeout, env=None):
     return kv["wall"], kv["wall"] + t_sync, kv["cpu"], kv["rss_kib"] / 1024
 
 
-def fs_of(path):
-    """'ext4 on /dev/vda' for the mount holding path."""
-    best = ("?", "?", "")
-    path = os.path.realpath(path)
-    try:
-        with open("/proc/mounts") as f:
-            for line in f:
-                dev, mnt, typ = line.split()[:3]
-                if (path == mnt or path.startswith(mnt.rstrip("/") + "/")) and len(mnt) >= len(best[2]):
-                    best = (typ, dev, mnt)
-    except OSError:
-        pass
-    return f"{best[0]} on {best[1]}"
-
-
-# ------------------------------------------------------------ the destination file system
-
-def est_bytes(name, spec):
-    """A generous estimate of the bytes a tree of the plan takes (before it
-    exists; footprint() is the real one)."""
-    if name == "small":
-        return spec["files"] * 8 * KiB
-    if name == "medium":
-        return spec["files"] * 4 * MiB
-    if name == "large":
-        return sum(spec["big"]) + spec["tens"] * spec["ten"]
-    return spec["blobs"] * spec["blob_mib"][1] * MiB + spec["files"] * 16 * KiB
-
-
-def footprint(sts):
-    """(bytes allocated, inodes) of a scanned tree: each inode once."""
-    seen = {}
-    for st in sts.values():
-        seen[st.st_ino] = st.st_blocks * 512
-    return sum(seen.values()) + 4 * KiB, len(seen) + 1
-
-
-def image_size(nbytes, inodes):
-    """Bytes of an ext4 (mkfs.ext4 defaults: 4 KiB blocks, a 256-byte inode
-    per 16 KiB, 5 % reserved, a journal of at most 128 MiB at these sizes)
-    that holds nbytes + 20 % and inodes + 20 %; at least 1 GiB, so that
-    mkfs.ext4 picks its "default" layout rather than "small" (1 KiB
-    blocks) for the smoke run's tiny trees."""
-    data = nbytes * 1.2 / (1 - 0.05 - 256 / 16384) + 128 * MiB
-    size = max(data, inodes * 1.2 * 16384, GiB)
-    return -(-int(size) // MiB) * MiB
-
-
-class FreshFS:
-    """A fresh ext4 for every timed copy: a sparse image file on a loop
-    device (direct I/O, so that its blocks are not cached twice), made anew
-    with mkfs.ext4 and mounted before each copy (fresh(), not timed).
-
-    Mounted with noinit_itable: with lazy_itable_init the kernel would
-    otherwise zero the inode tables from a background thread
-    (ext4lazyinit) while the copy runs. The stale inode tables that leaves
-    are harmless: ext4 zeroes a new inode before it writes it."""
-    MKFS = ["mkfs.ext4", "-q", "-F", "-E", "lazy_itable_init=1,lazy_journal_init=1,nodiscard"]
-    MOUNT_OPTS = "noinit_itable"
-
-    def __init__(self, scratch, size, log):
-        self.img = scratch / "dst.img"
-        self.mnt = scratch / "mnt"
-        self.size = size
-        self.log = log
-        self.dev = None
-        self.dio = None
-        self.mounted = False
-        self.mkfs_s = []            # seconds of each mkfs.ext4
-        self.mount_s = []           # seconds of each umount + mount
-        self.grown = []             # sizes it was grown to
-
-    def _run(self, argv):
-        p = subprocess.run([str(a) for a in argv], stdout=subprocess.PIPE,
-                           stderr=subprocess.PIPE, text=True, timeout=300)
-        if p.returncode:
-            raise BenchError(f"{' '.join(map(str, argv))}: exit {p.returncode}: "
-                             + " | ".join(p.stderr.strip().splitlines()[-2:]))
-        return p.stdout.strip()
-
-    def setup(self):
-        self.mnt.mkdir(exist_ok=True)
-        with open(self.img, "wb") as f:
-            f.truncate(self.size)
-        try:
-            self.dev = self._run(["losetup", "--find", "--show", "--direct-io=on", self.img])
-        except BenchError as e:
-            self.log(f"losetup --direct-io=on refused ({e}); without direct I/O")
-            self.dev = self._run(["losetup", "--find", "--show", self.img])
-        try:
-            with open(f"/sys/block/{os.path.basename(self.dev)}/loop/dio") as f:
-                self.dio = f.read().strip() == "1"
-        except OSError:
-            self.dio = None
-        t0 = time.monotonic()
-        self.fresh()
-        self.log(f"destination: fresh ext4 on {self.dev} ({fmt_size(self.size)} sparse image "
-                 f"{self.img}, direct I/O {'on' if self.dio else 'off'}) before every copy; "
-                 f"mkfs.ext4 took {self.mkfs_s[-1]:.3f} s, umount + mkfs + mount "
-                 f"{time.monotonic() - t0:.3f} s")
-
-    def grow(self, size):
-        """Makes the image at least size bytes (unmounted; the next fresh()
-        makes a file system of the new size)."""
-        if size <= self.size:
-            return
-        self.umount()
-        os.truncate(self.img, size)
-        self._run(["losetup", "--set-capacity", self.dev])
-        self.log(f"destination image grown from {fmt_size(self.size)} to {fmt_size(size)}")
-        self.size = size
-        self.grown.append(size)
-
-    def umount(self):
-        if self.mounted:
-            self._run(["umount", self.mnt])
-            self.mounted = False
-
-    def fresh(self):
-        """Unmounts, mkfs, mounts; returns the destination path (not yet
-        existing) on the new file system."""
-        t0 = time.monotonic()
-        self.umount()
-        t1 = time.monotonic()
-        self._run(self.MKFS + [self.dev])
-        t2 = time.monotonic()
-        self._run(["mount", "-t", "ext4", "-o", self.MOUNT_OPTS, self.dev, self.mnt])
-        self.mounted = True
-        self.mkfs_s.append(t2 - t1)
-        self.mount_s.append(time.monotonic() - t2 + t1 - t0)
-        return str(self.mnt / "dst")
-
-    def close(self):
-        """Unmounts and detaches, whatever state it is in; never raises."""
-        if self.mounted:
-            try:
-                self.umount()
-            except (BenchError, OSError, subprocess.SubprocessError) as e:
-                self.log(f"umount {self.mnt}: {e}; lazy unmount")
-                subprocess.run(["umount", "-l", str(self.mnt)], check=False)
-                self.mounted = False
-        if self.dev:
-            try:
-                self._run(["losetup", "-d", self.dev])
-            except (BenchError, OSError, subprocess.SubprocessError) as e:
-                self.log(f"losetup -d {self.dev}: {e}")
-            self.dev = None
-        try:
-            os.unlink(self.img)
-        except OSError:
-            pass
-
-
-def probe_xdev(src_dir, dst_dir):
-    """What copy_file_range(2) and FICLONE do from a file in src_dir to one
-    in dst_dir: {"copy_file_range": "EXDEV" | "copied N bytes" | ...}."""
-    FICLONE = 0x40049409
-    a, b = os.path.join(src_dir, "xdev-probe"), os.path.join(dst_dir, "xdev-probe")
-    out = {}
-    with open(a, "wb") as f:
-        f.write(os.urandom(64 * KiB))
-    try:
-        for what in ("copy_file_range", "FICLONE"):
-            fi = os.open(a, os.O_RDONLY)
-            fo = os.open(b, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-            try:
-                if what == "FICLONE":
-                    fcntl.ioctl(fo, FICLONE, fi)
-                    out[what] = "cloned"
-                else:
-                    out[what] = f"copied {os.copy_file_range(fi, fo, 64 * KiB)} bytes"
-            except OSError as e:
-                out[what] = errno.errorcode.get(e.errno, str(e.errno))
-            finally:
-                os.close(fi)
-                os.close(fo)
-    finally:
-        for p in (a, b):
-            try:
-                os.unlink(p)
-            except OSError:
-                pass
-    return out
-
 
 # ------------------------------------------------------------ run
 
 def cell(text):
     """text made safe for a markdown table cell."""
     return text.replace("|", "\\|")
-
-
-def fmt_size(n):
-    for div, suf in ((GiB, "GiB"), (MiB, "MiB"), (KiB, "KiB")):
-        if n >= div:
-            return f"{n / div:.3g} {suf}"
-    return f"{n} B"
 
 
 def run(ctx):

@@ -12,6 +12,7 @@
 #ifndef UAIO_CP_H
 #define UAIO_CP_H
 
+#include <limits.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/stat.h>
@@ -54,6 +55,9 @@ struct cp_dir {
 struct cp_run {
 	const char *prog;
 	struct cp_opts o;
+	/* q()'s results: four names per message at most */
+	char quoted[4][PATH_MAX + 64];
+	unsigned quoted_next;
 	uaio_loop *l;
 	mode_t umask;
 	bool root;
@@ -92,7 +96,7 @@ struct cp_run {
 
 /* main.c / opts.c */
 int cp_parse(struct cp_run *r, int argc, char **argv, int *first);
-const char *q(const char *s);		/* cp's quoting, rotating buffers */
+const char *q(struct cp_run *r, const char *s);	/* cp's quoting, into r->quoted */
 void cp_err(struct cp_run *r, int err, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 

@@ -114,7 +114,7 @@ static void job_end(struct cp_job *j)
 
 	if (!j->failed && j->final_size >= 0 &&
 	    ftruncate(j->dfd, j->final_size) < 0) {
-		cp_err(r, errno, "failed to extend %s", q(j->dst));
+		cp_err(r, errno, "failed to extend %s", q(r, j->dst));
 		j->failed = true;
 	}
 	if (j->failed) {
@@ -127,7 +127,7 @@ static void job_end(struct cp_job *j)
 			j->omitted, -1);
 	}
 	if (close(j->dfd) < 0 && !j->failed)
-		cp_err(r, errno, "failed to close %s", q(j->dst));
+		cp_err(r, errno, "failed to close %s", q(r, j->dst));
 	job_release(j);
 }
 
@@ -153,7 +153,7 @@ static void job_release(struct cp_job *j)
 static void job_fail(struct cp_job *j, int err, bool reading)
 {
 	cp_err(j->r, -err, reading ? "error reading %s" : "error writing %s",
-	       q(reading ? j->src : j->dst));
+	       q(j->r, reading ? j->src : j->dst));
 	j->failed = true;
 	job_end(j);
 }
@@ -416,7 +416,7 @@ static void on_whole(uaio_op *op, int res, void *data)
 
 	(void)op;
 	if (res < 0 && j->stage == STAGE_CREATE) {
-		cp_err(j->r, -res, "cannot create regular file %s", q(j->dst));
+		cp_err(j->r, -res, "cannot create regular file %s", q(j->r, j->dst));
 		job_release(j);
 	} else if (res < 0) {
 		job_fail(j, res, j->stage == STAGE_READ);
@@ -463,7 +463,7 @@ static int try_clone(struct cp_job *j)
 		return 0;
 	}
 	if (r->o.reflink == REFLINK_ALWAYS) {
-		cp_err(r, errno, "failed to clone %s from %s", q(j->dst), q(j->src));
+		cp_err(r, errno, "failed to clone %s from %s", q(r, j->dst), q(r, j->src));
 		j->failed = true;
 		return 1;
 	}
@@ -497,7 +497,7 @@ static void on_open(uaio_op *op, int res, void *data)
 
 	(void)op;
 	if (res < 0) {
-		cp_err(j->r, -res, "cannot create regular file %s", q(j->dst));
+		cp_err(j->r, -res, "cannot create regular file %s", q(j->r, j->dst));
 		job_release(j);
 		return;
 	}

@@ -33,14 +33,14 @@ static const char *target_of(struct cp_run *r, char **files, int *n)
 	if (*n <= !r->o.target_dir) {
 		if (*n <= 0)
 			die(r, 0, true, "missing file operand%s", "");
-		die(r, 0, true, "missing destination file operand after %s", q(files[0]));
+		die(r, 0, true, "missing destination file operand after %s", q(r, files[0]));
 	}
 	if (r->o.no_target_dir) {
 		if (r->o.target_dir)
 			die(r, 0, false, "cannot combine --target-directory (-t) "
 			    "and --no-target-directory (-T)%s", "");
 		if (*n > 2)
-			die(r, 0, true, "extra operand %s", q(files[2]));
+			die(r, 0, true, "extra operand %s", q(r, files[2]));
 		return NULL;
 	}
 	if (r->o.target_dir) {
@@ -48,7 +48,7 @@ static const char *target_of(struct cp_run *r, char **files, int *n)
 			  S_ISDIR(st.st_mode) ? 0 : ENOTDIR;
 
 		if (err)
-			die(r, err, false, "target directory %s", q(r->o.target_dir));
+			die(r, err, false, "target directory %s", q(r, r->o.target_dir));
 		return r->o.target_dir;
 	}
 	int err = stat(files[*n - 1], &st) < 0 ? errno :
@@ -59,7 +59,7 @@ static const char *target_of(struct cp_run *r, char **files, int *n)
 		return files[*n];
 	}
 	if (*n > 2)
-		die(r, err, false, "target %s", q(files[*n - 1]));
+		die(r, err, false, "target %s", q(r, files[*n - 1]));
 	return NULL;
 }
 

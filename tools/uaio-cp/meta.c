@@ -78,7 +78,7 @@ void cp_xattrs(struct cp_run *r, int src_fd, const char *src, int fd,
 			continue;
 		if (x_set(fd, dst, name, val, (size_t)vn) < 0 && r->o.require_xattr &&
 		    !is_acl(name))
-			cp_err(r, errno, "setting attributes for %s", q(dst));
+			cp_err(r, errno, "setting attributes for %s", q(r, dst));
 	}
 out:
 	free(val);
@@ -99,7 +99,7 @@ void cp_meta(struct cp_run *r, int src_fd, const char *src, int fd,
 			  utimensat(AT_FDCWD, dst, ts, AT_SYMLINK_NOFOLLOW);
 
 		if (ret < 0 && !(link && errno == EOPNOTSUPP))
-			cp_err(r, errno, "preserving times for %s", q(dst));
+			cp_err(r, errno, "preserving times for %s", q(r, dst));
 	}
 	if (o->p_owner) {
 		int ret = fd >= 0 ? fchown(fd, st->st_uid, st->st_gid) :
@@ -114,7 +114,7 @@ void cp_meta(struct cp_run *r, int src_fd, const char *src, int fd,
 					(void)!lchown(dst, (uid_t)-1, st->st_gid);
 				chown_failed = true;
 			} else {
-				cp_err(r, errno, "failed to preserve ownership for %s", q(dst));
+				cp_err(r, errno, "failed to preserve ownership for %s", q(r, dst));
 			}
 		}
 	}
@@ -129,7 +129,7 @@ void cp_meta(struct cp_run *r, int src_fd, const char *src, int fd,
 		if (chown_failed)
 			m &= ~(mode_t)(S_ISUID | S_ISGID);
 		if ((fd >= 0 ? fchmod(fd, m) : chmod(dst, m)) < 0)
-			cp_err(r, errno, "preserving permissions for %s", q(dst));
+			cp_err(r, errno, "preserving permissions for %s", q(r, dst));
 		return;
 	}
 	/* cp 9.1 sets a default ACL here, which replaces the permission
@@ -143,7 +143,7 @@ void cp_meta(struct cp_run *r, int src_fd, const char *src, int fd,
 				     0777 : 0666) & ~r->umask);
 
 			if ((fd >= 0 ? fchmod(fd, m) : chmod(dst, m)) < 0)
-				cp_err(r, errno, "preserving permissions for %s", q(dst));
+				cp_err(r, errno, "preserving permissions for %s", q(r, dst));
 		}
 		return;
 	}
@@ -159,5 +159,5 @@ void cp_meta(struct cp_run *r, int src_fd, const char *src, int fd,
 	if (restore_mode >= 0 &&
 	    (fd >= 0 ? fchmod(fd, (mode_t)restore_mode | omitted) :
 		       chmod(dst, (mode_t)restore_mode | omitted)) < 0)
-		cp_err(r, errno, "setting permissions for %s", q(dst));
+		cp_err(r, errno, "setting permissions for %s", q(r, dst));
 }

@@ -41,12 +41,11 @@ static const char *quote_into(char *buf, size_t cap, const char *s)
 	return buf;
 }
 
-const char *q(const char *s)
+const char *q(struct cp_run *r, const char *s)
 {
-	static char ring[4][PATH_MAX + 64];	/* four names per message at most */
-	static unsigned next;
+	char *buf = r->quoted[r->quoted_next++ % 4];
 
-	return quote_into(ring[next++ % 4], sizeof(ring[0]), s);
+	return quote_into(buf, sizeof(r->quoted[0]), s);
 }
 
 void cp_err(struct cp_run *r, int err, const char *fmt, ...)
@@ -287,7 +286,7 @@ int cp_parse(struct cp_run *r, int argc, char **argv, int *first)
 			if (errno || end == optarg || *end || v == 0 || v > 65536 ||
 			    *optarg == '-') {
 				fprintf(stderr, "%s: invalid number of jobs: %s\n",
-					r->prog, q(optarg));
+					r->prog, q(r, optarg));
 				try_help(r);
 			}
 			o->jobs = (unsigned)v;

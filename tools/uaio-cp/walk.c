@@ -49,7 +49,7 @@ static char *join(const char *dir, const char *name)
 static void verbose(struct cp_run *r, const char *src, const char *dst)
 {
 	if (r->o.verbose)
-		printf("%s -> %s\n", q(src), q(dst));
+		printf("%s -> %s\n", q(r, src), q(r, dst));
 }
 
 static size_t link_slot(const struct cp_run *r, dev_t dev, ino_t ino)
@@ -145,12 +145,12 @@ static void copy_dir(struct cp_run *r, struct cp_dir *pd, const char *src,
 	DIR *dir;
 
 	if (!d) {
-		cp_err(r, ENOMEM, "%s", q(src));
+		cp_err(r, ENOMEM, "%s", q(r, src));
 		return;
 	}
 	for (struct cp_dir *a = pd; a; a = a->parent)
 		if (a->src.st_dev == st->st_dev && a->src.st_ino == st->st_ino) {
-			cp_err(r, 0, "cannot copy cyclic symbolic link %s", q(src));
+			cp_err(r, 0, "cannot copy cyclic symbolic link %s", q(r, src));
 			free(d);
 			return;
 		}
@@ -160,7 +160,7 @@ static void copy_dir(struct cp_run *r, struct cp_dir *pd, const char *src,
 
 		d->omitted = mode & (r->o.p_owner ? 077 : 022);
 		if (mkdir(dst, mode & ~d->omitted) < 0) {
-			cp_err(r, errno, "cannot create directory %s", q(dst));
+			cp_err(r, errno, "cannot create directory %s", q(r, dst));
 			free(d);
 			return;
 		}
@@ -196,7 +196,7 @@ static void copy_dir(struct cp_run *r, struct cp_dir *pd, const char *src,
 		goto done;	/* -x: the mount point is made, not filled */
 	dir = opendir(src);
 	if (!dir) {
-		cp_err(r, errno, "cannot access %s", q(src));
+		cp_err(r, errno, "cannot access %s", q(r, src));
 		goto done;
 	}
 	errno = 0;
@@ -225,7 +225,7 @@ static void copy_dir(struct cp_run *r, struct cp_dir *pd, const char *src,
 		nlen += len;
 	}
 	if (errno)
-		cp_err(r, errno, "cannot access %s", q(src));
+		cp_err(r, errno, "cannot access %s", q(r, src));
 	closedir(dir);
 	if (n)
 		qsort(ents, n, sizeof(*ents), by_ino);
@@ -237,7 +237,7 @@ static void copy_dir(struct cp_run *r, struct cp_dir *pd, const char *src,
 		int ret = r->o.deref == DEREF_ALWAYS ? stat(s, &cst) : lstat(s, &cst);
 
 		if (ret < 0)
-			cp_err(r, errno, "cannot stat %s", q(s));
+			cp_err(r, errno, "cannot stat %s", q(r, s));
 		else
 			copy_entry(r, d, s, t, &cst, false);
 		free(s);
@@ -254,11 +254,11 @@ done:
 static int remove_existing(struct cp_run *r, const char *dst)
 {
 	if (unlink(dst) < 0 && errno != ENOENT) {
-		cp_err(r, errno, "cannot remove %s", q(dst));
+		cp_err(r, errno, "cannot remove %s", q(r, dst));
 		return -1;
 	}
 	if (r->o.verbose)
-		printf("removed %s\n", q(dst));
+		printf("removed %s\n", q(r, dst));
 	return 0;
 }
 
@@ -272,22 +272,22 @@ static void copy_reg(struct cp_run *r, struct cp_dir *pd, const char *src,
 	struct stat st;
 
 	if (sfd < 0) {
-		cp_err(r, errno, "cannot open %s for reading", q(src));
+		cp_err(r, errno, "cannot open %s for reading", q(r, src));
 		return;
 	}
 	if (!exists && dst[strlen(dst) - 1] == '/') {
 		/* "new/": cp names the missing directory, not EISDIR. */
-		cp_err(r, ENOTDIR, "cannot create regular file %s", q(dst));
+		cp_err(r, ENOTDIR, "cannot create regular file %s", q(r, dst));
 		close(sfd);
 		return;
 	}
 	if (fstat(sfd, &st) < 0) {
-		cp_err(r, errno, "cannot fstat %s", q(src));
+		cp_err(r, errno, "cannot fstat %s", q(r, src));
 		close(sfd);
 		return;
 	}
 	if (st.st_ino != lst->st_ino || st.st_dev != lst->st_dev) {
-		cp_err(r, 0, "skipping file %s, as it was replaced while being copied", q(src));
+		cp_err(r, 0, "skipping file %s, as it was replaced while being copied", q(r, src));
 		close(sfd);
 		return;
 	}
@@ -298,7 +298,7 @@ static void copy_reg(struct cp_run *r, struct cp_dir *pd, const char *src,
 		if (dfd < 0 && errno == ENOENT) {
 			/* open gave ENOENT though lstat found a name: a dangling link */
 			if (!r->o.force) {
-				cp_err(r, 0, "not writing through dangling symlink %s", q(dst));
+				cp_err(r, 0, "not writing through dangling symlink %s", q(r, dst));
 				close(sfd);
 				return;
 			}
@@ -308,7 +308,7 @@ static void copy_reg(struct cp_run *r, struct cp_dir *pd, const char *src,
 
 			if (!r->o.force || remove_existing(r, dst) < 0) {
 				if (!r->o.force)
-					cp_err(r, err, "cannot create regular file %s", q(dst));
+					cp_err(r, err, "cannot create regular file %s", q(r, dst));
 				close(sfd);
 				return;
 			}
@@ -319,7 +319,7 @@ static void copy_reg(struct cp_run *r, struct cp_dir *pd, const char *src,
 		/* Later names link to this one: it must exist before they come. */
 		dfd = open(dst, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, create);
 		if (dfd < 0) {
-			cp_err(r, errno, "cannot create regular file %s", q(dst));
+			cp_err(r, errno, "cannot create regular file %s", q(r, dst));
 			close(sfd);
 			return;
 		}
@@ -343,7 +343,7 @@ static void copy_other(struct cp_run *r, const char *src, const char *dst,
 		ssize_t n = target ? readlink(src, target, (size_t)st->st_size + 1) : -1;
 
 		if (n < 0 || n > st->st_size) {
-			cp_err(r, n < 0 ? errno : 0, "cannot read symbolic link %s", q(src));
+			cp_err(r, n < 0 ? errno : 0, "cannot read symbolic link %s", q(r, src));
 			free(target);
 			return;
 		}
@@ -351,16 +351,16 @@ static void copy_other(struct cp_run *r, const char *src, const char *dst,
 		ret = symlink(target, dst);
 		free(target);
 		if (ret < 0) {
-			cp_err(r, errno, "cannot create symbolic link %s", q(dst));
+			cp_err(r, errno, "cannot create symbolic link %s", q(r, dst));
 			return;
 		}
 	} else if (S_ISFIFO(st->st_mode)) {
 		if (mkfifo(dst, (st->st_mode & 07777) & ~omitted) < 0) {
-			cp_err(r, errno, "cannot create fifo %s", q(dst));
+			cp_err(r, errno, "cannot create fifo %s", q(r, dst));
 			return;
 		}
 	} else if (mknod(dst, (st->st_mode & (S_IFMT | 07777)) & ~omitted, st->st_rdev) < 0) {
-		cp_err(r, errno, "cannot create special file %s", q(dst));
+		cp_err(r, errno, "cannot create special file %s", q(r, dst));
 		return;
 	}
 	cp_meta(r, -1, src, -1, dst, st, true, omitted, -1);
@@ -374,20 +374,20 @@ static void copy_entry(struct cp_run *r, struct cp_dir *pd, const char *src,
 	const char *first;
 
 	if (isdir && !r->o.recursive) {
-		cp_err(r, 0, "-r not specified; omitting directory %s", q(src));
+		cp_err(r, 0, "-r not specified; omitting directory %s", q(r, src));
 		return;
 	}
 	if (isdir && r->top_made && st->st_dev == r->top_dev &&
 	    st->st_ino == r->top_ino) {
 		cp_err(r, 0, "cannot copy a directory, %s, into itself, %s",
-		       q(r->top_src), q(r->top_dst));
+		       q(r, r->top_src), q(r, r->top_dst));
 		return;
 	}
 	if (!pd || !pd->fresh) {
 		if (lstat(dst, &dst_st) == 0) {
 			exists = true;
 		} else if (errno != ENOENT) {
-			cp_err(r, errno, "cannot stat %s", q(dst));
+			cp_err(r, errno, "cannot stat %s", q(r, dst));
 			return;
 		}
 	}
@@ -403,7 +403,7 @@ static void copy_entry(struct cp_run *r, struct cp_dir *pd, const char *src,
 		if (r->o.no_clobber && !isdir)
 			return;
 		if (same) {
-			cp_err(r, 0, "%s and %s are the same file", q(src), q(dst));
+			cp_err(r, 0, "%s and %s are the same file", q(r, src), q(r, dst));
 			return;
 		}
 		if (isdir) {
@@ -413,13 +413,13 @@ static void copy_entry(struct cp_run *r, struct cp_dir *pd, const char *src,
 			    !(S_ISLNK(dst_st.st_mode) && stat(dst, &follow_dir) == 0 &&
 			      S_ISDIR(follow_dir.st_mode))) {
 				cp_err(r, 0, "cannot overwrite non-directory %s with directory %s",
-				       q(dst), q(src));
+				       q(r, dst), q(r, src));
 				return;
 			}
 		} else {
 			if (S_ISDIR(dst_st.st_mode)) {
 				cp_err(r, 0, "cannot overwrite directory %s with non-directory",
-				       q(dst));
+				       q(r, dst));
 				return;
 			}
 			if (r->o.update &&
@@ -445,7 +445,7 @@ static void copy_entry(struct cp_run *r, struct cp_dir *pd, const char *src,
 		if (exists && remove_existing(r, dst) < 0)
 			return;
 		if (link(first, dst) < 0)
-			cp_err(r, errno, "cannot create hard link %s to %s", q(dst), q(first));
+			cp_err(r, errno, "cannot create hard link %s to %s", q(r, dst), q(r, first));
 		return;
 	}
 	/* Without -R a fifo or device is read like a file, as cp does. */
@@ -495,7 +495,7 @@ int cp_top(struct cp_run *r, const char *src, const char *dst, bool into)
 	int ret = r->o.deref == DEREF_NEVER ? lstat(src, &st) : stat(src, &st);
 
 	if (ret < 0) {
-		cp_err(r, errno, "cannot stat %s", q(src));
+		cp_err(r, errno, "cannot stat %s", q(r, src));
 		return -1;
 	}
 	if (into) {
@@ -518,7 +518,7 @@ int cp_top(struct cp_run *r, const char *src, const char *dst, bool into)
 	r->top_made = false;
 	if (into && made_before(r, dst)) {
 		/* Two sources with one name: the first copy is not clobbered. */
-		cp_err(r, 0, "will not overwrite just-created %s with %s", q(dst), q(src));
+		cp_err(r, 0, "will not overwrite just-created %s with %s", q(r, dst), q(r, src));
 	} else {
 		copy_entry(r, NULL, src, dst, &st, true);
 		if (into)

@@ -425,13 +425,14 @@ static void on_whole(uaio_op *op, int res, void *data)
 	}
 }
 
-/* Whether a small file may skip FICLONE: never asked for, or this
- * source device refused it before. */
+/* Whether FICLONE is not to be tried: not asked for, not a regular file,
+ * or (under auto) this source device refused it before. */
 static bool no_clone(const struct cp_job *j)
 {
 	const struct cp_run *r = j->r;
 
 	return r->o.reflink == REFLINK_NEVER || r->o.sparse != SPARSE_AUTO ||
+	       !S_ISREG(j->st.st_mode) ||
 	       (r->o.reflink == REFLINK_AUTO && r->clone_dev == j->st.st_dev &&
 		!r->clone_ok);
 }
@@ -451,11 +452,7 @@ static int try_clone(struct cp_job *j)
 {
 	struct cp_run *r = j->r;
 
-	if (r->o.reflink == REFLINK_NEVER || r->o.sparse != SPARSE_AUTO ||
-	    !S_ISREG(j->st.st_mode))
-		return -1;
-	if (r->o.reflink == REFLINK_AUTO && r->clone_dev == j->st.st_dev &&
-	    !r->clone_ok)
+	if (no_clone(j))
 		return -1;
 	if (ioctl(j->dfd, FICLONE, j->sfd) == 0) {
 		r->clone_dev = j->st.st_dev;

@@ -330,14 +330,13 @@ static void copy_reg(struct cp_run *r, struct cp_dir *pd, const char *src,
 	cp_file(r, pd, src, dst, sfd, &st, dfd, !exists, create, omitted);
 }
 
+/* A symlink or special node at a name the caller has cleared. */
 static void copy_other(struct cp_run *r, const char *src, const char *dst,
-		       const struct stat *st, bool exists)
+		       const struct stat *st)
 {
 	mode_t omitted = r->o.p_owner ? st->st_mode & 077 : 0;
 	int ret;
 
-	if (exists && remove_existing(r, dst) < 0)
-		return;
 	if (S_ISLNK(st->st_mode)) {
 		char *target = malloc((size_t)st->st_size + 2);
 		ssize_t n = target ? readlink(src, target, (size_t)st->st_size + 1) : -1;
@@ -454,14 +453,11 @@ static void copy_entry(struct cp_run *r, struct cp_dir *pd, const char *src,
 		copy_reg(r, pd, src, dst, st, exists);
 		return;
 	}
-	if (exists && r->o.verbose) {
-		/* cp says "removed" before it names the copy. */
-		if (remove_existing(r, dst) < 0)
-			return;
-		exists = false;
-	}
+	/* The old name goes first: cp says "removed" before it names the copy. */
+	if (exists && remove_existing(r, dst) < 0)
+		return;
 	verbose(r, src, dst);
-	copy_other(r, src, dst, st, exists);
+	copy_other(r, src, dst, st);
 	if (tracks_link(r, st))
 		link_add(r, st, dst);
 }

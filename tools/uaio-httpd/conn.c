@@ -1,0 +1,343 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * A connection's life. Idle connections hold no buffer: the read buffer
+ * comes from the server's pool when bytes arrive and goes back when the
+ * last pipelined request is answered. Readiness is edge-triggered (one
+ * multishot poll per connection on io_uring); maybe_more remembers an
+ * edge that was not drained because a response was under way.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include "httpd.h"
+
+static int on_input(uaio_watch *w);
+static int on_output(uaio_watch *w);
+static void on_close(uaio_watch *w, int reason);
+static const struct uaio_handler handler = { on_input, on_output, on_close };
+
+static void conn_read(struct conn *c);
+static void conn_parse(struct conn *c);
+
+static void set_deadline(struct conn *c, unsigned ms)
+{
+	c->deadline_ms = ms ? server_now_ms(c->srv) + ms : 0;
+}
+
+static void peer_name(struct conn *c, const struct sockaddr *sa)
+{
+	if (sa->sa_family == AF_INET)
+		inet_ntop(AF_INET, &((const struct sockaddr_in *)sa)->sin_addr,
+			  c->peer, sizeof(c->peer));
+	else if (sa->sa_family == AF_INET6)
+		inet_ntop(AF_INET6, &((const struct sockaddr_in6 *)sa)->sin6_addr,
+			  c->peer, sizeof(c->peer));
+	else
+		strcpy(c->peer, "-");
+}
+
+void conn_accepted(struct server *s, int fd, const struct sockaddr *sa)
+{
+	static const char busy[] =
+		"HTTP/1.1 503 Service Unavailable\r\nContent-Length: 0\r\n"
+		"Connection: close\r\n\r\n";
+	struct conn *c;
+
+	if (s->nconns >= s->cfg->max_conns || s->draining ||
+	    !(c = calloc(1, sizeof(*c)))) {
+		/* Refused cleanly: a fresh socket always has room for this. */
+		(void)!send(fd, busy, sizeof(busy) - 1, MSG_DONTWAIT | MSG_NOSIGNAL);
+		shutdown(fd, SHUT_WR);
+		close(fd);
+		return;
+	}
+	c->srv = s;
+	c->fd = fd;
+	c->state = C_IDLE;
+	if (sa)
+		peer_name(c, sa);
+	llhttp_init(&c->parser, HTTP_REQUEST, &s->settings);
+	c->parser.data = &c->req;
+	if (uaio_watch_start(s->loop, &c->watch, fd, UAIO_READABLE | UAIO_EDGE,
+			     &handler, c) < 0) {
+		close(fd);
+		free(c);
+		return;
+	}
+	c->watching = true;
+	c->next = s->conns;
+	if (s->conns)
+		s->conns->prev = c;
+	s->conns = c;
+	s->nconns++;
+	set_deadline(c, s->cfg->idle_timeout_ms);
+}
+
+/* Frees the connection once nothing refers to it any more: the watch has
+ * said goodbye and no disk call or flow is owed a callback. */
+static void conn_try_free(struct conn *c)
+{
+	struct server *s = c->srv;
+
+	if (c->state != C_CLOSING || c->watching || c->waiting ||
+	    (c->resp && !resp_idle(c)))
+		return;
+	resp_free(c);
+	if (c->close_after)
+		shutdown(c->fd, SHUT_WR);
+	close(c->fd);
+	if (c->rbuf)
+		server_buf_put(s, c->rbuf, false);
+	if (c->prev)
+		c->prev->next = c->next;
+	else
+		s->conns = c->next;
+	if (c->next)
+		c->next->prev = c->prev;
+	s->nconns--;
+	free(c);
+	server_maybe_stop(s);
+}
+
+void conn_close(struct conn *c)
+{
+	if (c->state == C_CLOSING)
+		return;
+	c->state = C_CLOSING;
+	c->deadline_ms = 0;
+	if (c->resp)
+		resp_cancel(c);
+	if (c->watching)
+		uaio_watch_stop(c->srv->loop, &c->watch);
+	conn_try_free(c);
+}
+
+void conn_released(struct conn *c)
+{
+	conn_try_free(c);
+}
+
+static void on_close(uaio_watch *w, int reason)
+{
+	struct conn *c = w->data;
+
+	c->watching = false;
+	if (c->state != C_CLOSING)
+		conn_close(c);
+	else
+		conn_try_free(c);
+}
+
+static int on_input(uaio_watch *w)
+{
+	struct conn *c = w->data;
+
+	c->maybe_more = true;
+	if (c->state == C_IDLE || c->state == C_HEAD)
+		conn_read(c);
+	return 0;
+}
+
+static int on_output(uaio_watch *w)
+{
+	struct conn *c = w->data;
+
+	if (!c->send_wait)
+		return 0;
+	c->send_wait = false;
+	uaio_watch_modify(c->srv->loop, &c->watch, UAIO_READABLE | UAIO_EDGE);
+	resp_continue(c);
+	return 0;
+}
+
+void conn_want_write(struct conn *c)
+{
+	c->send_wait = true;
+	uaio_watch_modify(c->srv->loop, &c->watch,
+			  UAIO_READABLE | UAIO_WRITABLE | UAIO_EDGE);
+}
+
+int conn_send(struct conn *c, struct iovec *iov, int *iovcnt)
+{
+	struct msghdr mh = { 0 };
+	ssize_t n;
+
+	while (*iovcnt > 0) {
+		mh.msg_iov = iov;
+		mh.msg_iovlen = (size_t)*iovcnt;
+		n = sendmsg(c->fd, &mh, MSG_DONTWAIT | MSG_NOSIGNAL);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			if (errno == EAGAIN)
+				return 0;
+			return -errno;
+		}
+		set_deadline(c, c->srv->cfg->send_timeout_ms);
+		while (*iovcnt > 0 && (size_t)n >= iov->iov_len) {
+			n -= (ssize_t)iov->iov_len;
+			memmove(iov, iov + 1, (size_t)--*iovcnt * sizeof(*iov));
+		}
+		if (*iovcnt > 0 && n > 0) {
+			iov->iov_base = (char *)iov->iov_base + n;
+			iov->iov_len -= (size_t)n;
+			return 0;	/* short: the socket is full */
+		}
+	}
+	return 1;
+}
+
+static void conn_read(struct conn *c)
+{
+	struct server *s = c->srv;
+
+	while (c->maybe_more && (c->state == C_IDLE || c->state == C_HEAD)) {
+		size_t room;
+		ssize_t n;
+
+		if (!c->rbuf && !(c->rbuf = server_buf(s, false))) {
+			conn_close(c);
+			return;
+		}
+		room = HTTPD_RBUF - c->rlen;
+		if (room == 0)
+			break;		/* conn_parse has judged the full buffer */
+		n = recv(c->fd, c->rbuf + c->rlen, room, MSG_DONTWAIT);
+		if (n <= 0) {
+			if (n < 0 && errno == EINTR)
+				continue;
+			if (n < 0 && errno == EAGAIN) {
+				c->maybe_more = false;
+				break;
+			}
+			conn_close(c);	/* closed by the peer, or reset */
+			return;
+		}
+		/* A short read drained the socket; a later byte is a new edge. */
+		if ((size_t)n < room)
+			c->maybe_more = false;
+		if (c->state == C_IDLE) {
+			c->state = C_HEAD;
+			set_deadline(c, s->cfg->header_timeout_ms);
+		}
+		c->rlen += (uint32_t)n;
+		conn_parse(c);
+	}
+	if (c->rbuf && c->rlen == 0 && c->state == C_IDLE) {
+		server_buf_put(s, c->rbuf, false);
+		c->rbuf = NULL;
+	}
+}
+
+static void request_begin(struct conn *c)
+{
+	proto_reset(&c->req, c->rbuf + c->rparsed);
+}
+
+/* Feeds llhttp what it has not seen; answers each complete request. */
+static void conn_parse(struct conn *c)
+{
+	c->in_parse = true;
+	while (c->state == C_HEAD && c->rparsed < c->rlen) {
+		const char *from = c->rbuf + c->rparsed;
+		llhttp_errno_t e;
+
+		if (!c->req.start)
+			request_begin(c);
+		e = llhttp_execute(&c->parser, from, c->rlen - c->rparsed);
+		if (e == HPE_OK) {
+			c->rparsed = c->rlen;
+			if (!c->req.head_done &&
+			    c->rlen - (uint32_t)(c->req.start - c->rbuf) >= HTTPD_HEAD_MAX) {
+				c->close_after = true;
+				respond_error(c, 431);
+			}
+			break;
+		}
+		c->rparsed = (uint32_t)(llhttp_get_error_pos(&c->parser) - c->rbuf);
+		if (e == HPE_PAUSED || e == HPE_PAUSED_UPGRADE) {
+			if (e == HPE_PAUSED_UPGRADE || c->req.has_body)
+				c->close_after = true;
+			respond(c);	/* may finish at once: the loop goes on */
+			continue;
+		}
+		c->close_after = true;
+		respond_error(c, c->req.too_big ? 431 : 400);
+	}
+	c->in_parse = false;
+}
+
+/* The next pipelined request, or idle: the buffer's rest moves to its
+ * start (llhttp holds no pointer into it between messages). */
+static void conn_next(struct conn *c)
+{
+	struct server *s = c->srv;
+	uint32_t rest = c->rlen - c->rparsed;
+
+	if (rest && c->rparsed)
+		memmove(c->rbuf, c->rbuf + c->rparsed, rest);
+	c->rlen = rest;
+	c->rparsed = 0;
+	c->req.start = NULL;
+	llhttp_resume(&c->parser);
+	if (rest) {
+		c->state = C_HEAD;
+		set_deadline(c, s->cfg->header_timeout_ms);
+	} else {
+		c->state = C_IDLE;
+		set_deadline(c, s->cfg->idle_timeout_ms);
+		if (s->draining) {
+			conn_close(c);
+			return;
+		}
+	}
+	if (!c->in_parse) {
+		conn_parse(c);
+		if (c->state == C_IDLE || c->state == C_HEAD)
+			conn_read(c);
+	}
+}
+
+void conn_response_done(struct conn *c, bool ok)
+{
+	struct server *s = c->srv;
+
+	s->requests++;
+	if (!ok || c->close_after) {
+		conn_close(c);
+		return;
+	}
+	resp_free(c);
+	conn_next(c);
+	/* In conn_parse's loop the next request is taken there; data that
+	 * arrived meanwhile is read when the loop unwinds to conn_read. */
+}
+
+void conn_sweep(struct server *s, uint64_t now_ms)
+{
+	for (struct conn *c = s->conns, *n; c; c = n) {
+		n = c->next;
+		if (c->state == C_CLOSING)
+			continue;
+		if (s->draining && c->state == C_IDLE) {
+			conn_close(c);
+			continue;
+		}
+		if (c->deadline_ms && now_ms >= c->deadline_ms) {
+			/* A slow request head gets 408 if the socket has room. */
+			if (c->state == C_HEAD && !c->resp) {
+				static const char t[] =
+					"HTTP/1.1 408 Request Timeout\r\nContent-Length: 0\r\n"
+					"Connection: close\r\n\r\n";
+				(void)!send(c->fd, t, sizeof(t) - 1,
+					    MSG_DONTWAIT | MSG_NOSIGNAL);
+			}
+			c->close_after = false;
+			conn_close(c);
+		}
+	}
+}

@@ -1,0 +1,511 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The open-file cache and the three --disk-io modes (seed 001's
+ * comparison): laio makes open and the first read with laio_syscall, so
+ * they run inline when the data is cached and in the background
+ * otherwise; blocking makes plain calls on the loop thread (NB-B);
+ * threads hands every call to the loop's worker pool (AMTED).
+ *
+ * The cache maps a normalised path to an open descriptor and its
+ * ready-made validators. An entry is trusted for cache_valid_ms, then
+ * opened afresh, so a replaced or changed file is seen within that time.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/syscall.h>
+#include <uaio/laio.h>
+#include "httpd.h"
+
+enum { K_OPEN, K_READ, K_LIST };
+
+struct file_cache {
+	struct server *s;
+	struct file **bucket;
+	unsigned mask;
+	unsigned n;
+	struct file *head, *tail;	/* most recently used first */
+};
+
+static unsigned hash(const char *p)
+{
+	unsigned h = 2166136261u;
+
+	while (*p)
+		h = (h ^ (unsigned char)*p++) * 16777619u;
+	return h;
+}
+
+struct file_cache *files_new(struct server *s)
+{
+	struct file_cache *fc = calloc(1, sizeof(*fc));
+	unsigned nb = 16;
+
+	if (!fc)
+		return NULL;
+	while (nb < 2 * s->cfg->cache_entries)
+		nb <<= 1;
+	fc->s = s;
+	fc->mask = nb - 1;
+	if (!(fc->bucket = calloc(nb, sizeof(*fc->bucket)))) {
+		free(fc);
+		return NULL;
+	}
+	return fc;
+}
+
+static void lru_unlink(struct file_cache *fc, struct file *f)
+{
+	if (f->lprev)
+		f->lprev->lnext = f->lnext;
+	else
+		fc->head = f->lnext;
+	if (f->lnext)
+		f->lnext->lprev = f->lprev;
+	else
+		fc->tail = f->lprev;
+	f->lprev = f->lnext = NULL;
+}
+
+static void lru_front(struct file_cache *fc, struct file *f)
+{
+	f->lnext = fc->head;
+	f->lprev = NULL;
+	if (fc->head)
+		fc->head->lprev = f;
+	fc->head = f;
+	if (!fc->tail)
+		fc->tail = f;
+}
+
+void file_put(struct server *s, struct file *f)
+{
+	if (--f->refs)
+		return;
+	if (f->fd >= 0)
+		close(f->fd);
+	free(f->path);
+	free(f);
+}
+
+static void uncache(struct file_cache *fc, struct file *f)
+{
+	struct file **pp = &fc->bucket[hash(f->path) & fc->mask];
+
+	while (*pp != f)
+		pp = &(*pp)->hnext;
+	*pp = f->hnext;
+	lru_unlink(fc, f);
+	f->cached = false;
+	fc->n--;
+	file_put(fc->s, f);
+}
+
+void files_free(struct file_cache *fc)
+{
+	if (!fc)
+		return;
+	while (fc->head)
+		uncache(fc, fc->head);
+	free(fc->bucket);
+	free(fc);
+}
+
+/* An opened descriptor becomes a file (one reference, the caller's), and
+ * joins the cache. st is the descriptor's fstat. */
+static int make_file(struct conn *c, int fd, const struct stat *st,
+		     struct file **out)
+{
+	struct server *s = c->srv;
+	struct file_cache *fc = s->files;
+	struct file *f;
+
+	if (!S_ISREG(st->st_mode) && !S_ISDIR(st->st_mode)) {
+		close(fd);	/* fifos, devices, sockets: never served */
+		return -EACCES;
+	}
+	f = calloc(1, sizeof(*f));
+	if (!f || !(f->path = strdup(c->resp->path))) {
+		free(f);
+		close(fd);
+		return -ENOMEM;
+	}
+	f->dir = S_ISDIR(st->st_mode);
+	if (f->dir) {
+		close(fd);
+		fd = -1;
+	}
+	f->fd = fd;
+	f->size = (uint64_t)st->st_size;
+	f->mtime = st->st_mtim.tv_sec;
+	f->mtim = st->st_mtim;
+	f->ino = st->st_ino;
+	f->checked_ms = server_now_ms(s);
+	f->refs = 1;
+	f->type = mime_type(s->cfg->mime, f->path);
+	snprintf(f->etag, sizeof(f->etag), "\"%llx-%llx-%llx\"",
+		 (unsigned long long)f->ino, (unsigned long long)f->size,
+		 (unsigned long long)st->st_mtim.tv_sec * 1000000000ull +
+			 (unsigned long long)st->st_mtim.tv_nsec);
+	proto_date(f->mtime, f->lastmod);
+	if (s->cfg->cache_entries) {
+		struct file **b = &fc->bucket[hash(f->path) & fc->mask];
+
+		f->hnext = *b;
+		*b = f;
+		lru_front(fc, f);
+		f->cached = true;
+		f->refs++;
+		if (++fc->n > s->cfg->cache_entries)
+			uncache(fc, fc->tail);
+	}
+	*out = f;
+	return 0;
+}
+
+/* After open: a regular file loses O_NONBLOCK (io_uring would refuse to
+ * wait for its pages otherwise), and the stat says what it is. fstat of
+ * an open descriptor reads the in-memory inode: it does not wait for
+ * the disk, and laio would send it to a helper thread every time. */
+static int opened_inline(struct conn *c, int fd, struct file **out)
+{
+	struct stat st;
+
+	if (fstat(fd, &st) < 0) {
+		int e = -errno;
+
+		close(fd);
+		return e;
+	}
+	if (S_ISREG(st.st_mode))
+		fcntl(fd, F_SETFL, O_RDONLY);
+	return make_file(c, fd, &st, out);
+}
+
+static void set_how(struct conn *c)
+{
+	const struct httpd_config *cfg = c->srv->cfg;
+
+	c->resp->how = (struct open_how){
+		.flags = O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY,
+		.resolve = RESOLVE_NO_MAGICLINKS |
+			   (cfg->follow_symlinks ? 0 : RESOLVE_BENEATH),
+	};
+}
+
+static const char *rel(const struct resp *r)
+{
+	return r->path[0] ? r->path : ".";
+}
+
+static long work_open(void *arg)
+{
+	struct conn *c = arg;
+	struct resp *r = c->resp;
+	long fd = syscall(SYS_openat2, c->srv->cfg->rootfd, rel(r), &r->how,
+			  sizeof(r->how));
+
+	if (fd < 0)
+		return -errno;
+	if (fstat((int)fd, &r->st) < 0) {
+		long e = -errno;
+
+		close((int)fd);
+		return e;
+	}
+	if (S_ISREG(r->st.st_mode))
+		fcntl((int)fd, F_SETFL, O_RDONLY);
+	return fd;
+}
+
+static long work_read(void *arg)
+{
+	struct conn *c = arg;
+	struct resp *r = c->resp;
+	ssize_t n;
+
+	do
+		n = pread(r->rd_file->fd, r->rd_buf, r->rd_len, (off_t)r->rd_off);
+	while (n < 0 && errno == EINTR);
+	return n < 0 ? -errno : n;
+}
+
+static long work_list(void *arg)
+{
+	struct conn *c = arg;
+	struct resp *r = c->resp;
+	size_t len;
+	long fd = syscall(SYS_openat2, c->srv->cfg->rootfd, rel(r), &r->how,
+			  sizeof(r->how));
+
+	if (fd < 0)
+		return -errno;
+	r->extra = listing_html((int)fd, r->path, &len);
+	return r->extra ? (long)len : -errno;
+}
+
+/* A background call is over (worker or laio): back on the loop thread. */
+static void complete(struct conn *c, long res)
+{
+	struct resp *r = c->resp;
+	struct file *f = NULL;
+	int err;
+
+	c->waiting = false;
+	if (c->state == C_CLOSING) {
+		if (r->kind == K_OPEN && res >= 0)
+			close((int)res);
+		conn_released(c);
+		return;
+	}
+	switch (r->kind) {
+	case K_OPEN:
+		if (res < 0)
+			err = (int)res;
+		else if (c->srv->cfg->disk_io == DISK_THREADS)
+			err = make_file(c, (int)res, &r->st, &f);
+		else
+			err = opened_inline(c, (int)res, &f);
+		r->open_cb(c, f, err);
+		break;
+	default:
+		r->read_cb(c, res);
+		break;
+	}
+}
+
+static void work_done(uaio_op *op, int res, void *data)
+{
+	complete(data, uaio_op_result_long(op));
+}
+
+static int to_pool(struct conn *c, long (*fn)(void *))
+{
+	int rc = uaio_op_work(c->srv->loop, &c->resp->op, fn, c, work_done, c);
+
+	if (rc < 0)
+		return rc;
+	c->waiting = true;
+	return -EINPROGRESS;
+}
+
+static void hub_lock(struct server *s);
+static void hub_unlock(struct server *s);
+static void hub_register(struct server *s, void *h, struct conn *c);
+
+/* laio's answer: inline result, or registered with the hub. The hub's
+ * lock spans the call and the registration, so no other thread's
+ * laio_poll() can return the completion before it is registered. */
+#define LAZY(c, ...) ({ \
+	hub_lock((c)->srv); \
+	long r_ = laio_syscall(__VA_ARGS__); \
+	if (r_ < 0) { \
+		r_ = -errno; \
+		if (r_ == -EINPROGRESS) { \
+			(c)->waiting = true; \
+			hub_register((c)->srv, laio_gethandle(), (c)); \
+		} \
+	} \
+	hub_unlock((c)->srv); \
+	r_; })
+
+int files_open(struct conn *c, struct file **out, files_open_cb cb)
+{
+	struct server *s = c->srv;
+	struct file_cache *fc = s->files;
+	struct resp *r = c->resp;
+	struct file *f;
+	long fd;
+
+	for (f = fc->bucket[hash(r->path) & fc->mask]; f; f = f->hnext)
+		if (!strcmp(f->path, r->path))
+			break;
+	if (f) {
+		if (server_now_ms(s) - f->checked_ms < s->cfg->cache_valid_ms) {
+			lru_unlink(fc, f);
+			lru_front(fc, f);
+			f->refs++;
+			*out = f;
+			return 0;
+		}
+		uncache(fc, f);		/* stale: open it afresh */
+	}
+	set_how(c);
+	r->kind = K_OPEN;
+	r->open_cb = cb;
+	switch (s->cfg->disk_io) {
+	case DISK_THREADS:
+		return to_pool(c, work_open);
+	case DISK_BLOCKING:
+		fd = syscall(SYS_openat2, s->cfg->rootfd, rel(r), &r->how,
+			     sizeof(r->how));
+		if (fd < 0)
+			return -errno;
+		break;
+	default:
+		fd = LAZY(c, SYS_openat2, s->cfg->rootfd, rel(r), &r->how,
+			  sizeof(r->how));
+		if (fd < 0)
+			return (int)fd;
+		break;
+	}
+	return opened_inline(c, (int)fd, out);
+}
+
+ssize_t files_read(struct conn *c, struct file *f, void *buf, size_t len,
+		   uint64_t off, files_read_cb cb)
+{
+	struct resp *r = c->resp;
+	ssize_t n;
+
+	r->kind = K_READ;
+	r->read_cb = cb;
+	r->rd_file = f;
+	r->rd_buf = buf;
+	r->rd_len = len;
+	r->rd_off = off;
+	switch (c->srv->cfg->disk_io) {
+	case DISK_THREADS:
+		return to_pool(c, work_read);
+	case DISK_BLOCKING:
+		do
+			n = pread(f->fd, buf, len, (off_t)off);
+		while (n < 0 && errno == EINTR);
+		return n < 0 ? -errno : n;
+	default:
+		return LAZY(c, SYS_pread64, f->fd, buf, len, off);
+	}
+}
+
+ssize_t files_list(struct conn *c, files_read_cb cb)
+{
+	struct resp *r = c->resp;
+	long n;
+
+	set_how(c);
+	r->kind = K_LIST;
+	r->read_cb = cb;
+	/* laio has no lazy form of getdents (it would go to a helper thread
+	 * anyway): both non-blocking modes use the worker pool. */
+	if (c->srv->cfg->disk_io != DISK_BLOCKING)
+		return to_pool(c, work_list);
+	n = work_list(c);
+	return n;
+}
+
+/* ---------------------------------------------------------------- hub */
+
+struct hub_ent {
+	void *h;
+	struct server *s;
+	struct conn *c;
+	long res;
+	struct hub_ent *next;
+};
+
+struct laio_hub {
+	pthread_mutex_t mu;
+	struct hub_ent *b[256];
+};
+
+struct laio_hub *hub_new(void)
+{
+	struct laio_hub *h = calloc(1, sizeof(*h));
+
+	if (h)
+		pthread_mutex_init(&h->mu, NULL);
+	return h;
+}
+
+void hub_free(struct laio_hub *h)
+{
+	if (!h)
+		return;
+	for (int i = 0; i < 256; i++)
+		for (struct hub_ent *e = h->b[i], *n; e; e = n) {
+			n = e->next;
+			free(e);
+		}
+	pthread_mutex_destroy(&h->mu);
+	free(h);
+}
+
+static void hub_lock(struct server *s)
+{
+	pthread_mutex_lock(&s->cfg->hub->mu);
+}
+
+static void hub_unlock(struct server *s)
+{
+	pthread_mutex_unlock(&s->cfg->hub->mu);
+}
+
+static unsigned hslot(void *h)
+{
+	return (unsigned)(((uintptr_t)h >> 4) * 2654435761u) & 255;
+}
+
+static void deliver(void *arg)
+{
+	struct hub_ent *e = arg;
+	struct conn *c = e->c;
+	long res = e->res;
+
+	free(e);
+	complete(c, res);
+}
+
+/* Under the hub's lock. */
+static void hub_register(struct server *s, void *h, struct conn *c)
+{
+	struct laio_hub *hub = s->cfg->hub;
+	struct hub_ent *e = malloc(sizeof(*e));
+
+	if (!e)
+		abort();	/* a lost completion would strand the connection */
+	*e = (struct hub_ent){ .h = h, .s = s, .c = c };
+	e->next = hub->b[hslot(h)];
+	hub->b[hslot(h)] = e;
+}
+
+void hub_poll(struct server *s)
+{
+	struct laio_hub *hub = s->cfg->hub;
+	static const struct timespec zero = { 0, 0 };
+	struct laio_completion cs[64];
+	struct hub_ent *got[64];
+	int n;
+
+	do {
+		hub_lock(s);
+		n = laio_poll(cs, 64, &zero);
+		for (int i = 0; i < n; i++) {
+			struct hub_ent **pp;
+
+			for (pp = &hub->b[hslot(cs[i].laio_handle)]; *pp;
+			     pp = &(*pp)->next)
+				if ((*pp)->h == cs[i].laio_handle)
+					break;
+			if ((got[i] = *pp)) {
+				*pp = got[i]->next;
+				got[i]->res = cs[i].laio_return_value < 0 ?
+						      -(long)cs[i].laio_errno :
+						      cs[i].laio_return_value;
+			}
+		}
+		hub_unlock(s);
+		for (int i = 0; i < n; i++) {
+			if (!got[i])
+				continue;	/* not ours: cannot happen */
+			if (got[i]->s == s)
+				deliver(got[i]);
+			else if (uaio_loop_post(got[i]->s->loop, deliver, got[i]) < 0)
+				abort();
+		}
+	} while (n == 64);
+}

@@ -1,0 +1,314 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * uaio-httpd's one internal header. A static HTTP/1.1 server after seed
+ * 001 (Flash/thttpd on LAIO): one loop per thread, every call that may
+ * wait for the disk made lazily (laio_syscall), bodies through flows.
+ *
+ *   proto.c    pure request handling: llhttp callbacks, target decoding,
+ *              ranges, dates, validators (no I/O; the fuzz target's code)
+ *   conn.c     a connection's life: read, parse, pipeline, time out, close
+ *   respond.c  status and headers, then the body (first read + flow)
+ *   files.c    the open-file cache and the three --disk-io modes
+ *   server.c   listener, accept, sweep timer, shutdown (the engine object)
+ *   mime.c, listing.c, log.c, main.c
+ */
+#ifndef UAIO_HTTPD_H
+#define UAIO_HTTPD_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+#include <sys/uio.h>
+#include <time.h>
+#include <linux/openat2.h>
+#include <llhttp.h>
+#include <uaio/loop.h>
+#include <uaio/flow.h>
+
+#define HTTPD_NAME	"uaio-httpd"
+#define HTTPD_VERSION	"0.1"
+#define HTTPD_HEAD_MAX	8192		/* request line + headers, else 431 */
+#define HTTPD_RBUF	(HTTPD_HEAD_MAX + 512)
+#define HTTPD_BODY_BUF	(64 * 1024)	/* first read of a file */
+#define HTTPD_PATH_MAX	4096
+#define HTTPD_RANGES_MAX 16
+
+enum disk_io { DISK_LAIO, DISK_BLOCKING, DISK_THREADS };
+
+struct mime_table;
+struct laio_hub;
+
+struct httpd_config {
+	const char *root;
+	int rootfd;			/* O_PATH|O_DIRECTORY on root */
+	const char *addr;
+	int port;
+	unsigned threads;
+	const char *log_path;		/* NULL: no access log; "-": stdout */
+	int log_fd;
+	int disk_io;
+	bool list, follow_symlinks, quiet;
+	unsigned max_conns;		/* per thread */
+	unsigned cache_entries;		/* per thread */
+	unsigned cache_valid_ms;	/* an entry is trusted this long */
+	unsigned idle_timeout_ms, header_timeout_ms, send_timeout_ms;
+	const struct mime_table *mime;
+	struct laio_hub *hub;		/* laio mode: shared by the threads */
+};
+
+/* ------------------------------------------------------------ proto.c */
+
+struct span { const char *p; size_t n; };
+
+enum hdr { H_OTHER, H_HOST, H_RANGE, H_IF_NONE_MATCH, H_IF_MODIFIED_SINCE,
+	   H_IF_RANGE, H_CONNECTION, H_NHDRS };
+
+/* One request as parsed: spans point into the connection's read buffer. */
+struct request {
+	struct span target;
+	struct span hdr[H_NHDRS];
+	uint8_t dup[H_NHDRS];		/* times seen */
+	int cur;			/* enum hdr of the header being read */
+	struct span field, val;		/* the header being read */
+	uint8_t method;			/* llhttp_method_t */
+	uint8_t major, minor;
+	bool keep_alive;
+	bool head_done, done;
+	bool too_big;			/* head over HTTPD_HEAD_MAX */
+	bool has_body;			/* not read: the connection closes */
+	const char *start, *last_end;	/* the request's first byte; last span end */
+};
+
+void proto_settings(llhttp_settings_t *s);
+void proto_reset(struct request *r, const char *start);
+
+/* Decoded, normalised path of an origin-form (or absolute-form) target:
+ * out gets "a/b/c" (no leading slash, "" for the root), *slash whether the
+ * target ended in '/'. Returns 0, or 400 (bad escape, NUL, %2F, invalid
+ * or overlong UTF-8, ".." above the root, not a path) or 414 (too long). */
+int proto_path(struct span target, char *out, size_t outsz, bool *slash);
+
+struct range { uint64_t first, last; };	/* inclusive */
+/* Parses a Range header for a file of size bytes: the number of
+ * satisfiable ranges (1..max), 0 to ignore the header (not "bytes=",
+ * malformed, too many), or -1 when none is satisfiable (416). */
+int proto_ranges(struct span h, uint64_t size, struct range *r, int max);
+
+/* IMF-fixdate; out must hold 30 bytes. */
+void proto_date(time_t t, char *out);
+/* IMF-fixdate, RFC 850 or asctime date; 0 and *t, or -1. */
+int proto_parse_date(struct span s, time_t *t);
+/* Whether an If-None-Match list names etag (weak comparison), or is "*". */
+bool proto_etag_in(struct span list, const char *etag);
+
+/* What the validators of a request make of a file (RFC 9110 13.2.2):
+ * 304 for a GET/HEAD whose If-None-Match or If-Modified-Since says the
+ * client's copy is current, else 200. */
+int proto_preconditions(const struct request *r, const char *etag, time_t mtime);
+/* If-Range: whether the range request may be honoured. */
+bool proto_if_range(const struct request *r, const char *etag, time_t mtime);
+
+/* ------------------------------------------------------------- mime.c */
+
+struct mime_table *mime_load(const char *path);	/* NULL path: built-in only */
+const char *mime_type(const struct mime_table *m, const char *path);
+void mime_free(struct mime_table *m);
+
+/* ------------------------------------------------------------ files.c */
+
+struct server;
+struct conn;
+
+/* An open file of the cache, shared by the responses using it. */
+struct file {
+	char *path;			/* normalised, the cache key */
+	int fd;				/* -1 for a directory */
+	bool dir;
+	uint64_t size;
+	time_t mtime;
+	ino_t ino;
+	struct timespec mtim;
+	uint64_t checked_ms;		/* when it was last known current */
+	unsigned refs;			/* the cache's own + each response's */
+	bool cached;
+	const char *type;
+	char etag[48];
+	char lastmod[30];
+	struct file *hnext;		/* hash chain */
+	struct file *lprev, *lnext;	/* LRU */
+};
+
+/* Completions of files_open / files_read / files_list that went to the
+ * background (-EINPROGRESS); an inline result is returned instead. */
+typedef void (*files_open_cb)(struct conn *c, struct file *f, int err);
+typedef void (*files_read_cb)(struct conn *c, ssize_t res);
+
+struct file_cache;
+struct file_cache *files_new(struct server *s);
+void files_free(struct file_cache *fc);
+/* Finds or opens c->resp->path (relative to the root) by the --disk-io
+ * mode: 0 and *out (a reference), -errno, or -EINPROGRESS and cb later. */
+int files_open(struct conn *c, struct file **out, files_open_cb cb);
+/* Reads len bytes at off into buf: the bytes read, -errno, or
+ * -EINPROGRESS and cb later. */
+ssize_t files_read(struct conn *c, struct file *f, void *buf, size_t len,
+		   uint64_t off, files_read_cb cb);
+/* Builds the listing of directory c->resp->path (--list) into
+ * c->resp->extra: its length, -errno, or -EINPROGRESS and cb later. */
+ssize_t files_list(struct conn *c, files_read_cb cb);
+void file_put(struct server *s, struct file *f);
+
+/* laio mode: background calls of all threads come back through one
+ * laio_poll(); the hub routes each to the thread that made it. */
+struct laio_hub *hub_new(void);
+void hub_free(struct laio_hub *h);
+/* The server's laio_fd() watch fired. */
+void hub_poll(struct server *s);
+
+/* ---------------------------------------------------------- respond.c */
+
+struct seg { const char *mem; uint64_t off, len; uint32_t loaded; bool file; };
+#define RESP_SEGS (2 * HTTPD_RANGES_MAX + 2)
+
+/* A response under way; from the server's pool, so no allocation per
+ * request in the steady state. */
+struct resp {
+	struct resp *next_free;
+	int status;
+	struct file *f;
+	bool slash, index;
+	size_t dirlen;			/* path before "/index.html" */
+	char path[HTTPD_PATH_MAX];
+	char head[HTTPD_HEAD_MAX + 1024];
+	size_t head_len;
+	char parts[HTTPD_RANGES_MAX + 1][160];
+	char *body;			/* HTTPD_BODY_BUF from the pool */
+	size_t body_used;
+	char *extra;			/* a listing page (malloc) */
+	size_t extra_len;
+	struct range ranges[HTTPD_RANGES_MAX];
+	struct seg seg[RESP_SEGS];
+	int nseg, cur;
+	bool flow_next;			/* seg[cur]'s rest goes by flow */
+	struct iovec iov[RESP_SEGS];
+	int iovcnt;
+	uint64_t bytes;			/* body bytes sent */
+	uaio_flow *flow;
+	/* files.c: a disk call in the background */
+	uaio_op op;
+	struct open_how how;
+	struct stat st;
+	long res;
+	int kind;
+	files_open_cb open_cb;
+	files_read_cb read_cb;
+	void *rd_buf;
+	size_t rd_len;
+	uint64_t rd_off;
+	struct file *rd_file;
+};
+
+/* ----------------------------------------------------------- conn.c */
+
+enum conn_state { C_IDLE, C_HEAD, C_WORK, C_SEND, C_CLOSING };
+
+struct conn {
+	struct server *srv;
+	int fd;
+	uint8_t state;
+	bool close_after;		/* Connection: close, HTTP/1.0, errors */
+	bool waiting;			/* a file/laio/work completion is owed */
+	bool send_wait;			/* waiting for room to send */
+	bool watching;			/* until the watch's handle_close */
+	bool maybe_more;		/* readable edge not yet drained */
+	bool in_parse;			/* conn_parse's loop is on the stack */
+	uint64_t deadline_ms;		/* 0: none */
+	struct conn *prev, *next;	/* the server's list, for the sweep */
+	uaio_watch watch;
+	llhttp_t parser;
+	struct request req;
+	char *rbuf;			/* HTTPD_RBUF bytes while a request is read */
+	uint32_t rlen, rparsed;		/* bytes held; bytes llhttp has taken */
+	struct resp *resp;		/* the response under way */
+	char peer[48];
+};
+
+void conn_accepted(struct server *s, int fd, const struct sockaddr *sa);
+/* The response is over: log, then the next pipelined request or idle. */
+void conn_response_done(struct conn *c, bool ok);
+void conn_close(struct conn *c);
+/* A disk call or flow owed to a closing connection has come back. */
+void conn_released(struct conn *c);
+/* Sends what iov holds without blocking; 1 when all went, 0 when the
+ * rest waits for room (the iov is advanced), -errno on failure. */
+int conn_send(struct conn *c, struct iovec *iov, int *iovcnt);
+/* Waits for room, then calls resp_continue. */
+void conn_want_write(struct conn *c);
+void conn_sweep(struct server *s, uint64_t now_ms);
+
+void respond(struct conn *c);
+void respond_error(struct conn *c, int status);
+void resp_continue(struct conn *c);
+void resp_free(struct conn *c);
+/* Closing: cancels a flow in flight; resp_idle says when nothing is owed. */
+void resp_cancel(struct conn *c);
+bool resp_idle(const struct conn *c);
+extern const char *const resp_reason[600];
+
+/* ------------------------------------------------------------ server.c */
+
+/* One per thread: the engine object. Nothing mutable lives outside it. */
+struct server {
+	const struct httpd_config *cfg;
+	unsigned id;
+	uaio_loop *loop;
+	int lfd;
+	uaio_op accept_op, close_op;
+	bool accepting, draining, stopped;
+	uaio_timer sweep, retry;
+	uaio_watch laio_watch;
+	bool laio_watching;
+	struct conn *conns;		/* every connection, for the sweep */
+	unsigned nconns;
+	llhttp_settings_t settings;
+	struct laio_hub *hub;
+	struct file_cache *files;
+	struct resp *resp_pool;
+	struct log *log;
+	char *pool;			/* free HTTPD_RBUF buffers, linked */
+	char *body_pool;		/* free HTTPD_BODY_BUF buffers, linked */
+	unsigned npool, nbody_pool;
+	char date[30];			/* cached Date: value */
+	time_t date_sec;
+	uint64_t now_ms;
+	uint64_t requests;
+};
+
+int server_init(struct server *s, const struct httpd_config *cfg, unsigned id,
+		int lfd);
+int server_run(struct server *s);
+void server_drain(void *s);		/* posted to the loop on SIGTERM */
+void server_fini(struct server *s);
+const char *server_date(struct server *s);
+uint64_t server_now_ms(struct server *s);
+char *server_buf(struct server *s, bool body);
+void server_buf_put(struct server *s, char *b, bool body);
+void server_maybe_stop(struct server *s);
+
+/* -------------------------------------------------------------- log.c */
+
+struct log *log_new(struct server *s, int fd);
+void log_request(struct server *s, const struct conn *c, int status,
+		 uint64_t bytes);
+void log_flush(struct server *s);
+bool log_idle(const struct log *lg);
+void log_free(struct log *lg);
+
+/* ---------------------------------------------------------- listing.c */
+
+/* A malloc'd HTML page listing dirfd (opened at url path), or NULL and errno. */
+char *listing_html(int dirfd, const char *urlpath, size_t *len);
+
+#endif

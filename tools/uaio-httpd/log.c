@@ -1,0 +1,139 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The access log, in Common Log Format, off the request path: lines are
+ * formatted into one of two buffers, and a full buffer (or the sweep,
+ * once a second) goes out as one write on the loop while the other
+ * fills. When both are busy, lines are dropped and counted, never waited
+ * for.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include "httpd.h"
+
+#define LOG_BUF (64 * 1024)
+#define LOG_FLUSH (32 * 1024)
+
+struct log {
+	struct server *s;
+	int fd;
+	char *buf[2];
+	size_t len[2], done;
+	int cur;			/* the buffer being filled */
+	bool busy;			/* the other one is being written */
+	uaio_op op;
+	uint64_t dropped;
+	time_t stamp_sec;
+	char stamp[32];
+};
+
+struct log *log_new(struct server *s, int fd)
+{
+	struct log *lg = calloc(1, sizeof(*lg));
+
+	if (!lg || !(lg->buf[0] = malloc(LOG_BUF)) || !(lg->buf[1] = malloc(LOG_BUF))) {
+		log_free(lg);
+		return NULL;
+	}
+	lg->s = s;
+	lg->fd = fd;
+	lg->stamp_sec = -1;
+	return lg;
+}
+
+void log_free(struct log *lg)
+{
+	if (!lg)
+		return;
+	if (lg->dropped)
+		fprintf(stderr, HTTPD_NAME ": %llu access log lines dropped\n",
+			(unsigned long long)lg->dropped);
+	free(lg->buf[0]);
+	free(lg->buf[1]);
+	free(lg);
+}
+
+bool log_idle(const struct log *lg)
+{
+	return !lg->busy && lg->len[lg->cur] == 0;
+}
+
+static void written(uaio_op *op, int res, void *data)
+{
+	struct log *lg = data;
+	int w = lg->cur ^ 1;
+
+	if (res > 0 && lg->done + (size_t)res < lg->len[w]) {
+		lg->done += (size_t)res;	/* short: the rest */
+		uaio_op_write(lg->s->loop, &lg->op, lg->fd, lg->buf[w] + lg->done,
+			      lg->len[w] - lg->done, -1, written, lg);
+		return;
+	}
+	lg->len[w] = 0;
+	lg->busy = false;
+	if (lg->len[lg->cur] >= LOG_FLUSH || lg->s->draining)
+		log_flush(lg->s);
+	server_maybe_stop(lg->s);
+}
+
+void log_flush(struct server *s)
+{
+	struct log *lg = s->log;
+	int w = lg->cur;
+
+	if (!lg || lg->busy || lg->len[w] == 0)
+		return;
+	lg->cur ^= 1;
+	lg->busy = true;
+	lg->done = 0;
+	if (uaio_op_write(s->loop, &lg->op, lg->fd, lg->buf[w], lg->len[w], -1,
+			  written, lg) < 0) {
+		lg->busy = false;
+		lg->len[w] = 0;
+	}
+}
+
+void log_request(struct server *s, const struct conn *c, int status,
+		 uint64_t bytes)
+{
+	struct log *lg = s->log;
+	const struct request *q = &c->req;
+	time_t now;
+	int n;
+
+	if (!lg)
+		return;
+	now = time(NULL);
+	if (now != lg->stamp_sec) {
+		struct tm tm;
+
+		localtime_r(&now, &tm);
+		strftime(lg->stamp, sizeof(lg->stamp), "%d/%b/%Y:%H:%M:%S %z", &tm);
+		lg->stamp_sec = now;
+	}
+	if (LOG_BUF - lg->len[lg->cur] < 512 + q->target.n) {
+		log_flush(s);
+		if (LOG_BUF - lg->len[lg->cur] < 512 + q->target.n) {
+			lg->dropped++;
+			return;
+		}
+	}
+	if (q->head_done)
+		n = snprintf(lg->buf[lg->cur] + lg->len[lg->cur],
+			     LOG_BUF - lg->len[lg->cur],
+			     "%s - - [%s] \"%s %.*s HTTP/%d.%d\" %d %llu\n",
+			     c->peer[0] ? c->peer : "-", lg->stamp,
+			     llhttp_method_name((llhttp_method_t)q->method),
+			     (int)q->target.n, q->target.p, q->major, q->minor,
+			     status, (unsigned long long)bytes);
+	else	/* unparsable: CLF's "-" request */
+		n = snprintf(lg->buf[lg->cur] + lg->len[lg->cur],
+			     LOG_BUF - lg->len[lg->cur], "%s - - [%s] \"-\" %d %llu\n",
+			     c->peer[0] ? c->peer : "-", lg->stamp, status,
+			     (unsigned long long)bytes);
+	if (n > 0)
+		lg->len[lg->cur] += (size_t)n;
+	if (lg->len[lg->cur] >= LOG_FLUSH)
+		log_flush(s);
+}

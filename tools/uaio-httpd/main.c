@@ -1,0 +1,378 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * uaio-httpd DIR: options, the listening sockets, one thread per loop,
+ * and signals (the main thread only waits for them).
+ */
+#define _GNU_SOURCE 1
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <limits.h>
+#include <netdb.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include "httpd.h"
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+"Usage: " HTTPD_NAME " [OPTION]... DIR\n"
+"Serve the files under DIR over HTTP/1.1 (GET and HEAD), never blocking on\n"
+"the disk: opens and first reads are lazy asynchronous calls, bodies go out\n"
+"by in-kernel flows.\n"
+"\n"
+"  -p, --port=N            listen on port N (default 8080; 0: any free port)\n"
+"  -a, --addr=ADDR         listen on ADDR only (default: all addresses)\n"
+"  -t, --threads=N         N independent loops sharing the port (default 1)\n"
+"  -l, --log=FILE          access log in Common Log Format ('-': stdout)\n"
+"  -d, --disk-io=MODE      laio (default), blocking or threads\n"
+"      --list              list directories that have no index.html\n"
+"      --follow-symlinks   serve symlinks that lead out of DIR\n"
+"      --max-conns=N       connections per thread; more get 503\n"
+"      --cache=N           open files kept per thread (default 4096; 0: none)\n"
+"      --idle-timeout=SEC  close idle keep-alive connections (default 60)\n"
+"      --header-timeout=SEC  time allowed for a request head (default 10)\n"
+"      --send-timeout=SEC  time allowed without send progress (default 60)\n"
+"  -q, --quiet             do not print the listening address\n"
+"      --help              display this help and exit\n"
+"      --version           output version information and exit\n"
+"\n"
+"SIGTERM or SIGINT: stop accepting, finish the responses in flight, exit 0.\n");
+}
+
+static void die_usage(const char *fmt, const char *arg)
+{
+	fprintf(stderr, HTTPD_NAME ": ");
+	fprintf(stderr, fmt, arg);
+	fprintf(stderr, "\nTry '" HTTPD_NAME " --help' for more information.\n");
+	exit(2);
+}
+
+static unsigned number(const char *s, const char *what, unsigned long max)
+{
+	char *end;
+	unsigned long v;
+
+	errno = 0;
+	v = strtoul(s, &end, 10);
+	if (errno || end == s || *end || s[0] == '-' || v > max) {
+		char m[96];
+
+		snprintf(m, sizeof(m), "invalid %s: '%%s'", what);
+		die_usage(m, s);
+	}
+	return (unsigned)v;
+}
+
+static unsigned seconds_ms(const char *s, const char *what)
+{
+	char *end;
+	double v;
+
+	errno = 0;
+	v = strtod(s, &end);
+	if (errno || end == s || *end || !(v > 0) || v > 86400 * 365) {
+		char m[96];
+
+		snprintf(m, sizeof(m), "invalid %s: '%%s'", what);
+		die_usage(m, s);
+	}
+	return (unsigned)(v * 1000 + 0.5) ? (unsigned)(v * 1000 + 0.5) : 1;
+}
+
+/* A listening socket on addr:port; *port gets the port when it was 0. */
+static int listen_on(const char *addr, int *port, bool reuseport, char *shown,
+		     size_t shown_sz)
+{
+	struct addrinfo hints = { .ai_socktype = SOCK_STREAM,
+				  .ai_flags = AI_PASSIVE | AI_NUMERICSERV };
+	struct addrinfo *ai, *a;
+	char ps[16];
+	int fd = -1, err = 0, one = 1, zero = 0;
+
+	snprintf(ps, sizeof(ps), "%d", *port);
+	if ((err = getaddrinfo(addr, ps, &hints, &ai))) {
+		fprintf(stderr, HTTPD_NAME ": %s: %s\n", addr, gai_strerror(err));
+		exit(2);
+	}
+	/* Without --addr: the IPv6 wildcard takes IPv4 too, where it exists. */
+	for (int pass = 0; pass < 2 && fd < 0; pass++)
+		for (a = ai; a; a = a->ai_next) {
+			if (!addr && (a->ai_family == AF_INET6) != (pass == 0))
+				continue;
+			fd = socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC, 0);
+			if (fd < 0) {
+				err = errno;
+				continue;
+			}
+			setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+			if (reuseport)
+				setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof(one));
+			if (a->ai_family == AF_INET6)
+				setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &zero, sizeof(zero));
+			if (bind(fd, a->ai_addr, a->ai_addrlen) == 0 &&
+			    listen(fd, 4096) == 0)
+				break;
+			err = errno;
+			close(fd);
+			fd = -1;
+		}
+	if (fd >= 0) {
+		struct sockaddr_storage ss;
+		socklen_t sl = sizeof(ss);
+		char host[INET6_ADDRSTRLEN];
+
+		getsockname(fd, (struct sockaddr *)&ss, &sl);
+		if (ss.ss_family == AF_INET6) {
+			struct sockaddr_in6 *s6 = (struct sockaddr_in6 *)&ss;
+
+			inet_ntop(AF_INET6, &s6->sin6_addr, host, sizeof(host));
+			*port = ntohs(s6->sin6_port);
+			snprintf(shown, shown_sz, "[%s]:%d", host, *port);
+		} else {
+			struct sockaddr_in *s4 = (struct sockaddr_in *)&ss;
+
+			inet_ntop(AF_INET, &s4->sin_addr, host, sizeof(host));
+			*port = ntohs(s4->sin_port);
+			snprintf(shown, shown_sz, "%s:%d", host, *port);
+		}
+	}
+	freeaddrinfo(ai);
+	if (fd < 0) {
+		fprintf(stderr, HTTPD_NAME ": cannot listen on %s:%s: %s\n",
+			addr ? addr : "*", ps, strerror(err));
+		exit(1);
+	}
+	return fd;
+}
+
+struct worker {
+	pthread_t tid;
+	struct server srv;
+	const struct httpd_config *cfg;
+	unsigned id;
+	int lfd;
+	int rc;
+	pthread_mutex_t *mu;
+	pthread_cond_t *cv;
+	unsigned *ready;
+	unsigned *ended;
+	pid_t pid;
+};
+
+static void *worker_main(void *arg)
+{
+	struct worker *w = arg;
+
+	/* The loop is made in the thread that runs it (io_uring's single
+	 * issuer). */
+	w->rc = server_init(&w->srv, w->cfg, w->id, w->lfd);
+	pthread_mutex_lock(w->mu);
+	++*w->ready;
+	pthread_cond_broadcast(w->cv);
+	pthread_mutex_unlock(w->mu);
+	if (w->rc == 0)
+		w->rc = server_run(&w->srv);
+	__atomic_add_fetch(w->ended, 1, __ATOMIC_SEQ_CST);
+	kill(w->pid, SIGUSR1);	/* wakes the main thread's sigwait */
+	return NULL;
+}
+
+enum { O_LIST = 256, O_FOLLOW, O_MAXCONNS, O_CACHE, O_IDLE, O_HEADER, O_SEND,
+       O_HELP, O_VERSION };
+
+int main(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{ "port", required_argument, NULL, 'p' },
+		{ "addr", required_argument, NULL, 'a' },
+		{ "threads", required_argument, NULL, 't' },
+		{ "log", required_argument, NULL, 'l' },
+		{ "disk-io", required_argument, NULL, 'd' },
+		{ "quiet", no_argument, NULL, 'q' },
+		{ "list", no_argument, NULL, O_LIST },
+		{ "follow-symlinks", no_argument, NULL, O_FOLLOW },
+		{ "max-conns", required_argument, NULL, O_MAXCONNS },
+		{ "cache", required_argument, NULL, O_CACHE },
+		{ "idle-timeout", required_argument, NULL, O_IDLE },
+		{ "header-timeout", required_argument, NULL, O_HEADER },
+		{ "send-timeout", required_argument, NULL, O_SEND },
+		{ "help", no_argument, NULL, O_HELP },
+		{ "version", no_argument, NULL, O_VERSION },
+		{ 0 }
+	};
+	struct httpd_config cfg = {
+		.port = 8080, .threads = 1, .log_fd = -1, .disk_io = DISK_LAIO,
+		.cache_entries = 4096, .cache_valid_ms = 1000,
+		.idle_timeout_ms = 60000, .header_timeout_ms = 10000,
+		.send_timeout_ms = 60000,
+	};
+	pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+	pthread_cond_t cv = PTHREAD_COND_INITIALIZER;
+	unsigned ready = 0, ended = 0, max_conns = 0;
+	struct worker *ws;
+	struct rlimit rl;
+	sigset_t set;
+	char shown[INET6_ADDRSTRLEN + 16];
+	bool draining = false, failed = false;
+	int opt;
+
+	while ((opt = getopt_long(argc, argv, "p:a:t:l:d:q", longopts, NULL)) != -1) {
+		switch (opt) {
+		case 'p': cfg.port = (int)number(optarg, "port", 65535); break;
+		case 'a': cfg.addr = optarg; break;
+		case 't': cfg.threads = number(optarg, "number of threads", 1024); break;
+		case 'l': cfg.log_path = optarg; break;
+		case 'd':
+			if (!strcmp(optarg, "laio"))
+				cfg.disk_io = DISK_LAIO;
+			else if (!strcmp(optarg, "blocking"))
+				cfg.disk_io = DISK_BLOCKING;
+			else if (!strcmp(optarg, "threads"))
+				cfg.disk_io = DISK_THREADS;
+			else
+				die_usage("invalid argument '%s' for '--disk-io'\n"
+					  "Valid arguments are: 'laio', 'blocking', 'threads'",
+					  optarg);
+			break;
+		case 'q': cfg.quiet = true; break;
+		case O_LIST: cfg.list = true; break;
+		case O_FOLLOW: cfg.follow_symlinks = true; break;
+		case O_MAXCONNS: max_conns = number(optarg, "connection limit", UINT_MAX); break;
+		case O_CACHE: cfg.cache_entries = number(optarg, "cache size", 1u << 24); break;
+		case O_IDLE: cfg.idle_timeout_ms = seconds_ms(optarg, "idle timeout"); break;
+		case O_HEADER: cfg.header_timeout_ms = seconds_ms(optarg, "header timeout"); break;
+		case O_SEND: cfg.send_timeout_ms = seconds_ms(optarg, "send timeout"); break;
+		case O_HELP: usage(stdout); return 0;
+		case O_VERSION:
+			printf(HTTPD_NAME " (uaio) " HTTPD_VERSION "\n"
+			       "HTTP parsing: llhttp %d.%d.%d\n", LLHTTP_VERSION_MAJOR,
+			       LLHTTP_VERSION_MINOR, LLHTTP_VERSION_PATCH);
+			return 0;
+		default:
+			fprintf(stderr, "Try '" HTTPD_NAME " --help' for more information.\n");
+			return 2;
+		}
+	}
+	if (optind == argc)
+		die_usage("missing directory operand%s", "");
+	if (argc - optind > 1)
+		die_usage("extra operand '%s'", argv[optind + 1]);
+	if (cfg.threads == 0)
+		die_usage("invalid number of threads: '%s'", "0");
+	cfg.root = argv[optind];
+	cfg.rootfd = open(cfg.root, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (cfg.rootfd < 0) {
+		fprintf(stderr, HTTPD_NAME ": cannot serve '%s': %s\n", cfg.root,
+			strerror(errno));
+		return 2;
+	}
+	if (cfg.log_path) {
+		cfg.log_fd = strcmp(cfg.log_path, "-") ? open(cfg.log_path,
+			O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644) : STDOUT_FILENO;
+		if (cfg.log_fd < 0) {
+			fprintf(stderr, HTTPD_NAME ": cannot open '%s': %s\n",
+				cfg.log_path, strerror(errno));
+			return 1;
+		}
+	}
+	/* As many descriptors as allowed; the default connection limit
+	 * leaves room for the cache and a flow's pipe per connection. */
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+		rl.rlim_cur = rl.rlim_max;
+		setrlimit(RLIMIT_NOFILE, &rl);
+	}
+	if (!max_conns) {
+		unsigned long per = (getrlimit(RLIMIT_NOFILE, &rl) == 0 ?
+				     (unsigned long)rl.rlim_cur : 1024) / cfg.threads;
+
+		per = per > 64 + cfg.cache_entries ? (per - 64 - cfg.cache_entries) / 3 : 16;
+		max_conns = per < 16 ? 16 : per > 1000000 ? 1000000 : (unsigned)per;
+	}
+	cfg.max_conns = max_conns;
+	cfg.mime = mime_load("/etc/mime.types");
+	if (cfg.disk_io == DISK_LAIO && !(cfg.hub = hub_new())) {
+		perror(HTTPD_NAME);
+		return 1;
+	}
+	/* Signals are taken by the main thread only. */
+	signal(SIGPIPE, SIG_IGN);
+	sigemptyset(&set);
+	sigaddset(&set, SIGTERM);
+	sigaddset(&set, SIGINT);
+	sigaddset(&set, SIGUSR1);
+	pthread_sigmask(SIG_BLOCK, &set, NULL);
+
+	ws = calloc(cfg.threads, sizeof(*ws));
+	if (!ws) {
+		perror(HTTPD_NAME);
+		return 1;
+	}
+	for (unsigned i = 0; i < cfg.threads; i++) {
+		ws[i].lfd = listen_on(cfg.addr, &cfg.port, cfg.threads > 1, shown,
+				      sizeof(shown));
+		ws[i].cfg = &cfg;
+		ws[i].id = i;
+		ws[i].mu = &mu;
+		ws[i].cv = &cv;
+		ws[i].ready = &ready;
+		ws[i].ended = &ended;
+		ws[i].pid = getpid();
+	}
+	for (unsigned i = 0; i < cfg.threads; i++)
+		if (pthread_create(&ws[i].tid, NULL, worker_main, &ws[i])) {
+			perror(HTTPD_NAME ": pthread_create");
+			return 1;
+		}
+	pthread_mutex_lock(&mu);
+	while (ready < cfg.threads)
+		pthread_cond_wait(&cv, &mu);
+	pthread_mutex_unlock(&mu);
+	for (unsigned i = 0; i < cfg.threads; i++)
+		if (ws[i].rc < 0) {
+			fprintf(stderr, HTTPD_NAME ": cannot start: %s\n",
+				strerror(-ws[i].rc));
+			return 1;
+		}
+	if (!cfg.quiet) {
+		fprintf(stderr, HTTPD_NAME ": listening on http://%s/\n", shown);
+		fflush(stderr);
+	}
+	while (__atomic_load_n(&ended, __ATOMIC_SEQ_CST) < cfg.threads) {
+		int sig;
+
+		if (sigwait(&set, &sig))
+			continue;
+		/* A loop that ends before SIGTERM has failed: stop the rest. */
+		if (sig == SIGUSR1 && !draining)
+			failed = true;
+		if (!draining) {
+			draining = true;
+			for (unsigned i = 0; i < cfg.threads; i++)
+				if (ws[i].rc == 0)
+					uaio_loop_post(ws[i].srv.loop, server_drain,
+						       &ws[i].srv);
+		}
+	}
+	for (unsigned i = 0; i < cfg.threads; i++) {
+		pthread_join(ws[i].tid, NULL);
+		if (ws[i].rc < 0) {
+			fprintf(stderr, HTTPD_NAME ": %s\n", strerror(-ws[i].rc));
+			failed = true;
+		}
+		server_fini(&ws[i].srv);
+	}
+	free(ws);
+	hub_free(cfg.hub);
+	mime_free((struct mime_table *)cfg.mime);
+	close(cfg.rootfd);
+	return failed ? 1 : 0;
+}

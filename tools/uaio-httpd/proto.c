@@ -1,0 +1,458 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Request handling without I/O: llhttp's callbacks record spans into the
+ * connection's buffer (no copies, no allocation), and the helpers below
+ * turn a target into a safe relative path and read ranges, dates and
+ * validators. This is the code the fuzz target drives.
+ */
+#include <ctype.h>
+#include <stdio.h>
+#include <string.h>
+#include <strings.h>
+#include "httpd.h"
+
+static void extend(struct span *s, const char *at, size_t n)
+{
+	/* llhttp splits a span only across execute() calls, and the buffer
+	 * only grows between them, so the pieces are adjacent. */
+	if (!s->p)
+		*s = (struct span){ at, n };
+	else
+		s->n = (size_t)(at + n - s->p);
+}
+
+/* The head's size is known only from the spans' ends: the request line
+ * and headers end 4 bytes (CRLF CRLF) after the last of them. */
+static int too_big(struct request *r, const char *end)
+{
+	r->last_end = end;
+	if (r->start && (size_t)(end - r->start) + 4 > HTTPD_HEAD_MAX) {
+		r->too_big = true;
+		return -1;
+	}
+	return 0;
+}
+
+static int on_url(llhttp_t *p, const char *at, size_t n)
+{
+	struct request *r = p->data;
+
+	extend(&r->target, at, n);
+	return too_big(r, at + n);
+}
+
+static int on_field(llhttp_t *p, const char *at, size_t n)
+{
+	struct request *r = p->data;
+
+	extend(&r->field, at, n);
+	return too_big(r, at + n);
+}
+
+static int on_value(llhttp_t *p, const char *at, size_t n)
+{
+	struct request *r = p->data;
+
+	extend(&r->val, at, n);
+	return too_big(r, at + n);
+}
+
+static const struct { const char *name; int h; } known[] = {
+	{ "host", H_HOST }, { "range", H_RANGE },
+	{ "if-none-match", H_IF_NONE_MATCH },
+	{ "if-modified-since", H_IF_MODIFIED_SINCE },
+	{ "if-range", H_IF_RANGE }, { "connection", H_CONNECTION },
+};
+
+static int on_field_done(llhttp_t *p)
+{
+	struct request *r = p->data;
+
+	r->cur = H_OTHER;
+	for (size_t i = 0; i < sizeof(known) / sizeof(known[0]); i++)
+		if (strlen(known[i].name) == r->field.n &&
+		    !strncasecmp(known[i].name, r->field.p, r->field.n)) {
+			r->cur = known[i].h;
+			break;
+		}
+	r->field = (struct span){ 0 };
+	return 0;
+}
+
+static int on_value_done(llhttp_t *p)
+{
+	struct request *r = p->data;
+
+	if (r->cur != H_OTHER) {
+		if (!r->dup[r->cur]++)
+			r->hdr[r->cur] = r->val.p ? r->val : (struct span){ "", 0 };
+	}
+	r->val = (struct span){ 0 };
+	r->cur = H_OTHER;
+	return 0;
+}
+
+static int on_headers_done(llhttp_t *p)
+{
+	struct request *r = p->data;
+
+	r->method = (uint8_t)llhttp_get_method(p);
+	r->major = llhttp_get_http_major(p);
+	r->minor = llhttp_get_http_minor(p);
+	r->keep_alive = llhttp_should_keep_alive(p);
+	r->head_done = true;
+	/* A body is never read: the response goes out now and the
+	 * connection closes after it. */
+	if ((p->flags & F_CHUNKED) || p->content_length > 0) {
+		r->has_body = true;
+		return HPE_PAUSED;
+	}
+	return 0;
+}
+
+static int on_message_done(llhttp_t *p)
+{
+	((struct request *)p->data)->done = true;
+	/* Stop here: the response goes out before the next pipelined
+	 * request is parsed. */
+	return HPE_PAUSED;
+}
+
+void proto_settings(llhttp_settings_t *s)
+{
+	llhttp_settings_init(s);
+	s->on_url = on_url;
+	s->on_header_field = on_field;
+	s->on_header_value = on_value;
+	s->on_header_field_complete = on_field_done;
+	s->on_header_value_complete = on_value_done;
+	s->on_headers_complete = on_headers_done;
+	s->on_message_complete = on_message_done;
+}
+
+void proto_reset(struct request *r, const char *start)
+{
+	memset(r, 0, sizeof(*r));
+	r->start = start;
+}
+
+/* ------------------------------------------------------------- paths */
+
+static int hexval(int c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	c |= 0x20;
+	return c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+}
+
+/* Strict UTF-8: no overlong forms, no surrogates, nothing past U+10FFFF. */
+static bool utf8_ok(const unsigned char *s, size_t n)
+{
+	for (size_t i = 0; i < n;) {
+		unsigned c = s[i], need, min, cp;
+
+		if (c < 0x80) {
+			i++;
+			continue;
+		}
+		if ((c & 0xe0) == 0xc0)
+			need = 1, min = 0x80, cp = c & 0x1f;
+		else if ((c & 0xf0) == 0xe0)
+			need = 2, min = 0x800, cp = c & 0x0f;
+		else if ((c & 0xf8) == 0xf0)
+			need = 3, min = 0x10000, cp = c & 0x07;
+		else
+			return false;
+		if (i + need >= n)
+			return false;
+		for (unsigned k = 1; k <= need; k++) {
+			if ((s[i + k] & 0xc0) != 0x80)
+				return false;
+			cp = cp << 6 | (s[i + k] & 0x3f);
+		}
+		if (cp < min || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
+			return false;
+		i += need + 1;
+	}
+	return true;
+}
+
+int proto_path(struct span t, char *out, size_t outsz, bool *slash)
+{
+	const char *p = t.p, *end = t.p + t.n;
+	size_t len = 0, seg;
+
+	if (t.n >= 7 && !strncasecmp(p, "http://", 7))
+		p += 7;
+	else if (t.n >= 8 && !strncasecmp(p, "https://", 8))
+		p += 8;
+	if (p != t.p) {		/* absolute-form: skip the authority */
+		while (p < end && *p != '/' && *p != '?')
+			p++;
+		if (p == end || *p != '/')
+			return p == end ? (*slash = true, out[0] = 0, 0) : 400;
+	}
+	if (p == end || *p != '/')
+		return 400;
+	for (const char *q = p; q < end; q++)
+		if (*q == '?' || *q == '#') {
+			end = q;
+			break;
+		}
+	*slash = end[-1] == '/';
+	/* Decode segment by segment; '.' and '..' are judged after decoding,
+	 * so %2e%2e is '..' too. */
+	while (p < end) {
+		while (p < end && *p == '/')
+			p++;
+		seg = len;
+		while (p < end && *p != '/') {
+			int c = (unsigned char)*p++;
+
+			if (c == '%') {
+				int hi = end - p >= 2 ? hexval(p[0]) : -1;
+				int lo = hi >= 0 ? hexval(p[1]) : -1;
+
+				if (lo < 0)
+					return 400;
+				c = hi << 4 | lo;
+				p += 2;
+				if (c == '/' || c == 0)
+					return 400;
+			}
+			if (c < 0x20 || c == 0x7f)
+				return 400;
+			if (len + 2 >= outsz)
+				return 414;
+			out[len++] = (char)c;
+		}
+		if (len - seg == 1 && out[seg] == '.') {
+			len = seg;
+		} else if (len - seg == 2 && out[seg] == '.' && out[seg + 1] == '.') {
+			if (seg == 0)
+				return 400;	/* above the root */
+			len = seg - 1;	/* drop the '/' before it too */
+			while (len > 0 && out[len - 1] != '/')
+				len--;
+			if (len > 0)
+				len--;
+		} else if (len > seg) {
+			if (!utf8_ok((unsigned char *)out + seg, len - seg))
+				return 400;
+			out[len++] = '/';
+			continue;
+		}
+		if (len > 0 && out[len - 1] != '/')
+			out[len++] = '/';
+	}
+	while (len > 0 && out[len - 1] == '/')
+		len--;
+	out[len] = 0;
+	return 0;
+}
+
+/* ------------------------------------------------------------ ranges */
+
+static const char *skip_ows(const char *p, const char *end)
+{
+	while (p < end && (*p == ' ' || *p == '\t'))
+		p++;
+	return p;
+}
+
+static const char *number(const char *p, const char *end, uint64_t *v, bool *ok)
+{
+	*ok = p < end && isdigit((unsigned char)*p);
+	*v = 0;
+	while (p < end && isdigit((unsigned char)*p)) {
+		if (*v > (UINT64_MAX - 9) / 10)
+			*ok = false;	/* absurd: treat as malformed */
+		else
+			*v = *v * 10 + (uint64_t)(*p - '0');
+		p++;
+	}
+	return p;
+}
+
+int proto_ranges(struct span h, uint64_t size, struct range *r, int max)
+{
+	const char *p = h.p, *end = h.p + h.n;
+	int n = 0, specs = 0;
+
+	if (h.n < 6 || strncasecmp(p, "bytes=", 6))
+		return 0;
+	p += 6;
+	for (;;) {
+		uint64_t a = 0, b = UINT64_MAX;
+		bool ok, suffix = false;
+
+		p = skip_ows(p, end);
+		if (p < end && *p == ',') {	/* empty list elements are allowed */
+			p++;
+			continue;
+		}
+		if (p == end)
+			break;
+		if (*p == '-') {
+			suffix = true;
+			p = number(p + 1, end, &b, &ok);
+			if (!ok)
+				return 0;
+		} else {
+			p = number(p, end, &a, &ok);
+			if (!ok || p == end || *p != '-')
+				return 0;
+			p++;
+			if (p < end && isdigit((unsigned char)*p)) {
+				p = number(p, end, &b, &ok);
+				if (!ok || b < a)
+					return 0;
+			}
+		}
+		p = skip_ows(p, end);
+		if (p < end && *p != ',')
+			return 0;
+		if (++specs > max)
+			return 0;	/* too many: serve the whole file */
+		if (suffix) {
+			if (b == 0 || size == 0)
+				continue;
+			r[n++] = (struct range){ size > b ? size - b : 0, size - 1 };
+		} else if (a < size) {
+			r[n++] = (struct range){ a, b < size ? b : size - 1 };
+		}
+	}
+	if (specs == 0)
+		return 0;
+	return n ? n : -1;
+}
+
+/* ------------------------------------------------------------- dates */
+
+static const char wday[7][4] = { "Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat" };
+static const char mon[12][4] = { "Jan", "Feb", "Mar", "Apr", "May", "Jun",
+				 "Jul", "Aug", "Sep", "Oct", "Nov", "Dec" };
+
+void proto_date(time_t t, char *out)
+{
+	struct tm tm;
+
+	gmtime_r(&t, &tm);
+	/* Years past 9999 do not fit the format; clamp. */
+	snprintf(out, 30, "%s, %02d %s %04d %02d:%02d:%02d GMT", wday[tm.tm_wday],
+		 tm.tm_mday, mon[tm.tm_mon], (tm.tm_year + 1900) % 10000,
+		 tm.tm_hour % 24, tm.tm_min % 60, tm.tm_sec % 61);
+}
+
+static int month(const char *m)
+{
+	for (int i = 0; i < 12; i++)
+		if (!strncmp(m, mon[i], 3))
+			return i;
+	return -1;
+}
+
+int proto_parse_date(struct span s, time_t *t)
+{
+	char buf[64], m[4], w[16], tz[4];
+	struct tm tm = { 0 };
+	int n = 0;
+
+	if (s.n == 0 || s.n >= sizeof(buf))
+		return -1;
+	memcpy(buf, s.p, s.n);
+	buf[s.n] = 0;
+	/* IMF-fixdate, then RFC 850, then asctime (RFC 9110 5.6.7). */
+	if (sscanf(buf, "%3s, %2d %3s %4d %2d:%2d:%2d %3s%n", w, &tm.tm_mday, m,
+		   &tm.tm_year, &tm.tm_hour, &tm.tm_min, &tm.tm_sec, tz, &n) == 8 &&
+	    n == (int)s.n && !strcmp(tz, "GMT")) {
+		tm.tm_year -= 1900;
+	} else if (n = 0, sscanf(buf, "%15[A-Za-z], %2d-%3s-%2d %2d:%2d:%2d %3s%n",
+			  w, &tm.tm_mday, m, &tm.tm_year, &tm.tm_hour, &tm.tm_min,
+			  &tm.tm_sec, tz, &n) == 8 && n == (int)s.n &&
+		   !strcmp(tz, "GMT")) {
+		if (tm.tm_year < 70)
+			tm.tm_year += 100;
+	} else if (n = 0, sscanf(buf, "%3s %3s %2d %2d:%2d:%2d %4d%n", w, m,
+			  &tm.tm_mday, &tm.tm_hour, &tm.tm_min, &tm.tm_sec,
+			  &tm.tm_year, &n) == 7 && n == (int)s.n) {
+		tm.tm_year -= 1900;
+	} else {
+		return -1;
+	}
+	if ((tm.tm_mon = month(m)) < 0 || tm.tm_mday < 1 || tm.tm_mday > 31 ||
+	    tm.tm_hour > 23 || tm.tm_min > 59 || tm.tm_sec > 60 || tm.tm_year < 0)
+		return -1;
+	*t = timegm(&tm);
+	return *t == (time_t)-1 ? -1 : 0;
+}
+
+/* ------------------------------------------------------------ validators */
+
+/* Each entity-tag of a comma-separated list, W/ prefix dropped. */
+static bool etag_list_has(struct span list, const char *etag, bool weak_ok)
+{
+	const char *p = list.p, *end = list.p + list.n;
+	size_t elen = strlen(etag);
+
+	for (;;) {
+		bool weak = false;
+		const char *q;
+
+		while (p < end && (*p == ' ' || *p == '\t' || *p == ','))
+			p++;
+		if (p == end)
+			return false;
+		if (end - p >= 2 && p[0] == 'W' && p[1] == '/')
+			weak = true, p += 2;
+		if (*p != '"')
+			return false;	/* malformed: matches nothing */
+		q = memchr(p + 1, '"', (size_t)(end - p - 1));
+		if (!q)
+			return false;
+		q++;
+		if ((size_t)(q - p) == elen && !memcmp(p, etag, elen) &&
+		    (weak_ok || !weak))
+			return true;
+		p = q;
+	}
+}
+
+bool proto_etag_in(struct span list, const char *etag)
+{
+	const char *p = list.p, *end = list.p + list.n;
+
+	while (p < end && (*p == ' ' || *p == '\t'))
+		p++;
+	if (p < end && *p == '*')
+		return true;
+	return etag_list_has(list, etag, true);
+}
+
+int proto_preconditions(const struct request *r, const char *etag, time_t mtime)
+{
+	time_t ims;
+
+	if (r->method != HTTP_GET && r->method != HTTP_HEAD)
+		return 200;
+	if (r->hdr[H_IF_NONE_MATCH].p)
+		return proto_etag_in(r->hdr[H_IF_NONE_MATCH], etag) ? 304 : 200;
+	if (r->hdr[H_IF_MODIFIED_SINCE].p &&
+	    !proto_parse_date(r->hdr[H_IF_MODIFIED_SINCE], &ims) && mtime <= ims)
+		return 304;
+	return 200;
+}
+
+bool proto_if_range(const struct request *r, const char *etag, time_t mtime)
+{
+	struct span v = r->hdr[H_IF_RANGE];
+	time_t t;
+
+	if (!v.p)
+		return true;
+	if (v.n && (v.p[0] == '"' || v.p[0] == 'W'))
+		return etag_list_has(v, etag, false) && v.p[0] == '"' &&
+		       v.n == strlen(etag);	/* one strong tag, exactly */
+	return !proto_parse_date(v, &t) && t == mtime;
+}

@@ -1,0 +1,575 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * What to answer, and sending it. A response is a list of segments:
+ * memory (the head, multipart part headers, a listing) and file ranges.
+ * Each file range's first HTTPD_BODY_BUF bytes are read by the --disk-io
+ * mode and go out with the head in one sendmsg; the rest of a larger range
+ * goes by flow (splice in the kernel, never through this process).
+ */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "httpd.h"
+
+const char *const resp_reason[600] = {
+	[200] = "OK", [206] = "Partial Content", [301] = "Moved Permanently",
+	[304] = "Not Modified", [400] = "Bad Request", [403] = "Forbidden",
+	[404] = "Not Found", [405] = "Method Not Allowed",
+	[408] = "Request Timeout", [414] = "URI Too Long",
+	[416] = "Range Not Satisfiable",
+	[431] = "Request Header Fields Too Large",
+	[500] = "Internal Server Error", [503] = "Service Unavailable",
+	[505] = "HTTP Version Not Supported",
+};
+
+static void on_opened(struct conn *c, struct file *f, int err);
+static void on_read(struct conn *c, ssize_t res);
+
+static struct resp *resp_get(struct conn *c)
+{
+	struct server *s = c->srv;
+	struct resp *r = s->resp_pool;
+
+	if (r)
+		s->resp_pool = r->next_free;
+	else if (!(r = malloc(sizeof(*r))))
+		return NULL;
+	/* Only the fields read before being written are reset. */
+	r->status = 0;
+	r->f = NULL;
+	r->slash = r->index = false;
+	r->head_len = 0;
+	r->body = NULL;
+	r->body_used = 0;
+	r->extra = NULL;
+	r->nseg = r->cur = r->iovcnt = 0;
+	r->flow_next = false;
+	r->bytes = 0;
+	r->flow = NULL;
+	c->resp = r;
+	return r;
+}
+
+bool resp_idle(const struct conn *c)
+{
+	return !c->resp || !c->resp->flow;
+}
+
+void resp_cancel(struct conn *c)
+{
+	if (c->resp && c->resp->flow)
+		uaio_flow_cancel(c->resp->flow);
+}
+
+void resp_free(struct conn *c)
+{
+	struct resp *r = c->resp;
+	struct server *s = c->srv;
+
+	if (!r)
+		return;
+	if (r->f)
+		file_put(s, r->f);
+	if (r->body)
+		server_buf_put(s, r->body, true);
+	free(r->extra);
+	r->next_free = s->resp_pool;
+	s->resp_pool = r;
+	c->resp = NULL;
+}
+
+static void finish(struct conn *c, bool ok)
+{
+	struct resp *r = c->resp;
+
+	log_request(c->srv, c, r->status, r->bytes);
+	conn_response_done(c, ok);
+}
+
+/* ------------------------------------------------------------- heads */
+
+static void add(struct resp *r, const char *fmt, ...)
+{
+	size_t room = sizeof(r->head) - r->head_len;
+	va_list ap;
+	int n;
+
+	va_start(ap, fmt);
+	n = vsnprintf(r->head + r->head_len, room, fmt, ap);
+	va_end(ap);
+	r->head_len += n < 0 ? 0 : (size_t)n < room ? (size_t)n : room - 1;
+}
+
+static void head_start(struct conn *c, int status)
+{
+	struct resp *r = c->resp;
+
+	r->status = status;
+	r->head_len = 0;
+	add(r, "HTTP/1.1 %d %s\r\nServer: " HTTPD_NAME "\r\nDate: %s\r\n",
+	    status, resp_reason[status], server_date(c->srv));
+}
+
+static void head_end(struct conn *c)
+{
+	struct resp *r = c->resp;
+
+	if (c->close_after)
+		add(r, "Connection: close\r\n");
+	add(r, "\r\n");
+	r->seg[0] = (struct seg){ .mem = r->head, .len = r->head_len };
+	r->nseg = 1;
+}
+
+static void mem_seg(struct resp *r, const char *p, size_t n)
+{
+	r->seg[r->nseg++] = (struct seg){ .mem = p, .len = n };
+}
+
+static void file_seg(struct resp *r, uint64_t off, uint64_t len)
+{
+	r->seg[r->nseg++] = (struct seg){ .file = true, .off = off, .len = len };
+}
+
+static bool is_head(const struct conn *c)
+{
+	return c->req.head_done && c->req.method == HTTP_HEAD;
+}
+
+static void start_send(struct conn *c)
+{
+	c->state = C_SEND;
+	resp_continue(c);
+}
+
+/* An error page; extra is a header line (or ""). */
+static void error_page(struct conn *c, int status, const char *extra)
+{
+	struct resp *r = c->resp;
+	char body[256];
+	int n;
+
+	n = snprintf(body, sizeof(body),
+		     "<html><head><title>%d %s</title></head><body><h1>%d %s</h1></body></html>\n",
+		     status, resp_reason[status], status, resp_reason[status]);
+	if (status >= 500 || status == 400 || status == 414 || status == 431)
+		c->close_after = true;
+	head_start(c, status);
+	add(r, "%sContent-Type: text/html\r\nContent-Length: %d\r\n", extra, n);
+	head_end(c);
+	if (!is_head(c)) {
+		add(r, "%s", body);
+		r->seg[0].len = r->head_len;
+	}
+	start_send(c);
+}
+
+void respond_error(struct conn *c, int status)
+{
+	if (c->resp)
+		resp_free(c);
+	if (!resp_get(c)) {
+		conn_close(c);
+		return;
+	}
+	c->deadline_ms = 0;
+	error_page(c, status, status == 405 ? "Allow: GET, HEAD\r\n" : "");
+}
+
+/* ----------------------------------------------------------- choosing */
+
+void respond(struct conn *c)
+{
+	struct request *q = &c->req;
+	struct resp *r;
+	int st;
+
+	if (!resp_get(c)) {
+		conn_close(c);
+		return;
+	}
+	r = c->resp;
+	c->state = C_WORK;
+	c->deadline_ms = 0;
+	if (!q->keep_alive || q->major != 1 || q->minor == 0 || c->srv->draining)
+		c->close_after = true;
+	if (q->method != HTTP_GET && q->method != HTTP_HEAD) {
+		error_page(c, 405, "Allow: GET, HEAD\r\n");
+		return;
+	}
+	if ((q->major == 1 && q->minor >= 1 && !q->hdr[H_HOST].p) ||
+	    q->dup[H_HOST] > 1) {
+		error_page(c, 400, "");
+		return;
+	}
+	st = proto_path(q->target, r->path, sizeof(r->path) - 16, &r->slash);
+	if (st) {
+		error_page(c, st, "");
+		return;
+	}
+	st = files_open(c, &r->f, on_opened);
+	if (st != -EINPROGRESS)
+		on_opened(c, r->f, st);
+}
+
+static int status_of(int err)
+{
+	switch (err) {
+	case -ENOENT: case -ENOTDIR: case -ENAMETOOLONG:
+		return 404;
+	case -EACCES: case -EPERM: case -EXDEV: case -ELOOP: case -ENXIO:
+		return 403;
+	case -EMFILE: case -ENFILE: case -ENOMEM:
+		return 503;
+	default:
+		return 500;
+	}
+}
+
+static void url_encode(struct resp *r, const char *s)
+{
+	static const char hex[] = "0123456789ABCDEF";
+
+	for (; *s; s++) {
+		unsigned char ch = (unsigned char)*s;
+
+		if ((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') ||
+		    (ch >= '0' && ch <= '9') || strchr("/-._~", ch))
+			add(r, "%c", ch);
+		else
+			add(r, "%%%c%c", hex[ch >> 4], hex[ch & 15]);
+	}
+}
+
+static void redirect(struct conn *c)
+{
+	struct resp *r = c->resp;
+	struct span t = c->req.target;
+	const char *qm = memchr(t.p, '?', t.n);
+
+	head_start(c, 301);
+	add(r, "Location: /");
+	url_encode(r, r->path);
+	add(r, "/");
+	if (qm)
+		add(r, "%.*s", (int)(t.p + t.n - qm), qm);
+	add(r, "\r\nContent-Length: 0\r\n");
+	head_end(c);
+	start_send(c);
+}
+
+static void on_listed(struct conn *c, ssize_t res)
+{
+	struct resp *r = c->resp;
+
+	if (res < 0) {
+		error_page(c, status_of((int)res), "");
+		return;
+	}
+	head_start(c, 200);
+	add(r, "Content-Type: text/html; charset=utf-8\r\nContent-Length: %zu\r\n",
+	    (size_t)res);
+	head_end(c);
+	if (!is_head(c))
+		mem_seg(r, r->extra, (size_t)res);
+	start_send(c);
+}
+
+static void serve_file(struct conn *c);
+
+static void on_opened(struct conn *c, struct file *f, int err)
+{
+	struct resp *r = c->resp;
+	ssize_t n;
+
+	r->f = err ? NULL : f;
+	if (err) {
+		if (r->index && (err == -ENOENT || err == -ENOTDIR) &&
+		    c->srv->cfg->list) {
+			r->path[r->dirlen] = 0;
+			n = files_list(c, on_listed);
+			if (n != -EINPROGRESS)
+				on_listed(c, n);
+			return;
+		}
+		error_page(c, status_of(err), "");
+		return;
+	}
+	if (!f->dir) {
+		serve_file(c);
+		return;
+	}
+	if (r->index) {
+		error_page(c, 403, "");
+		return;
+	}
+	if (!r->slash && r->path[0]) {
+		redirect(c);
+		return;
+	}
+	file_put(c->srv, f);
+	r->f = NULL;
+	r->index = true;
+	r->dirlen = strlen(r->path);
+	strcpy(r->path + r->dirlen, r->dirlen ? "/index.html" : "index.html");
+	err = files_open(c, &r->f, on_opened);
+	if (err != -EINPROGRESS)
+		on_opened(c, r->f, err);
+}
+
+static void entity_headers(struct conn *c)
+{
+	struct resp *r = c->resp;
+
+	add(r, "Last-Modified: %s\r\nETag: %s\r\nAccept-Ranges: bytes\r\n",
+	    r->f->lastmod, r->f->etag);
+}
+
+static void serve_file(struct conn *c)
+{
+	struct request *q = &c->req;
+	struct resp *r = c->resp;
+	struct file *f = r->f;
+	int n = 0;
+
+	if (proto_preconditions(q, f->etag, f->mtime) == 304) {
+		head_start(c, 304);
+		add(r, "Last-Modified: %s\r\nETag: %s\r\n", f->lastmod, f->etag);
+		head_end(c);
+		start_send(c);
+		return;
+	}
+	if (q->hdr[H_RANGE].p && proto_if_range(q, f->etag, f->mtime))
+		n = proto_ranges(q->hdr[H_RANGE], f->size, r->ranges, HTTPD_RANGES_MAX);
+	if (n < 0) {
+		char cr[64];
+
+		snprintf(cr, sizeof(cr), "Content-Range: bytes */%llu\r\n",
+			 (unsigned long long)f->size);
+		error_page(c, 416, cr);
+		return;
+	}
+	if (n == 0) {
+		head_start(c, 200);
+		add(r, "Content-Type: %s\r\nContent-Length: %llu\r\n", f->type,
+		    (unsigned long long)f->size);
+		entity_headers(c);
+		head_end(c);
+		if (!is_head(c))
+			file_seg(r, 0, f->size);
+	} else if (n == 1) {
+		struct range g = r->ranges[0];
+
+		head_start(c, 206);
+		add(r, "Content-Type: %s\r\nContent-Length: %llu\r\n"
+		    "Content-Range: bytes %llu-%llu/%llu\r\n", f->type,
+		    (unsigned long long)(g.last - g.first + 1),
+		    (unsigned long long)g.first, (unsigned long long)g.last,
+		    (unsigned long long)f->size);
+		entity_headers(c);
+		head_end(c);
+		if (!is_head(c))
+			file_seg(r, g.first, g.last - g.first + 1);
+	} else {
+		/* multipart/byteranges: the part heads are built first, as the
+		 * total length goes in the head. */
+		unsigned long long total = 0;
+		char b[24];
+		int len[HTTPD_RANGES_MAX + 1];
+
+		snprintf(b, sizeof(b), "%016llx",
+			 (unsigned long long)(c->srv->requests * 2654435761u ^ f->ino));
+		for (int i = 0; i < n; i++) {
+			struct range g = r->ranges[i];
+
+			len[i] = snprintf(r->parts[i], sizeof(r->parts[i]),
+					  "\r\n--%s\r\nContent-Type: %s\r\n"
+					  "Content-Range: bytes %llu-%llu/%llu\r\n\r\n",
+					  b, f->type, (unsigned long long)g.first,
+					  (unsigned long long)g.last,
+					  (unsigned long long)f->size);
+			if (len[i] >= (int)sizeof(r->parts[i]))	/* absurd type */
+				len[i] = (int)sizeof(r->parts[i]) - 1;
+			total += (unsigned)len[i] + g.last - g.first + 1;
+		}
+		len[n] = snprintf(r->parts[n], sizeof(r->parts[n]), "\r\n--%s--\r\n", b);
+		total += (unsigned)len[n];
+		head_start(c, 206);
+		add(r, "Content-Type: multipart/byteranges; boundary=%s\r\n"
+		    "Content-Length: %llu\r\n", b, total);
+		entity_headers(c);
+		head_end(c);
+		if (!is_head(c)) {
+			for (int i = 0; i < n; i++) {
+				mem_seg(r, r->parts[i], (size_t)len[i]);
+				file_seg(r, r->ranges[i].first,
+					 r->ranges[i].last - r->ranges[i].first + 1);
+			}
+			mem_seg(r, r->parts[n], (size_t)len[n]);
+		}
+	}
+	start_send(c);
+}
+
+/* ------------------------------------------------------------ sending */
+
+static void flow_progress(uaio_flow *fl, uint64_t bytes, void *data)
+{
+	struct conn *c = data;
+
+	c->deadline_ms = server_now_ms(c->srv) + c->srv->cfg->send_timeout_ms;
+}
+
+static void flow_done(uaio_flow *fl, int64_t res, int side, void *data)
+{
+	struct conn *c = data;
+	struct resp *r = c->resp;
+	struct seg *sg = &r->seg[r->cur];
+
+	r->flow = NULL;
+	if (c->state == C_CLOSING) {
+		conn_released(c);
+		return;
+	}
+	if (res != (int64_t)(sg->len - sg->loaded)) {
+		/* The file shrank, or the client went away. */
+		finish(c, false);
+		return;
+	}
+	r->bytes += (uint64_t)res;
+	r->cur++;
+	r->flow_next = false;
+	resp_continue(c);
+}
+
+static int start_flow(struct conn *c)
+{
+	struct resp *r = c->resp;
+	struct seg *sg = &r->seg[r->cur];
+	struct uaio_flow_params p = {
+		.src = { .type = UAIO_FLOW_FD, .fd = r->f->fd,
+			 .off = (int64_t)(sg->off + sg->loaded), .buf_index = -1 },
+		.dst = { .type = UAIO_FLOW_FD, .fd = c->fd, .off = -1,
+			 .buf_index = -1 },
+		.len = sg->len - sg->loaded,
+		.mode = UAIO_FLOW_AUTO,
+		.progress = flow_progress,
+		.progress_ns = 1000000000ull,
+		.done = flow_done,
+		.data = c,
+	};
+
+	return uaio_flow_start(c->srv->loop, &p, &r->flow);
+}
+
+/* A chunk of seg[cur] was read (n bytes; a read may come back short when
+ * only part of it was cached): it joins the iovec, and the rest, if any,
+ * goes by flow. 0 bytes means the file shrank. */
+static bool took(struct resp *r, ssize_t n)
+{
+	struct seg *sg = &r->seg[r->cur];
+
+	if (n <= 0)
+		return false;
+	sg->loaded = (uint32_t)n;
+	r->iov[r->iovcnt++] = (struct iovec){ r->body + r->body_used, (size_t)n };
+	r->body_used += (size_t)n;
+	r->bytes += (uint64_t)n;
+	if ((uint64_t)n < sg->len)
+		r->flow_next = true;
+	else
+		r->cur++;
+	return true;
+}
+
+/* Collects memory segments and first chunks of file segments into the
+ * iovec until the buffer is full or a file range needs a flow. Returns
+ * -EINPROGRESS when a read went to the background. */
+static int gather(struct conn *c)
+{
+	struct resp *r = c->resp;
+	struct server *s = c->srv;
+
+	while (r->cur < r->nseg && r->iovcnt < RESP_SEGS) {
+		struct seg *sg = &r->seg[r->cur];
+		size_t want;
+		ssize_t n;
+
+		if (!sg->file) {
+			if (sg->len)
+				r->iov[r->iovcnt++] = (struct iovec){ (void *)sg->mem, sg->len };
+			r->cur++;
+			continue;
+		}
+		if (sg->len == 0) {
+			r->cur++;
+			continue;
+		}
+		want = HTTPD_BODY_BUF - r->body_used;
+		if (want > sg->len)
+			want = sg->len;
+		if (want == 0)
+			break;
+		if (!r->body && !(r->body = server_buf(s, true)))
+			return -ENOMEM;
+		n = files_read(c, r->f, r->body + r->body_used, want, sg->off, on_read);
+		if (n == -EINPROGRESS)
+			return (int)n;
+		if (!took(r, n))
+			return n < 0 ? (int)n : -ENODATA;	/* the file shrank */
+		if (r->flow_next)
+			break;
+	}
+	return 0;
+}
+
+static void on_read(struct conn *c, ssize_t n)
+{
+	if (!took(c->resp, n)) {
+		finish(c, false);
+		return;
+	}
+	resp_continue(c);
+}
+
+void resp_continue(struct conn *c)
+{
+	struct resp *r = c->resp;
+
+	for (;;) {
+		int rc;
+
+		if (!r->flow_next && r->cur < r->nseg) {
+			rc = gather(c);
+			if (rc == -EINPROGRESS)
+				return;
+			if (rc < 0) {
+				finish(c, false);
+				return;
+			}
+		}
+		if (r->iovcnt) {
+			rc = conn_send(c, r->iov, &r->iovcnt);
+			if (rc < 0) {
+				finish(c, false);
+				return;
+			}
+			if (rc == 0) {
+				conn_want_write(c);
+				return;
+			}
+			r->body_used = 0;
+		}
+		if (r->flow_next) {
+			if (start_flow(c) < 0)
+				finish(c, false);
+			return;
+		}
+		if (r->cur >= r->nseg) {
+			finish(c, true);
+			return;
+		}
+	}
+}

@@ -4,7 +4,7 @@ BUILD ?= build
 BENCH_MODE ?= quick
 JOBS ?= $(shell nproc)
 
-.PHONY: all setup build test test-asan test-epoll bench bench-full bench-reshape install clean
+.PHONY: all setup build test test-asan test-epoll test-fuzz bench bench-full bench-reshape install clean
 
 all: build
 
@@ -29,6 +29,16 @@ test-asan: setup
 	@ninja -C build-asan
 	cd build-asan && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 ctest --output-on-failure -j$(JOBS)
 
+# libFuzzer on uaio-httpd's request path for FUZZ_SECONDS (clang); the
+# corpus grows in build-fuzz/corpus, seeded from the repository's.
+FUZZ_SECONDS ?= 60
+test-fuzz:
+	@scripts/setup.sh fuzz
+	@CC=clang cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=Debug -DUAIO_FUZZ=ON -DUAIO_BUILD_TESTS=OFF -DUAIO_BUILD_BENCH=OFF -DUAIO_BUILD_EXAMPLES=OFF >/dev/null
+	@ninja -C build-fuzz fuzz_request
+	@mkdir -p build-fuzz/corpus && cp -n tools/uaio-httpd/fuzz/corpus/* build-fuzz/corpus/
+	build-fuzz/tools/uaio-httpd/fuzz_request -max_total_time=$(FUZZ_SECONDS) -max_len=9000 -timeout=10 build-fuzz/corpus
+
 bench:
 	@scripts/setup.sh bench
 	@cmake -S . -B build-rel -G Ninja -DCMAKE_BUILD_TYPE=Release -DUAIO_BUILD_TESTS=OFF >/dev/null
@@ -50,4 +60,4 @@ install: build
 	cmake --install $(BUILD) --prefix $(PREFIX)
 
 clean:
-	rm -rf $(BUILD) build-asan build-rel
+	rm -rf $(BUILD) build-asan build-rel build-fuzz

@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # Installs what the build, tests and benchmarks need, only when missing.
-# usage: scripts/setup.sh [build|test|bench|fio]
+# usage: scripts/setup.sh [build|test|bench|fio|fuzz]
 set -euo pipefail
 want=(cmake ninja-build gcc make pkg-config liburing-dev libevent-dev libaio-dev node-llhttp)
 case "${1:-build}" in
   bench) want+=(python3 python3-venv python3-pip fio strace rsync) ;;
-  test|fio) want+=(fio strace iproute2 e2fsprogs util-linux) ;;
+  test|fio) want+=(fio strace iproute2 e2fsprogs util-linux curl) ;;
+  fuzz) want+=(clang libclang-rt-dev) ;;
 esac
 missing=()
 for p in "${want[@]}"; do

@@ -61,7 +61,6 @@ void conn_accepted(struct server *s, int fd, const struct sockaddr *sa)
 	if (sa)
 		peer_name(c, sa);
 	llhttp_init(&c->parser, HTTP_REQUEST, &s->settings);
-	c->parser.data = &c->req;
 	if (uaio_watch_start(s->loop, &c->watch, fd, UAIO_READABLE | UAIO_EDGE,
 			     &handler, c) < 0) {
 		close(fd);
@@ -91,7 +90,7 @@ static void conn_try_free(struct conn *c)
 		shutdown(c->fd, SHUT_WR);
 	close(c->fd);
 	if (c->rbuf)
-		server_buf_put(s, c->rbuf, false);
+		server_buf_put(s, (char *)c->req, false);
 	if (c->prev)
 		c->prev->next = c->next;
 	else
@@ -199,9 +198,19 @@ static void conn_read(struct conn *c)
 		size_t room;
 		ssize_t n;
 
-		if (!c->rbuf && !(c->rbuf = server_buf(s, false))) {
-			conn_close(c);
-			return;
+		if (!c->rbuf) {
+			/* The request's record shares the buffer's allocation:
+			 * an idle connection holds neither. */
+			char *b = server_buf(s, false);
+
+			if (!b) {
+				conn_close(c);
+				return;
+			}
+			c->req = (struct request *)b;
+			c->req->start = NULL;
+			c->rbuf = b + sizeof(struct request);
+			c->parser.data = c->req;
 		}
 		room = HTTPD_RBUF - c->rlen;
 		if (room == 0)
@@ -228,14 +237,15 @@ static void conn_read(struct conn *c)
 		conn_parse(c);
 	}
 	if (c->rbuf && c->rlen == 0 && c->state == C_IDLE) {
-		server_buf_put(s, c->rbuf, false);
+		server_buf_put(s, (char *)c->req, false);
 		c->rbuf = NULL;
+		c->req = NULL;
 	}
 }
 
 static void request_begin(struct conn *c)
 {
-	proto_reset(&c->req, c->rbuf + c->rparsed);
+	proto_reset(c->req, c->rbuf + c->rparsed);
 }
 
 /* Feeds llhttp what it has not seen; answers each complete request. */
@@ -246,13 +256,13 @@ static void conn_parse(struct conn *c)
 		const char *from = c->rbuf + c->rparsed;
 		llhttp_errno_t e;
 
-		if (!c->req.start)
+		if (!c->req->start)
 			request_begin(c);
 		e = llhttp_execute(&c->parser, from, c->rlen - c->rparsed);
 		if (e == HPE_OK) {
 			c->rparsed = c->rlen;
-			if (!c->req.head_done &&
-			    c->rlen - (uint32_t)(c->req.start - c->rbuf) >= HTTPD_HEAD_MAX) {
+			if (!c->req->head_done &&
+			    c->rlen - (uint32_t)(c->req->start - c->rbuf) >= HTTPD_HEAD_MAX) {
 				c->close_after = true;
 				respond_error(c, 431);
 			}
@@ -260,13 +270,13 @@ static void conn_parse(struct conn *c)
 		}
 		c->rparsed = (uint32_t)(llhttp_get_error_pos(&c->parser) - c->rbuf);
 		if (e == HPE_PAUSED || e == HPE_PAUSED_UPGRADE) {
-			if (e == HPE_PAUSED_UPGRADE || c->req.has_body)
+			if (e == HPE_PAUSED_UPGRADE || c->req->has_body)
 				c->close_after = true;
 			respond(c);	/* may finish at once: the loop goes on */
 			continue;
 		}
 		c->close_after = true;
-		respond_error(c, c->req.too_big ? 431 : 400);
+		respond_error(c, c->req->too_big ? 431 : 400);
 	}
 	c->in_parse = false;
 }
@@ -282,7 +292,7 @@ static void conn_next(struct conn *c)
 		memmove(c->rbuf, c->rbuf + c->rparsed, rest);
 	c->rlen = rest;
 	c->rparsed = 0;
-	c->req.start = NULL;
+	c->req->start = NULL;
 	llhttp_resume(&c->parser);
 	if (rest) {
 		c->state = C_HEAD;

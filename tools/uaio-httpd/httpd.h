@@ -21,6 +21,7 @@
 #include <sys/stat.h>
 #include <sys/types.h>
 #include <sys/uio.h>
+#include <netinet/in.h>
 #include <time.h>
 #include <linux/openat2.h>
 #include <llhttp.h>
@@ -228,11 +229,12 @@ struct conn {
 	struct conn *prev, *next;	/* the server's list, for the sweep */
 	uaio_watch watch;
 	llhttp_t parser;
-	struct request req;
-	char *rbuf;			/* HTTPD_RBUF bytes while a request is read */
+	/* While a request is read: one allocation holds both. */
+	struct request *req;
+	char *rbuf;			/* HTTPD_RBUF bytes */
 	uint32_t rlen, rparsed;		/* bytes held; bytes llhttp has taken */
 	struct resp *resp;		/* the response under way */
-	char peer[48];
+	char peer[INET6_ADDRSTRLEN];
 };
 
 void conn_accepted(struct server *s, int fd, const struct sockaddr *sa);

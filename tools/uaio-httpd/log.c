@@ -98,7 +98,7 @@ void log_request(struct server *s, const struct conn *c, int status,
 		 uint64_t bytes)
 {
 	struct log *lg = s->log;
-	const struct request *q = &c->req;
+	const struct request *q = c->req;
 	time_t now;
 	int n;
 

@@ -135,7 +135,7 @@ static void file_seg(struct resp *r, uint64_t off, uint64_t len)
 
 static bool is_head(const struct conn *c)
 {
-	return c->req.head_done && c->req.method == HTTP_HEAD;
+	return c->req->head_done && c->req->method == HTTP_HEAD;
 }
 
 static void start_send(struct conn *c)
@@ -182,7 +182,7 @@ void respond_error(struct conn *c, int status)
 
 void respond(struct conn *c)
 {
-	struct request *q = &c->req;
+	struct request *q = c->req;
 	struct resp *r;
 	int st;
 
@@ -246,7 +246,7 @@ static void url_encode(struct resp *r, const char *s)
 static void redirect(struct conn *c)
 {
 	struct resp *r = c->resp;
-	struct span t = c->req.target;
+	struct span t = c->req->target;
 	const char *qm = memchr(t.p, '?', t.n);
 
 	head_start(c, 301);
@@ -329,7 +329,7 @@ static void entity_headers(struct conn *c)
 
 static void serve_file(struct conn *c)
 {
-	struct request *q = &c->req;
+	struct request *q = c->req;
 	struct resp *r = c->resp;
 	struct file *f = r->f;
 	int n = 0;

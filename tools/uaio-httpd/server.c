@@ -47,7 +47,7 @@ char *server_buf(struct server *s, bool body)
 		body ? s->nbody_pool-- : s->npool--;
 		return b;
 	}
-	return malloc(body ? HTTPD_BODY_BUF : HTTPD_RBUF);
+	return malloc(body ? HTTPD_BODY_BUF : sizeof(struct request) + HTTPD_RBUF);
 }
 
 void server_buf_put(struct server *s, char *b, bool body)

@@ -50,6 +50,7 @@ enum {
 #define WS_REMOVING	0x10	/* io_uring: poll remove in flight */
 #define WS_EPOLL	0x20	/* io_uring: level-triggered, in the epoll set */
 #define WS_RINGPOLL	0x40	/* io_uring: epoll refused the fd (a file) */
+#define WS_RMQ		0x80	/* io_uring: its poll remove waits for SQ room */
 #define WS_REASON_SHIFT	8	/* -reason stored above the flags */
 
 struct uaio_fdent {

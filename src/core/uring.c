@@ -436,6 +436,10 @@ static int reap(uaio_loop *l)
 			case TAG_WATCH:
 				uring__watch_cqe(l, p, res, cqe->flags);
 				break;
+			case TAG_WREMOVE:
+				internal++;
+				uring__watch_rm_cqe(l, p, res);
+				break;
 			case TAG_WAKE:
 				u->wake_armed = false;
 				uaio__fire(l, NULL, 0, FIRED_INBOX);
@@ -456,12 +460,19 @@ static int reap(uaio_loop *l)
 		if (n == room)
 			break;
 	}
+	if (UAIO_UNLIKELY(u->rm_head))
+		uring__rm_retry(l);
 	if (l->pending_head) {
 		bool lk = uaio__lock(l);
 		refill(l);
 		uaio__unlock(l, lk);
 	}
 	return total;
+}
+
+static bool taskrun_pending(const struct uring_state *u)
+{
+	return IO_URING_READ_ONCE(*u->ring.sq.kflags) & IORING_SQ_TASKRUN;
 }
 
 /* Sleeps in epoll_wait: level-triggered watches, plus the eventfd that
@@ -474,7 +485,7 @@ static int ep_wait(uaio_loop *l, int64_t timeout_ns)
 
 	if (io_uring_sq_ready(&u->ring))
 		ring_submit(l);
-	if (io_uring_cq_ready(&u->ring))
+	if (io_uring_cq_ready(&u->ring) || taskrun_pending(u))
 		timeout_ns = 0;
 	n = uaio__epoll_wait(u->epfd, u->evs, EP_BATCH, timeout_ns);
 	if (n < 0)
@@ -497,7 +508,11 @@ static int ep_wait(uaio_loop *l, int64_t timeout_ns)
 		}
 		total += uaio__epoll_fire(l, (int)key, u->evs[i].events, WS_EPOLL);
 	}
-	if (ring && u->defer)		/* deferred task work posts the CQEs */
+	/* Deferred task work posts the CQEs. One enter runs at most a few
+	 * dozen items (the kernel's IO_LOCAL_TW_DEFAULT_MAX) and keeps the
+	 * rest without signalling the eventfd again: the TASKRUN flag says
+	 * they wait, and the next iteration must not sleep on them. */
+	if (u->defer && (ring || taskrun_pending(u)))
 		io_uring_get_events(&u->ring);
 	if (ring || io_uring_cq_ready(&u->ring) || l->pending_head)
 		total += reap(l);
@@ -515,6 +530,8 @@ static int uring_wait(uaio_loop *l, int64_t timeout_ns)
 		return r;
 	if (UAIO_UNLIKELY(!u->wake_armed))
 		arm_wake(l);
+	if (UAIO_UNLIKELY(u->rm_head))
+		uring__rm_retry(l);
 	if (u->epfd >= 0 && !l->threadsafe)
 		return ep_wait(l, timeout_ns);
 	if (timeout_ns > 0) {

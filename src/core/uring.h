@@ -16,7 +16,8 @@
 #define TAG_WATCH	1u
 #define TAG_WAKE	2u
 #define TAG_IGNORE	3u
-#define TAG_MASK	3u
+#define TAG_WREMOVE	4u	/* a watch's poll remove (pointers are 8-aligned) */
+#define TAG_MASK	7u
 #define CQE_BATCH	64
 #define EP_BATCH	256
 #define EV_KEY		UINT64_MAX	/* the registered eventfd in the epoll set */
@@ -38,6 +39,8 @@ struct uring_state {
 	/* Level-triggered watches (see the top of this file). */
 	int epfd, evfd;
 	unsigned nep;		/* watches in the epoll set */
+	/* Watches whose poll remove found the SQ full (linked by next). */
+	uaio_watch *rm_head;
 	/* Thread-safe loops' uaio_loop_fd(): the ring and the wake eventfd
 	 * (submissions waiting for the driving thread). */
 	int tsfd;
@@ -56,6 +59,11 @@ static inline uint64_t ud(const void *p, unsigned tag)
 struct io_uring_sqe *uring__get_sqe(uaio_loop *l);
 /* Cancels the ring's read of the wake eventfd (epoll reads it now). */
 void uring__cancel_wake(uaio_loop *l);
+
+/* uring_watch.c: queues the poll removes that found no SQE. */
+void uring__rm_retry(uaio_loop *l);
+/* A poll remove's CQE for watch w. */
+void uring__watch_rm_cqe(uaio_loop *l, uaio_watch *w, int res);
 
 /* uring_rsrc.c */
 int uring__pin(uaio_loop *l, int fd);

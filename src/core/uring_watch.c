@@ -95,18 +95,66 @@ static int ep_arm(uaio_loop *l, uaio_watch *w)
 	return 1;
 }
 
-/* The table holds at most RLIMIT_NOFILE files (a kernel rule). */
-/* Asks the ring to drop w's poll; the poll's own CQE follows. */
-static int ring_poll_remove(uaio_loop *l, uaio_watch *w)
+/* Asks the ring to drop w's poll; the poll's own CQE follows. With the
+ * SQ full (thousands of watches stopped in one iteration, the CQ backed
+ * up) the request waits in rm_head and goes at the next reap or wait:
+ * dropping it would leave the watch armed and its handle_close owed
+ * for ever. */
+static void ring_poll_remove(uaio_loop *l, uaio_watch *w)
 {
-	struct io_uring_sqe *sqe = uring__get_sqe(l);
+	struct io_uring_sqe *sqe;
 
-	if (!sqe)
-		return -EAGAIN;
+	if (w->state & WS_RMQ)
+		return;
+	if (U(l)->rm_head || !(sqe = uring__get_sqe(l))) {
+		w->state |= WS_RMQ;
+		w->next = U(l)->rm_head;
+		U(l)->rm_head = w;
+		return;
+	}
 	io_uring_prep_poll_remove(sqe, ud(w, TAG_WATCH));
-	io_uring_sqe_set_data64(sqe, ud(NULL, TAG_IGNORE));
+	io_uring_sqe_set_data64(sqe, ud(w, TAG_WREMOVE));
 	U(l)->kops++;
-	return 0;
+}
+
+void uring__rm_retry(uaio_loop *l)
+{
+	struct uring_state *u = U(l);
+	bool lk = uaio__lock(l);
+
+	while (u->rm_head) {
+		uaio_watch *w = u->rm_head;
+		struct io_uring_sqe *sqe = uring__get_sqe(l);
+
+		if (!sqe)
+			break;
+		u->rm_head = w->next;
+		w->next = NULL;
+		w->state &= ~WS_RMQ;
+		io_uring_prep_poll_remove(sqe, ud(w, TAG_WATCH));
+		io_uring_sqe_set_data64(sqe, ud(w, TAG_WREMOVE));
+		u->kops++;
+	}
+	uaio__unlock(l, lk);
+}
+
+/*
+ * -EALREADY: the kernel was delivering an event of the poll (its task
+ * work queued) and left it armed; a multishot poll on a socket the peer
+ * has closed then never completes on its own, so the watch would never
+ * end. Ask again. (Only -EALREADY leaves the poll, and so w, alive: on
+ * any other result w may already be finished and freed.)
+ */
+void uring__watch_rm_cqe(uaio_loop *l, uaio_watch *w, int res)
+{
+	bool lk;
+
+	if (res != -EALREADY)
+		return;
+	lk = uaio__lock(l);
+	if (w->armed && (w->state & (WS_STOPPING | WS_REMOVING)))
+		ring_poll_remove(l, w);
+	uaio__unlock(l, lk);
 }
 
 void uring__end_watch_on_close(uaio_loop *l, int fd)
@@ -137,8 +185,7 @@ static int watch_arm_locked(uaio_loop *l, uaio_watch *w)
 		/* A ring poll is armed: its -ECANCELED completion re-arms
 		 * (through here) with the current events and mechanism. */
 		if (!(w->state & WS_REMOVING)) {
-			if (ring_poll_remove(l, w) < 0)
-				return -EAGAIN;
+			ring_poll_remove(l, w);
 			w->state |= WS_REMOVING;
 		}
 		return 0;
@@ -208,6 +255,16 @@ void uring__watch_cqe(uaio_loop *l, uaio_watch *w, int res, unsigned flags)
 	}
 	w->armed = 0;
 	w->state &= ~WS_REMOVING;
+	if (UAIO_UNLIKELY(w->state & WS_RMQ)) {
+		/* The poll ended on its own before its remove went out. */
+		uaio_watch **pp = &U(l)->rm_head;
+
+		while (*pp != w)
+			pp = &(*pp)->next;
+		*pp = w->next;
+		w->next = NULL;
+		w->state &= ~WS_RMQ;
+	}
 	if (w->state & WS_STOPPING)
 		uaio__watch_finish(l, w, uaio__watch_reason(w));
 	else if (res == -ECANCELED && (w->state & WS_ACTIVE))

@@ -39,6 +39,9 @@ struct epoll_state {
 	unsigned nidle, capidle;
 	unsigned npinned, pin_budget;	/* uaio_file_pin duplicates */
 	struct epoll_event evs[MAX_EVENTS];
+	/* evs[next..nevs) came from epoll but found l->fired full: an
+	 * edge-triggered watch would never hear of them again. */
+	int next, nevs;
 };
 
 #define E(l) ((struct epoll_state *)(l)->bs)
@@ -510,11 +513,18 @@ static int ep_wait(uaio_loop *l, int64_t timeout_ns)
 	for (unsigned i = 0; i < es->nalways; i++)
 		if (es->always[i]->events)
 			timeout_ns = 0;
-	n = uaio__epoll_wait(es->epfd, es->evs, MAX_EVENTS, timeout_ns);
-	if (n < 0)
-		return n;
-	/* Level-triggered: what finds no room in l->fired is reported again. */
-	for (int i = 0; i < n; i++) {
+	if (es->next < es->nevs) {
+		/* Events left over from the last wait go first, without waiting
+		 * (a stale one for a since-stopped watch finds no watch). */
+		n = es->nevs;
+	} else {
+		es->next = 0;
+		n = uaio__epoll_wait(es->epfd, es->evs, MAX_EVENTS, timeout_ns);
+		if (n < 0)
+			return n;
+	}
+	es->nevs = n;
+	for (int i = es->next; i < n; i++, es->next = i) {
 		uint64_t key = es->evs[i].data.u64;
 
 		if (uaio__fired_room(l) < 2)

@@ -73,7 +73,10 @@ void conn_accepted(struct server *s, int fd, const struct sockaddr *sa)
 		s->conns->prev = c;
 	s->conns = c;
 	s->nconns++;
-	set_deadline(c, s->cfg->idle_timeout_ms);
+	/* A new connection owes its first request head within the header
+	 * timeout, as nginx's client_header_timeout: a silent one must not
+	 * hold a slot for the idle timeout. */
+	set_deadline(c, s->cfg->header_timeout_ms);
 }
 
 /* Frees the connection once nothing refers to it any more: the watch has

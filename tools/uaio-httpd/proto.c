@@ -68,6 +68,8 @@ static int on_field_done(llhttp_t *p)
 {
 	struct request *r = p->data;
 
+	if (!r->field.p || r->field.n == 0)
+		return -1;	/* a header needs a name (RFC 9110 5.1) */
 	r->cur = H_OTHER;
 	for (size_t i = 0; i < sizeof(known) / sizeof(known[0]); i++)
 		if (strlen(known[i].name) == r->field.n &&

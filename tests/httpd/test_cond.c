@@ -1,0 +1,245 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * uaio-httpd conditional requests: If-None-Match (exact tag, *, a list,
+ * W/ of the tag, another tag), If-Modified-Since (equal, later, earlier,
+ * not a date), If-None-Match winning over If-Modified-Since, HEAD and
+ * Range with conditions, and validators that change with the file
+ * (also with --cache, where a replaced file must not be served stale).
+ */
+#define _GNU_SOURCE
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "client.h"
+
+static struct ht_server srv;
+static char *root, *fpath;
+static const char body1[] = "version one of the file\n";
+static char etag[256], lastmod[64];
+
+static void fetch_validators(void)
+{
+	struct ht_resp r;
+	ht_get(srv.port, "/f.txt", NULL, &r);
+	FATAL(r.rc == HT_OK && r.status == 200 && ht_hdr(&r, "ETag") && ht_hdr(&r, "Last-Modified"),
+	      "GET /f.txt: 200 with ETag and Last-Modified needed (status %d)", r.status);
+	snprintf(etag, sizeof(etag), "%s", ht_hdr(&r, "ETag"));
+	snprintf(lastmod, sizeof(lastmod), "%s", ht_hdr(&r, "Last-Modified"));
+	ht_resp_free(&r);
+}
+
+/* Sends GET (or HEAD) /f.txt with the extra headers, then a plain GET on
+ * the same connection to make sure a 304 carried no body. */
+static int cond(const char *method, const char *hdrs, const char *what, int want)
+{
+	struct ht_conn *c = ht_connect(srv.port);
+	struct ht_resp r, n;
+	int head = !strcmp(method, "HEAD"), st;
+
+	ht_sendf(c, "%s /f.txt HTTP/1.1\r\nHost: t\r\n%s\r\nGET /f.txt HTTP/1.1\r\nHost: t\r\n\r\n",
+		 method, hdrs);
+	ht_read(c, &r, head);
+	st = r.status;
+	EXPECT_R(&r, r.rc == HT_OK && r.status == want, "%s: %d expected", what, want);
+	if (want == 304 && r.status == 304) {
+		EXPECT_R(&r, r.clen <= 0 || r.clen == (long long)strlen(body1),
+			 "%s: 304 with a strange Content-Length", what);
+		const char *et = ht_hdr(&r, "ETag");
+		EXPECT_R(&r, !et || !strcmp(et, etag), "%s: 304's ETag differs from the 200's", what);
+	}
+	if (want == 200 && r.status == 200 && !head)
+		EXPECT_R(&r, r.body_len == strlen(body1) && !memcmp(r.body, body1, r.body_len),
+			 "%s: full body expected", what);
+	ht_read(c, &n, 0);
+	EXPECT_R(&n, n.rc == HT_OK && n.status == 200 && n.body_len == strlen(body1),
+		 "%s: the request after it on the same connection (a 304/HEAD must not have a body)", what);
+	ht_resp_free(&r);
+	ht_resp_free(&n);
+	ht_close(c);
+	return st;
+}
+
+static void t_if_none_match(void)
+{
+	char h[512];
+
+	snprintf(h, sizeof(h), "If-None-Match: %s\r\n", etag);
+	cond("GET", h, "If-None-Match: <etag>", 304);
+	cond("HEAD", h, "HEAD + If-None-Match: <etag>", 304);
+	cond("GET", "If-None-Match: *\r\n", "If-None-Match: *", 304);
+	snprintf(h, sizeof(h), "If-None-Match: \"x1\", %s, \"x2\"\r\n", etag);
+	cond("GET", h, "If-None-Match: list containing the etag", 304);
+	snprintf(h, sizeof(h), "If-None-Match: \"x1\",%s\r\n", etag);
+	cond("GET", h, "If-None-Match: list without spaces", 304);
+	snprintf(h, sizeof(h), "If-None-Match: W/%s\r\n", etag);
+	cond("GET", h, "If-None-Match: W/<etag> (weak comparison)", 304);
+	cond("GET", "If-None-Match: \"some-other-tag\"\r\n", "If-None-Match: another tag", 200);
+	cond("GET", "If-None-Match: \"a\", \"b\"\r\n", "If-None-Match: list of other tags", 200);
+	/* the tag without its quotes is not the tag */
+	snprintf(h, sizeof(h), "If-None-Match: %.*s\r\n", (int)strlen(etag) - 2, etag + 1);
+	cond("GET", h, "If-None-Match: the etag without quotes", 200);
+	/* a 304 for a missing file would be wrong */
+	struct ht_resp r;
+	ht_get(srv.port, "/missing.txt", "If-None-Match: *\r\n", &r);
+	EXPECT_R(&r, r.rc == HT_OK && r.status == 404, "If-None-Match: * on a missing file: 404");
+	ht_resp_free(&r);
+}
+
+static void t_if_modified_since(void)
+{
+	char h[512], d[30];
+	time_t lm = ht_parse_date(lastmod);
+
+	snprintf(h, sizeof(h), "If-Modified-Since: %s\r\n", lastmod);
+	cond("GET", h, "If-Modified-Since = Last-Modified", 304);
+	cond("HEAD", h, "HEAD + If-Modified-Since = Last-Modified", 304);
+	ht_fmt_date(lm + 3600, d);	/* still in the past */
+	snprintf(h, sizeof(h), "If-Modified-Since: %s\r\n", d);
+	cond("GET", h, "If-Modified-Since an hour after Last-Modified", 304);
+	ht_fmt_date(lm - 1, d);
+	snprintf(h, sizeof(h), "If-Modified-Since: %s\r\n", d);
+	cond("GET", h, "If-Modified-Since one second before Last-Modified", 200);
+	ht_fmt_date(lm - 86400 * 365, d);
+	snprintf(h, sizeof(h), "If-Modified-Since: %s\r\n", d);
+	cond("GET", h, "If-Modified-Since a year before", 200);
+	cond("GET", "If-Modified-Since: not a date\r\n", "If-Modified-Since: garbage (ignored)", 200);
+
+	/* If-None-Match wins when both are present */
+	ht_fmt_date(lm + 3600, d);
+	snprintf(h, sizeof(h), "If-None-Match: \"other\"\r\nIf-Modified-Since: %s\r\n", d);
+	cond("GET", h, "If-None-Match other + If-Modified-Since later (INM wins)", 200);
+	ht_fmt_date(lm - 86400, d);
+	snprintf(h, sizeof(h), "If-Modified-Since: %s\r\nIf-None-Match: %s\r\n", d, etag);
+	cond("GET", h, "If-None-Match matching + If-Modified-Since earlier (INM wins)", 304);
+}
+
+static void t_with_range(void)
+{
+	char h[512];
+	struct ht_resp r;
+
+	snprintf(h, sizeof(h), "If-None-Match: %s\r\nRange: bytes=0-4\r\n", etag);
+	cond("GET", h, "If-None-Match matching + Range", 304);
+	snprintf(h, sizeof(h), "Range: bytes=0-4\r\nIf-None-Match: \"zzz\"\r\n");
+	ht_get(srv.port, "/f.txt", h, &r);
+	EXPECT_R(&r, r.rc == HT_OK && r.status == 206 && r.body_len == 5 && !memcmp(r.body, body1, 5),
+		 "If-None-Match other + Range: 206 expected");
+	ht_resp_free(&r);
+}
+
+/* Rewrites f.txt with other content and another mtime. */
+static void rewrite(const char *content, time_t mtime, int by_rename)
+{
+	struct timespec ts[2] = { { mtime, 0 }, { mtime, 0 } };
+	if (by_rename) {
+		char *tmp = ht_join(ht_scratch(), "f.tmp");
+		ht_write(tmp, content, strlen(content));
+		FATAL(utimensat(AT_FDCWD, tmp, ts, 0) == 0, "utimensat");
+		FATAL(rename(tmp, fpath) == 0, "rename");
+		free(tmp);
+	} else {
+		ht_write(fpath, content, strlen(content));
+		FATAL(utimensat(AT_FDCWD, fpath, ts, 0) == 0, "utimensat");
+	}
+}
+
+/* Whether GET /f.txt gives content; a few tries over ~3 s for a cache
+ * that checks files now and then rather than on every request. */
+static int serves(const char *content, struct ht_resp *out)
+{
+	for (int i = 0; i < 15; i++) {
+		ht_get(srv.port, "/f.txt", NULL, out);
+		if (out->rc == HT_OK && out->status == 200 && out->body_len == strlen(content) &&
+		    !memcmp(out->body, content, out->body_len))
+			return 1;
+		if (i < 14)
+			ht_resp_free(out);
+		usleep(200000);
+	}
+	return 0;
+}
+
+static void changes(const char *label)
+{
+	char old_etag[256], old_lm[64], h[512];
+	static const char v2[] = "second version, a longer body than the first one\n";
+	static const char v3[] = "v3\n";
+	struct ht_resp r;
+	time_t now = time(NULL);
+
+	rewrite(body1, now - 7200, 0);
+	FATAL(serves(body1, &r), "%s: GET /f.txt does not give the file's content", label);
+	ht_resp_free(&r);
+	fetch_validators();
+	snprintf(old_etag, sizeof(old_etag), "%s", etag);
+	snprintf(old_lm, sizeof(old_lm), "%s", lastmod);
+
+	/* in place: same inode, other size and mtime */
+	rewrite(v2, now - 3600, 0);
+	EXPECT(serves(v2, &r), "%s: after the file was rewritten in place, GET still gives the old "
+	       "content (%zu bytes)", label, r.body_len);
+	EXPECT_R(&r, ht_hdr(&r, "ETag") && strcmp(ht_hdr(&r, "ETag"), old_etag),
+		 "%s: ETag did not change when the file changed", label);
+	EXPECT_R(&r, ht_parse_date(ht_hdr(&r, "Last-Modified")) == now - 3600,
+		 "%s: Last-Modified is not the new mtime", label);
+	ht_resp_free(&r);
+	snprintf(h, sizeof(h), "If-None-Match: %s\r\n", old_etag);
+	ht_get(srv.port, "/f.txt", h, &r);
+	EXPECT_R(&r, r.rc == HT_OK && r.status == 200 && r.body_len == strlen(v2),
+		 "%s: If-None-Match with the old ETag after a change: 200 with the new body", label);
+	ht_resp_free(&r);
+	snprintf(h, sizeof(h), "If-Modified-Since: %s\r\n", old_lm);
+	ht_get(srv.port, "/f.txt", h, &r);
+	EXPECT_R(&r, r.rc == HT_OK && r.status == 200, "%s: If-Modified-Since the old date: 200", label);
+	ht_resp_free(&r);
+
+	/* replaced by rename: a new inode */
+	rewrite(v3, now - 1800, 1);
+	EXPECT(serves(v3, &r), "%s: after rename() replaced the file, GET still gives the old content",
+	       label);
+	ht_resp_free(&r);
+	/* removed */
+	FATAL(unlink(fpath) == 0, "unlink");
+	int gone = 0;
+	for (int i = 0; i < 15 && !gone; i++) {
+		ht_get(srv.port, "/f.txt", NULL, &r);
+		gone = r.rc == HT_OK && r.status == 404;
+		ht_resp_free(&r);
+		if (!gone)
+			usleep(200000);
+	}
+	EXPECT(gone, "%s: a removed file is still served (404 expected)", label);
+	rewrite(body1, now - 7200, 0);
+	FATAL(serves(body1, &r), "%s: recreated file not served", label);
+	ht_resp_free(&r);
+	fetch_validators();
+}
+
+int main(void)
+{
+	ht_init("httpd/test_cond", 170);
+	root = ht_mkdir("root");
+	fpath = ht_join(root, "f.txt");
+	ht_write(fpath, body1, strlen(body1));
+	struct timespec ts[2] = { { time(NULL) - 7200, 0 }, { time(NULL) - 7200, 0 } };
+	FATAL(utimensat(AT_FDCWD, fpath, ts, 0) == 0, "utimensat");
+
+	ht_start(&srv, root, NULL);
+	fetch_validators();
+	fprintf(stderr, "    ETag %s, Last-Modified %s\n", etag, lastmod);
+	RUN(t_if_none_match);
+	RUN(t_if_modified_since);
+	RUN(t_with_range);
+	changes("default options");
+	ht_stop(&srv);
+
+	ht_start(&srv, root, "--cache", "4", NULL);
+	fetch_validators();
+	RUN(t_if_none_match);
+	changes("--cache 4");
+	ht_stop(&srv);
+	return ht_finish();
+}

@@ -1,0 +1,208 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * uaio-httpd directories: /dir without a slash gives 301 to /dir/, /dir/
+ * gives its index.html, no listing without --list (404 or 403), and with
+ * --list an HTML listing of every entry, names HTML-escaped.
+ */
+#define _GNU_SOURCE
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "client.h"
+
+static struct ht_server srv;
+static char *root;
+static const char idx_root[] = "<html>root index</html>\n";
+static const char idx_sub[] = "<html>withidx index</html>\n";
+static const char idx_space[] = "<html>space dir index</html>\n";
+#define NBIG 2000
+
+static void put(const char *rel, const char *content)
+{
+	char *p = ht_join(root, rel);
+	ht_write(p, content, strlen(content));
+	free(p);
+}
+
+static void dir(const char *rel)
+{
+	char *p = ht_join(root, rel);
+	FATAL(mkdir(p, 0755) == 0, "mkdir %s", p);
+	free(p);
+}
+
+static void setup(void)
+{
+	root = ht_mkdir("root");
+	put("index.html", idx_root);
+	dir("withidx");
+	put("withidx/index.html", idx_sub);
+	dir("my dir");
+	put("my dir/index.html", idx_space);
+	dir("a");
+	dir("a/b");
+	put("a/b/file.txt", "deep\n");
+	dir("sub");
+	put("sub/plain.txt", "plain\n");
+	put("sub/a&b.txt", "ampersand\n");
+	put("sub/<x>.txt", "angle\n");
+	put("sub/\"><img src=x onerror=alert(1)>.txt", "xss\n");
+	dir("sub/nested");
+	dir("big");
+	for (int i = 0; i < NBIG; i++) {
+		char n[64];
+		snprintf(n, sizeof(n), "big/entry-%05d-with-a-longish-name.txt", i);
+		put(n, "x");
+	}
+}
+
+/* Location must be the path with a slash, relative or absolute. */
+static int location_ok(const char *loc, const char *want)
+{
+	const char *path;
+	if (!loc)
+		return 0;
+	if (!strcmp(loc, want))
+		return 1;
+	path = !strncmp(loc, "http://", 7) ? strchr(loc + 7, '/') : NULL;
+	return path && !strcmp(path, want);
+}
+
+static void redirect(const char *path, const char *want)
+{
+	struct ht_conn *c = ht_connect(srv.port);
+	struct ht_resp r, h, n;
+
+	ht_sendf(c, "GET %s HTTP/1.1\r\nHost: t\r\n\r\n", path);
+	ht_read(c, &r, 0);
+	EXPECT_R(&r, r.rc == HT_OK && r.status == 301, "GET %s: 301 expected", path);
+	EXPECT_R(&r, location_ok(ht_hdr(&r, "Location"), want), "GET %s: Location %s expected", path, want);
+	ht_sendf(c, "HEAD %s HTTP/1.1\r\nHost: t\r\n\r\n", path);
+	ht_read(c, &h, 1);
+	if (h.rc != HT_ECLOSED || h.head) {	/* the connection may have been closed */
+		EXPECT_R(&h, h.rc == HT_OK && h.status == 301, "HEAD %s: 301 expected", path);
+		ht_sendf(c, "GET /index.html HTTP/1.1\r\nHost: t\r\n\r\n");
+		ht_read(c, &n, 0);
+		EXPECT_R(&n, n.rc == HT_OK && n.status == 200 && n.body_len == strlen(idx_root),
+			 "GET after a 301 on the same connection");
+		ht_resp_free(&n);
+	}
+	ht_resp_free(&r);
+	ht_resp_free(&h);
+	ht_close(c);
+}
+
+static void index_file(const char *path, const char *content)
+{
+	struct ht_resp r;
+	char m[64];
+	ht_get(srv.port, path, NULL, &r);
+	EXPECT_R(&r, r.rc == HT_OK && r.status == 200 && r.body_len == strlen(content) &&
+		 !memcmp(r.body, content, r.body_len), "GET %s: its index.html expected", path);
+	EXPECT_R(&r, r.status != 200 || !strcmp(ht_mime(&r, m, sizeof(m)), "text/html"),
+		 "GET %s: index.html as text/html", path);
+	ht_resp_free(&r);
+}
+
+static void common(void)
+{
+	redirect("/withidx", "/withidx/");
+	redirect("/sub", "/sub/");
+	redirect("/a/b", "/a/b/");
+	redirect("/my%20dir", "/my%20dir/");
+	index_file("/", idx_root);
+	index_file("/withidx/", idx_sub);
+	index_file("/my%20dir/", idx_space);
+	struct ht_resp r;
+	ht_get(srv.port, "/a/b/file.txt", NULL, &r);
+	EXPECT_R(&r, r.rc == HT_OK && r.status == 200 && r.body_len == 5, "file in a nested directory");
+	ht_resp_free(&r);
+}
+
+static void t_no_list(void)
+{
+	static const char *dirs[] = { "/sub/", "/a/", "/a/b/", "/big/" };
+	common();
+	for (size_t i = 0; i < sizeof(dirs) / sizeof(dirs[0]); i++) {
+		struct ht_resp r;
+		ht_get(srv.port, dirs[i], NULL, &r);
+		EXPECT_R(&r, r.rc == HT_OK && (r.status == 404 || r.status == 403),
+			 "GET %s without --list: 404 or 403 expected", dirs[i]);
+		EXPECT_R(&r, !ht_body_has(&r, "plain.txt") && !ht_body_has(&r, "entry-00001"),
+			 "GET %s without --list: the body lists the directory", dirs[i]);
+		ht_resp_free(&r);
+	}
+}
+
+static void t_list(void)
+{
+	struct ht_resp r;
+	char m[64];
+
+	common();
+	ht_get(srv.port, "/sub/", NULL, &r);
+	EXPECT_R(&r, r.rc == HT_OK && r.status == 200, "GET /sub/ with --list: 200");
+	EXPECT_R(&r, !strcmp(ht_mime(&r, m, sizeof(m)), "text/html"), "listing is text/html");
+	EXPECT_R(&r, ht_body_has(&r, "plain.txt"), "listing names plain.txt");
+	EXPECT_R(&r, ht_body_has(&r, "nested"), "listing names the subdirectory 'nested'");
+	EXPECT_R(&r, ht_body_has(&r, "a&amp;b.txt"), "listing shows a&b.txt as a&amp;b.txt");
+	EXPECT_R(&r, !ht_body_has(&r, "a&b.txt"), "raw 'a&b.txt' in the listing (not escaped)");
+	EXPECT_R(&r, ht_body_has(&r, "&lt;x&gt;.txt"), "listing shows <x>.txt as &lt;x&gt;.txt");
+	EXPECT_R(&r, !ht_body_has(&r, "<x>"), "raw '<x>' in the listing (not escaped)");
+	EXPECT_R(&r, !ht_body_has(&r, "<img src=x"), "raw '<img src=x' in the listing: HTML injection");
+	EXPECT_R(&r, !ht_body_has(&r, "\"><img"), "raw '\"><img' in the listing: attribute injection");
+	if (r.body)
+		fprintf(stderr, "    /sub/ listing: %zu bytes\n", r.body_len);
+	ht_resp_free(&r);
+
+	/* names in links percent-decode back to the files */
+	ht_get(srv.port, "/sub/a%26b.txt", NULL, &r);
+	EXPECT_R(&r, r.rc == HT_OK && r.status == 200 && ht_body_has(&r, "ampersand"), "GET /sub/a%%26b.txt");
+	ht_resp_free(&r);
+	ht_get(srv.port, "/sub/%3Cx%3E.txt", NULL, &r);
+	EXPECT_R(&r, r.rc == HT_OK && r.status == 200 && ht_body_has(&r, "angle"), "GET /sub/%%3Cx%%3E.txt");
+	ht_resp_free(&r);
+
+	/* HEAD of a listing: no body (checked by the next request) */
+	struct ht_conn *c = ht_connect(srv.port);
+	struct ht_resp h, g;
+	ht_sends(c, "HEAD /sub/ HTTP/1.1\r\nHost: t\r\n\r\nGET /sub/plain.txt HTTP/1.1\r\nHost: t\r\n\r\n");
+	ht_read(c, &h, 1);
+	ht_read(c, &g, 0);
+	EXPECT_R(&h, h.rc == HT_OK && h.status == 200, "HEAD /sub/ with --list");
+	EXPECT_R(&g, g.rc == HT_OK && g.status == 200 && g.body_len == 6, "GET after HEAD of a listing");
+	ht_resp_free(&h);
+	ht_resp_free(&g);
+	ht_close(c);
+
+	/* a directory of 2000 entries: every name listed */
+	ht_get(srv.port, "/big/", NULL, &r);
+	EXPECT_R(&r, r.rc == HT_OK && r.status == 200, "GET /big/ (2000 entries) with --list");
+	int missing = 0;
+	for (int i = 0; i < NBIG && r.status == 200; i++) {
+		char n[64];
+		snprintf(n, sizeof(n), "entry-%05d-with-a-longish-name.txt", i);
+		if (!ht_body_has(&r, n) && missing++ < 3)
+			fprintf(stderr, "    /big/ listing lacks %s\n", n);
+	}
+	EXPECT_R(&r, missing == 0, "/big/ listing lacks %d of %d names", missing, NBIG);
+	ht_resp_free(&r);
+
+	/* the listing of the root itself is not shown: it has an index.html */
+	index_file("/", idx_root);
+}
+
+int main(void)
+{
+	ht_init("httpd/test_dirs", 170);
+	setup();
+	ht_start(&srv, root, NULL);
+	RUN(t_no_list);
+	ht_stop(&srv);
+	ht_start(&srv, root, "--list", NULL);
+	RUN(t_list);
+	ht_stop(&srv);
+	return ht_finish();
+}

@@ -1,0 +1,352 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * uaio-httpd as a program: bad usage (exit 2, "uaio-httpd: ..." on
+ * stderr), --help and --version (exit 0), -q and -p, SIGTERM and SIGINT
+ * (exit 0, idle connections closed, a response in flight completed,
+ * no new connections served), the access log in Common Log Format
+ * (--log FILE and --log -).
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <regex.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "client.h"
+
+#define BIG (64 * 1024 * 1024)
+static char *root;
+static unsigned char *big;
+static const char small[] = "small file\n";
+
+static void setup(void)
+{
+	root = ht_mkdir("root");
+	big = ht_random(BIG, 3);
+	char *p = ht_join(root, "big.bin");
+	ht_write(p, big, BIG);
+	free(p);
+	p = ht_join(root, "small.txt");
+	ht_write(p, small, strlen(small));
+	free(p);
+}
+
+/* Runs the server with args; it must exit with `status` within 10 s. */
+static void run_expect(const char *const *args, int status, const char *what)
+{
+	struct ht_server s;
+	char *err;
+
+	ht_spawn(&s, args);
+	if (!ht_wait(&s, 10000)) {
+		ht_kill(&s);
+		EXPECT(0, "%s: still running after 10 s (exit %d expected)", what, status);
+		return;
+	}
+	EXPECT(WIFEXITED(s.status) && WEXITSTATUS(s.status) == status, "%s: exit status %d expected, "
+	       "got %s %d", what, status, WIFEXITED(s.status) ? "status" : "signal",
+	       WIFEXITED(s.status) ? WEXITSTATUS(s.status) : WTERMSIG(s.status));
+	err = ht_slurp(s.err, NULL);
+	if (status == 2)
+		EXPECT(err && !strncmp(err, "uaio-httpd: ", 12) && !strstr(err, "listening on"),
+		       "%s: a 'uaio-httpd: ...' message on stderr expected, got '%.200s'", what,
+		       err ? err : "");
+	free(err);
+}
+
+static void t_usage(void)
+{
+	char *file = ht_join(root, "small.txt"), *missing = ht_join(root, "no-such-dir");
+	const char *a1[] = { "", NULL };
+	const char *a2[] = { "", missing, NULL };
+	const char *a3[] = { "", "--disk-io", "bogus", root, NULL };
+	const char *a4[] = { "", "--no-such-option", root, NULL };
+	const char *a5[] = { "", "-p", "notaport", root, NULL };
+	const char *a6[] = { "", "--port", "70000", root, NULL };
+	const char *a7[] = { "", "--idle-timeout", "soon", root, NULL };
+	const char *a8[] = { "", "-Z", root, NULL };
+	const char *a9[] = { "", "--threads", "many", root, NULL };
+	const char *a10[] = { "", file, NULL };
+	const char *a11[] = { "", "-p", "0", "-a", "127.0.0.1", root, root, NULL };
+	const char *a12[] = { "", "--disk-io=nope", root, NULL };
+	const char *a13[] = { "", "--port", NULL };
+
+	run_expect(a1, 2, "no DIR");
+	run_expect(a2, 2, "nonexistent DIR");
+	run_expect(a3, 2, "--disk-io bogus");
+	run_expect(a4, 2, "unknown long option");
+	run_expect(a5, 2, "-p notaport");
+	run_expect(a6, 2, "--port 70000");
+	run_expect(a7, 2, "--idle-timeout soon");
+	run_expect(a8, 2, "unknown short option -Z");
+	run_expect(a9, 2, "--threads many");
+	run_expect(a10, 2, "DIR is a regular file");
+	run_expect(a11, 2, "two DIR operands");
+	run_expect(a12, 2, "--disk-io=nope");
+	run_expect(a13, 2, "--port without its value");
+	free(file);
+	free(missing);
+}
+
+static void t_help_version(void)
+{
+	static const char *opt[] = { "--help", "--version" };
+	for (int i = 0; i < 2; i++) {
+		const char *a[] = { "", opt[i], NULL };
+		struct ht_server s;
+		char *out;
+		ht_spawn(&s, a);
+		if (!ht_wait(&s, 10000)) {
+			ht_kill(&s);
+			EXPECT(0, "%s: still running after 10 s", opt[i]);
+			continue;
+		}
+		out = ht_slurp(s.out, NULL);
+		EXPECT(WIFEXITED(s.status) && WEXITSTATUS(s.status) == 0, "%s: exit 0 expected", opt[i]);
+		EXPECT(out && strstr(out, "uaio-httpd"), "%s: output on stdout naming uaio-httpd expected",
+		       opt[i]);
+		if (i == 0)
+			EXPECT(out && strstr(out, "--follow-symlinks") && strstr(out, "--max-conns"),
+			       "--help does not describe the options");
+		free(out);
+	}
+}
+
+static void t_quiet(void)
+{
+	struct ht_server s;
+	struct ht_resp r;
+	int port = ht_free_port(), up = 0;
+	char ps[16], *err;
+	const char *a[] = { "", "-q", "-p", ps, "-a", "127.0.0.1", root, NULL };
+
+	snprintf(ps, sizeof(ps), "%d", port);
+	ht_spawn(&s, a);
+	for (int i = 0; i < 300 && !up; i++) {	/* nothing printed: poll the port */
+		struct ht_conn *c = ht_connect_opt(port, 0);
+		if (c) {
+			up = 1;
+			ht_close(c);
+		} else {
+			FATAL(ht_alive(&s), "-q -p %d: the server exited", port);
+			usleep(100000);
+		}
+	}
+	FATAL(up, "-q -p %d: nothing listening after 30 s", port);
+	ht_get(port, "/small.txt", NULL, &r);
+	EXPECT_R(&r, r.rc == HT_OK && r.status == 200 && r.body_len == strlen(small), "-q: GET /small.txt");
+	ht_resp_free(&r);
+	ht_stop(&s);
+	err = ht_slurp(s.err, NULL);
+	EXPECT(err && !*err, "-q: nothing on stderr expected, got '%.200s'", err ? err : "");
+	free(err);
+}
+
+static void t_signals(void)
+{
+	struct ht_server s;
+	struct ht_conn *c;
+	struct ht_resp r;
+	size_t extra = 0;
+
+	ht_start(&s, root, NULL);
+	ht_stop_sig(&s, SIGINT);
+
+	/* an idle keep-alive connection does not keep the server alive
+	 * (the default idle timeout is 60 s; ht_stop waits 30 s) */
+	ht_start(&s, root, NULL);
+	c = ht_connect(s.port);
+	ht_sends(c, "GET /small.txt HTTP/1.1\r\nHost: t\r\n\r\n");
+	ht_read(c, &r, 0);
+	EXPECT_R(&r, r.rc == HT_OK && r.status == 200, "GET before SIGTERM");
+	ht_resp_free(&r);
+	ht_stop(&s);
+	EXPECT(ht_wait_close(c, 1000, &extra), "the idle connection is still open after the server exited");
+	ht_close(c);
+
+	/* a connection with half a request: also no reason to stay */
+	ht_start(&s, root, NULL);
+	c = ht_connect(s.port);
+	ht_sends(c, "GET /small.txt HTTP/1.1\r\nHo");
+	usleep(200000);
+	ht_stop(&s);
+	ht_close(c);
+}
+
+/* Whether a new connection is still served (1), or refused/closed/
+ * unanswered within 2 s (0). */
+static int still_serving(int port)
+{
+	struct ht_conn *c = ht_connect_opt(port, 0);
+	struct ht_resp r;
+	int save = ht_timeout_ms, served;
+
+	if (!c)
+		return 0;
+	ht_timeout_ms = 2000;
+	ht_sends(c, "GET /small.txt HTTP/1.1\r\nHost: t\r\n\r\n");
+	ht_read(c, &r, 0);
+	ht_timeout_ms = save;
+	served = r.rc == HT_OK && r.status == 200;
+	ht_resp_free(&r);
+	ht_close(c);
+	return served;
+}
+
+static void t_sigterm_inflight(int sig)
+{
+	struct ht_server s;
+	struct ht_conn *c;
+	struct ht_resp r;
+	size_t extra = 0;
+	int stopped = 0;
+
+	ht_start(&s, root, NULL);
+	c = ht_connect_opt(s.port, 65536);
+	ht_sends(c, "GET /big.bin HTTP/1.1\r\nHost: t\r\n\r\n");
+	ht_read_head(c, &r, 0);
+	FATAL(r.rc == HT_OK && r.status == 200, "GET /big.bin: 200 needed");
+	ht_read_body(c, &r, 1024 * 1024);
+	kill(s.pid, sig);
+	/* the response is stalled (not read): new connections must not be
+	 * served any more once the signal is handled */
+	for (int i = 0; i < 50 && !stopped; i++) {
+		stopped = !still_serving(s.port);
+		if (!stopped)
+			usleep(200000);
+	}
+	EXPECT(stopped, "signal %d: new connections still served 10 s later", sig);
+	EXPECT(ht_alive(&s), "signal %d: the server exited with a response in flight", sig);
+	ht_read_body(c, &r, (size_t)-1);
+	EXPECT_R(&r, r.rc == HT_OK && r.body_len == BIG && !memcmp(r.body, big, BIG),
+		 "signal %d with a 64 MiB response in flight: the response must complete", sig);
+	ht_resp_free(&r);
+	EXPECT(ht_wait_close(c, 30000, &extra), "signal %d: connection still open 30 s after its "
+	       "response completed", sig);
+	ht_close(c);
+	ht_stop_sig(&s, 0);	/* just wait: exit status 0 expected */
+}
+
+/* --- the access log ----------------------------------------------------- */
+
+struct logline { const char *req; int status; const char *sizes; };
+
+static void check_log(const char *text, const struct logline *want, int n, const char *what)
+{
+	static const char *re =
+		"^127\\.0\\.0\\.1 - - \\[([0-3][0-9])/(Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)/"
+		"([0-9]{4}):([0-2][0-9]):([0-5][0-9]):([0-6][0-9]) [+-][0-9]{4}\\] "
+		"\"([^\"]*)\" ([0-9]{3}) ([0-9]+|-)$";
+	regex_t rx;
+	regmatch_t m[10];
+	char *copy = strdup(text ? text : ""), *save = NULL, *line;
+	int i = 0;
+
+	FATAL(regcomp(&rx, re, REG_EXTENDED) == 0, "regcomp");
+	for (line = strtok_r(copy, "\n", &save); line; line = strtok_r(NULL, "\n", &save), i++) {
+		char req[256], size[32];
+		if (i >= n) {
+			EXPECT(0, "%s: more lines than requests: '%s'", what, line);
+			continue;
+		}
+		if (regexec(&rx, line, 10, m, 0)) {
+			EXPECT(0, "%s: line %d is not CLF: '%s'", what, i + 1, line);
+			continue;
+		}
+		snprintf(req, sizeof(req), "%.*s", (int)(m[7].rm_eo - m[7].rm_so), line + m[7].rm_so);
+		snprintf(size, sizeof(size), "%.*s", (int)(m[9].rm_eo - m[9].rm_so), line + m[9].rm_so);
+		EXPECT(!strcmp(req, want[i].req), "%s: line %d: request \"%s\" expected: '%s'", what, i + 1,
+		       want[i].req, line);
+		EXPECT(atoi(line + m[8].rm_so) == want[i].status, "%s: line %d: status %d expected: '%s'",
+		       what, i + 1, want[i].status, line);
+		if (want[i].sizes) {
+			char alt[64], *tok, *sv = NULL;
+			int found = 0;
+			snprintf(alt, sizeof(alt), "%s", want[i].sizes);
+			for (tok = strtok_r(alt, "|", &sv); tok; tok = strtok_r(NULL, "|", &sv))
+				found |= !strcmp(tok, size);
+			EXPECT(found, "%s: line %d: size %s expected: '%s'", what, i + 1, want[i].sizes, line);
+		}
+	}
+	EXPECT(i == n, "%s: %d lines for %d requests", what, i, n);
+	regfree(&rx);
+	free(copy);
+}
+
+static void log_requests(int port)
+{
+	static const char *reqs[] = {
+		"GET /small.txt HTTP/1.1\r\nHost: t\r\n\r\n",
+		"GET /missing.txt HTTP/1.1\r\nHost: t\r\n\r\n",
+		"HEAD /small.txt HTTP/1.1\r\nHost: t\r\n\r\n",
+		"GET /small.txt HTTP/1.1\r\nHost: t\r\nRange: bytes=0-2\r\n\r\n",
+		"GET /small.txt HTTP/1.0\r\n\r\n",
+		"POST /small.txt HTTP/1.1\r\nHost: t\r\nContent-Length: 0\r\n\r\n",
+	};
+	for (size_t i = 0; i < sizeof(reqs) / sizeof(reqs[0]); i++) {
+		struct ht_resp r;
+		ht_request(port, reqs[i], &r);
+		EXPECT_R(&r, r.rc == HT_OK, "request for the log");
+		ht_resp_free(&r);
+	}
+}
+
+static void t_log(void)
+{
+	static const struct logline want[] = {
+		{ "GET /small.txt HTTP/1.1", 200, "11" },
+		{ "GET /missing.txt HTTP/1.1", 404, NULL },
+		{ "HEAD /small.txt HTTP/1.1", 200, "-|0" },
+		{ "GET /small.txt HTTP/1.1", 206, "3" },
+		{ "GET /small.txt HTTP/1.0", 200, "11" },
+		{ "POST /small.txt HTTP/1.1", 405, NULL },
+	};
+	struct ht_server s;
+	char *logf = ht_join(ht_scratch(), "access.log"), *text;
+
+	ht_start(&s, root, "--log", logf, NULL);
+	log_requests(s.port);
+	ht_stop(&s);
+	text = ht_slurp(logf, NULL);
+	EXPECT(text, "--log %s: no log file", logf);
+	check_log(text, want, 6, "--log FILE");
+	free(text);
+
+	ht_start(&s, root, "-l", "-", NULL);
+	log_requests(s.port);
+	ht_stop(&s);
+	text = ht_slurp(s.out, NULL);
+	check_log(text, want, 6, "--log - (stdout)");
+	free(text);
+
+	/* --log with a file that cannot be opened: bad usage, or at least
+	 * not a crash; a directory is never a log file */
+	const char *a[] = { "", "--port", "0", "--addr", "127.0.0.1", "--log", root, root, NULL };
+	struct ht_server b;
+	ht_spawn(&b, a);
+	if (ht_wait(&b, 10000))
+		EXPECT(WIFEXITED(b.status) && WEXITSTATUS(b.status) != 0,
+		       "--log DIRECTORY: a failure exit expected");
+	else
+		EXPECT(0, "--log DIRECTORY: still running after 10 s (a failure exit expected)");
+	ht_kill(&b);
+	free(logf);
+}
+
+int main(void)
+{
+	ht_init("httpd/test_lifecycle", 550);
+	setup();
+	RUN(t_usage);
+	RUN(t_help_version);
+	RUN(t_quiet);
+	RUN(t_signals);
+	fprintf(stderr, "  t_sigterm_inflight (SIGTERM) ...\n");
+	t_sigterm_inflight(SIGTERM);
+	fprintf(stderr, "  t_sigterm_inflight (SIGINT) ...\n");
+	t_sigterm_inflight(SIGINT);
+	RUN(t_log);
+	return ht_finish();
+}

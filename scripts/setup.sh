@@ -4,7 +4,7 @@
 set -euo pipefail
 want=(cmake ninja-build gcc make pkg-config liburing-dev libevent-dev libaio-dev node-llhttp)
 case "${1:-build}" in
-  bench) want+=(python3 python3-venv python3-pip fio strace rsync) ;;
+  bench) want+=(python3 python3-venv python3-pip fio strace rsync nginx lighttpd h2o wrk libh2o0.13 libhttp-parser-dev) ;;
   test|fio) want+=(fio strace iproute2 e2fsprogs util-linux curl) ;;
   fuzz) want+=(clang libclang-rt-dev) ;;
 esac
@@ -15,6 +15,13 @@ done
 if [ ${#missing[@]} -gt 0 ]; then
   echo "setup: installing ${missing[*]}"
   SUDO=; [ "$(id -u)" -eq 0 ] || SUDO=sudo
+  # The httpd bench's web servers are installed, not started as services
+  # (they would all want port 80; the bench starts its own on other ports).
+  if printf '%s\n' "${missing[@]}" | grep -qxE 'nginx|lighttpd|h2o' && [ ! -e /usr/sbin/policy-rc.d ]; then
+    printf '#!/bin/sh\nexit 101\n' | $SUDO tee /usr/sbin/policy-rc.d >/dev/null
+    $SUDO chmod 755 /usr/sbin/policy-rc.d
+    trap '$SUDO rm -f /usr/sbin/policy-rc.d' EXIT
+  fi
   $SUDO apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}" >/dev/null
 fi

@@ -338,13 +338,15 @@ static const char mon[12][4] = { "Jan", "Feb", "Mar", "Apr", "May", "Jun",
 
 void proto_date(time_t t, char *out)
 {
+	char tmp[64];
 	struct tm tm;
 
 	gmtime_r(&t, &tm);
-	/* Years past 9999 do not fit the format; clamp. */
-	snprintf(out, 30, "%s, %02d %s %04d %02d:%02d:%02d GMT", wday[tm.tm_wday],
-		 tm.tm_mday, mon[tm.tm_mon], (tm.tm_year + 1900) % 10000,
-		 tm.tm_hour % 24, tm.tm_min % 60, tm.tm_sec % 61);
+	snprintf(tmp, sizeof(tmp), "%s, %02d %s %04d %02d:%02d:%02d GMT",
+		 wday[tm.tm_wday], tm.tm_mday, mon[tm.tm_mon],
+		 (tm.tm_year + 1900) % 10000, tm.tm_hour, tm.tm_min, tm.tm_sec);
+	memcpy(out, tmp, 29);	/* always 29 characters for years 0-9999 */
+	out[29] = 0;
 }
 
 static int month(const char *m)

@@ -186,6 +186,14 @@ void ht_write(const char *path, const void *data, size_t len)
 	FATAL(close(fd) == 0, "close %s", path);
 }
 
+void ht_put(const char *dir, const char *name, const void *data, size_t len)
+{
+	char *p = ht_join(dir, name);
+
+	ht_write(p, data, len);
+	free(p);
+}
+
 unsigned char *ht_random(size_t len, unsigned long long seed)
 {
 	unsigned char *b = malloc(len + 8);

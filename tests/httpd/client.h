@@ -54,6 +54,8 @@ const char *ht_scratch(void);		/* /tmp/uaio-httpd-test-XXXXXX */
 char *ht_join(const char *dir, const char *name);	/* malloc'd (free or not) */
 char *ht_mkdir(const char *rel);	/* scratch/rel, made; malloc'd */
 void ht_write(const char *path, const void *data, size_t len);
+/* ht_write of dir/name. */
+void ht_put(const char *dir, const char *name, const void *data, size_t len);
 unsigned char *ht_random(size_t len, unsigned long long seed);
 char *ht_slurp(const char *path, size_t *len);	/* NULL if missing */
 

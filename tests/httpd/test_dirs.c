@@ -21,9 +21,7 @@ static const char idx_space[] = "<html>space dir index</html>\n";
 
 static void put(const char *rel, const char *content)
 {
-	char *p = ht_join(root, rel);
-	ht_write(p, content, strlen(content));
-	free(p);
+	ht_put(root, rel, content, strlen(content));
 }
 
 static void dir(const char *rel)

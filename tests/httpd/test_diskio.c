@@ -23,23 +23,17 @@ static const char *mode;
 
 static void setup(void)
 {
-	char n[32], *p;
+	char n[32];
 	root = ht_mkdir("root");
 	big = ht_random(BIG, 21);
-	p = ht_join(root, "big.bin");
-	ht_write(p, big, BIG);
-	free(p);
+	ht_put(root, "big.bin", big, BIG);
 	for (int i = 0; i < NF; i++) {
 		fsz[i] = (size_t)(1000 + 3000 * i);
 		f[i] = ht_random(fsz[i], 30 + i);
 		snprintf(n, sizeof(n), "f%d.bin", i);
-		p = ht_join(root, n);
-		ht_write(p, f[i], fsz[i]);
-		free(p);
+		ht_put(root, n, f[i], fsz[i]);
 	}
-	p = ht_join(root, "index.html");
-	ht_write(p, "<p>index</p>\n", 13);
-	free(p);
+	ht_put(root, "index.html", "<p>index</p>\n", 13);
 }
 
 static int get_ok(const char *path, const unsigned char *d, size_t n, const char *extra)

@@ -28,15 +28,9 @@ static void setup(void)
 	root = ht_mkdir("root");
 	d5 = ht_random(S5, 5);
 	d64 = ht_random(S64, 64);
-	char *p = ht_join(root, "big5.bin");
-	ht_write(p, d5, S5);
-	free(p);
-	p = ht_join(root, "big64.bin");
-	ht_write(p, d64, S64);
-	free(p);
-	p = ht_join(root, "small.txt");
-	ht_write(p, small, strlen(small));
-	free(p);
+	ht_put(root, "big5.bin", d5, S5);
+	ht_put(root, "big64.bin", d64, S64);
+	ht_put(root, "small.txt", small, strlen(small));
 }
 
 static void small_ok(const char *after)

@@ -28,13 +28,11 @@ static void setup(void)
 {
 	root = ht_mkdir("root");
 	for (int i = 0; i < NFILE; i++) {
-		char n[32], *p;
+		char n[32];
 		sizes[i] = (size_t)(i * i * 1000 + 17);	/* 17 bytes .. 81 KB */
 		files[i] = ht_random(sizes[i], 100 + i);
 		snprintf(n, sizeof(n), "f%d.bin", i);
-		p = ht_join(root, n);
-		ht_write(p, files[i], sizes[i]);
-		free(p);
+		ht_put(root, n, files[i], sizes[i]);
 	}
 }
 

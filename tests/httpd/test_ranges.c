@@ -26,15 +26,9 @@ static void setup(void)
 {
 	root = ht_mkdir("root");
 	data = ht_random(SIZE, 7);
-	char *p = ht_join(root, "data.bin");
-	ht_write(p, data, SIZE);
-	free(p);
-	p = ht_join(root, "small.txt");
-	ht_write(p, small, strlen(small));
-	free(p);
-	p = ht_join(root, "empty.bin");
-	ht_write(p, "", 0);
-	free(p);
+	ht_put(root, "data.bin", data, SIZE);
+	ht_put(root, "small.txt", small, strlen(small));
+	ht_put(root, "empty.bin", "", 0);
 }
 
 /* GET (or HEAD) path with hdrs, then GET /small.txt on the same

@@ -25,9 +25,7 @@ static int have_fifo, have_dev, have_sock;
 
 static void put(const char *dir, const char *rel, const char *content)
 {
-	char *p = ht_join(dir, rel);
-	ht_write(p, content, strlen(content));
-	free(p);
+	ht_put(dir, rel, content, strlen(content));
 }
 
 static void link_to(const char *target, const char *rel)

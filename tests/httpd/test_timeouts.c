@@ -31,12 +31,8 @@ static void setup(void)
 {
 	root = ht_mkdir("root");
 	big = ht_random(BIG, 11);
-	char *p = ht_join(root, "big.bin");
-	ht_write(p, big, BIG);
-	free(p);
-	p = ht_join(root, "small.txt");
-	ht_write(p, small, strlen(small));
-	free(p);
+	ht_put(root, "big.bin", big, BIG);
+	ht_put(root, "small.txt", small, strlen(small));
 }
 
 static void serves(const char *after)

@@ -101,7 +101,6 @@ static void uncache(struct file_cache *fc, struct file *f)
 		pp = &(*pp)->hnext;
 	*pp = f->hnext;
 	lru_unlink(fc, f);
-	f->cached = false;
 	fc->n--;
 	file_put(fc->s, f);
 }
@@ -143,7 +142,6 @@ static int make_file(struct conn *c, int fd, const struct stat *st,
 	f->fd = fd;
 	f->size = (uint64_t)st->st_size;
 	f->mtime = st->st_mtim.tv_sec;
-	f->mtim = st->st_mtim;
 	f->ino = st->st_ino;
 	f->checked_ms = server_now_ms(s);
 	f->refs = 1;
@@ -159,7 +157,6 @@ static int make_file(struct conn *c, int fd, const struct stat *st,
 		f->hnext = *b;
 		*b = f;
 		lru_front(fc, f);
-		f->cached = true;
 		f->refs++;
 		if (++fc->n > s->cfg->cache_entries)
 			uncache(fc, fc->tail);
@@ -385,7 +382,6 @@ ssize_t files_read(struct conn *c, struct file *f, void *buf, size_t len,
 ssize_t files_list(struct conn *c, files_read_cb cb)
 {
 	struct resp *r = c->resp;
-	long n;
 
 	set_how(c);
 	r->kind = K_LIST;
@@ -394,8 +390,7 @@ ssize_t files_list(struct conn *c, files_read_cb cb)
 	 * anyway): both non-blocking modes use the worker pool. */
 	if (c->srv->cfg->disk_io != DISK_BLOCKING)
 		return to_pool(c, work_list);
-	n = work_list(c);
-	return n;
+	return work_list(c);
 }
 
 /* ---------------------------------------------------------------- hub */

@@ -64,7 +64,7 @@ struct httpd_config {
 struct span { const char *p; size_t n; };
 
 enum hdr { H_OTHER, H_HOST, H_RANGE, H_IF_NONE_MATCH, H_IF_MODIFIED_SINCE,
-	   H_IF_RANGE, H_CONNECTION, H_NHDRS };
+	   H_IF_RANGE, H_NHDRS };
 
 /* One request as parsed: spans point into the connection's read buffer. */
 struct request {
@@ -79,7 +79,7 @@ struct request {
 	bool head_done, done;
 	bool too_big;			/* head over HTTPD_HEAD_MAX */
 	bool has_body;			/* not read: the connection closes */
-	const char *start, *last_end;	/* the request's first byte; last span end */
+	const char *start;		/* the request's first byte */
 };
 
 void proto_settings(llhttp_settings_t *s);
@@ -130,10 +130,8 @@ struct file {
 	uint64_t size;
 	time_t mtime;
 	ino_t ino;
-	struct timespec mtim;
 	uint64_t checked_ms;		/* when it was last known current */
 	unsigned refs;			/* the cache's own + each response's */
-	bool cached;
 	const char *type;
 	char etag[48];
 	char lastmod[30];
@@ -264,7 +262,6 @@ extern const char *const resp_reason[600];
 /* One per thread: the engine object. Nothing mutable lives outside it. */
 struct server {
 	const struct httpd_config *cfg;
-	unsigned id;
 	uaio_loop *loop;
 	int lfd;
 	uaio_op accept_op, close_op;
@@ -275,7 +272,6 @@ struct server {
 	struct conn *conns;		/* every connection, for the sweep */
 	unsigned nconns;
 	llhttp_settings_t settings;
-	struct laio_hub *hub;
 	struct file_cache *files;
 	struct resp *resp_pool;
 	struct log *log;
@@ -288,8 +284,7 @@ struct server {
 	uint64_t requests;
 };
 
-int server_init(struct server *s, const struct httpd_config *cfg, unsigned id,
-		int lfd);
+int server_init(struct server *s, const struct httpd_config *cfg, int lfd);
 int server_run(struct server *s);
 void server_drain(void *s);		/* posted to the loop on SIGTERM */
 void server_fini(struct server *s);

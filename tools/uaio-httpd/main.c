@@ -158,7 +158,6 @@ struct worker {
 	pthread_t tid;
 	struct server srv;
 	const struct httpd_config *cfg;
-	unsigned id;
 	int lfd;
 	int rc;
 	pthread_mutex_t *mu;
@@ -174,7 +173,7 @@ static void *worker_main(void *arg)
 
 	/* The loop is made in the thread that runs it (io_uring's single
 	 * issuer). */
-	w->rc = server_init(&w->srv, w->cfg, w->id, w->lfd);
+	w->rc = server_init(&w->srv, w->cfg, w->lfd);
 	pthread_mutex_lock(w->mu);
 	++*w->ready;
 	pthread_cond_broadcast(w->cv);
@@ -320,7 +319,6 @@ int main(int argc, char **argv)
 		ws[i].lfd = listen_on(cfg.addr, &cfg.port, cfg.threads > 1, shown,
 				      sizeof(shown));
 		ws[i].cfg = &cfg;
-		ws[i].id = i;
 		ws[i].mu = &mu;
 		ws[i].cv = &cv;
 		ws[i].ready = &ready;

@@ -25,7 +25,6 @@ static void extend(struct span *s, const char *at, size_t n)
  * and headers end 4 bytes (CRLF CRLF) after the last of them. */
 static int too_big(struct request *r, const char *end)
 {
-	r->last_end = end;
 	if (r->start && (size_t)(end - r->start) + 4 > HTTPD_HEAD_MAX) {
 		r->too_big = true;
 		return -1;
@@ -61,7 +60,7 @@ static const struct { const char *name; int h; } known[] = {
 	{ "host", H_HOST }, { "range", H_RANGE },
 	{ "if-none-match", H_IF_NONE_MATCH },
 	{ "if-modified-since", H_IF_MODIFIED_SINCE },
-	{ "if-range", H_IF_RANGE }, { "connection", H_CONNECTION },
+	{ "if-range", H_IF_RANGE },
 };
 
 static int on_field_done(llhttp_t *p)

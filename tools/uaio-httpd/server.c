@@ -117,16 +117,13 @@ static int on_laio(uaio_watch *w)
 
 static const struct uaio_handler laio_handler = { .handle_input = on_laio };
 
-int server_init(struct server *s, const struct httpd_config *cfg, unsigned id,
-		int lfd)
+int server_init(struct server *s, const struct httpd_config *cfg, int lfd)
 {
 	unsigned shortest = cfg->idle_timeout_ms, period;
 
 	memset(s, 0, sizeof(*s));
 	s->cfg = cfg;
-	s->id = id;
 	s->lfd = lfd;
-	s->hub = cfg->hub;
 	if (!(s->loop = uaio_loop_new(NULL)))
 		return -errno;
 	proto_settings(&s->settings);

@@ -6,6 +6,8 @@
  *
  *   clone     FICLONE, the whole file at once (file -> file)
  *   cfr       copy_file_range steps (file -> file)
+ *   sendfile  sendfile, inline when cachestat finds the range cached, else
+ *             on a loop worker (file -> non-blocking socket)
  *   splice    splice, directly when one end is a pipe, else through a
  *             pipe of the flow's own (any descriptor pair)
  *   pipeline  chunks read into registered buffers (kbuf) or mapped from
@@ -35,13 +37,15 @@ struct flow_ep {
 	bool seek;		/* positional I/O: a file or block device */
 	bool set_pos;		/* off was -1: leave the file position after us */
 	bool append;		/* O_APPEND: written in order, never at offsets */
+	bool nonblock;		/* O_NONBLOCK */
+	uint64_t size;		/* st_size when the flow started */
 	int64_t off;		/* where the flow starts (seek only) */
 	char *mem;
 	size_t mem_len;
 	int mem_idx;		/* registered buffer, or -1 */
 };
 
-enum method { M_CLONE, M_CFR, M_SPLICE, M_PIPELINE, M_COUNT };
+enum method { M_CLONE, M_CFR, M_SENDFILE, M_SPLICE, M_PIPELINE, M_COUNT };
 
 /* Flow flags. */
 #define FF_PAUSED	0x01
@@ -104,6 +108,9 @@ void flow__eof(uaio_flow *f);			/* the source has ended */
 void flow__fail(uaio_flow *f, int err, int side);
 /* An op of the flow finished (after its counts): ends or goes on. */
 void flow__step_done(uaio_flow *f);
+/* Steps again at the loop's next iteration: for a kick that must not
+ * step itself (a method changed under it, a budget spent). */
+void flow__again(uaio_flow *f);
 /* Cancels op in flight (the cancel's own op is allocated and freed). */
 void flow__cancel_op(uaio_flow *f, uaio_op *op);
 /* Source position of byte n of the flow (seekable endpoints). */
@@ -133,6 +140,8 @@ static inline int flow__side_of(int err)
 
 /* methods.c */
 extern const struct flow_method flow__clone, flow__cfr, flow__splice;
+/* sendfile.c */
+extern const struct flow_method flow__sendfile;
 /* pipeline.c */
 extern const struct flow_method flow__pipeline;
 

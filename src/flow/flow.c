@@ -18,15 +18,16 @@
 static const struct flow_method *const methods[M_COUNT] = {
 	[M_CLONE] = &flow__clone,
 	[M_CFR] = &flow__cfr,
+	[M_SENDFILE] = &flow__sendfile,
 	[M_SPLICE] = &flow__splice,
 	[M_PIPELINE] = &flow__pipeline,
 };
 
 /* Each mode's methods, tried in this order (the first that fits starts;
  * a refusal the next one may cure moves on along the chain). */
-static const uint8_t chain_auto[] = { M_CLONE, M_CFR, M_SPLICE, M_PIPELINE };
+static const uint8_t chain_auto[] = { M_CLONE, M_CFR, M_SENDFILE, M_SPLICE, M_PIPELINE };
 static const uint8_t chain_kbuf[] = { M_PIPELINE };
-static const uint8_t chain_pagecache[] = { M_CLONE, M_CFR, M_SPLICE };
+static const uint8_t chain_pagecache[] = { M_CLONE, M_CFR, M_SENDFILE, M_SPLICE };
 static const uint8_t chain_mmap[] = { M_PIPELINE };
 
 static const struct {
@@ -79,6 +80,8 @@ static int classify(struct flow_ep *e, const struct uaio_flow_ep *u, bool src)
 	if ((fl & O_ACCMODE) == (src ? O_WRONLY : O_RDONLY))
 		return -EBADF;
 	e->fd = u->fd;
+	e->nonblock = fl & O_NONBLOCK;
+	e->size = (uint64_t)st.st_size;
 	switch (st.st_mode & S_IFMT) {
 	case S_IFREG: e->kind = EK_FILE; break;
 	case S_IFBLK: e->kind = EK_BLK; break;
@@ -182,6 +185,11 @@ static void on_timer(uaio_timer *t)
 static void later(uaio_flow *f, uint64_t ns)
 {
 	uaio_timer_start(f->l, &f->timer, ns, 0);
+}
+
+void flow__again(uaio_flow *f)
+{
+	later(f, 0);
 }
 
 void flow__fail(uaio_flow *f, int err, int side)

@@ -163,7 +163,7 @@ void conn_want_write(struct conn *c)
 			  UAIO_READABLE | UAIO_WRITABLE | UAIO_EDGE);
 }
 
-int conn_send(struct conn *c, struct iovec *iov, int *iovcnt)
+int conn_send(struct conn *c, struct iovec *iov, int *iovcnt, bool more)
 {
 	struct msghdr mh = { 0 };
 	ssize_t n;
@@ -171,7 +171,7 @@ int conn_send(struct conn *c, struct iovec *iov, int *iovcnt)
 	while (*iovcnt > 0) {
 		mh.msg_iov = iov;
 		mh.msg_iovlen = (size_t)*iovcnt;
-		n = sendmsg(c->fd, &mh, MSG_DONTWAIT | MSG_NOSIGNAL);
+		n = sendmsg(c->fd, &mh, MSG_DONTWAIT | MSG_NOSIGNAL | (more ? MSG_MORE : 0));
 		if (n < 0) {
 			if (errno == EINTR)
 				continue;

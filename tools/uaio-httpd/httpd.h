@@ -154,6 +154,10 @@ int files_open(struct conn *c, struct file **out, files_open_cb cb);
  * -EINPROGRESS and cb later. */
 ssize_t files_read(struct conn *c, struct file *f, void *buf, size_t len,
 		   uint64_t off, files_read_cb cb);
+/* laio mode: whether the page cache holds all of [off, off + len), so
+ * a flow may send it inline (cachestat(2)); false in the other modes,
+ * which read a range's first bytes as their model says. */
+bool files_cached(struct conn *c, struct file *f, uint64_t off, uint64_t len);
 /* Builds the listing of directory c->resp->path (--list) into
  * c->resp->extra: its length, -errno, or -EINPROGRESS and cb later. */
 ssize_t files_list(struct conn *c, files_read_cb cb);
@@ -241,9 +245,10 @@ void conn_response_done(struct conn *c, bool ok);
 void conn_close(struct conn *c);
 /* A disk call or flow owed to a closing connection has come back. */
 void conn_released(struct conn *c);
-/* Sends what iov holds without blocking; 1 when all went, 0 when the
- * rest waits for room (the iov is advanced), -errno on failure. */
-int conn_send(struct conn *c, struct iovec *iov, int *iovcnt);
+/* Sends what iov holds without blocking (more: a flow follows at once,
+ * MSG_MORE); 1 when all went, 0 when the rest waits for room (the iov is
+ * advanced), -errno on failure. */
+int conn_send(struct conn *c, struct iovec *iov, int *iovcnt, bool more);
 /* Waits for room, then calls resp_continue. */
 void conn_want_write(struct conn *c);
 void conn_sweep(struct server *s, uint64_t now_ms);

@@ -2,9 +2,11 @@
 /*
  * What to answer, and sending it. A response is a list of segments:
  * memory (the head, multipart part headers, a listing) and file ranges.
- * Each file range's first HTTPD_BODY_BUF bytes are read by the --disk-io
+ * A file range's first HTTPD_BODY_BUF bytes are read by the --disk-io
  * mode and go out with the head in one sendmsg; the rest of a larger range
- * goes by flow (splice in the kernel, never through this process).
+ * goes by flow (sendfile or splice in the kernel, never through this
+ * process). In laio mode a larger range the page cache holds goes by flow
+ * whole: sendfile, inline, without the copy a read makes.
  */
 #include <errno.h>
 #include <stdarg.h>
@@ -512,6 +514,13 @@ static int gather(struct conn *c)
 			want = sg->len;
 		if (want == 0)
 			break;
+		/* A range longer than one read, already cached: all of it by
+		 * flow (sendfile, inline), none of it copied through here. */
+		if (sg->len > HTTPD_BODY_BUF && !sg->loaded &&
+		    files_cached(c, r->f, sg->off, want)) {
+			r->flow_next = true;
+			break;
+		}
 		if (!r->body && !(r->body = server_buf(s, true)))
 			return -ENOMEM;
 		n = files_read(c, r->f, r->body + r->body_used, want, sg->off, on_read);
@@ -551,7 +560,7 @@ void resp_continue(struct conn *c)
 			}
 		}
 		if (r->iovcnt) {
-			rc = conn_send(c, r->iov, &r->iovcnt);
+			rc = conn_send(c, r->iov, &r->iovcnt, r->flow_next);
 			if (rc < 0) {
 				finish(c, false);
 				return;

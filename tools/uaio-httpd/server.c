@@ -90,7 +90,7 @@ static void on_accept(uaio_op *op, int res, void *data)
 static void arm_accept(struct server *s)
 {
 	if (s->accepting &&
-	    uaio_op_accept_multishot(s->loop, &s->accept_op, s->lfd, SOCK_CLOEXEC,
+	    uaio_op_accept_multishot(s->loop, &s->accept_op, s->lfd, SOCK_CLOEXEC | SOCK_NONBLOCK,
 				     on_accept, s) < 0)
 		uaio_timer_start(s->loop, &s->retry, 100000000ull, 0);
 }

@@ -1,0 +1,231 @@
+/* SPDX-License-Identifier: MIT */
+/* The sendfile method: a file to a non-blocking socket. Cached ranges go
+ * inline, uncached ones through a worker, a full socket waits for room;
+ * every byte arrives once and in order, short files end short, a closed
+ * peer is a sink error, a cancel ends the flow, and a blocking socket is
+ * left to splice (a send there could wait for the peer for ever). */
+#include "flow/flow_util.h"
+#include <signal.h>
+#include <string.h>
+
+static uaio_loop *L;
+static const char *dir = "/var/tmp";
+
+#define BIG	(12u << 20)	/* several socket buffers' worth */
+
+static char *data;
+
+static int src_file(size_t n)
+{
+	int fd = t_tmpfile(dir);
+
+	CHECK_EQ(pwrite(fd, data, n, 0), (ssize_t)n);
+	return fd;
+}
+
+/* Starts a flow of len bytes of file fd from off to a socket of kind
+ * (non-blocking unless blocking), drained by a thread that expects
+ * expect bytes. */
+static uaio_flow *start_x(int fd, int64_t off, uint64_t len, size_t expect, int kind,
+			  bool blocking, struct end *dst, struct t_sync *s)
+{
+	struct uaio_flow_params p = {
+		.src = { .type = UAIO_FLOW_FD, .fd = fd, .off = off },
+		.dst = { .type = UAIO_FLOW_FD, .off = -1 },
+		.len = len, .mode = UAIO_FLOW_AUTO, .done = t_sync_done, .data = s,
+	};
+	uaio_flow *f;
+
+	t_dst(dst, kind, expect, dir);
+	if (!blocking)
+		t_set_nonblock(dst->fd);
+	p.dst.fd = dst->fd;
+	CHECK_EQ(uaio_flow_start(L, &p, &f), 0);
+	return f;
+}
+
+static uaio_flow *start(int fd, int64_t off, uint64_t len, int kind, bool blocking,
+			struct end *dst, struct t_sync *s)
+{
+	return start_x(fd, off, len, len, kind, blocking, dst, s);
+}
+
+static void expect_bytes(struct end *dst, const char *want, size_t n)
+{
+	t_dst_finish(dst);
+	CHECK_EQ(dst->got, n);
+	CHECK(memcmp(dst->buf, want, n) == 0);
+	free(dst->buf);
+}
+
+/* Cached, bigger than the socket buffer, from an offset: inline sends
+ * and waits for room, every byte in order. */
+static void test_cached(void)
+{
+	for (int kind = E_UNIX; kind <= E_TCP; kind++) {
+		int fd = src_file(BIG);
+		struct t_sync s = { 0 };
+		struct end dst;
+		uaio_flow *f = start(fd, 12345, BIG - 12345 - 7, kind, false, &dst, &s);
+
+		CHECK_EQ(strcmp(uaio_flow_method(f), "sendfile"), 0);
+		T_RUN_UNTIL(L, s.r.done, 10000000);
+		CHECK_EQ(s.r.res, (int64_t)(BIG - 12345 - 7));
+		CHECK_EQ(s.r.side, UAIO_FLOW_SIDE_NONE);
+		CHECK_EQ(strcmp(s.method, "sendfile"), 0);
+		expect_bytes(&dst, data + 12345, BIG - 12345 - 7);
+		/* A positioned flow leaves the file position alone. */
+		CHECK_EQ(lseek(fd, 0, SEEK_CUR), 0);
+		close(fd);
+	}
+}
+
+/* Pages dropped from the cache first: the sends that find them missing
+ * go through a worker. The bytes are the same. */
+static void test_uncached(void)
+{
+	int fd = src_file(BIG);
+	struct t_sync s = { 0 };
+	struct end dst;
+
+	CHECK(fdatasync(fd) == 0);
+	CHECK(posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED) == 0);
+	start(fd, 0, BIG, E_TCP, false, &dst, &s);
+	T_RUN_UNTIL(L, s.r.done, 10000000);
+	CHECK_EQ(s.r.res, (int64_t)BIG);
+	expect_bytes(&dst, data, BIG);
+	close(fd);
+}
+
+/* Asked for more than the file holds: the flow ends at the end of the
+ * file, short, without an error; until EOF, exactly the file. */
+static void test_short_and_eof(void)
+{
+	size_t n = (3u << 20) + 5;
+	int fd = src_file(n);
+	struct t_sync s = { 0 };
+	struct end dst;
+
+	start_x(fd, 0, n + 4096, n, E_TCP, false, &dst, &s);
+	T_RUN_UNTIL(L, s.r.done, 10000000);
+	CHECK_EQ(s.r.res, (int64_t)n);
+	CHECK_EQ(s.r.side, UAIO_FLOW_SIDE_NONE);
+	expect_bytes(&dst, data, n);
+
+	memset(&s, 0, sizeof(s));
+	start_x(fd, 0, UAIO_FLOW_EOF, n, E_UNIX, false, &dst, &s);
+	T_RUN_UNTIL(L, s.r.done, 10000000);
+	CHECK_EQ(s.r.res, (int64_t)n);
+	expect_bytes(&dst, data, n);
+	close(fd);
+}
+
+/* The peer closes its end after reading nothing: the flow ends with the
+ * socket's error, on the sink's side, never with SIGPIPE's death. */
+static void test_peer_gone(void)
+{
+	int fd = src_file(BIG);
+	struct t_sync s = { 0 };
+	uaio_flow *f;
+	int sv[2];
+	struct uaio_flow_params p = {
+		.src = { .type = UAIO_FLOW_FD, .fd = fd, .off = 0 },
+		.dst = { .type = UAIO_FLOW_FD, .off = -1 },
+		.len = BIG, .mode = UAIO_FLOW_AUTO, .done = t_sync_done, .data = &s,
+	};
+
+	t_tcp_pair(sv);
+	t_set_nonblock(sv[0]);
+	p.dst.fd = sv[0];
+	CHECK_EQ(uaio_flow_start(L, &p, &f), 0);
+	close(sv[1]);
+	T_RUN_UNTIL(L, s.r.done, 10000000);
+	CHECK(s.r.res == -EPIPE || s.r.res == -ECONNRESET);
+	CHECK_EQ(s.r.side, UAIO_FLOW_SIDE_DST);
+	close(sv[0]);
+	close(fd);
+}
+
+/* Cancelled while the socket is full and no one reads: ECANCELED, once,
+ * and nothing of the flow left in the loop. */
+static void test_cancel_full(void)
+{
+	int fd = src_file(BIG);
+	struct t_sync s = { 0 };
+	uaio_flow *f;
+	int sv[2];
+	struct uaio_flow_params p = {
+		.src = { .type = UAIO_FLOW_FD, .fd = fd, .off = 0 },
+		.dst = { .type = UAIO_FLOW_FD, .off = -1 },
+		.len = BIG, .mode = UAIO_FLOW_AUTO, .done = t_sync_done, .data = &s,
+	};
+
+	t_tcp_pair(sv);
+	t_set_nonblock(sv[0]);
+	p.dst.fd = sv[0];
+	CHECK_EQ(uaio_flow_start(L, &p, &f), 0);
+	/* Run until the socket is full and the flow waits for room. */
+	for (int i = 0; i < 50 && !s.r.done; i++)
+		uaio_loop_run_once(L, 0);
+	CHECK_EQ(s.r.done, 0);
+	CHECK(uaio_flow_bytes(f) > 0 && uaio_flow_bytes(f) < BIG);
+	CHECK_EQ(uaio_flow_cancel(f), 0);
+	T_RUN_UNTIL(L, s.r.done, 10000000);
+	CHECK_EQ(s.r.done, 1);
+	CHECK_EQ(s.r.res, -ECANCELED);
+	CHECK_EQ(uaio_loop_inflight(L), 0);
+	close(sv[0]);
+	close(sv[1]);
+	close(fd);
+}
+
+/* A blocking socket is not sendfile's: another method moves the bytes. */
+static void test_blocking_socket(void)
+{
+	int fd = src_file(1 << 20);
+	struct t_sync s = { 0 };
+	struct end dst;
+	uaio_flow *f = start(fd, 0, 1 << 20, E_TCP, true, &dst, &s);
+
+	CHECK(strcmp(uaio_flow_method(f), "sendfile") != 0);
+	T_RUN_UNTIL(L, s.r.done, 10000000);
+	CHECK_EQ(s.r.res, 1 << 20);
+	expect_bytes(&dst, data, 1 << 20);
+	close(fd);
+}
+
+/* An empty file: nothing to send, a clean end. */
+static void test_empty(void)
+{
+	int fd = src_file(0);
+	struct t_sync s = { 0 };
+	struct end dst;
+
+	start_x(fd, 0, UAIO_FLOW_EOF, 0, E_TCP, false, &dst, &s);
+	T_RUN_UNTIL(L, s.r.done, 10000000);
+	CHECK_EQ(s.r.res, 0);
+	CHECK_EQ(s.r.side, UAIO_FLOW_SIDE_NONE);
+	expect_bytes(&dst, data, 0);
+	close(fd);
+}
+
+int main(void)
+{
+	signal(SIGPIPE, SIG_IGN);
+	t_watchdog(300);
+	t_banner("test_sendfile");
+	L = t_loop_new(0);
+	data = malloc(BIG);
+	t_fill(data, BIG, 7);
+	RUN(test_cached);
+	RUN(test_uncached);
+	RUN(test_short_and_eof);
+	RUN(test_peer_gone);
+	RUN(test_cancel_full);
+	RUN(test_blocking_socket);
+	RUN(test_empty);
+	CHECK_EQ(uaio_loop_inflight(L), 0);
+	uaio_loop_free(L);
+	free(data);
+	return T_EXIT_PASS;
+}

@@ -26,7 +26,7 @@ typedef struct uaio_flow uaio_flow;
 enum uaio_flow_mode {
 	UAIO_FLOW_AUTO = 0,	/* pick per endpoint pair, fall back at run time */
 	UAIO_FLOW_KBUF,		/* through registered buffers, several chunks in flight */
-	UAIO_FLOW_PAGECACHE,	/* no buffer of ours: FICLONE, copy_file_range, splice */
+	UAIO_FLOW_PAGECACHE,	/* no buffer of ours: FICLONE, copy_file_range, sendfile, splice */
 	UAIO_FLOW_MMAP,		/* the source mapped, written from the mapping */
 };
 
@@ -60,7 +60,7 @@ struct uaio_flow_params {
 	uint64_t len;		/* bytes, or UAIO_FLOW_EOF */
 	int mode;		/* enum uaio_flow_mode */
 	size_t chunk;		/* bytes per step; 0: the method's own (kbuf 256 KiB,
-				 * mmap and splice 1 MiB, copy_file_range 4 MiB) */
+				 * mmap, sendfile and splice 1 MiB, copy_file_range 4 MiB) */
 	unsigned depth;		/* kbuf: chunks in flight; 0: 4 */
 	uint64_t rate;		/* bytes per second at most; 0: no limit */
 	uint64_t progress_ns;	/* at most one progress call per this; 0: each step */
@@ -94,7 +94,7 @@ uint64_t uaio_flow_bytes(const uaio_flow *f);
 /* The mode in use now (AUTO resolved; changes when a fallback happens). */
 int uaio_flow_mode(const uaio_flow *f);
 /* The method moving the bytes now: "clone" (FICLONE), "copy_file_range",
- * "splice" or "pipeline" (kbuf or mmap chunks). */
+ * "sendfile", "splice" or "pipeline" (kbuf or mmap chunks). */
 const char *uaio_flow_method(const uaio_flow *f);
 /* "auto", "kbuf", "pagecache", "mmap"; NULL for others. */
 const char *uaio_flow_mode_name(int mode);

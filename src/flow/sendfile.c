@@ -88,7 +88,7 @@ static bool resident(uaio_flow *f, int64_t off, uint64_t n)
 	if (end > f->src.size)
 		end = f->src.size;
 	if ((uint64_t)off >= end)
-		return true;		/* past the end: sendfile answers 0 at once */
+		return false;		/* past the size at the start: the file grew, or ends here */
 	pages = (end + SF_PAGE - 1) / SF_PAGE - (uint64_t)off / SF_PAGE;
 	if (syscall(__NR_cachestat, f->src.fd, &rg, &cs, 0) < 0 || cs.nr_cache < pages)
 		return false;

@@ -183,6 +183,10 @@ struct splice_run {
 	uint64_t asked;		/* the in step's length */
 	uint32_t pipesz;
 	bool in_poll, out_poll;	/* the op is a readiness wait */
+	/* File to file, a worker's step: what it took and gave, and the
+	 * side that failed. */
+	uint64_t step_in, step_out;
+	int side;
 };
 
 static bool splice_fits(const uaio_flow *f)
@@ -190,11 +194,6 @@ static bool splice_fits(const uaio_flow *f)
 	bool streams = !f->src.seek || !f->dst.seek;
 
 	if (!no_user_side(f) || f->dst.append)
-		return false;
-	/* File to file, when copy_file_range cannot (another file system, a
-	 * /proc file), AUTO reads through kbuf: 2.2x splice through a pipe
-	 * onto a second ext4, 1 GiB warm (docs/benchmarks.md, suite flows). */
-	if (f->mode == UAIO_FLOW_AUTO && f->src.seek && f->dst.seek)
 		return false;
 	/* The fallback backend runs splice on its workers, blocking: in AUTO
 	 * a socket or pipe end goes through kbuf there (readiness, no thread
@@ -348,11 +347,94 @@ static void splice_out_done(uaio_op *op, int res, void *data)
 	flow__step_done(f);
 }
 
+/* File to file (copy_file_range refused: another file system, a /proc
+ * file): both halves of a step on one loop worker, through the flow's
+ * pipe, where io_uring would run each half on io-wq as an op of its own.
+ * 1 GiB warm onto a second ext4: 0.27 s of CPU against 0.42 s as io_uring
+ * ops and 0.37-0.49 s through kbuf (docs/flows.md). */
+static bool files_only(const uaio_flow *f)
+{
+	return f->src.seek && f->dst.seek;
+}
+
+static long do_files_step(void *arg)
+{
+	uaio_flow *f = arg;
+	struct splice_run *r = f->run;
+	loff_t in = flow__src_off(f, f->taken), out = flow__dst_off(f, f->moved);
+	ssize_t n;
+
+	r->step_in = r->step_out = 0;
+	r->side = UAIO_FLOW_SIDE_NONE;
+	for (;;) {
+		/* Drained first: a step that failed on the sink left bytes. */
+		while (r->inpipe) {
+			if ((n = splice(r->pfd[0], NULL, f->dst.fd, &out, r->inpipe,
+					SPLICE_F_MOVE)) <= 0) {
+				r->side = UAIO_FLOW_SIDE_DST;
+				return n < 0 ? -errno : -EIO;
+			}
+			r->inpipe -= (uint64_t)n;
+			r->step_out += (uint64_t)n;
+		}
+		if (r->step_in >= r->asked)
+			return 0;
+		n = splice(f->src.fd, &in, r->pfd[1], NULL,
+			   r->asked - r->step_in < r->pipesz ? r->asked - r->step_in : r->pipesz,
+			   SPLICE_F_MOVE);
+		if (n <= 0) {
+			r->side = UAIO_FLOW_SIDE_SRC;
+			return n < 0 ? -errno : 0;
+		}
+		r->inpipe = (uint64_t)n;
+		r->step_in += (uint64_t)n;
+	}
+}
+
+static void files_step_done(uaio_op *op, int res, void *data)
+{
+	uaio_flow *f = data;
+	struct splice_run *r = f->run;
+
+	f->inflight--;
+	flow__taken(f, r->step_in);
+	flow__moved(f, r->step_out);
+	if (res < 0)
+		flow__fail(f, res, r->side);
+	else if (r->step_in < r->asked && !f->taken)	/* "nothing here" (/proc) */
+		flow__fail(f, -ENODATA, UAIO_FLOW_SIDE_SRC);
+	else if (r->step_in < r->asked)			/* the source ended */
+		flow__eof(f);
+	r->asked = 0;
+	flow__step_done(f);
+}
+
+static void files_kick(uaio_flow *f)
+{
+	struct splice_run *r = f->run;
+	uint64_t n;
+	int ret;
+
+	if (uaio_op_pending(&r->in) || !(n = flow__allow(f, step_len(f, PAGECACHE_CHUNK), 0)))
+		return;
+	r->asked = n;
+	if ((ret = uaio_op_work(f->l, &r->in, do_files_step, f, files_step_done, f)) < 0) {
+		flow__fail(f, ret, UAIO_FLOW_SIDE_NONE);
+		return;
+	}
+	f->inflight++;
+}
+
 static void splice_kick(uaio_flow *f)
 {
 	struct splice_run *r = f->run;
 	uint64_t room, n;
 	int ret;
+
+	if (files_only(f)) {
+		files_kick(f);
+		return;
+	}
 
 	if (!uaio_op_pending(&r->in)) {
 		room = direct(f) ? step_len(f, PIPE_BYTES) : r->pipesz - r->inpipe;

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* The sendfile method: a file to a non-blocking socket. Cached ranges go
+/* The sendfile method: a file to a non-blocking socket (and, at the end,
+ * file to file elsewhere: splice steps on a worker). Cached ranges go
  * inline, uncached ones through a worker, a full socket waits for room;
  * every byte arrives once and in order, short files end short, a closed
  * peer is a sink error, a cancel ends the flow, and a blocking socket is
@@ -194,6 +195,46 @@ static void test_blocking_socket(void)
 	close(fd);
 }
 
+/* File to file on another file system (/dev/shm, tmpfs): copy_file_range
+ * refuses, and AUTO goes on with splice steps on a worker, from an offset
+ * and in several steps; the sink holds exactly the bytes. */
+static void test_files_elsewhere(void)
+{
+	struct stat a, b;
+	int src = src_file(BIG), dst, side = -1;
+	const char *m = "?";
+	struct t_sync s = { 0 };
+	struct uaio_flow_params p = {
+		.src = { .type = UAIO_FLOW_FD, .fd = src, .off = 4097 },
+		.dst = { .type = UAIO_FLOW_FD, .off = 3 },
+		.len = BIG - 4097, .chunk = 1u << 20, .mode = UAIO_FLOW_AUTO,
+		.done = t_sync_done, .data = &s,
+	};
+	uaio_flow *f;
+	char *got = malloc(BIG);
+
+	if (access("/dev/shm", W_OK) || (dst = t_tmpfile("/dev/shm")) < 0 ||
+	    fstat(src, &a) || fstat(dst, &b) || a.st_dev == b.st_dev) {
+		fprintf(stderr, "    (no second file system at /dev/shm: not run)\n");
+		close(src);
+		free(got);
+		return;
+	}
+	p.dst.fd = dst;
+	CHECK_EQ(uaio_flow_start(L, &p, &f), 0);
+	T_RUN_UNTIL(L, s.r.done, 10000000);
+	side = s.r.side;
+	m = s.method;
+	CHECK_EQ(s.r.res, (int64_t)(BIG - 4097));
+	CHECK_EQ(side, UAIO_FLOW_SIDE_NONE);
+	CHECK_EQ(strcmp(m, "splice"), 0);
+	CHECK_EQ(pread(dst, got, BIG, 0), (ssize_t)(BIG - 4097 + 3));
+	CHECK(memcmp(got + 3, data + 4097, BIG - 4097) == 0);
+	close(dst);
+	close(src);
+	free(got);
+}
+
 /* An empty file: nothing to send, a clean end. */
 static void test_empty(void)
 {
@@ -224,6 +265,7 @@ int main(void)
 	RUN(test_cancel_full);
 	RUN(test_blocking_socket);
 	RUN(test_empty);
+	RUN(test_files_elsewhere);
 	CHECK_EQ(uaio_loop_inflight(L), 0);
 	uaio_loop_free(L);
 	free(data);

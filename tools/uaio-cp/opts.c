@@ -183,7 +183,8 @@ static void preserve_list(struct cp_run *r, const char *list, bool on)
 }
 
 /* Enough jobs to keep both the disk queue and the CPUs busy, and at most
- * three descriptors each under RLIMIT_NOFILE, with room for the walk. */
+ * four descriptors each under RLIMIT_NOFILE (source, destination, and a
+ * splice flow's pipe), with room for the walk. */
 static unsigned default_jobs(void)
 {
 	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
@@ -197,7 +198,7 @@ static unsigned cap_jobs(unsigned j)
 	struct rlimit rl;
 
 	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY) {
-		long room = ((long)rl.rlim_cur - 32) / 3;
+		long room = ((long)rl.rlim_cur - 32) / 4;
 
 		if (room < 1)
 			room = 1;

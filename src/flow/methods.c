@@ -395,17 +395,19 @@ static void files_step_done(uaio_op *op, int res, void *data)
 {
 	uaio_flow *f = data;
 	struct splice_run *r = f->run;
+	bool short_step = r->step_in < r->asked;
 
 	f->inflight--;
+	r->asked = 0;
 	flow__taken(f, r->step_in);
 	flow__moved(f, r->step_out);
+	/* A fail may change the method: r is not touched after it. */
 	if (res < 0)
 		flow__fail(f, res, r->side);
-	else if (r->step_in < r->asked && !f->taken)	/* "nothing here" (/proc) */
+	else if (short_step && !f->taken)	/* "nothing here" (/proc) */
 		flow__fail(f, -ENODATA, UAIO_FLOW_SIDE_SRC);
-	else if (r->step_in < r->asked)			/* the source ended */
+	else if (short_step)			/* the source ended */
 		flow__eof(f);
-	r->asked = 0;
 	flow__step_done(f);
 }
 

@@ -140,6 +140,10 @@ static inline int flow__side_of(int err)
 
 /* methods.c */
 extern const struct flow_method flow__clone, flow__cfr, flow__splice;
+/* Cancel and teardown of a method whose state is one allocation that
+ * begins with its one op (clone, copy_file_range, sendfile). */
+void flow__one_cancel(uaio_flow *f);
+void flow__one_teardown(uaio_flow *f);
 /* sendfile.c */
 extern const struct flow_method flow__sendfile;
 /* pipeline.c */

@@ -46,12 +46,12 @@ static int one_setup(uaio_flow *f)
 	return (f->run = calloc(1, sizeof(struct one_run))) ? 0 : -ENOMEM;
 }
 
-static void one_cancel(uaio_flow *f)
+void flow__one_cancel(uaio_flow *f)
 {
 	flow__cancel_op(f, &((struct one_run *)f->run)->op);
 }
 
-static void one_teardown(uaio_flow *f)
+void flow__one_teardown(uaio_flow *f)
 {
 	free(f->run);
 	f->run = NULL;
@@ -117,8 +117,8 @@ static void clone_kick(uaio_flow *f)
 
 const struct flow_method flow__clone = {
 	.name = "clone", .mode = UAIO_FLOW_PAGECACHE, .fits = clone_fits,
-	.setup = one_setup, .kick = clone_kick, .cancel = one_cancel,
-	.teardown = one_teardown, .can_leave = one_can_leave,
+	.setup = one_setup, .kick = clone_kick, .cancel = flow__one_cancel,
+	.teardown = flow__one_teardown, .can_leave = one_can_leave,
 };
 
 /* ------------------------------------------------------ copy_file_range */
@@ -168,8 +168,8 @@ static void cfr_kick(uaio_flow *f)
 
 const struct flow_method flow__cfr = {
 	.name = "copy_file_range", .mode = UAIO_FLOW_PAGECACHE, .fits = cfr_fits,
-	.setup = one_setup, .kick = cfr_kick, .cancel = one_cancel,
-	.teardown = one_teardown, .can_leave = one_can_leave,
+	.setup = one_setup, .kick = cfr_kick, .cancel = flow__one_cancel,
+	.teardown = flow__one_teardown, .can_leave = one_can_leave,
 };
 
 /* --------------------------------------------------------------- splice */

@@ -32,8 +32,7 @@ struct cs_range { uint64_t off, len; };
 struct cs_stat { uint64_t nr_cache, nr_dirty, nr_writeback, nr_evicted, nr_recently_evicted; };
 
 struct sf_run {
-	uaio_op op;
-	bool polling;		/* op is a POLLOUT wait, not a worker's send */
+	uaio_op op;		/* first: flow__one_cancel/teardown */
 	int64_t off;		/* the worker's send: where, how much */
 	uint64_t len;
 	int64_t resident_end;	/* source bytes before this were found cached */
@@ -56,17 +55,6 @@ static int sf_setup(uaio_flow *f)
 	r->resident_end = -1;
 	f->run = r;
 	return 0;
-}
-
-static void sf_cancel(uaio_flow *f)
-{
-	flow__cancel_op(f, &((struct sf_run *)f->run)->op);
-}
-
-static void sf_teardown(uaio_flow *f)
-{
-	free(f->run);
-	f->run = NULL;
 }
 
 static bool sf_can_leave(const uaio_flow *f)
@@ -101,7 +89,6 @@ static void poll_done(uaio_op *op, int res, void *data)
 	uaio_flow *f = data;
 
 	f->inflight--;
-	((struct sf_run *)f->run)->polling = false;
 	if (res < 0)
 		flow__fail(f, res, UAIO_FLOW_SIDE_DST);
 	flow__step_done(f);
@@ -116,7 +103,6 @@ static void wait_room(uaio_flow *f)
 		flow__fail(f, ret, UAIO_FLOW_SIDE_DST);
 		return;
 	}
-	r->polling = true;
 	f->inflight++;
 }
 
@@ -207,6 +193,6 @@ static void sf_kick(uaio_flow *f)
 
 const struct flow_method flow__sendfile = {
 	.name = "sendfile", .mode = UAIO_FLOW_PAGECACHE, .fits = sf_fits,
-	.setup = sf_setup, .kick = sf_kick, .cancel = sf_cancel,
-	.teardown = sf_teardown, .can_leave = sf_can_leave,
+	.setup = sf_setup, .kick = sf_kick, .cancel = flow__one_cancel,
+	.teardown = flow__one_teardown, .can_leave = sf_can_leave,
 };

@@ -121,24 +121,32 @@ static void test_short_and_eof(void)
 	close(fd);
 }
 
-/* The peer closes its end after reading nothing: the flow ends with the
- * socket's error, on the sink's side, never with SIGPIPE's death. */
-static void test_peer_gone(void)
+/* A flow of all of file fd into a non-blocking TCP socket whose peer
+ * (sv[1]) nobody reads. */
+static uaio_flow *start_unread(int fd, int sv[2], struct t_sync *s)
 {
-	int fd = src_file(BIG);
-	struct t_sync s = { 0 };
-	uaio_flow *f;
-	int sv[2];
 	struct uaio_flow_params p = {
 		.src = { .type = UAIO_FLOW_FD, .fd = fd, .off = 0 },
 		.dst = { .type = UAIO_FLOW_FD, .off = -1 },
-		.len = BIG, .mode = UAIO_FLOW_AUTO, .done = t_sync_done, .data = &s,
+		.len = BIG, .mode = UAIO_FLOW_AUTO, .done = t_sync_done, .data = s,
 	};
+	uaio_flow *f;
 
 	t_tcp_pair(sv);
 	t_set_nonblock(sv[0]);
 	p.dst.fd = sv[0];
 	CHECK_EQ(uaio_flow_start(L, &p, &f), 0);
+	return f;
+}
+
+/* The peer closes its end after reading nothing: the flow ends with the
+ * socket's error, on the sink's side, never with SIGPIPE's death. */
+static void test_peer_gone(void)
+{
+	int fd = src_file(BIG), sv[2];
+	struct t_sync s = { 0 };
+
+	start_unread(fd, sv, &s);
 	close(sv[1]);
 	T_RUN_UNTIL(L, s.r.done, 10000000);
 	CHECK(s.r.res == -EPIPE || s.r.res == -ECONNRESET);
@@ -151,20 +159,10 @@ static void test_peer_gone(void)
  * and nothing of the flow left in the loop. */
 static void test_cancel_full(void)
 {
-	int fd = src_file(BIG);
+	int fd = src_file(BIG), sv[2];
 	struct t_sync s = { 0 };
-	uaio_flow *f;
-	int sv[2];
-	struct uaio_flow_params p = {
-		.src = { .type = UAIO_FLOW_FD, .fd = fd, .off = 0 },
-		.dst = { .type = UAIO_FLOW_FD, .off = -1 },
-		.len = BIG, .mode = UAIO_FLOW_AUTO, .done = t_sync_done, .data = &s,
-	};
+	uaio_flow *f = start_unread(fd, sv, &s);
 
-	t_tcp_pair(sv);
-	t_set_nonblock(sv[0]);
-	p.dst.fd = sv[0];
-	CHECK_EQ(uaio_flow_start(L, &p, &f), 0);
 	/* Run until the socket is full and the flow waits for room. */
 	for (int i = 0; i < 50 && !s.r.done; i++)
 		uaio_loop_run_once(L, 0);

@@ -31,5 +31,8 @@ unsigned long long uaio__aio_inline_bytes(void);
 /* Whether the engine thread and its loop exist (tests), its backend. */
 bool uaio__aio_engine_started(void);
 const char *uaio__aio_backend_name(void);
+/* Completions of requests on the submitting threads' own rings, reaped
+ * by the thread itself in aio_suspend and by the engine thread (tests). */
+void uaio__aio_own_reaped(unsigned long *by_thread, unsigned long *by_engine);
 
 #endif

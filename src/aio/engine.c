@@ -14,9 +14,8 @@ struct aio_engine aio__engine = {
 	.thread_cv = PTHREAD_COND_INITIALIZER,
 	.max = UAIO_AIO_MAX_DEFAULT,
 	.workers = 8,
+	.own_evfd = -1,
 };
-
-static __thread struct aio_thread *aio_self;
 
 /* ------------------------------------------------------ hints */
 
@@ -219,8 +218,7 @@ static void fork_child(void)
 		E->loop = NULL;
 	}
 	atomic_store(&E->waiters, 0);
-	if (aio_self)		/* the forking thread's count: records are gone */
-		aio_self->direct = 0;
+	aio__threads_fork_child();
 	mutex_init_adaptive(&E->mu);
 	pthread_cond_init(&E->thread_cv, NULL);
 }
@@ -238,31 +236,6 @@ static void *engine_main(void *arg)
 	return NULL;
 }
 
-/* pthread key destructor: the exiting thread waits until the kernel
- * has finished the requests it issued itself. */
-static void thread_exit_wait(void *arg)
-{
-	struct aio_thread *t = arg;
-
-	pthread_mutex_lock(&E->mu);
-	t->exiting = true;
-	while (t->direct)
-		pthread_cond_wait(&E->thread_cv, &E->mu);
-	aio_self = NULL;
-	pthread_mutex_unlock(&E->mu);
-	free(t);
-}
-
-struct aio_thread *aio__thread_self_locked(void)
-{
-	if (!aio_self && (aio_self = calloc(1, sizeof(*aio_self))) &&
-	    pthread_setspecific(E->thread_key, aio_self)) {
-		free(aio_self);
-		aio_self = NULL;
-	}
-	return aio_self;
-}
-
 int aio__engine_start_locked(void)
 {
 	struct uaio_loop_params p = {
@@ -277,7 +250,7 @@ int aio__engine_start_locked(void)
 	if (E->loop)
 		return 0;
 	if (!E->atfork) {
-		if (pthread_key_create(&E->thread_key, thread_exit_wait))
+		if (pthread_key_create(&E->thread_key, aio__thread_exit_wait))
 			return -EAGAIN;
 		if (uaio__atfork_once(&E->atfork, fork_prepare, fork_parent, fork_child)) {
 			pthread_key_delete(E->thread_key);
@@ -288,6 +261,8 @@ int aio__engine_start_locked(void)
 	if (!E->loop)
 		return errno == ENOMEM ? -EAGAIN : -errno;
 	E->uring = uaio_loop_backend(E->loop) == UAIO_BACKEND_URING;
+	if (E->uring && aio__threads_start_locked() < 0)
+		E->uring = false;	/* no rings of their own: all via the loop */
 	atomic_store(&E->engine_up, 0);
 	pthread_attr_init(&attr);
 	pthread_attr_setstacksize(&attr, 256 * 1024);

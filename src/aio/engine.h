@@ -29,6 +29,7 @@
  *
  * Files: status.c (the aiocb's status, aio_error / aio_return /
  * aio_suspend), engine.c (records, hints, pins, the engine thread, fork),
+ * thread.c (a submitting thread's own ring, its exit),
  * queue.c (stream FIFOs, fsync barriers, issue and end), submit.c
  * (aio_read / aio_write / aio_fsync), lio.c, cancel.c.
  */
@@ -54,6 +55,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <liburing.h>
 #include <uaio/aio.h>
 #include <uaio/loop.h>
 #include "aio/aio_internal.h"
@@ -123,12 +125,23 @@ enum { RS_FREE, RS_QUEUED, RS_LOOP };	/* RS_QUEUED: waiting in this layer */
 
 struct aio_lio;
 
-/* A thread that handed requests to the kernel itself: its exit must wait
- * for them, or io_uring would cancel them (see submit_parallel). */
+/*
+ * A thread that hands requests to the kernel itself, on a ring of its own
+ * (thread.c): its exit must wait for them, or io_uring would cancel them.
+ * Its ring's completions are reaped by the thread itself while it sleeps
+ * in aio_suspend on them (reaping), else by the engine thread, which the
+ * ring's eventfd wakes. Guarded by the engine mutex.
+ */
 struct aio_thread {
 	unsigned direct;		/* its requests still in flight */
 	bool exiting;
+	bool reaping;			/* the thread reaps its ring itself */
+	bool waits;			/* it has slept in aio_suspend */
+	bool ring_ok;
+	struct aio_thread *next;	/* E->threads: those with a ring */
+	struct io_uring ring;
 };
+#define OWN_ENTRIES	256
 
 struct aio_req {
 	uaio_op op;			/* first: the op callback finds the record */
@@ -224,6 +237,11 @@ struct aio_engine {
 	atomic_uint engine_up;		/* futex: the engine thread runs */
 	pthread_key_t thread_key;	/* destructor: thread_exit_wait */
 	pthread_cond_t thread_cv;	/* a thread's direct requests ended */
+	struct aio_thread *threads;	/* with a ring of their own */
+	int own_evfd;			/* their rings' eventfd; -1: no rings */
+	/* Completions reaped by their own thread, by the engine (tests). */
+	_Atomic unsigned long own_reaped[2];
+	uaio_watch own_watch;		/* the engine thread's watch on it */
 
 	/* Bumped at every completion; aio_suspend and aio_cancel sleep on
 	 * it with a futex (a LIO_WAIT caller sleeps on its group's word). */
@@ -255,6 +273,7 @@ static inline bool fd_mode_ok(int fl, int kind)
 }
 
 /* status.c */
+bool aio__any_done(const struct aiocb *const list[], int nent);
 void aio__seq_bump(void);
 int aio__futex_wait_abs(atomic_uint *word, unsigned snap, const struct timespec *deadline);
 void aio__publish(struct aiocb *cb, long res);
@@ -272,7 +291,14 @@ void aio__lio_ctx_release(struct lio_ctx *pc);
 void aio__pin_get_locked(struct aio_req *r, int fd, struct lio_ctx *pc);
 void aio__pin_put_locked(struct aio_req *r);
 int aio__engine_start_locked(void);
-struct aio_thread *aio__thread_self_locked(void);
+
+/* thread.c */
+int aio__threads_start_locked(void);
+void aio__thread_exit_wait(void *arg);
+void aio__threads_fork_child(void);
+int aio__own_issue_locked(struct aio_req *r, int fd);
+bool aio__own_wait(const struct aiocb *const list[], int nent,
+		   const struct timespec *deadline, int *res);
 
 /* queue.c */
 struct aio_serial *aio__serial_get_locked(const struct stat *st, bool create);

@@ -104,7 +104,7 @@ UAIO_API ssize_t uaio_return(struct aiocb *cb)
 	return posix_ret(cb_state(cb) == ST_LIVE ? -EINPROGRESS : -EINVAL);
 }
 
-static bool any_done(const struct aiocb *const list[], int nent)
+bool aio__any_done(const struct aiocb *const list[], int nent)
 {
 	for (int i = 0; i < nent; i++) {
 		const struct aiocb *cb = list[i];
@@ -134,24 +134,26 @@ UAIO_API int uaio_suspend(const struct aiocb *const list[], int nent,
 
 	/* As glibc: nothing to wait for returns at once, and a timeout that
 	 * is no duration (POSIX has no EINVAL here) has expired already. */
-	if (nent <= 0 || !any_live(list, nent) || any_done(list, nent))
+	if (nent <= 0 || !any_live(list, nent) || aio__any_done(list, nent))
 		return 0;
 	if (timeout) {
 		if (!uaio__ts_valid(timeout) || !uaio__ts_ns(timeout))
 			return posix_ret(-EAGAIN);
 		deadline = uaio__ts_deadline(timeout);
 	}
+	if (aio__own_wait(list, nent, timeout ? &deadline : NULL, &r))
+		return posix_ret(r);
 	atomic_fetch_add(&E->waiters, 1);
 	for (;;) {
 		unsigned snap = atomic_load(&E->seq);
 
-		if (any_done(list, nent))
+		if (aio__any_done(list, nent))
 			break;
 		r = seq_wait(snap, timeout ? &deadline : NULL);
 		if (r == -ETIMEDOUT && !timeout)
 			r = 0;
 		if (r == -ETIMEDOUT) {
-			r = any_done(list, nent) ? 0 : -EAGAIN;
+			r = aio__any_done(list, nent) ? 0 : -EAGAIN;
 			break;
 		}
 		if (r == -EINTR)

@@ -270,26 +270,13 @@ static int submit_parallel(struct aiocb *cb, int kind, int fd, bool direct,
 	}
 	/*
 	 * A single small (or O_DIRECT) request on a regular file goes to the
-	 * kernel from this thread, by its descriptor: the kernel takes the
-	 * file reference before we return, so nothing needs pinning, and no
-	 * engine wake-up is needed. Disk I/O ends in bounded time, so the
-	 * thread's exit can wait for it (thread_exit_wait). When the ring has
-	 * no room, it is pinned and handed over like any other.
+	 * kernel from this thread, on its own ring (thread.c), by its
+	 * descriptor: the kernel takes the file reference before we return,
+	 * so nothing needs pinning, and no engine wake-up is needed. Disk I/O
+	 * ends in bounded time, so the thread's exit can wait for it. When
+	 * that ring cannot take it, it is pinned and handed to the loop.
 	 */
-	ret = -EAGAIN;
-	if (direct && E->uring && (r->u.thr = aio__thread_self_locked())) {
-		r->fd = fd;
-		r->u.thr->direct++;
-		r->flags |= RF_DIRECT;
-		uaio_op_set_flags(&r->op, UAIO_OPF_ISSUE_HERE);
-		ret = aio__req_issue_locked(r);
-		if (ret == -EAGAIN) {
-			uaio_op_set_flags(&r->op, 0);
-			r->u.thr->direct--;
-			r->u.thr = NULL;
-			r->flags &= ~RF_DIRECT;
-		}
-	}
+	ret = direct && E->uring ? aio__own_issue_locked(r, fd) : -EAGAIN;
 	if (ret == -EAGAIN) {
 		aio__pin_get_locked(r, fd, pc);
 		ret = aio__req_issue_locked(r);

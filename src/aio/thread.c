@@ -1,0 +1,320 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * A submitting thread's own ring. A single small request on a regular file
+ * (or an O_DIRECT one) goes to the kernel from the thread that makes it,
+ * on a ring of that thread's: nothing needs pinning, and no other thread
+ * has to wake up to issue it.
+ *
+ * Why a ring of its own: io_uring completes a request as task work of the
+ * thread that issued it, and that work wakes the thread. On a ring this
+ * thread sleeps on (aio_suspend), that one wake-up ends the sleep, and the
+ * thread reaps and publishes the completion itself: one wake-up per
+ * request, where a helper (glibc's, or the engine's loop) needs two, the
+ * helper's and then the caller's. When the thread is not waiting there,
+ * its ring's eventfd wakes the engine thread, which reaps it instead; so
+ * aio_error polling and notifications work as for any request.
+ * docs/design.md, POSIX AIO.
+ */
+#define _GNU_SOURCE
+#include "aio/engine.h"
+
+#include <sys/eventfd.h>
+
+static __thread struct aio_thread *aio_self;
+
+/* ------------------------------------------------------ reaping */
+
+/* Ends the requests whose completions t's ring holds; by: 0 its own
+ * thread, 1 the engine's. */
+static void own_reap_locked(struct aio_thread *t, int by)
+{
+	struct io_uring_cqe *cqe;
+	unsigned head, n = 0;
+
+	io_uring_for_each_cqe(&t->ring, head, cqe) {
+		struct aio_req *r = io_uring_cqe_get_data(cqe);
+
+		n++;
+		if (r)		/* NULL: a submission that failed (own_issue) */
+			aio__req_end_locked(r, cqe->res);
+	}
+	io_uring_cq_advance(&t->ring, n);
+	if (n)
+		atomic_fetch_add_explicit(&E->own_reaped[by], n, memory_order_relaxed);
+}
+
+void uaio__aio_own_reaped(unsigned long *by_thread, unsigned long *by_engine)
+{
+	*by_thread = atomic_load(&E->own_reaped[0]);
+	*by_engine = atomic_load(&E->own_reaped[1]);
+}
+
+/* The engine thread: some ring has completions; reap those whose thread
+ * is not reaping them itself. */
+static int own_input(uaio_watch *w)
+{
+	uint64_t v;
+
+	if (read(w->fd, &v, sizeof(v)) < 0 && errno != EAGAIN)
+		return -1;
+	pthread_mutex_lock(&E->mu);
+	for (struct aio_thread *t = E->threads; t; t = t->next)
+		if (!t->reaping)
+			own_reap_locked(t, 1);
+	pthread_mutex_unlock(&E->mu);
+	return 0;
+}
+
+static const struct uaio_handler own_handler = { .handle_input = own_input };
+
+/* With the engine's loop: the eventfd every thread's ring signals. */
+int aio__threads_start_locked(void)
+{
+	int r;
+
+	E->own_evfd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (E->own_evfd < 0)
+		return -errno;
+	r = uaio_watch_start(E->loop, &E->own_watch, E->own_evfd, UAIO_READABLE,
+			     &own_handler, NULL);
+	if (r < 0) {
+		close(E->own_evfd);
+		E->own_evfd = -1;
+	}
+	return r;
+}
+
+/* ------------------------------------------------------ threads */
+
+static struct aio_thread *thread_self_locked(void)
+{
+	if (!aio_self && (aio_self = calloc(1, sizeof(*aio_self))) &&
+	    pthread_setspecific(E->thread_key, aio_self)) {
+		free(aio_self);
+		aio_self = NULL;
+	}
+	return aio_self;
+}
+
+static int ring_setup_locked(struct aio_thread *t)
+{
+	if (t->ring_ok)
+		return 0;
+	if (E->own_evfd < 0 || io_uring_queue_init(OWN_ENTRIES, &t->ring, 0) < 0)
+		return -EAGAIN;
+	if (io_uring_register_eventfd(&t->ring, E->own_evfd) < 0) {
+		io_uring_queue_exit(&t->ring);
+		return -EAGAIN;
+	}
+	t->ring_ok = true;
+	t->next = E->threads;
+	E->threads = t;
+	return 0;
+}
+
+static void ring_drop_locked(struct aio_thread *t)
+{
+	struct aio_thread **pp;
+
+	if (!t->ring_ok)
+		return;
+	for (pp = &E->threads; *pp && *pp != t; pp = &(*pp)->next)
+		;
+	if (*pp)
+		*pp = t->next;
+	t->ring_ok = false;
+	io_uring_queue_exit(&t->ring);
+}
+
+/* pthread key destructor: the exiting thread waits until the kernel has
+ * finished the requests it issued (the engine thread reaps them), then
+ * lets its ring go. */
+void aio__thread_exit_wait(void *arg)
+{
+	struct aio_thread *t = arg;
+
+	pthread_mutex_lock(&E->mu);
+	t->exiting = true;
+	while (t->direct)
+		pthread_cond_wait(&E->thread_cv, &E->mu);
+	ring_drop_locked(t);
+	aio_self = NULL;
+	pthread_mutex_unlock(&E->mu);
+	free(t);
+}
+
+/* The child has only the forking thread, and no requests: every ring goes
+ * (its memory is shared with the parent's), the thread's own with them. */
+void aio__threads_fork_child(void)
+{
+	struct aio_thread *t, *next;
+
+	for (t = E->threads; t; t = next) {
+		next = t->next;
+		t->ring_ok = false;
+		io_uring_queue_exit(&t->ring);	/* unmaps and closes: ours only */
+		if (t != aio_self)
+			free(t);	/* its thread is not in the child */
+	}
+	E->threads = NULL;
+	if (aio_self)
+		aio_self->direct = 0;
+	if (E->own_evfd >= 0)
+		close(E->own_evfd);
+	E->own_evfd = -1;
+	memset(&E->own_watch, 0, sizeof(E->own_watch));
+}
+
+/* ------------------------------------------------------ issue */
+
+/*
+ * r on the calling thread's ring, by descriptor fd: the kernel takes its
+ * file reference before this returns. -EAGAIN when the ring cannot take
+ * it (none, full), or the thread has never waited in aio_suspend: the
+ * caller hands r to the loop instead.
+ *
+ * Why only a thread that waits in aio_suspend: the task work that ends
+ * its requests interrupts whatever the thread sleeps in, and some sleeps
+ * (sigtimedwait, epoll_wait) then return EINTR where glibc's would not; a
+ * thread that waits for its requests in aio_suspend is woken there.
+ */
+int aio__own_issue_locked(struct aio_req *r, int fd)
+{
+	struct aio_thread *t = thread_self_locked();
+	struct aiocb *cb = r->cb;
+	struct io_uring_sqe *sqe;
+	int ret;
+
+	if (!t || !t->waits || t->exiting || ring_setup_locked(t) < 0 ||
+	    t->direct >= OWN_ENTRIES ||
+	    !(sqe = io_uring_get_sqe(&t->ring)))
+		return -EAGAIN;
+	switch (r->kind) {
+	case K_READ:
+		io_uring_prep_read(sqe, fd, (void *)cb->aio_buf, (unsigned)cb_len(cb),
+				   (uint64_t)cb->aio_offset);
+		break;
+	case K_WRITE:
+		io_uring_prep_write(sqe, fd, (const void *)cb->aio_buf, (unsigned)cb_len(cb),
+				    (uint64_t)cb->aio_offset);
+		break;
+	default:
+		io_uring_prep_fsync(sqe, fd, r->kind == K_DSYNC ? IORING_FSYNC_DATASYNC : 0);
+	}
+	io_uring_sqe_set_data(sqe, r);
+	ret = io_uring_submit(&t->ring);
+	if (ret < 1) {
+		/* Left in the queue: it goes with the next submission as a
+		 * no-op that nobody waits for. */
+		io_uring_prep_nop(sqe);
+		io_uring_sqe_set_data(sqe, NULL);
+		return -EAGAIN;
+	}
+	r->fd = fd;
+	r->u.thr = t;
+	r->flags |= RF_DIRECT;
+	r->state = RS_LOOP;
+	t->direct++;
+	return 0;
+}
+
+/* ------------------------------------------------------ waiting */
+
+/* Whether every live aiocb of list is a request of t's ring: then only
+ * its completions can end the wait (aio_cancel leaves them be). */
+static bool list_is_own_locked(struct aio_thread *t, const struct aiocb *const list[],
+			       int nent)
+{
+	for (int i = 0; i < nent; i++) {
+		const struct aiocb *cb = list[i];
+		struct aio_req *r;
+
+		if (!cb)
+			continue;
+		if (cb_state(cb) != ST_LIVE)
+			return false;
+		r = priv(cb)->req;
+		if (!r || r->cb != cb || !(r->flags & RF_DIRECT) || r->u.thr != t)
+			return false;
+	}
+	return true;
+}
+
+static int ring_wait(struct aio_thread *t, const struct timespec *deadline)
+{
+	struct __kernel_timespec ts;
+	struct io_uring_getevents_arg arg = { 0 };
+	long r;
+
+	if (deadline) {
+		int64_t left = uaio__ts_ns(deadline) - uaio__now_ns();
+
+		if (left <= 0)
+			return -ETIME;
+		ts.tv_sec = left / 1000000000;
+		ts.tv_nsec = left % 1000000000;
+		arg.ts = (uint64_t)(uintptr_t)&ts;
+	}
+	/* Runs this thread's task work, which posts its completions; a
+	 * handled signal ends it with EINTR, SA_RESTART or not. */
+	r = syscall(__NR_io_uring_enter, t->ring.ring_fd, 0, 1,
+		    IORING_ENTER_GETEVENTS | IORING_ENTER_EXT_ARG, &arg, sizeof(arg));
+	return r < 0 ? -errno : 0;
+}
+
+/*
+ * aio_suspend's wait when the calling thread issued every request of the
+ * list on its ring: it sleeps there and reaps them itself. false if it
+ * does not apply (the futex wait then); else *res is 0, -EAGAIN (the
+ * deadline passed) or -EINTR.
+ */
+bool aio__own_wait(const struct aiocb *const list[], int nent,
+		   const struct timespec *deadline, int *res)
+{
+	struct aio_thread *t = aio_self;
+	bool lost = false;
+	int r = 0;
+
+	if (!t || !__atomic_load_n(&t->direct, __ATOMIC_RELAXED)) {
+		if (!t || !t->waits) {
+			pthread_mutex_lock(&E->mu);
+			if (E->uring && (t = thread_self_locked()))
+				t->waits = true;
+			pthread_mutex_unlock(&E->mu);
+		}
+		return false;
+	}
+	pthread_mutex_lock(&E->mu);
+	if (!t->ring_ok || t->reaping || !list_is_own_locked(t, list, nent)) {
+		pthread_mutex_unlock(&E->mu);
+		return false;
+	}
+	t->reaping = true;
+	/* The engine need not hear of completions we wait for. */
+	io_uring_cq_eventfd_toggle(&t->ring, false);
+	for (;;) {
+		own_reap_locked(t, 0);
+		if (aio__any_done(list, nent) || r < 0)
+			break;
+		pthread_mutex_unlock(&E->mu);
+		r = ring_wait(t, deadline);
+		pthread_mutex_lock(&E->mu);
+		if (r == -ETIME || r == -EINTR)
+			continue;	/* reap once more, then stop */
+		if (r < 0) {	/* not expected: the futex wait takes over */
+			lost = true;
+			continue;
+		}
+	}
+	io_uring_cq_eventfd_toggle(&t->ring, true);
+	t->reaping = false;
+	own_reap_locked(t, 0);	/* one posted before the eventfd was back */
+	pthread_mutex_unlock(&E->mu);
+	if (aio__any_done(list, nent))
+		*res = 0;
+	else if (lost)
+		return false;
+	else
+		*res = r == -ETIME ? -EAGAIN : -EINTR;
+	return true;
+}

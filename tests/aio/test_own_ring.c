@@ -1,0 +1,301 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * A submitting thread's own ring (src/aio/thread.c): O_DIRECT requests of
+ * a thread that waits in aio_suspend go to the kernel from that thread,
+ * and it reaps them itself while it sleeps there; when it does not (it
+ * polls aio_error, or waits on a list that also holds other requests),
+ * the engine thread reaps them. A thread that never waits in aio_suspend
+ * (sigtimedwait for the notification) does not get a ring. Each way the
+ * data, the status and the notification must be right. On the epoll
+ * backend there are no own rings: the same requests go through the loop,
+ * and the results must be the same.
+ */
+#include "aio/aio_util.h"
+#include <pthread.h>
+
+enum { BS = 4096, N = 64 };
+
+static int dfd = -1;
+static char *data;		/* what the file holds: N blocks */
+
+static void setup(void)
+{
+	char path[] = "/var/tmp/uaio-test-XXXXXX";
+	int fd = mkstemp(path);
+
+	CHECK(fd >= 0);
+	dfd = open(path, O_RDWR | O_DIRECT);
+	unlink(path);
+	close(fd);
+	if (dfd < 0)
+		SKIP("no O_DIRECT on /var/tmp");
+	CHECK(posix_memalign((void **)&data, BS, (size_t)N * BS) == 0);
+	t_fill(data, (size_t)N * BS, 9);
+	CHECK(pwrite(dfd, data, (size_t)N * BS, 0) == (ssize_t)N * BS);
+}
+
+static bool own_rings(void)
+{
+	return strcmp(uaio__aio_backend_name(), "io_uring") == 0;
+}
+
+static void *block(void)
+{
+	void *b;
+
+	CHECK(posix_memalign(&b, BS, BS) == 0);
+	memset(b, 0, BS);
+	return b;
+}
+
+/* One request at a time, each waited for with aio_suspend: the thread
+ * reaps its own completions. */
+static void suspend_reaps_itself(void)
+{
+	unsigned long th0, en0, th1, en1;
+	char *b = block();
+	int err;
+
+	uaio__aio_own_reaped(&th0, &en0);
+	for (int i = 0; i < N; i++) {
+		int k = (i * 37) % N;
+		struct aiocb cb = t_cb(dfd, b, BS, (off_t)k * BS);
+
+		CHECK_EQ(uaio_read(&cb), 0);
+		CHECK_EQ(t_wait(&cb, &err), BS);
+		CHECK_EQ(err, 0);
+		CHECK(!memcmp(b, data + (size_t)k * BS, BS));
+	}
+	uaio__aio_own_reaped(&th1, &en1);
+	fprintf(stderr, "    backend %s: reaped by the thread %lu, by the engine %lu\n",
+		uaio__aio_backend_name(), th1 - th0, en1 - en0);
+	if (own_rings())	/* a completion may beat the thread to its sleep */
+		CHECK(th1 - th0 > 0);
+	else
+		CHECK(th1 == th0 && en1 == en0);
+	free(b);
+}
+
+/* A thread that has waited in aio_suspend before, now polling aio_error:
+ * the engine reaps its ring. */
+static void polled_by_aio_error(void)
+{
+	unsigned long th0, en0, th1, en1;
+	char *b = block();
+	struct aiocb cb = t_cb(dfd, b, BS, 5 * BS);
+
+	uaio__aio_own_reaped(&th0, &en0);
+	CHECK_EQ(uaio_read(&cb), 0);
+	while (uaio_error(&cb) == EINPROGRESS)
+		sched_yield();
+	CHECK_EQ(uaio_error(&cb), 0);
+	CHECK_EQ(uaio_return(&cb), BS);
+	CHECK(!memcmp(b, data + 5 * BS, BS));
+	uaio__aio_own_reaped(&th1, &en1);
+	if (own_rings()) {
+		CHECK_EQ(th1 - th0, 0);
+		CHECK_EQ(en1 - en0, 1);
+	}
+	free(b);
+}
+
+/*
+ * A thread that never waits in aio_suspend but in sigtimedwait for the
+ * notification: its requests are not on a ring of its own (their task
+ * work would end sigtimedwait with EINTR, which glibc never does), and
+ * each signal arrives, with its value.
+ */
+static void *sigwait_thread(void *arg)
+{
+	unsigned long th0, en0, th1, en1;
+	char *b = block();
+	struct timespec ts = { 10, 0 };
+	sigset_t *set = arg;
+	siginfo_t si;
+
+	uaio__aio_own_reaped(&th0, &en0);
+	for (int i = 0; i < N; i++) {
+		struct aiocb cb = t_cb(dfd, b, BS, (off_t)i * BS);
+
+		cb.aio_sigevent.sigev_notify = SIGEV_SIGNAL;
+		cb.aio_sigevent.sigev_signo = SIGRTMIN + 1;
+		cb.aio_sigevent.sigev_value.sival_ptr = &cb;
+		CHECK_EQ(uaio_read(&cb), 0);
+		CHECK_EQ(sigtimedwait(set, &si, &ts), SIGRTMIN + 1);
+		CHECK_EQ(si.si_code, SI_ASYNCIO);
+		CHECK(si.si_value.sival_ptr == &cb);
+		CHECK_EQ(uaio_error(&cb), 0);
+		CHECK_EQ(uaio_return(&cb), BS);
+		CHECK(!memcmp(b, data + (size_t)i * BS, BS));
+	}
+	uaio__aio_own_reaped(&th1, &en1);
+	CHECK_EQ(th1 - th0, 0);
+	CHECK_EQ(en1 - en0, 0);
+	free(b);
+	return NULL;
+}
+
+static void signal_without_suspend(void)
+{
+	sigset_t set;
+	pthread_t th;
+
+	sigemptyset(&set);
+	sigaddset(&set, SIGRTMIN + 1);
+	CHECK(pthread_sigmask(SIG_BLOCK, &set, NULL) == 0);
+	CHECK(pthread_create(&th, NULL, sigwait_thread, &set) == 0);
+	CHECK(pthread_join(th, NULL) == 0);
+	CHECK(pthread_sigmask(SIG_UNBLOCK, &set, NULL) == 0);
+}
+
+struct late_writer {
+	int fd;
+	char byte;
+};
+
+static void *write_later(void *arg)
+{
+	struct late_writer *lw = arg;
+
+	usleep(20000);
+	CHECK(write(lw->fd, &lw->byte, 1) == 1);
+	return NULL;
+}
+
+/* A list with a request of the thread's ring and one of the engine's (a
+ * pipe read): the futex wait serves both; the first to end ends it. */
+static void mixed_list(void)
+{
+	char *b = block(), pb[4] = { 0 };
+	struct late_writer lw = { .byte = 'x' };
+	int p[2], err;
+	pthread_t th;
+
+	CHECK(pipe(p) == 0);
+	lw.fd = p[1];
+	struct aiocb pr = t_cb(p[0], pb, sizeof(pb), 0);
+	struct aiocb dr = t_cb(dfd, b, BS, 9 * BS);
+	const struct aiocb *l[2] = { &pr, &dr };
+
+	CHECK_EQ(uaio_read(&pr), 0);
+	CHECK_EQ(uaio_error(&pr), EINPROGRESS);
+	CHECK_EQ(uaio_read(&dr), 0);
+	CHECK(pthread_create(&th, NULL, write_later, &lw) == 0);
+	while (uaio_error(&pr) == EINPROGRESS || uaio_error(&dr) == EINPROGRESS) {
+		int r = uaio_suspend(l, 2, NULL);
+		CHECK(r == 0 || errno == EINTR);
+	}
+	CHECK(pthread_join(th, NULL) == 0);
+	CHECK_EQ(t_wait(&pr, &err), 1);
+	CHECK_EQ(pb[0], 'x');
+	CHECK_EQ(t_wait(&dr, &err), BS);
+	CHECK(!memcmp(b, data + 9 * BS, BS));
+	close(p[0]);
+	close(p[1]);
+	free(b);
+}
+
+/* Many in flight from one thread, waited for in any order: writes, then
+ * reads of what they wrote. */
+static void many_in_flight(void)
+{
+	struct aiocb cbs[N];
+	char *w, *r;
+	int err;
+
+	CHECK(posix_memalign((void **)&w, BS, (size_t)N * BS) == 0);
+	CHECK(posix_memalign((void **)&r, BS, (size_t)N * BS) == 0);
+	t_fill(w, (size_t)N * BS, 11);
+	memset(r, 0, (size_t)N * BS);
+	for (int i = 0; i < N; i++) {
+		cbs[i] = t_cb(dfd, w + (size_t)i * BS, BS, (off_t)i * BS);
+		CHECK_EQ(uaio_write(&cbs[i]), 0);
+	}
+	for (int i = N - 1; i >= 0; i--)
+		CHECK_EQ(t_wait(&cbs[i], &err), BS);
+	for (int i = 0; i < N; i++) {
+		cbs[i] = t_cb(dfd, r + (size_t)i * BS, BS, (off_t)i * BS);
+		CHECK_EQ(uaio_read(&cbs[i]), 0);
+	}
+	for (int done = 0; done < N;) {
+		const struct aiocb *l[N];
+		int n = 0;
+
+		for (int i = 0; i < N; i++)
+			if (cbs[i].aio_fildes >= 0)
+				l[n++] = &cbs[i];
+		CHECK(uaio_suspend(l, n, NULL) == 0 || errno == EINTR);
+		for (int i = 0; i < N; i++)
+			if (cbs[i].aio_fildes >= 0 && uaio_error(&cbs[i]) != EINPROGRESS) {
+				CHECK_EQ(uaio_return(&cbs[i]), BS);
+				cbs[i].aio_fildes = -1;
+				done++;
+			}
+	}
+	CHECK(!memcmp(r, w, (size_t)N * BS));
+	memcpy(data, w, (size_t)N * BS);
+	free(w);
+	free(r);
+}
+
+/* A timeout too short for the disk: EAGAIN from the sleep on the ring
+ * (or 0 if the read won), and the request still ends normally. */
+static void timeout_on_own_list(void)
+{
+	char *b = block();
+	struct aiocb dr = t_cb(dfd, b, BS, 3 * BS);
+	const struct aiocb *l[1] = { &dr };
+	struct timespec ts = { 0, 1 };
+	int err, r;
+
+	CHECK_EQ(uaio_read(&dr), 0);
+	r = uaio_suspend(l, 1, &ts);
+	CHECK(r == 0 || errno == EAGAIN);
+	CHECK_EQ(t_wait(&dr, &err), BS);
+	CHECK(!memcmp(b, data + 3 * BS, BS));
+	free(b);
+}
+
+/* The child of a fork() has no ring of the parent's: its own requests
+ * get a ring of their own and complete; the parent's go on. */
+static void after_fork(void)
+{
+	char *b = block();
+	struct aiocb cb = t_cb(dfd, b, BS, 2 * BS);
+	int err, st;
+	pid_t pid;
+
+	CHECK_EQ(uaio_read(&cb), 0);
+	pid = fork();
+	CHECK(pid >= 0);
+	if (pid == 0) {
+		char *cbuf = block();
+		struct aiocb c = t_cb(dfd, cbuf, BS, 4 * BS);
+
+		t_watchdog(30);
+		CHECK_EQ(uaio_read(&c), 0);
+		CHECK_EQ(t_wait(&c, &err), BS);
+		CHECK(!memcmp(cbuf, data + 4 * BS, BS));
+		_exit(0);
+	}
+	CHECK_EQ(t_wait(&cb, &err), BS);
+	CHECK(!memcmp(b, data + 2 * BS, BS));
+	CHECK(waitpid(pid, &st, 0) == pid);
+	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	free(b);
+}
+
+int main(void)
+{
+	t_watchdog(120);
+	setup();
+	RUN(suspend_reaps_itself);
+	RUN(polled_by_aio_error);
+	RUN(signal_without_suspend);
+	RUN(mixed_list);
+	RUN(many_in_flight);
+	RUN(timeout_on_own_list);
+	RUN(after_fork);
+	RUN(suspend_reaps_itself);
+	return T_EXIT_PASS;
+}

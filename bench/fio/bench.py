@@ -36,10 +36,10 @@ at the pace of writeback or the disk for every variant, and move ±20 % from
 run to run: compare them with care. The cached-read ceiling is fio itself:
 psync (one `pread` per request, no queue) bounds every engine, so where
 glibc already comes near psync no library can double it. At depth 1 on
-O_DIRECT and cold reads uaio issues the request from fio's own thread, so
-io_uring completes it as task work of that thread (waking it) before the
-engine thread publishes it and wakes fio again: two wake-ups where glibc's
-helper thread needs one (docs/design.md, POSIX AIO).
+O_DIRECT and cold reads fio's thread, which waits in aio_suspend, issues
+each request on an io_uring of its own and reaps it there itself: one
+wake-up per request, where glibc's helper thread needs two (the helper's,
+then fio's); docs/design.md, POSIX AIO.
 """
 
 

@@ -6,10 +6,11 @@
  * A request first tries to finish in the caller without blocking
  * (RWF_NOWAIT): cached reads, room in a pipe. Only when it would block
  * does it get a record and become an op on the engine's loop, which one
- * engine thread drives: io_uring ties a request to the thread that issued
- * it and cancels it when that thread exits, so the engine thread is the
- * only issuer, and it sleeps in the kernel between completions so that
- * signals and SIGEV_THREAD callbacks arrive while the program sleeps.
+ * engine thread drives: it sleeps in the kernel between completions so
+ * that signals and SIGEV_THREAD callbacks arrive while the program sleeps.
+ * The exception: a single small or O_DIRECT request of a thread that waits
+ * in aio_suspend goes on that thread's own ring (thread.c), which the
+ * thread reaps while it waits there, and the engine otherwise.
  *
  * The status lives in the caller's aiocb (glibc's __error_code and
  * __return_value), so aio_error(), aio_return() and aio_suspend() are

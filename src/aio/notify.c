@@ -64,10 +64,24 @@ static int spawn(pthread_attr_t *attr, void *(*fn)(void *), void *arg)
 	return r;
 }
 
+/* As glibc's notification threads, the callback runs with no signal
+ * blocked; the pool's threads block them all again between callbacks. */
+static void run_note(struct note *n)
+{
+	sigset_t none;
+
+	sigemptyset(&none);
+	pthread_sigmask(SIG_SETMASK, &none, NULL);
+	n->fn(n->val);
+	free(n);
+}
+
 static void *pool_main(void *arg)
 {
 	struct notify_pool *p = &notify_pool;
+	sigset_t all;
 
+	sigfillset(&all);
 	pthread_mutex_lock(&p->mu);
 	for (;;) {
 		struct note *n;
@@ -82,8 +96,8 @@ static void *pool_main(void *arg)
 		if (!p->head)
 			p->tail = NULL;
 		pthread_mutex_unlock(&p->mu);
-		n->fn(n->val);
-		free(n);
+		run_note(n);
+		pthread_sigmask(SIG_SETMASK, &all, NULL);
 		pthread_mutex_lock(&p->mu);
 	}
 	return arg;
@@ -92,10 +106,7 @@ static void *pool_main(void *arg)
 /* A callback that asked for thread attributes gets a thread of its own. */
 static void *own_main(void *arg)
 {
-	struct note *n = arg;
-
-	n->fn(n->val);
-	free(n);
+	run_note(arg);
 	return NULL;
 }
 

@@ -15,19 +15,15 @@ void aio__seq_bump(void)
 		syscall(SYS_futex, &E->seq, FUTEX_WAKE_PRIVATE, INT_MAX, NULL, NULL, 0);
 }
 
-/* Sleeps while *word == snap. Always with an absolute deadline: the
- * kernel then reports EINTR for every handled signal, SA_RESTART or not,
- * as aio_suspend and lio_listio must. Returns 0, -ETIMEDOUT or -EINTR. */
+/* Sleeps while *word == snap, until deadline (CLOCK_MONOTONIC; NULL:
+ * none). A handled signal ends it as it ends glibc's waits: a timed one
+ * always (-EINTR), an untimed one unless the handler has SA_RESTART, when
+ * the kernel restarts it. Returns 0, -ETIMEDOUT or -EINTR. */
 int aio__futex_wait_abs(atomic_uint *word, unsigned snap,
 			  const struct timespec *deadline)
 {
-	struct timespec far;
 	long r;
 
-	if (!deadline) {
-		far = uaio__ts_deadline(&(struct timespec){ .tv_sec = 86400 });
-		deadline = &far;
-	}
 	r = syscall(SYS_futex, word, FUTEX_WAIT_BITSET_PRIVATE, snap, deadline,
 		    NULL, FUTEX_BITSET_MATCH_ANY);
 	if (r < 0 && (errno == ETIMEDOUT || errno == EINTR))
@@ -150,8 +146,6 @@ UAIO_API int uaio_suspend(const struct aiocb *const list[], int nent,
 		if (aio__any_done(list, nent))
 			break;
 		r = seq_wait(snap, timeout ? &deadline : NULL);
-		if (r == -ETIMEDOUT && !timeout)
-			r = 0;
 		if (r == -ETIMEDOUT) {
 			r = aio__any_done(list, nent) ? 0 : -EAGAIN;
 			break;

@@ -3,7 +3,8 @@
  * ulio_listio: LIO_WAIT and LIO_NOWAIT with mixed good and failing
  * entries (bad descriptor, bad opcode, LIO_NOP, NULL), per-entry status,
  * EIO, EINVAL for a bad mode or list, EAGAIN beyond AIO_MAX, EINTR when
- * a signal interrupts LIO_WAIT, and a large list of small writes.
+ * a signal interrupts LIO_WAIT (a restart under SA_RESTART), and a large
+ * list of small writes.
  */
 #include "aio/aio_util.h"
 
@@ -97,32 +98,48 @@ static void bad_calls(void)
 	CHECK_EQ(ulio_listio(LIO_WAIT, l, 1, &sev), 0);
 }
 
-static void on_alarm(int sig) { (void)sig; }
+static volatile sig_atomic_t n_signals;
 
+static void on_signal(int sig) { (void)sig; n_signals++; }
+
+/* A child that signals us every 2 ms: for ever, or, given a descriptor,
+ * 20 times and then writes "late" there. */
+static pid_t signaller(int wfd)
+{
+	pid_t me = getpid(), kid = fork();
+
+	CHECK(kid >= 0);
+	if (kid == 0) {
+		for (int i = 0; i < (wfd < 0 ? 100000 : 20); i++) {
+			kill(me, SIGUSR1);
+			usleep(2000);
+		}
+		if (wfd >= 0)
+			CHECK(write(wfd, "late", 4) == 4);
+		_exit(0);
+	}
+	return kid;
+}
+
+/*
+ * As glibc's: a handled signal ends LIO_WAIT's wait and aio_suspend's
+ * untimed one with EINTR, unless its handler has SA_RESTART; then the
+ * kernel restarts the wait, which ends when the request does.
+ */
 static void wait_interrupted(void)
 {
 	int p[2], err;
 	char b[4];
 	struct sigaction sa = { 0 };
+	pid_t kid;
 
-	/* SA_RESTART or not, the wait reports EINTR. */
-	sa.sa_handler = on_alarm;
-	sa.sa_flags = SA_RESTART;
+	sa.sa_handler = on_signal;
 	CHECK(sigaction(SIGUSR1, &sa, NULL) == 0);
 	CHECK(pipe(p) == 0);
 	struct aiocb cb = t_cb(p[0], b, 4, 0);
 	cb.aio_lio_opcode = LIO_READ;
 	struct aiocb *l[1] = { &cb };
-	pid_t me = getpid(), kid = fork();
-	CHECK(kid >= 0);
-	if (kid == 0) {
-		/* Keep signalling until the parent has left the wait. */
-		for (int i = 0; i < 100000; i++) {
-			kill(me, SIGUSR1);
-			usleep(2000);
-		}
-		_exit(0);
-	}
+	kid = signaller(-1);
 	ERRNO_IS(ulio_listio(LIO_WAIT, l, 1, NULL), EINTR);
 	kill(kid, SIGKILL);
 	waitpid(kid, NULL, 0);
@@ -135,23 +152,38 @@ static void wait_interrupted(void)
 	/* aio_suspend too. */
 	cb = t_cb(p[0], b, 4, 0);
 	CHECK_EQ(uaio_read(&cb), 0);
-	kid = fork();
-	CHECK(kid >= 0);
-	if (kid == 0) {
-		for (int i = 0; i < 100000; i++) {
-			kill(me, SIGUSR1);
-			usleep(2000);
-		}
-		_exit(0);
-	}
+	kid = signaller(-1);
 	const struct aiocb *cl[1] = { &cb };
 	ERRNO_IS(uaio_suspend(cl, 1, NULL), EINTR);
 	kill(kid, SIGKILL);
 	waitpid(kid, NULL, 0);
 	CHECK(write(p[1], "more", 4) == 4);
 	CHECK_EQ(t_wait(&cb, &err), 4);
+
+	/* SA_RESTART: the waits go on through the signals. */
+	sa.sa_flags = SA_RESTART;
+	CHECK(sigaction(SIGUSR1, &sa, NULL) == 0);
+	cb = t_cb(p[0], b, 4, 0);
+	cb.aio_lio_opcode = LIO_READ;
+	n_signals = 0;
+	kid = signaller(p[1]);
+	CHECK_EQ(ulio_listio(LIO_WAIT, l, 1, NULL), 0);
+	CHECK(waitpid(kid, NULL, 0) == kid);
+	CHECK(n_signals > 0);
+	CHECK_EQ(uaio_return(&cb), 4);
+	CHECK(!memcmp(b, "late", 4));
+
+	cb = t_cb(p[0], b, 4, 0);
+	CHECK_EQ(uaio_read(&cb), 0);
+	n_signals = 0;
+	kid = signaller(p[1]);
+	CHECK_EQ(uaio_suspend(cl, 1, NULL), 0);
+	CHECK(waitpid(kid, NULL, 0) == kid);
+	CHECK(n_signals > 0);
+	CHECK_EQ(uaio_return(&cb), 4);
 	close(p[0]);
 	close(p[1]);
+	signal(SIGUSR1, SIG_DFL);
 }
 
 /* 20 000 small writes in one list: every byte lands where it should. */

@@ -120,13 +120,21 @@ struct tnote {
 	int err;
 	ssize_t ret;
 	int other_thread;
+	int blocked;		/* signals the callback ran with blocked */
 };
 
 static void on_thread(union sigval v)
 {
 	struct tnote *n = v.sival_ptr;
 
+	sigset_t cur;
+
 	n->other_thread = !pthread_equal(pthread_self(), n->main);
+	/* glibc runs the callback with an empty signal mask. */
+	CHECK(pthread_sigmask(SIG_SETMASK, NULL, &cur) == 0);
+	n->blocked = 0;
+	for (int s = 1; s < NSIG; s++)
+		n->blocked += sigismember(&cur, s) == 1;
 	n->err = uaio_error(n->cb);
 	n->ret = uaio_return(n->cb);
 	sem_post(&n->sem);
@@ -154,6 +162,7 @@ static void thread_notification(void)
 	while (sem_wait(&n.sem) < 0)
 		CHECK(errno == EINTR);
 	CHECK(n.other_thread);
+	CHECK_EQ(n.blocked, 0);
 	CHECK_EQ(n.err, 0);
 	CHECK_EQ(n.ret, 6);
 	CHECK(!memcmp(b, "thread", 6));
@@ -175,6 +184,7 @@ static void thread_notification(void)
 	while (sem_wait(&n.sem) < 0)
 		CHECK(errno == EINTR);
 	CHECK_EQ(n.ret, 4);
+	CHECK_EQ(n.blocked, 0);
 	pthread_join(t, NULL);
 	pthread_attr_destroy(&attr);
 	sem_destroy(&n.sem);

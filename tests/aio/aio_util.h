@@ -37,6 +37,22 @@ static inline int t_tmpfile(void)
 	return fd;
 }
 
+/* An unlinked scratch file opened O_DIRECT on /var/tmp; the test skips
+ * (exit 77) where that file system has no O_DIRECT. */
+static inline int t_direct_file(void)
+{
+	char path[] = "/var/tmp/uaio-test-XXXXXX";
+	int fd = mkstemp(path), dfd;
+
+	CHECK(fd >= 0);
+	dfd = open(path, O_RDWR | O_DIRECT);
+	unlink(path);
+	close(fd);
+	if (dfd < 0)
+		SKIP("no O_DIRECT on /var/tmp");
+	return dfd;
+}
+
 /* Drops fd's pages from the page cache so that reads must wait for the
  * disk (the request cannot finish inline). */
 static inline void t_evict(int fd)

@@ -80,16 +80,9 @@ static void writes_then_read_back(void)
 
 static void odirect(void)
 {
-	char path[] = "/var/tmp/uaio-test-XXXXXX";
-	int fd = mkstemp(path), dfd, err;
+	int dfd = t_direct_file(), err;
 	void *w, *r;
 
-	CHECK(fd >= 0);
-	dfd = open(path, O_RDWR | O_DIRECT);
-	unlink(path);
-	close(fd);
-	if (dfd < 0)
-		SKIP("no O_DIRECT on /var/tmp");
 	CHECK(posix_memalign(&w, 4096, 65536) == 0 && posix_memalign(&r, 4096, 65536) == 0);
 	t_fill(w, 65536, 4);
 	struct aiocb cb = t_cb(dfd, w, 65536, 0);

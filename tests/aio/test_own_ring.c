@@ -20,15 +20,7 @@ static char *data;		/* what the file holds: N blocks */
 
 static void setup(void)
 {
-	char path[] = "/var/tmp/uaio-test-XXXXXX";
-	int fd = mkstemp(path);
-
-	CHECK(fd >= 0);
-	dfd = open(path, O_RDWR | O_DIRECT);
-	unlink(path);
-	close(fd);
-	if (dfd < 0)
-		SKIP("no O_DIRECT on /var/tmp");
+	dfd = t_direct_file();
 	CHECK(posix_memalign((void **)&data, BS, (size_t)N * BS) == 0);
 	t_fill(data, (size_t)N * BS, 9);
 	CHECK(pwrite(dfd, data, (size_t)N * BS, 0) == (ssize_t)N * BS);

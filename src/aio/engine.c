@@ -260,9 +260,10 @@ int aio__engine_start_locked(void)
 	E->loop = uaio_loop_new(&p);
 	if (!E->loop)
 		return errno == ENOMEM ? -EAGAIN : -errno;
-	E->uring = uaio_loop_backend(E->loop) == UAIO_BACKEND_URING;
-	if (E->uring && aio__threads_start_locked() < 0)
-		E->uring = false;	/* no rings of their own: all via the loop */
+	/* Threads' own rings, when it can have them (else own_evfd stays -1
+	 * and every request goes through the loop). */
+	if (uaio_loop_backend(E->loop) == UAIO_BACKEND_URING)
+		aio__threads_start_locked();
 	atomic_store(&E->engine_up, 0);
 	pthread_attr_init(&attr);
 	pthread_attr_setstacksize(&attr, 256 * 1024);

@@ -137,7 +137,7 @@ struct aio_thread {
 	unsigned direct;		/* its requests still in flight */
 	bool exiting;
 	bool reaping;			/* the thread reaps its ring itself */
-	bool waits;			/* it has slept in aio_suspend */
+	bool waits;			/* has waited in aio_suspend (set by itself) */
 	bool ring_ok;
 	struct aio_thread *next;	/* E->threads: those with a ring */
 	struct io_uring ring;
@@ -231,7 +231,6 @@ struct aio_engine {
 	struct aio_serial *serial[SERIAL_BUCKETS];
 	struct aio_fdw **fdw;
 	unsigned nfdw;
-	bool uring;			/* the loop is io_uring: direct issue */
 	/* Hints by descriptor number, in pages made on first use. */
 	struct aio_hint *_Atomic hints[HINT_PAGES];
 
@@ -266,6 +265,24 @@ static inline int posix_ret(int r)
 static inline size_t cb_len(const struct aiocb *cb)
 {
 	return cb->aio_nbytes > RW_MAX ? RW_MAX : cb->aio_nbytes;
+}
+
+/* What r's next op moves: the rest of its transfer (only a write's inline
+ * try leaves a part done), at the file position on a stream (-1). */
+struct req_span {
+	char *buf;
+	size_t len;
+	int64_t off;
+};
+
+static inline struct req_span req_span(const struct aio_req *r)
+{
+	const struct aiocb *cb = r->cb;
+	uint64_t done = priv(cb)->done;
+	int64_t off = r->flags & RF_SERIAL ? -1 : (int64_t)cb->aio_offset;
+
+	return (struct req_span){ (char *)cb->aio_buf + done, cb_len(cb) - done,
+				  off < 0 ? -1 : off + (int64_t)done };
 }
 
 static inline bool fd_mode_ok(int fl, int kind)

@@ -89,21 +89,17 @@ void aio__fdw_maybe_free_locked(struct aio_fdw *w)
 /* Hands r's (next) op to the loop. */
 int aio__req_issue_locked(struct aio_req *r)
 {
-	struct aiocb *cb = r->cb;
-	uint64_t done = priv(cb)->done;
-	char *buf = (char *)cb->aio_buf;
-	int64_t off = r->flags & RF_SERIAL ? -1 : (int64_t)cb->aio_offset;
+	struct req_span sp = req_span(r);
 	int ret;
 
 	r->state = RS_LOOP;
 	switch (r->kind) {
 	case K_READ:
-		ret = uaio_op_read(E->loop, &r->op, r->fd, buf, cb_len(cb), off,
+		ret = uaio_op_read(E->loop, &r->op, r->fd, sp.buf, sp.len, sp.off,
 				   aio__req_cb, NULL);
 		break;
 	case K_WRITE:
-		ret = uaio_op_write(E->loop, &r->op, r->fd, buf + done,
-				    cb_len(cb) - done, off < 0 ? -1 : off + (int64_t)done,
+		ret = uaio_op_write(E->loop, &r->op, r->fd, sp.buf, sp.len, sp.off,
 				    aio__req_cb, NULL);
 		break;
 	default:

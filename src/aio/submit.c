@@ -276,7 +276,7 @@ static int submit_parallel(struct aiocb *cb, int kind, int fd, bool direct,
 	 * ends in bounded time, so the thread's exit can wait for it. When
 	 * that ring cannot take it, it is pinned and handed to the loop.
 	 */
-	ret = direct && E->uring ? aio__own_issue_locked(r, fd) : -EAGAIN;
+	ret = direct ? aio__own_issue_locked(r, fd) : -EAGAIN;
 	if (ret == -EAGAIN) {
 		aio__pin_get_locked(r, fd, pc);
 		ret = aio__req_issue_locked(r);

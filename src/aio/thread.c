@@ -100,7 +100,7 @@ static int ring_setup_locked(struct aio_thread *t)
 {
 	if (t->ring_ok)
 		return 0;
-	if (E->own_evfd < 0 || io_uring_queue_init(OWN_ENTRIES, &t->ring, 0) < 0)
+	if (io_uring_queue_init(OWN_ENTRIES, &t->ring, 0) < 0)
 		return -EAGAIN;
 	if (io_uring_register_eventfd(&t->ring, E->own_evfd) < 0) {
 		io_uring_queue_exit(&t->ring);
@@ -180,23 +180,23 @@ void aio__threads_fork_child(void)
  */
 int aio__own_issue_locked(struct aio_req *r, int fd)
 {
-	struct aio_thread *t = thread_self_locked();
-	struct aiocb *cb = r->cb;
+	struct req_span sp = req_span(r);
 	struct io_uring_sqe *sqe;
+	struct aio_thread *t;
 	int ret;
 
-	if (!t || !t->waits || t->exiting || ring_setup_locked(t) < 0 ||
+	/* The thread's record is made here, not in aio_suspend, which must
+	 * not allocate (it is async-signal-safe). */
+	if (E->own_evfd < 0 || !(t = thread_self_locked()) || !t->waits || t->exiting || ring_setup_locked(t) < 0 ||
 	    t->direct >= OWN_ENTRIES ||
 	    !(sqe = io_uring_get_sqe(&t->ring)))
 		return -EAGAIN;
 	switch (r->kind) {
 	case K_READ:
-		io_uring_prep_read(sqe, fd, (void *)cb->aio_buf, (unsigned)cb_len(cb),
-				   (uint64_t)cb->aio_offset);
+		io_uring_prep_read(sqe, fd, sp.buf, (unsigned)sp.len, (uint64_t)sp.off);
 		break;
 	case K_WRITE:
-		io_uring_prep_write(sqe, fd, (const void *)cb->aio_buf, (unsigned)cb_len(cb),
-				    (uint64_t)cb->aio_offset);
+		io_uring_prep_write(sqe, fd, sp.buf, (unsigned)sp.len, (uint64_t)sp.off);
 		break;
 	default:
 		io_uring_prep_fsync(sqe, fd, r->kind == K_DSYNC ? IORING_FSYNC_DATASYNC : 0);
@@ -272,23 +272,26 @@ bool aio__own_wait(const struct aiocb *const list[], int nent,
 		   const struct timespec *deadline, int *res)
 {
 	struct aio_thread *t = aio_self;
-	bool lost = false;
+	bool lost = false, nested;
 	int r = 0;
 
-	if (!t || !__atomic_load_n(&t->direct, __ATOMIC_RELAXED)) {
-		if (!t || !t->waits) {
-			pthread_mutex_lock(&E->mu);
-			if (E->uring && (t = thread_self_locked()))
-				t->waits = true;
-			pthread_mutex_unlock(&E->mu);
-		}
+	if (!t)
 		return false;
-	}
-	pthread_mutex_lock(&E->mu);
-	if (!t->ring_ok || t->reaping || !list_is_own_locked(t, list, nent)) {
+	t->waits = true;	/* this thread's own field */
+	if (!__atomic_load_n(&t->direct, __ATOMIC_RELAXED))
+		return false;
+	/* aio_suspend is async-signal-safe: a handler that interrupted this
+	 * thread while it held the lock waits on the futex instead. */
+	if (pthread_mutex_trylock(&E->mu))
+		return false;
+	if (!t->ring_ok || !list_is_own_locked(t, list, nent)) {
 		pthread_mutex_unlock(&E->mu);
 		return false;
 	}
+	/* Reaping already: a handler run while this thread slept here. It
+	 * reaps too (the sleep it interrupted reaps nothing meanwhile) and
+	 * leaves the eventfd and the flag as it found them. */
+	nested = t->reaping;
 	t->reaping = true;
 	/* The engine need not hear of completions we wait for. */
 	io_uring_cq_eventfd_toggle(&t->ring, false);
@@ -306,9 +309,11 @@ bool aio__own_wait(const struct aiocb *const list[], int nent,
 			continue;
 		}
 	}
-	io_uring_cq_eventfd_toggle(&t->ring, true);
-	t->reaping = false;
-	own_reap_locked(t, 0);	/* one posted before the eventfd was back */
+	if (!nested) {
+		io_uring_cq_eventfd_toggle(&t->ring, true);
+		t->reaping = false;
+		own_reap_locked(t, 0);	/* one posted before the eventfd was back */
+	}
 	pthread_mutex_unlock(&E->mu);
 	if (aio__any_done(list, nent))
 		*res = 0;

@@ -75,6 +75,9 @@ struct cp_run {
 	/* the directory the current command-line source made (cp's
 	 * "cannot copy a directory into itself" check) */
 	bool top_made;
+	/* This operand hit "into itself": as GNU cp, every directory being
+	 * walked for it stops there. */
+	bool into_self;
 	dev_t top_dev;
 	ino_t top_ino;
 	const char *top_src, *top_dst;

@@ -230,7 +230,7 @@ static void copy_dir(struct cp_run *r, struct cp_dir *pd, const char *src,
 	if (n)
 		qsort(ents, n, sizeof(*ents), by_ino);
 
-	for (size_t i = 0; i < n; i++) {
+	for (size_t i = 0; i < n && !r->into_self; i++) {
 		char *s = join(src, names + ents[i].name);
 		char *t = join(dst, names + ents[i].name);
 		struct stat cst;
@@ -380,6 +380,7 @@ static void copy_entry(struct cp_run *r, struct cp_dir *pd, const char *src,
 	    st->st_ino == r->top_ino) {
 		cp_err(r, 0, "cannot copy a directory, %s, into itself, %s",
 		       q(r, r->top_src), q(r, r->top_dst));
+		r->into_self = true;
 		return;
 	}
 	if (!pd || !pd->fresh) {
@@ -511,7 +512,7 @@ int cp_top(struct cp_run *r, const char *src, const char *dst, bool into)
 		target = join(dst, len ? name : "/");
 		dst = target;
 	}
-	r->top_made = false;
+	r->top_made = r->into_self = false;
 	if (into && made_before(r, dst)) {
 		/* Two sources with one name: the first copy is not clobbered. */
 		cp_err(r, 0, "will not overwrite just-created %s with %s", q(r, dst), q(r, src));

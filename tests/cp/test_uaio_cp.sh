@@ -414,6 +414,36 @@ tc "$T/many" "$T/u/dst" --dir-times
 tc "$T/g/dst" "$T/u/dst" --dir-times --strict-holes
 ok "-a of 10000 files"
 
+# A tree deeper than the directories that may hold descriptors (32), with
+# an unreadable file and a private directory on the way: under a limit
+# that leaves descriptors to some directories and under one that leaves
+# them to none (every entry by path), the same copy as GNU cp's.
+mkdir "$T/deep" || fail mkdir
+p="$T/deep"
+i=0
+while [ $i -lt 45 ]; do
+  p="$p/l$i"
+  mkdir "$p" && echo "$i" >"$p/f" && ln -s f "$p/s" || fail mkdir
+  i=$((i + 1))
+done
+chmod 0700 "$T/deep/l0/l1/l2"
+chmod 0000 "$T/deep/l0/l1/l2/l3/l4/l5/l6/l7/l8/l9/l10/l11/l12/l13/l14/l15/l16/l17/l18/l19/l20/l21/l22/l23/l24/l25/l26/l27/l28/l29/l30/l31/l32/l33/l34/l35/f"
+SETUP='cp -a "$T/deep" deep'
+# (treecmp, which holds a descriptor per level, compares outside the limit)
+for lim in 200 40; do
+  (ulimit -n $lim && both -M -a deep dst) || fail "deep tree under ulimit -n $lim"
+  what="deep tree, -a, ulimit -n $lim"
+  tc "$T/g/dst" "$T/u/dst" --strict-holes --dir-times
+  if [ $have_nobody = 1 ]; then
+    (ulimit -n $lim && AS=$NOBODY && both -M -r deep dst) ||
+      fail "deep tree as nobody under ulimit -n $lim"
+    what="deep tree, -r as nobody, ulimit -n $lim"
+    tc "$T/g" "$T/u" --no-times --strict-holes
+  fi
+done
+SETUP=:
+ok "a tree 45 deep, with and without directory descriptors"
+
 # --sparse and --reflink=never: same contents and holes as GNU; never
 # writes every block.
 SETUP=:

@@ -12,12 +12,19 @@
 #ifndef UAIO_CP_H
 #define UAIO_CP_H
 
+#include <fcntl.h>
 #include <limits.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <string.h>
 #include <sys/stat.h>
 #include <uaio/flow.h>
 #include <uaio/loop.h>
+
+/* Directories that may hold their two O_PATH descriptors at once, at
+ * most (fewer under a tight RLIMIT_NOFILE): the walk's ancestors and
+ * those with files in flight are the live ones. */
+#define DIR_FDS		32u
 
 enum { REFLINK_AUTO, REFLINK_ALWAYS, REFLINK_NEVER };
 enum { SPARSE_AUTO, SPARSE_ALWAYS, SPARSE_NEVER };
@@ -37,6 +44,7 @@ struct cp_opts {
 	bool explicit_no_mode;	/* --no-preserve=mode */
 	bool want_context;	/* --preserve=context by name */
 	unsigned jobs;		/* files in flight */
+	unsigned dir_fds;	/* directories that may hold descriptors (<= DIR_FDS) */
 };
 
 /* A destination directory waiting for its contents (walk.c). */
@@ -49,7 +57,23 @@ struct cp_dir {
 	bool made;		/* mkdir'd by us (cp sets its mode) */
 	int restore;		/* its mode before we added u+rwx, or -1 */
 	mode_t omitted;		/* permission bits left out at mkdir */
+	/* O_PATH descriptors of the source and the destination, or -1: its
+	 * entries are reached from them, not by walking the whole path
+	 * again (cp_at). At most o.dir_fds directories hold them. */
+	int sfd, dfd;
 };
+
+/* The descriptor and name that reach path, an entry of d: d's directory
+ * (dst: the destination side) and the entry's own name when d holds it
+ * open, else AT_FDCWD and path. */
+static inline int cp_at(const struct cp_dir *d, bool dst, const char *path,
+			const char **name)
+{
+	int fd = !d ? -1 : dst ? d->dfd : d->sfd;
+
+	*name = fd >= 0 ? strrchr(path, '/') + 1 : path;
+	return fd >= 0 ? fd : AT_FDCWD;
+}
 
 /* The engine object: everything a run owns. */
 struct cp_run {
@@ -81,6 +105,7 @@ struct cp_run {
 	dev_t top_dev;
 	ino_t top_ino;
 	const char *top_src, *top_dst;
+	unsigned dir_fds;	/* directories holding sfd and dfd */
 
 	/* destinations made for command-line sources, so a second source
 	 * with the same name is refused as cp does */
@@ -122,11 +147,25 @@ int cp_file(struct cp_run *r, struct cp_dir *dir, const char *src,
 void cp_drain(struct cp_run *r, unsigned want);
 
 /* meta.c: what cp does to a finished destination. fd < 0: by name. */
+struct cp_note {
+	int err;
+	const char *what;	/* message: "<what> 'dst': strerror(err)" */
+};
+struct cp_notes {
+	unsigned n, cap;
+	bool lost;		/* a note that could not be kept */
+	struct cp_note *v;
+};
+/* Any thread: reads only r's options; failures go to out. */
+void cp_meta_apply(const struct cp_run *r, int src_fd, const char *src, int fd,
+		   const char *dst, const struct stat *st, bool is_new,
+		   mode_t omitted, int restore_mode, struct cp_notes *out);
+/* The loop's thread: prints out's messages for dst, and empties it. */
+void cp_notes_report(struct cp_run *r, struct cp_notes *n, const char *dst);
+/* Both, on the loop's thread. */
 void cp_meta(struct cp_run *r, int src_fd, const char *src, int fd,
 	     const char *dst, const struct stat *st, bool is_new,
 	     mode_t omitted, int restore_mode);
-void cp_xattrs(struct cp_run *r, int src_fd, const char *src, int fd,
-	       const char *dst, const struct stat *st);
 
 /* progress.c */
 void cp_bar_start(struct cp_run *r);

@@ -45,6 +45,8 @@ struct cp_job {
 	uint64_t counted;	/* bytes given to the progress bar */
 	uint64_t flow_seen;	/* the current flow's bytes counted */
 	int stage;		/* whole-file path: what failed (STAGE_*) */
+	int close_err;		/* whole-file path: close(2) of the destination */
+	struct cp_notes notes;	/* whole-file path: the metadata's failures */
 };
 
 enum { STAGE_CREATE, STAGE_READ, STAGE_WRITE };
@@ -136,7 +138,8 @@ static void job_release(struct cp_job *j)
 {
 	struct cp_run *r = j->r;
 
-	close(j->sfd);
+	if (j->sfd >= 0)
+		close(j->sfd);
 	r->files_done++;
 	if ((uint64_t)j->st.st_size > j->counted)
 		r->bytes_done += (uint64_t)j->st.st_size - j->counted;
@@ -373,18 +376,18 @@ static void next_extent(struct cp_job *j)
 
 /* ---------------------------------------------------- whole-file path */
 
-/* A small file start to end in one call: create, read, write. Runs on a
- * worker (SMALL_WORK) or on the loop's thread (SMALL_INLINE); touches
- * only the job. */
-static long whole_copy(void *arg)
+/* create, read, write */
+static long whole_data(struct cp_job *j)
 {
-	struct cp_job *j = arg;
 	uint64_t pos = 0;
 
 	j->stage = STAGE_CREATE;
 	if (j->dfd < 0) {
-		j->dfd = open(j->dst, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC,
-			      j->create_mode);
+		const char *name;
+		int at = cp_at(j->dir, true, j->dst, &name);
+
+		j->dfd = openat(at, name, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC,
+				j->create_mode);
 		if (j->dfd < 0)
 			return -errno;
 	}
@@ -410,19 +413,46 @@ static long whole_copy(void *arg)
 	}
 }
 
+/* A small file start to end in one call: the data, then what job_end
+ * does (the metadata, a failed copy emptied, both descriptors closed), so
+ * a file costs one hand-off and the loop's thread, which walks the tree,
+ * keeps only the walk. Runs on a worker (SMALL_WORK) or on the loop's
+ * thread (SMALL_INLINE); touches only the job, and reads r's options. */
+static long whole_copy(void *arg)
+{
+	struct cp_job *j = arg;
+	long ret = whole_data(j);
+
+	if (j->dfd >= 0) {
+		if (ret < 0)
+			(void)!ftruncate(j->dfd, 0);
+		else
+			cp_meta_apply(j->r, j->sfd, j->src, j->dfd, j->dst, &j->st,
+				      j->is_new, j->omitted, -1, &j->notes);
+		if (close(j->dfd) < 0 && ret >= 0)
+			j->close_err = errno;
+		j->dfd = -1;
+	}
+	close(j->sfd);
+	j->sfd = -1;
+	return ret;
+}
+
 static void on_whole(uaio_op *op, int res, void *data)
 {
 	struct cp_job *j = data;
+	struct cp_run *r = j->r;
 
 	(void)op;
-	if (res < 0 && j->stage == STAGE_CREATE) {
-		cp_err(j->r, -res, "cannot create regular file %s", q(j->r, j->dst));
-		job_release(j);
-	} else if (res < 0) {
-		job_fail(j, res, j->stage == STAGE_READ);
-	} else {
-		job_end(j);
-	}
+	if (res < 0 && j->stage == STAGE_CREATE)
+		cp_err(r, -res, "cannot create regular file %s", q(r, j->dst));
+	else if (res < 0)
+		cp_err(r, -res, j->stage == STAGE_READ ? "error reading %s" : "error writing %s",
+		       q(r, j->stage == STAGE_READ ? j->src : j->dst));
+	cp_notes_report(r, &j->notes, j->dst);
+	if (j->close_err)
+		cp_err(r, j->close_err, "failed to close %s", q(r, j->dst));
+	job_release(j);
 }
 
 /* Whether FICLONE is not to be tried: not asked for, not a regular file,
@@ -525,6 +555,7 @@ int cp_file(struct cp_run *r, struct cp_dir *dir, const char *src,
 	j->is_new = is_new;
 	j->failed = j->by_extent = false;
 	j->final_size = -1;
+	j->close_err = 0;
 	j->cursor = j->counted = 0;
 	j->create_mode = create_mode;
 	/* pread(2) cannot read a fifo or a device: those take the ring path. */
@@ -534,16 +565,21 @@ int cp_file(struct cp_run *r, struct cp_dir *dir, const char *src,
 		if (r->small == SMALL_INLINE)
 			on_whole(&j->op, (int)whole_copy(j), j);
 		else if ((ret = uaio_op_work(r->l, &j->op, whole_copy, j, on_whole, j)) < 0)
-			on_whole(&j->op, ret, j);
+			on_whole(&j->op, (int)whole_copy(j), j);	/* no worker: here */
 		return 0;
 	}
 	if (dst_fd >= 0) {
 		begin_data(j);
 		return 0;
 	}
-	ret = uaio_op_openat(r->l, &j->op, AT_FDCWD, j->dst,
-			     O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, create_mode,
-			     on_open, j);
+	{
+		const char *name;
+		int at = cp_at(j->dir, true, j->dst, &name);
+
+		ret = uaio_op_openat(r->l, &j->op, at, name,
+				     O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, create_mode,
+				     on_open, j);
+	}
 	if (ret < 0)
 		on_open(&j->op, ret, j);
 	return 0;

@@ -3,8 +3,11 @@
  * What cp does to a destination once its contents are in: times, owner,
  * extended attributes, then the mode, in GNU cp 9.1's order (copy_reg and
  * the end of copy_internal), on the open descriptor when there is one.
- * These are plain system calls on the loop's thread: each is one short
- * inode update, cheaper inline than any hand-off (docs/cp.md).
+ * Each is one short inode update: a small file's run on the worker that
+ * copied its data, in the same hand-off (data.c); directories, links and
+ * special files on the loop's thread. Either way the calls only note
+ * their failures, and the loop's thread prints them (cp_notes_report),
+ * since messages and the exit status are the run's.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -37,17 +40,44 @@ static int x_set(int fd, const char *path, const char *name, const void *v, size
 	return fd >= 0 ? fsetxattr(fd, name, v, n, 0) : lsetxattr(path, name, v, n, 0);
 }
 
+/* Allocates only when something failed: the common run stays free of it.
+ * A note that cannot be kept still fails the run. */
+static void note(struct cp_notes *n, int err, const char *what)
+{
+	if (n->n == n->cap) {
+		unsigned cap = n->cap ? 2 * n->cap : 4;
+		struct cp_note *v = realloc(n->v, cap * sizeof(*v));
+
+		if (!v) {
+			n->lost = true;
+			return;
+		}
+		n->v = v;
+		n->cap = cap;
+	}
+	n->v[n->n++] = (struct cp_note){ err, what };
+}
+
+void cp_notes_report(struct cp_run *r, struct cp_notes *n, const char *dst)
+{
+	for (unsigned i = 0; i < n->n; i++)
+		cp_err(r, n->v[i].err, "%s %s", n->v[i].what, q(r, dst));
+	if (n->lost)
+		r->status = 1;
+	free(n->v);
+	*n = (struct cp_notes){ 0 };
+}
+
 /* Copies the source's extended attributes: all of them under
  * --preserve=xattr (SELinux labels excepted: that is --preserve=context),
  * only the POSIX ACLs when just the mode is preserved, as cp's copy_acl. */
-void cp_xattrs(struct cp_run *r, int src_fd, const char *src, int fd,
-	       const char *dst, const struct stat *st)
+static void xattrs(const struct cp_run *r, int src_fd, const char *src, int fd,
+		   const char *dst, struct cp_notes *out)
 {
 	char stackbuf[1024], *names = stackbuf, *val = NULL;
 	ssize_t n = x_list(src_fd, src, names, sizeof(stackbuf));
 	size_t vcap = 0;
 
-	(void)st;
 	if (n < 0 && errno == ERANGE) {
 		n = x_list(src_fd, src, NULL, 0);
 		if (n > 0 && (names = malloc((size_t)n)))
@@ -78,7 +108,7 @@ void cp_xattrs(struct cp_run *r, int src_fd, const char *src, int fd,
 			continue;
 		if (x_set(fd, dst, name, val, (size_t)vn) < 0 && r->o.require_xattr &&
 		    !is_acl(name))
-			cp_err(r, errno, "setting attributes for %s", q(r, dst));
+			note(out, errno, "setting attributes for");
 	}
 out:
 	free(val);
@@ -86,9 +116,9 @@ out:
 		free(names);
 }
 
-void cp_meta(struct cp_run *r, int src_fd, const char *src, int fd,
-	     const char *dst, const struct stat *st, bool is_new,
-	     mode_t omitted, int restore_mode)
+void cp_meta_apply(const struct cp_run *r, int src_fd, const char *src, int fd,
+		   const char *dst, const struct stat *st, bool is_new,
+		   mode_t omitted, int restore_mode, struct cp_notes *out)
 {
 	const struct cp_opts *o = &r->o;
 	bool link = S_ISLNK(st->st_mode), chown_failed = false;
@@ -99,7 +129,7 @@ void cp_meta(struct cp_run *r, int src_fd, const char *src, int fd,
 			  utimensat(AT_FDCWD, dst, ts, AT_SYMLINK_NOFOLLOW);
 
 		if (ret < 0 && !(link && errno == EOPNOTSUPP))
-			cp_err(r, errno, "preserving times for %s", q(r, dst));
+			note(out, errno, "preserving times for");
 	}
 	if (o->p_owner) {
 		int ret = fd >= 0 ? fchown(fd, st->st_uid, st->st_gid) :
@@ -114,14 +144,14 @@ void cp_meta(struct cp_run *r, int src_fd, const char *src, int fd,
 					(void)!lchown(dst, (uid_t)-1, st->st_gid);
 				chown_failed = true;
 			} else {
-				cp_err(r, errno, "failed to preserve ownership for %s", q(r, dst));
+				note(out, errno, "failed to preserve ownership for");
 			}
 		}
 	}
 	if (link)
 		return;
 	if (o->p_xattr || o->p_mode)
-		cp_xattrs(r, src_fd, src, fd, dst, st);
+		xattrs(r, src_fd, src, fd, dst, out);
 
 	if (o->p_mode) {
 		mode_t m = st->st_mode & 07777;
@@ -129,7 +159,7 @@ void cp_meta(struct cp_run *r, int src_fd, const char *src, int fd,
 		if (chown_failed)
 			m &= ~(mode_t)(S_ISUID | S_ISGID);
 		if ((fd >= 0 ? fchmod(fd, m) : chmod(dst, m)) < 0)
-			cp_err(r, errno, "preserving permissions for %s", q(r, dst));
+			note(out, errno, "preserving permissions for");
 		return;
 	}
 	/* cp 9.1 sets a default ACL here, which replaces the permission
@@ -143,7 +173,7 @@ void cp_meta(struct cp_run *r, int src_fd, const char *src, int fd,
 				     0777 : 0666) & ~r->umask);
 
 			if ((fd >= 0 ? fchmod(fd, m) : chmod(dst, m)) < 0)
-				cp_err(r, errno, "preserving permissions for %s", q(r, dst));
+				note(out, errno, "preserving permissions for");
 		}
 		return;
 	}
@@ -159,5 +189,15 @@ void cp_meta(struct cp_run *r, int src_fd, const char *src, int fd,
 	if (restore_mode >= 0 &&
 	    (fd >= 0 ? fchmod(fd, (mode_t)restore_mode | omitted) :
 		       chmod(dst, (mode_t)restore_mode | omitted)) < 0)
-		cp_err(r, errno, "setting permissions for %s", q(r, dst));
+		note(out, errno, "setting permissions for");
+}
+
+void cp_meta(struct cp_run *r, int src_fd, const char *src, int fd,
+	     const char *dst, const struct stat *st, bool is_new,
+	     mode_t omitted, int restore_mode)
+{
+	struct cp_notes n = { 0 };
+
+	cp_meta_apply(r, src_fd, src, fd, dst, st, is_new, omitted, restore_mode, &n);
+	cp_notes_report(r, &n, dst);
 }

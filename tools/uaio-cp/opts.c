@@ -184,13 +184,27 @@ static void preserve_list(struct cp_run *r, const char *list, bool on)
 
 /* Enough jobs to keep both the disk queue and the CPUs busy, and at most
  * four descriptors each under RLIMIT_NOFILE (source, destination, and a
- * splice flow's pipe), with room for the walk. */
+ * splice flow's pipe), with room for the walk (the loop's own, and up to
+ * DIR_FDS directories' two: dir_fds()). */
 static unsigned default_jobs(void)
 {
 	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
 	unsigned j = cpus > 0 ? (unsigned)cpus * 16 : 16;
 
 	return j > 64 ? 64 : j;
+}
+
+/* What RLIMIT_NOFILE leaves the directories once the jobs have theirs:
+ * none at a tight limit, where every entry goes by path. */
+static unsigned dir_fds(unsigned jobs)
+{
+	struct rlimit rl;
+	long room;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) < 0 || rl.rlim_cur == RLIM_INFINITY)
+		return DIR_FDS;
+	room = ((long)rl.rlim_cur - 32 - 4 * (long)jobs) / 2;
+	return room < 0 ? 0 : room > DIR_FDS ? DIR_FDS : (unsigned)room;
 }
 
 static unsigned cap_jobs(unsigned j)
@@ -340,6 +354,7 @@ int cp_parse(struct cp_run *r, int argc, char **argv, int *first)
 	if (o->no_clobber)
 		o->update = false;	/* -n wins, as in cp */
 	o->jobs = cap_jobs(o->jobs ? o->jobs : default_jobs());
+	o->dir_fds = dir_fds(o->jobs);
 
 	if (strip) {
 		/* Sources only: the last operand is DEST unless -t named it. */

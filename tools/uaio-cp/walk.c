@@ -7,7 +7,11 @@
  * files are handed to data.c and the walk goes on while they copy.
  *
  * A directory is read whole and closed before its entries are copied
- * (as cp does), so the walk holds no descriptor however deep the tree.
+ * (as cp does). The first o.dir_fds live directories keep an O_PATH
+ * descriptor on each side, so an entry costs a lookup of its own name
+ * only; deeper ones go by path, so the descriptors stay bounded however
+ * deep the tree. A regular file (d_type) is opened straight away, without
+ * the lstat, as its fstat says all the lstat would.
  */
 #define _GNU_SOURCE
 #include <dirent.h>
@@ -107,10 +111,38 @@ static bool tracks_link(const struct cp_run *r, const struct stat *st)
 
 /* -------------------------------------------------------- directories */
 
+static void dir_fds_open(struct cp_run *r, struct cp_dir *d)
+{
+	const char *name;
+	int at;
+
+	d->sfd = d->dfd = -1;
+	if (r->dir_fds >= r->o.dir_fds)
+		return;
+	at = cp_at(d->parent, false, d->src_name, &name);
+	d->sfd = openat(at, name, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	at = cp_at(d->parent, true, d->dst, &name);
+	d->dfd = openat(at, name, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (d->sfd < 0 || d->dfd < 0) {
+		if (d->sfd >= 0)
+			close(d->sfd);
+		if (d->dfd >= 0)
+			close(d->dfd);
+		d->sfd = d->dfd = -1;
+		return;
+	}
+	r->dir_fds++;
+}
+
 void cp_dir_put(struct cp_run *r, struct cp_dir *d)
 {
 	if (!d || --d->refs)
 		return;
+	if (d->sfd >= 0) {
+		close(d->sfd);
+		close(d->dfd);
+		r->dir_fds--;
+	}
 	cp_meta(r, -1, d->src_name, -1, d->dst, &d->src, d->made, d->omitted,
 		d->restore);
 	cp_dir_put(r, d->parent);
@@ -122,6 +154,7 @@ void cp_dir_put(struct cp_run *r, struct cp_dir *d)
 struct ent {
 	ino_t ino;
 	size_t name;		/* offset in the names arena */
+	unsigned char type;	/* DT_* */
 };
 
 static int by_ino(const void *a, const void *b)
@@ -132,7 +165,7 @@ static int by_ino(const void *a, const void *b)
 }
 
 static void copy_entry(struct cp_run *r, struct cp_dir *pd, const char *src,
-		       const char *dst, const struct stat *st, bool top);
+		       const char *dst, const struct stat *st, bool top, int sfd);
 
 static void copy_dir(struct cp_run *r, struct cp_dir *pd, const char *src,
 		     const char *dst, const struct stat *st, bool exists)
@@ -191,6 +224,7 @@ static void copy_dir(struct cp_run *r, struct cp_dir *pd, const char *src,
 	d->src = *st;
 	d->dst = strdup(dst);
 	d->src_name = strdup(src);
+	dir_fds_open(r, d);
 
 	if (r->o.one_fs && pd && st->st_dev != pd->src.st_dev)
 		goto done;	/* -x: the mount point is made, not filled */
@@ -221,7 +255,7 @@ static void copy_dir(struct cp_run *r, struct cp_dir *pd, const char *src,
 			exit(1);
 		}
 		memcpy(names + nlen, de->d_name, len);
-		ents[n++] = (struct ent){ de->d_ino, nlen };
+		ents[n++] = (struct ent){ de->d_ino, nlen, de->d_type };
 		nlen += len;
 	}
 	if (errno)
@@ -234,12 +268,23 @@ static void copy_dir(struct cp_run *r, struct cp_dir *pd, const char *src,
 		char *s = join(src, names + ents[i].name);
 		char *t = join(dst, names + ents[i].name);
 		struct stat cst;
-		int ret = r->o.deref == DEREF_ALWAYS ? stat(s, &cst) : lstat(s, &cst);
+		const char *name;
+		int at = cp_at(d, false, s, &name), sfd = -1, ret;
 
+		/* Any surprise (no longer a file, unreadable) takes the lstat
+		 * path, which says what cp says, where cp says it. */
+		if (ents[i].type == DT_REG &&
+		    (sfd = openat(at, name, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NOFOLLOW)) >= 0 &&
+		    (fstat(sfd, &cst) < 0 || !S_ISREG(cst.st_mode))) {
+			close(sfd);
+			sfd = -1;
+		}
+		ret = sfd >= 0 ? 0 : fstatat(at, name, &cst, r->o.deref == DEREF_ALWAYS ?
+					     0 : AT_SYMLINK_NOFOLLOW);
 		if (ret < 0)
 			cp_err(r, errno, "cannot stat %s", q(r, s));
 		else
-			copy_entry(r, d, s, t, &cst, false);
+			copy_entry(r, d, s, t, &cst, false, sfd);
 		free(s);
 		free(t);
 	}
@@ -262,15 +307,21 @@ static int remove_existing(struct cp_run *r, const char *dst)
 	return 0;
 }
 
+/* sfd: the source, when the walk opened it already (and fstat'd it into
+ * lst), else -1. Takes it. */
 static void copy_reg(struct cp_run *r, struct cp_dir *pd, const char *src,
-		     const char *dst, const struct stat *lst, bool exists)
+		     const char *dst, const struct stat *lst, bool exists, int sfd)
 {
-	int follow = r->o.deref == DEREF_NEVER ? O_NOFOLLOW : 0;
-	int sfd = open(src, O_RDONLY | O_CLOEXEC | O_NOCTTY | follow), dfd = -1;
+	int follow = r->o.deref == DEREF_NEVER ? O_NOFOLLOW : 0, dfd = -1;
+	const char *name;
+	int at = cp_at(pd, false, src, &name);
 	mode_t omitted = r->o.p_owner ? lst->st_mode & 077 : 0;
 	mode_t create = (lst->st_mode & 0777) & ~omitted;
-	struct stat st;
+	struct stat st = *lst;
+	bool opened = sfd < 0;
 
+	if (opened)
+		sfd = openat(at, name, O_RDONLY | O_CLOEXEC | O_NOCTTY | follow);
 	if (sfd < 0) {
 		cp_err(r, errno, "cannot open %s for reading", q(r, src));
 		return;
@@ -281,7 +332,7 @@ static void copy_reg(struct cp_run *r, struct cp_dir *pd, const char *src,
 		close(sfd);
 		return;
 	}
-	if (fstat(sfd, &st) < 0) {
+	if (opened && fstat(sfd, &st) < 0) {
 		cp_err(r, errno, "cannot fstat %s", q(r, src));
 		close(sfd);
 		return;
@@ -365,8 +416,9 @@ static void copy_other(struct cp_run *r, const char *src, const char *dst,
 	cp_meta(r, -1, src, -1, dst, st, true, omitted, -1);
 }
 
-static void copy_entry(struct cp_run *r, struct cp_dir *pd, const char *src,
-		       const char *dst, const struct stat *st, bool top)
+/* *sfd: as copy_reg's, set to -1 if copy_reg took it. */
+static void decide(struct cp_run *r, struct cp_dir *pd, const char *src,
+		   const char *dst, const struct stat *st, bool top, int *sfd)
 {
 	bool isdir = S_ISDIR(st->st_mode), exists = false;
 	struct stat dst_st;
@@ -384,7 +436,10 @@ static void copy_entry(struct cp_run *r, struct cp_dir *pd, const char *src,
 		return;
 	}
 	if (!pd || !pd->fresh) {
-		if (lstat(dst, &dst_st) == 0) {
+		const char *name;
+		int at = cp_at(pd, true, dst, &name);
+
+		if (fstatat(at, name, &dst_st, AT_SYMLINK_NOFOLLOW) == 0) {
 			exists = true;
 		} else if (errno != ENOENT) {
 			cp_err(r, errno, "cannot stat %s", q(r, dst));
@@ -451,7 +506,8 @@ static void copy_entry(struct cp_run *r, struct cp_dir *pd, const char *src,
 	/* Without -R a fifo or device is read like a file, as cp does. */
 	if (S_ISREG(st->st_mode) || (!r->o.recursive && !S_ISLNK(st->st_mode))) {
 		verbose(r, src, dst);
-		copy_reg(r, pd, src, dst, st, exists);
+		copy_reg(r, pd, src, dst, st, exists, *sfd);
+		*sfd = -1;
 		return;
 	}
 	/* The old name goes first: cp says "removed" before it names the copy. */
@@ -461,6 +517,14 @@ static void copy_entry(struct cp_run *r, struct cp_dir *pd, const char *src,
 	copy_other(r, src, dst, st);
 	if (tracks_link(r, st))
 		link_add(r, st, dst);
+}
+
+static void copy_entry(struct cp_run *r, struct cp_dir *pd, const char *src,
+		       const char *dst, const struct stat *st, bool top, int sfd)
+{
+	decide(r, pd, src, dst, st, top, &sfd);
+	if (sfd >= 0)
+		close(sfd);
 }
 
 static bool made_before(struct cp_run *r, const char *dst)
@@ -517,7 +581,7 @@ int cp_top(struct cp_run *r, const char *src, const char *dst, bool into)
 		/* Two sources with one name: the first copy is not clobbered. */
 		cp_err(r, 0, "will not overwrite just-created %s with %s", q(r, dst), q(r, src));
 	} else {
-		copy_entry(r, NULL, src, dst, &st, true);
+		copy_entry(r, NULL, src, dst, &st, true, -1);
 		if (into)
 			made_add(r, dst);
 	}

@@ -414,6 +414,24 @@ tc "$T/many" "$T/u/dst" --dir-times
 tc "$T/g/dst" "$T/u/dst" --dir-times --strict-holes
 ok "-a of 10000 files"
 
+# -a skips the fchown and fchmod that would change nothing (a file of ours,
+# in a directory that gives it our group and the mode asked): not in a
+# set-group-ID directory of another group, where the group must still be
+# set back; nor for a mode the umask would cut.
+if [ $root = 1 ]; then
+  SETUP='mkdir dst && chgrp 5678 dst && chmod 2775 dst && mkdir src src/d &&
+    echo a >src/a && echo b >src/d/b && echo c >src/c && chmod 0664 src/c && chmod 2755 src/d'
+  for UM in 022 002; do
+    both -a src/a src/c src/d dst
+    for f in a c d d/b; do
+      [ "$(stat -c %g "$T/u/dst/$f")" = 0 ] || fail "-a into a set-group-ID directory: dst/$f has group $(stat -c %g "$T/u/dst/$f")"
+    done
+  done
+  UM=022
+  SETUP=:
+  ok "-a: the owner and mode of new files in a set-group-ID directory, umask 022 and 002"
+fi
+
 # A tree deeper than the directories that may hold descriptors (32), with
 # an unreadable file and a private directory on the way: under a limit
 # that leaves descriptors to some directories and under one that leaves

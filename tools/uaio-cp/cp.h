@@ -61,6 +61,10 @@ struct cp_dir {
 	 * entries are reached from them, not by walking the whole path
 	 * again (cp_at). At most o.dir_fds directories hold them. */
 	int sfd, dfd;
+	/* -p's owner: a file made in it gets our uid and gid and the mode
+	 * asked less the umask (not set-group-ID, no default ACL), as far as
+	 * cp's result goes (dir_plain) */
+	bool plain;
 };
 
 /* The descriptor and name that reach path, an entry of d: d's directory
@@ -85,6 +89,8 @@ struct cp_run {
 	uaio_loop *l;
 	mode_t umask;
 	bool root;
+	uid_t euid;		/* who new files belong to */
+	gid_t egid;
 	int status;		/* the exit status so far */
 
 	/* data.c */
@@ -142,7 +148,7 @@ void cp_data_fini(struct cp_run *r);
  * verdicts on the destination are the walk's: this only moves data. */
 int cp_file(struct cp_run *r, struct cp_dir *dir, const char *src,
 	    const char *dst, int src_fd, const struct stat *st, int dst_fd,
-	    bool is_new, mode_t create_mode, mode_t omitted);
+	    bool is_new, mode_t create_mode, mode_t omitted, unsigned has);
 /* Runs the loop until fewer than want jobs are running. */
 void cp_drain(struct cp_run *r, unsigned want);
 
@@ -156,10 +162,13 @@ struct cp_notes {
 	bool lost;		/* a note that could not be kept */
 	struct cp_note *v;
 };
-/* Any thread: reads only r's options; failures go to out. */
+/* What a new file already has, so cp_meta_apply need not set it. */
+enum { CP_HAS_OWNER = 1, CP_HAS_MODE = 2 };
+/* Any thread: reads only r's options; failures go to out. has: CP_HAS_*. */
 void cp_meta_apply(const struct cp_run *r, int src_fd, const char *src, int fd,
 		   const char *dst, const struct stat *st, bool is_new,
-		   mode_t omitted, int restore_mode, struct cp_notes *out);
+		   mode_t omitted, int restore_mode, unsigned has,
+		   struct cp_notes *out);
 /* The loop's thread: prints out's messages for dst, and empties it. */
 void cp_notes_report(struct cp_run *r, struct cp_notes *n, const char *dst);
 /* Both, on the loop's thread. */

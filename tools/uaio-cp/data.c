@@ -35,6 +35,7 @@ struct cp_job {
 	struct stat st;
 	mode_t omitted, create_mode;
 	bool is_new, failed;
+	unsigned has;		/* CP_HAS_*: what the new file already has */
 	int64_t final_size;	/* >= 0: ftruncate the destination to this */
 	uaio_op op;
 	uint8_t *buf;		/* this slot's SMALL_MAX bytes */
@@ -125,8 +126,9 @@ static void job_end(struct cp_job *j)
 		 * prefix, so none of it is kept. */
 		(void)!ftruncate(j->dfd, 0);
 	} else {
-		cp_meta(r, j->sfd, j->src, j->dfd, j->dst, &j->st, j->is_new,
-			j->omitted, -1);
+		cp_meta_apply(r, j->sfd, j->src, j->dfd, j->dst, &j->st, j->is_new,
+			      j->omitted, -1, j->has, &j->notes);
+		cp_notes_report(r, &j->notes, j->dst);
 	}
 	if (close(j->dfd) < 0 && !j->failed)
 		cp_err(r, errno, "failed to close %s", q(r, j->dst));
@@ -428,7 +430,7 @@ static long whole_copy(void *arg)
 			(void)!ftruncate(j->dfd, 0);
 		else
 			cp_meta_apply(j->r, j->sfd, j->src, j->dfd, j->dst, &j->st,
-				      j->is_new, j->omitted, -1, &j->notes);
+				      j->is_new, j->omitted, -1, j->has, &j->notes);
 		if (close(j->dfd) < 0 && ret >= 0)
 			j->close_err = errno;
 		j->dfd = -1;
@@ -534,7 +536,7 @@ static void on_open(uaio_op *op, int res, void *data)
 
 int cp_file(struct cp_run *r, struct cp_dir *dir, const char *src,
 	    const char *dst, int src_fd, const struct stat *st, int dst_fd,
-	    bool is_new, mode_t create_mode, mode_t omitted)
+	    bool is_new, mode_t create_mode, mode_t omitted, unsigned has)
 {
 	struct cp_job *j;
 	int ret;
@@ -553,6 +555,7 @@ int cp_file(struct cp_run *r, struct cp_dir *dir, const char *src,
 	j->st = *st;
 	j->omitted = omitted;
 	j->is_new = is_new;
+	j->has = has;
 	j->failed = j->by_extent = false;
 	j->final_size = -1;
 	j->close_err = 0;

@@ -78,6 +78,8 @@ int main(int argc, char **argv)
 	r.umask = umask(0);
 	umask(r.umask);
 	r.root = geteuid() == 0;
+	r.euid = geteuid();
+	r.egid = getegid();
 	{
 		const char *sm = getenv("UAIO_CP_SMALL");
 

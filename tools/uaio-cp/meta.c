@@ -71,9 +71,10 @@ void cp_notes_report(struct cp_run *r, struct cp_notes *n, const char *dst)
 /* Copies the source's extended attributes: all of them under
  * --preserve=xattr (SELinux labels excepted: that is --preserve=context),
  * only the POSIX ACLs when just the mode is preserved, as cp's copy_acl. */
-static void xattrs(const struct cp_run *r, int src_fd, const char *src, int fd,
-		   const char *dst, struct cp_notes *out)
+static unsigned xattrs(const struct cp_run *r, int src_fd, const char *src, int fd,
+		       const char *dst, struct cp_notes *out)
 {
+	unsigned set = 0;
 	char stackbuf[1024], *names = stackbuf, *val = NULL;
 	ssize_t n = x_list(src_fd, src, names, sizeof(stackbuf));
 	size_t vcap = 0;
@@ -106,22 +107,26 @@ static void xattrs(const struct cp_run *r, int src_fd, const char *src, int fd,
 		vn = x_get(src_fd, src, name, val, (size_t)vn);
 		if (vn < 0)
 			continue;
-		if (x_set(fd, dst, name, val, (size_t)vn) < 0 && r->o.require_xattr &&
-		    !is_acl(name))
+		if (x_set(fd, dst, name, val, (size_t)vn) == 0)
+			set++;
+		else if (r->o.require_xattr && !is_acl(name))
 			note(out, errno, "setting attributes for");
 	}
 out:
 	free(val);
 	if (names != stackbuf)
 		free(names);
+	return set;
 }
 
 void cp_meta_apply(const struct cp_run *r, int src_fd, const char *src, int fd,
 		   const char *dst, const struct stat *st, bool is_new,
-		   mode_t omitted, int restore_mode, struct cp_notes *out)
+		   mode_t omitted, int restore_mode, unsigned has,
+		   struct cp_notes *out)
 {
 	const struct cp_opts *o = &r->o;
 	bool link = S_ISLNK(st->st_mode), chown_failed = false;
+	unsigned xset = 0;
 
 	if (o->p_times) {
 		struct timespec ts[2] = { st->st_atim, st->st_mtim };
@@ -131,7 +136,9 @@ void cp_meta_apply(const struct cp_run *r, int src_fd, const char *src, int fd,
 		if (ret < 0 && !(link && errno == EOPNOTSUPP))
 			note(out, errno, "preserving times for");
 	}
-	if (o->p_owner) {
+	/* cp's fchown to the owner the file has already would change only
+	 * its ctime, which no copy keeps. */
+	if (o->p_owner && !(has & CP_HAS_OWNER)) {
 		int ret = fd >= 0 ? fchown(fd, st->st_uid, st->st_gid) :
 			  lchown(dst, st->st_uid, st->st_gid);
 
@@ -151,10 +158,15 @@ void cp_meta_apply(const struct cp_run *r, int src_fd, const char *src, int fd,
 	if (link)
 		return;
 	if (o->p_xattr || o->p_mode)
-		xattrs(r, src_fd, src, fd, dst, out);
+		xset = xattrs(r, src_fd, src, fd, dst, out);
 
 	if (o->p_mode) {
 		mode_t m = st->st_mode & 07777;
+
+		/* Likewise its fchmod to the mode the file was created with,
+		 * unless an ACL just set moved the bits. */
+		if ((has & CP_HAS_MODE) && !xset)
+			return;
 
 		if (chown_failed)
 			m &= ~(mode_t)(S_ISUID | S_ISGID);
@@ -198,6 +210,6 @@ void cp_meta(struct cp_run *r, int src_fd, const char *src, int fd,
 {
 	struct cp_notes n = { 0 };
 
-	cp_meta_apply(r, src_fd, src, fd, dst, st, is_new, omitted, restore_mode, &n);
+	cp_meta_apply(r, src_fd, src, fd, dst, st, is_new, omitted, restore_mode, 0, &n);
 	cp_notes_report(r, &n, dst);
 }

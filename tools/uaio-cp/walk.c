@@ -22,6 +22,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
+#include <sys/xattr.h>
 #include <unistd.h>
 #include "cp.h"
 
@@ -110,6 +111,17 @@ static bool tracks_link(const struct cp_run *r, const struct stat *st)
 }
 
 /* -------------------------------------------------------- directories */
+
+/* See cp_dir.plain. Asked only when it is used (-p's owner). */
+static bool dir_plain(const struct cp_dir *d)
+{
+	struct stat st;
+
+	if (lstat(d->dst, &st) < 0 || !S_ISDIR(st.st_mode) || (st.st_mode & S_ISGID))
+		return false;
+	return getxattr(d->dst, "system.posix_acl_default", NULL, 0) < 0 &&
+	       (errno == ENODATA || errno == EOPNOTSUPP);
+}
 
 static void dir_fds_open(struct cp_run *r, struct cp_dir *d)
 {
@@ -225,6 +237,7 @@ static void copy_dir(struct cp_run *r, struct cp_dir *pd, const char *src,
 	d->dst = strdup(dst);
 	d->src_name = strdup(src);
 	dir_fds_open(r, d);
+	d->plain = r->o.p_owner && dir_plain(d);
 
 	if (r->o.one_fs && pd && st->st_dev != pd->src.st_dev)
 		goto done;	/* -x: the mount point is made, not filled */
@@ -315,8 +328,12 @@ static void copy_reg(struct cp_run *r, struct cp_dir *pd, const char *src,
 	int follow = r->o.deref == DEREF_NEVER ? O_NOFOLLOW : 0, dfd = -1;
 	const char *name;
 	int at = cp_at(pd, false, src, &name);
-	mode_t omitted = r->o.p_owner ? lst->st_mode & 077 : 0;
+	/* Already ours: no owner to change, so nothing to hide meanwhile. */
+	bool ours = r->o.p_owner && !exists && pd && pd->plain &&
+		    lst->st_uid == r->euid && lst->st_gid == r->egid;
+	mode_t omitted = r->o.p_owner && !ours ? lst->st_mode & 077 : 0;
 	mode_t create = (lst->st_mode & 0777) & ~omitted;
+	unsigned has = 0;
 	struct stat st = *lst;
 	bool opened = sfd < 0;
 
@@ -344,6 +361,9 @@ static void copy_reg(struct cp_run *r, struct cp_dir *pd, const char *src,
 	}
 	if (r->o.p_xattr && !r->root)
 		create |= S_IWUSR;	/* so the attributes can be set */
+	if (ours)
+		has = CP_HAS_OWNER |
+		      ((create & ~r->umask) == (lst->st_mode & 07777) ? CP_HAS_MODE : 0);
 	if (exists) {
 		dfd = open(dst, O_WRONLY | O_TRUNC | O_CLOEXEC | O_NOCTTY);
 		if (dfd < 0 && errno == ENOENT) {
@@ -378,7 +398,8 @@ static void copy_reg(struct cp_run *r, struct cp_dir *pd, const char *src,
 	}
 	r->files_total++;
 	r->bytes_total += (uint64_t)st.st_size;
-	cp_file(r, pd, src, dst, sfd, &st, dfd, !exists, create, omitted);
+	cp_file(r, pd, src, dst, sfd, &st, dfd, !exists, create, omitted,
+		exists ? 0 : has);
 }
 
 /* A symlink or special node at a name the caller has cleared. */

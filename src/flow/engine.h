@@ -24,6 +24,7 @@
 #include <errno.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/types.h>
 #include <uaio/flow.h>
 #include <uaio/loop.h>
 
@@ -39,6 +40,7 @@ struct flow_ep {
 	bool append;		/* O_APPEND: written in order, never at offsets */
 	bool nonblock;		/* O_NONBLOCK */
 	uint64_t size;		/* st_size when the flow started */
+	dev_t dev;		/* st_dev (refused.c) */
 	int64_t off;		/* where the flow starts (seek only) */
 	char *mem;
 	size_t mem_len;
@@ -130,6 +132,11 @@ static inline bool flow__fallback_err(int err)
 	       err == -EOPNOTSUPP || err == -EPERM || err == -ENOTTY ||
 	       err == -ENODATA;	/* a method's "nothing here" (copy_file_range's 0 on /proc) */
 }
+
+/* refused.c: whether method m was refused between these two file
+ * systems before (and so is not tried), and noting a refusal. */
+bool flow__refused(const uaio_flow *f, int m);
+void flow__refusal(const uaio_flow *f, int m, int err);
 
 /* Which side an error of a step that both reads and writes belongs to. */
 static inline int flow__side_of(int err)

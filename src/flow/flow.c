@@ -82,6 +82,7 @@ static int classify(struct flow_ep *e, const struct uaio_flow_ep *u, bool src)
 	e->fd = u->fd;
 	e->nonblock = fl & O_NONBLOCK;
 	e->size = (uint64_t)st.st_size;
+	e->dev = st.st_dev;
 	switch (st.st_mode & S_IFMT) {
 	case S_IFREG: e->kind = EK_FILE; break;
 	case S_IFBLK: e->kind = EK_BLK; break;
@@ -118,7 +119,7 @@ static int next_method(const uaio_flow *f, int after)
 		i++;
 	}
 	for (; i < n; i++)
-		if (methods[c[i]]->fits(f))
+		if (methods[c[i]]->fits(f) && !flow__refused(f, c[i]))
 			return c[i];
 	return -1;
 }
@@ -198,6 +199,7 @@ void flow__fail(uaio_flow *f, int err, int side)
 
 	if (f->err || (f->flags & FF_DONE))
 		return;
+	flow__refusal(f, f->method, err);
 	/* A refusal another method may cure, before anything is in flight
 	 * or held by this one. */
 	if (flow__fallback_err(err) && !f->inflight && !(f->flags & FF_ENDING) &&

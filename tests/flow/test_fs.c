@@ -33,6 +33,65 @@ static void test_exdev(void)
 	free(data);
 }
 
+/* One AUTO flow a -> b to its end (checked); returns the method it
+ * started with. */
+static const char *first_method(int a, int b, size_t n)
+{
+	struct t_sync s = { 0 };
+	struct uaio_flow_params p = {
+		.src = { .type = UAIO_FLOW_FD, .fd = a, .off = 0 },
+		.dst = { .type = UAIO_FLOW_FD, .fd = b, .off = 0 },
+		.len = UAIO_FLOW_EOF, .mode = UAIO_FLOW_AUTO, .done = t_sync_done, .data = &s,
+	};
+	const char *m;
+	uaio_flow *f;
+
+	CHECK_EQ(uaio_flow_start(L, &p, &f), 0);
+	m = uaio_flow_method(f);
+	T_RUN_UNTIL(L, s.r.done, 10000000);
+	CHECK_EQ(s.r.res, (int64_t)n);
+	CHECK(!t_cmp_fds(a, b, n));
+	return m;
+}
+
+/* Refusals are remembered per pair of devices: after a flow was refused
+ * FICLONE (EXDEV across file systems, EOPNOTSUPP on ext4 and tmpfs) and
+ * copy_file_range (EXDEV), the next flow between the same two starts at
+ * the method that worked. Runs first: each pair is new here. */
+static void test_refused(void)
+{
+	static const char *const dirs[][2] = {
+		{ "/dev/shm", "/var/tmp" },	/* another file system */
+		{ "/var/tmp", "/var/tmp" },	/* the same: copy_file_range works */
+	};
+	size_t n = (1u << 20) + 5;
+	char *data = malloc(n);
+
+	if (access("/dev/shm", W_OK))
+		SKIP("no /dev/shm");
+	t_fill(data, n, 3);
+	for (unsigned i = 0; i < 2; i++) {
+		const char *m[3];
+
+		for (int k = 0; k < 3; k++) {
+			int a = t_tmpfile(dirs[i][0]), b = t_tmpfile(dirs[i][1]);
+
+			CHECK_EQ(pwrite(a, data, n, 0), (ssize_t)n);
+			m[k] = first_method(a, b, n);
+			close(a);
+			close(b);
+		}
+		fprintf(stderr, "    %s -> %s: started with %s, then %s, %s\n",
+			dirs[i][0], dirs[i][1], m[0], m[1], m[2]);
+		CHECK(strcmp(m[0], "clone") == 0);
+		for (int k = 1; k < 3; k++) {
+			CHECK(strcmp(m[k], "clone") != 0);
+			CHECK(strcmp(m[k], i ? "copy_file_range" : "splice") == 0);
+		}
+	}
+	free(data);
+}
+
 static void test_proc(void)
 {
 	char want[4096], *got = malloc(4096);
@@ -102,6 +161,7 @@ int main(void)
 	t_watchdog(300);
 	t_banner("test_fs");
 	L = t_loop_new(0);
+	RUN(test_refused);
 	RUN(test_proc);
 	RUN(test_sparse);
 	RUN(test_big);

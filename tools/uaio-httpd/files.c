@@ -129,6 +129,7 @@ static int make_file(struct conn *c, int fd, const struct stat *st,
 	struct server *s = c->srv;
 	struct file_cache *fc = s->files;
 	struct file *f;
+	int n;
 
 	if (!S_ISREG(st->st_mode) && !S_ISDIR(st->st_mode)) {
 		close(fd);	/* fifos, devices, sockets: never served */
@@ -157,6 +158,11 @@ static int make_file(struct conn *c, int fd, const struct stat *st,
 		 (unsigned long long)st->st_mtim.tv_sec * 1000000000ull +
 			 (unsigned long long)st->st_mtim.tv_nsec);
 	proto_date(f->mtime, f->lastmod);
+	n = snprintf(f->hdr, sizeof(f->hdr),
+		     "Content-Type: %s\r\nContent-Length: %llu\r\nLast-Modified: %s\r\n"
+		     "ETag: %s\r\nAccept-Ranges: bytes\r\n", f->type,
+		     (unsigned long long)f->size, f->lastmod, f->etag);
+	f->hdr_len = n > 0 && (size_t)n < sizeof(f->hdr) ? (uint16_t)n : 0;
 	if (s->cfg->cache_entries) {
 		struct file **b = &fc->bucket[hash(f->path) & fc->mask];
 

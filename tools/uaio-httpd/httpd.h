@@ -35,6 +35,7 @@
 #define HTTPD_BODY_BUF	(64 * 1024)	/* first read of a file */
 #define HTTPD_PATH_MAX	4096
 #define HTTPD_RANGES_MAX 16
+#define HTTPD_FILE_HDR	256		/* struct file's prebuilt headers */
 
 enum disk_io { DISK_LAIO, DISK_BLOCKING, DISK_THREADS };
 
@@ -135,6 +136,11 @@ struct file {
 	const char *type;
 	char etag[48];
 	char lastmod[30];
+	/* A 200's headers about the file, built once (files_open): Content-
+	 * Type, -Length, Last-Modified, ETag, Accept-Ranges. 0: did not fit,
+	 * built per response. */
+	uint16_t hdr_len;
+	char hdr[HTTPD_FILE_HDR];
 	struct file *hnext;		/* hash chain */
 	struct file *lprev, *lnext;	/* LRU */
 };
@@ -285,6 +291,9 @@ struct server {
 	unsigned npool, nbody_pool;
 	char date[30];			/* cached Date: value */
 	time_t date_sec;
+	/* "HTTP/1.1 200 OK", Server and Date, rebuilt with the date */
+	char head200[96];
+	size_t head200_len;
 	uint64_t now_ms;
 	uint64_t requests;
 };
@@ -294,6 +303,8 @@ int server_run(struct server *s);
 void server_drain(void *s);		/* posted to the loop on SIGTERM */
 void server_fini(struct server *s);
 const char *server_date(struct server *s);
+/* A 200's first lines, current Date included: *len bytes. */
+const char *server_head200(struct server *s, size_t *len);
 uint64_t server_now_ms(struct server *s);
 char *server_buf(struct server *s, bool body);
 void server_buf_put(struct server *s, char *b, bool body);

@@ -110,6 +110,12 @@ static void head_start(struct conn *c, int status)
 
 	r->status = status;
 	r->head_len = 0;
+	if (status == 200) {
+		const char *h = server_head200(c->srv, &r->head_len);
+
+		memcpy(r->head, h, r->head_len);
+		return;
+	}
 	add(r, "HTTP/1.1 %d %s\r\nServer: " HTTPD_NAME "\r\nDate: %s\r\n",
 	    status, resp_reason[status], server_date(c->srv));
 }
@@ -355,9 +361,14 @@ static void serve_file(struct conn *c)
 	}
 	if (n == 0) {
 		head_start(c, 200);
-		add(r, "Content-Type: %s\r\nContent-Length: %llu\r\n", f->type,
-		    (unsigned long long)f->size);
-		entity_headers(c);
+		if (f->hdr_len && f->hdr_len < sizeof(r->head) - r->head_len) {
+			memcpy(r->head + r->head_len, f->hdr, f->hdr_len);
+			r->head_len += f->hdr_len;
+		} else {
+			add(r, "Content-Type: %s\r\nContent-Length: %llu\r\n", f->type,
+			    (unsigned long long)f->size);
+			entity_headers(c);
+		}
 		head_end(c);
 		if (!is_head(c))
 			file_seg(r, 0, f->size);

@@ -6,6 +6,7 @@
  * graceful stop on SIGTERM.
  */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -32,8 +33,18 @@ const char *server_date(struct server *s)
 	if (now != s->date_sec) {
 		s->date_sec = now;
 		proto_date(now, s->date);
+		s->head200_len = (size_t)snprintf(s->head200, sizeof(s->head200),
+						  "HTTP/1.1 200 OK\r\nServer: " HTTPD_NAME
+						  "\r\nDate: %s\r\n", s->date);
 	}
 	return s->date;
+}
+
+const char *server_head200(struct server *s, size_t *len)
+{
+	server_date(s);
+	*len = s->head200_len;
+	return s->head200;
 }
 
 /* Pools of read buffers and body buffers: the first word links them. */

@@ -11,6 +11,7 @@
  */
 #define _GNU_SOURCE
 #include <aio.h>
+#include <errno.h>
 #include <stddef.h>
 
 #include <uaio/aio.h>
@@ -38,10 +39,38 @@ ALL(int, aio_write, (struct aiocb *cb), uaio_write(cb));
 ALL(int, aio_write64, (struct aiocb64 *cb), uaio_write((struct aiocb *)cb));
 ALL(int, aio_fsync, (int op, struct aiocb *cb), uaio_fsync(op, cb));
 ALL(int, aio_fsync64, (int op, struct aiocb64 *cb), uaio_fsync(op, (struct aiocb *)cb));
-ALL(int, aio_error, (const struct aiocb *cb), uaio_error(cb));
-ALL(int, aio_error64, (const struct aiocb64 *cb), uaio_error((const struct aiocb *)cb));
-ALL(ssize_t, aio_return, (struct aiocb *cb), uaio_return(cb));
-ALL(ssize_t, aio_return64, (struct aiocb64 *cb), uaio_return((struct aiocb *)cb));
+/*
+ * glibc's aio_error and aio_return read the status the aiocb holds, and
+ * nothing else: any number of times, and on an aiocb never submitted too
+ * (whatever it holds: 0 when zeroed). uaio_error and uaio_return are
+ * stricter (EINVAL for those, aio_return once); a drop-in answers as
+ * glibc. The engine keeps the status in the same fields, published in the
+ * same order (return value, then error code). NULL, on which glibc would
+ * crash, is EINVAL.
+ */
+static int error_glibc(const struct aiocb *cb)
+{
+	if (!cb) {
+		errno = EINVAL;
+		return -1;
+	}
+	return __atomic_load_n(&cb->__error_code, __ATOMIC_ACQUIRE);
+}
+
+static ssize_t return_glibc(const struct aiocb *cb)
+{
+	if (!cb) {
+		errno = EINVAL;
+		return -1;
+	}
+	(void)__atomic_load_n(&cb->__error_code, __ATOMIC_ACQUIRE);
+	return cb->__return_value;
+}
+
+ALL(int, aio_error, (const struct aiocb *cb), error_glibc(cb));
+ALL(int, aio_error64, (const struct aiocb64 *cb), error_glibc((const struct aiocb *)cb));
+ALL(ssize_t, aio_return, (struct aiocb *cb), return_glibc(cb));
+ALL(ssize_t, aio_return64, (struct aiocb64 *cb), return_glibc((struct aiocb *)cb));
 ALL(int, aio_cancel, (int fd, struct aiocb *cb), uaio_cancel(fd, cb));
 ALL(int, aio_cancel64, (int fd, struct aiocb64 *cb), uaio_cancel(fd, (struct aiocb *)cb));
 ALL(int, aio_suspend, (const struct aiocb *const l[], int n, const struct timespec *t),

@@ -29,6 +29,31 @@ static struct flow_refusals {
 	} pair[PAIRS];
 } flow__refusals = { .mu = PTHREAD_MUTEX_INITIALIZER };
 
+/* fork(): the table is held across it, so the child's copy is whole and
+ * its lock free. */
+static void fork_prepare(void)
+{
+	pthread_mutex_lock(&flow__refusals.mu);
+}
+
+static void fork_done(void)
+{
+	pthread_mutex_unlock(&flow__refusals.mu);
+}
+
+static void at_fork(void)
+{
+	pthread_atfork(fork_prepare, fork_done, fork_done);
+}
+
+static void lock(void)
+{
+	static pthread_once_t once = PTHREAD_ONCE_INIT;
+
+	pthread_once(&once, at_fork);
+	pthread_mutex_lock(&flow__refusals.mu);
+}
+
 static bool remembered(int m)
 {
 	return m == M_CLONE || m == M_CFR;
@@ -51,7 +76,7 @@ bool flow__refused(const uaio_flow *f, int m)
 
 	if (!remembered(m) || f->src.kind != EK_FILE || f->dst.kind != EK_FILE)
 		return false;
-	pthread_mutex_lock(&t->mu);
+	lock();
 	if ((i = find(f->src.dev, f->dst.dev)) >= 0)
 		ret = t->pair[i].refused & (1u << m);
 	pthread_mutex_unlock(&t->mu);
@@ -67,7 +92,7 @@ void flow__refusal(const uaio_flow *f, int m, int err)
 	if (!remembered(m) || f->src.kind != EK_FILE || f->dst.kind != EK_FILE ||
 	    !(err == -EXDEV || (m == M_CLONE && err == -EOPNOTSUPP)))
 		return;
-	pthread_mutex_lock(&t->mu);
+	lock();
 	if ((i = find(f->src.dev, f->dst.dev)) >= 0) {
 		bit |= t->pair[i].refused;
 	} else {

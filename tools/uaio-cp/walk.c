@@ -117,7 +117,8 @@ static bool dir_plain(const struct cp_dir *d)
 {
 	struct stat st;
 
-	if (lstat(d->dst, &st) < 0 || !S_ISDIR(st.st_mode) || (st.st_mode & S_ISGID))
+	if ((d->dfd >= 0 ? fstat(d->dfd, &st) : lstat(d->dst, &st)) < 0 ||
+	    !S_ISDIR(st.st_mode) || (st.st_mode & S_ISGID))
 		return false;
 	return getxattr(d->dst, "system.posix_acl_default", NULL, 0) < 0 &&
 	       (errno == ENODATA || errno == EOPNOTSUPP);

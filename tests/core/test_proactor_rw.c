@@ -321,9 +321,13 @@ static void test_timeout_op(void)
 	uaio_op op = { 0 }, op2 = { 0 };
 	struct res r = { 0 }, r2 = { 0 };
 
+	/* Read before asking: io_uring starts the timer when the op is
+	 * submitted, so a t0 read after that (late, on a loaded machine)
+	 * could make a timeout that was on time look early. */
+	uint64_t t0 = uaio_loop_now(l);
+
 	CHECK_OK(uaio_op_timeout(l, &op, 1000000, rec, &r));
 	CHECK_OK(uaio_op_timeout(l, &op2, 0, rec, &r2));
-	uint64_t t0 = uaio_loop_now(l);
 	CHECK_EQ(uaio_loop_run(l), 0);
 	CHECK_EQ(r.n, 1);
 	CHECK_EQ(r.res, -ETIME);

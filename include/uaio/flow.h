@@ -101,6 +101,12 @@ const char *uaio_flow_mode_name(int mode);
 /* The mode named s, or -EINVAL. */
 int uaio_flow_mode_parse(const char *s);
 
+/* 1 when every page of the bytes [off, off + len) of file fd is in the
+ * page cache (a read or send of them would not wait for the disk), 0 when
+ * not, -errno on failure (-ENOSYS before Linux 6.5). Pages past the end
+ * of the file are never cached: clip len at the size first. */
+int uaio_file_cached(int fd, uint64_t off, uint64_t len);
+
 #ifdef __cplusplus
 }
 #endif

@@ -15,21 +15,12 @@
 #include <poll.h>
 #include <stdlib.h>
 #include <sys/sendfile.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "flow/engine.h"
 
-#ifndef __NR_cachestat
-#define __NR_cachestat	451	/* one number on every architecture */
-#endif
-
 #define SF_CHUNK	(1u << 20)	/* bytes asked of one sendfile */
 #define SF_INLINE_MAX	(4u << 20)	/* inline bytes per kick: other flows wait */
-#define SF_PAGE		4096u
-
-struct cs_range { uint64_t off, len; };
-struct cs_stat { uint64_t nr_cache, nr_dirty, nr_writeback, nr_evicted, nr_recently_evicted; };
 
 struct sf_run {
 	uaio_op op;		/* first: flow__one_cancel/teardown */
@@ -67,9 +58,7 @@ static bool sf_can_leave(const uaio_flow *f)
 static bool resident(uaio_flow *f, int64_t off, uint64_t n)
 {
 	struct sf_run *r = f->run;
-	struct cs_range rg = { (uint64_t)off, n };
-	struct cs_stat cs;
-	uint64_t end = (uint64_t)off + n, pages;
+	uint64_t end = (uint64_t)off + n;
 
 	if ((int64_t)end <= r->resident_end)	/* offsets only grow */
 		return true;
@@ -77,8 +66,7 @@ static bool resident(uaio_flow *f, int64_t off, uint64_t n)
 		end = f->src.size;
 	if ((uint64_t)off >= end)
 		return false;		/* past the size at the start: the file grew, or ends here */
-	pages = (end + SF_PAGE - 1) / SF_PAGE - (uint64_t)off / SF_PAGE;
-	if (syscall(__NR_cachestat, f->src.fd, &rg, &cs, 0) < 0 || cs.nr_cache < pages)
+	if (uaio_file_cached(f->src.fd, (uint64_t)off, end - (uint64_t)off) != 1)
 		return false;
 	r->resident_end = (int64_t)end;
 	return true;

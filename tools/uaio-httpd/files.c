@@ -19,14 +19,9 @@
 #include <string.h>
 #include <unistd.h>
 #include <sys/syscall.h>
+#include <uaio/flow.h>
 #include <uaio/laio.h>
 #include "httpd.h"
-
-#ifdef __NR_cachestat
-#define SYS_CACHESTAT	__NR_cachestat
-#else
-#define SYS_CACHESTAT	451	/* Linux 6.5; one number on every architecture */
-#endif
 
 enum { K_OPEN, K_READ, K_LIST };
 
@@ -393,14 +388,11 @@ ssize_t files_read(struct conn *c, struct file *f, void *buf, size_t len,
 
 bool files_cached(struct conn *c, struct file *f, uint64_t off, uint64_t len)
 {
-	struct { uint64_t off, len; } rg = { off, len };
-	struct { uint64_t cache, dirty, writeback, evicted, recently_evicted; } cs;
 	uint64_t end = off + len > f->size ? f->size : off + len;
 
 	if (c->srv->cfg->disk_io != DISK_LAIO || off >= end)
 		return false;
-	return syscall(SYS_CACHESTAT, f->fd, &rg, &cs, 0) == 0 &&
-	       cs.cache >= (end + 4095) / 4096 - off / 4096;
+	return uaio_file_cached(f->fd, off, end - off) == 1;
 }
 
 ssize_t files_list(struct conn *c, files_read_cb cb)

@@ -347,6 +347,56 @@ static void t_errors(void)
 	ht_close(c);
 }
 
+/* What RFC 9110/9112 settle that a lenient parser lets through. */
+static void expect_status(const char *req, int want, const char *what)
+{
+	struct ht_resp r;
+
+	ht_request(srv.port, req, &r);
+	EXPECT_R(&r, r.rc == HT_OK && r.status == want, "%s: %d expected", what, want);
+	ht_resp_free(&r);
+}
+
+static void t_rfc(void)
+{
+	struct ht_conn *c;
+	struct ht_resp a, b;
+
+	/* An Upgrade nobody takes: the connection goes on as HTTP/1.1. */
+	c = ht_connect(srv.port);
+	ht_sends(c, "GET /plain.txt HTTP/1.1\r\nHost: t\r\nConnection: upgrade\r\n"
+		    "Upgrade: websocket\r\n\r\nGET /index.html HTTP/1.1\r\nHost: t\r\n\r\n");
+	ht_read(c, &a, 0);
+	ht_read(c, &b, 0);
+	EXPECT_R(&a, a.rc == HT_OK && a.status == 200, "GET with an Upgrade header: 200");
+	EXPECT_R(&b, b.rc == HT_OK && b.status == 200 && ht_body_has(&b, "hello"),
+		 "the request after an ignored Upgrade: 200 with index.html");
+	ht_resp_free(&a);
+	ht_resp_free(&b);
+	ht_close(c);
+
+	expect_status("GET /plain.txt/ HTTP/1.1\r\nHost: t\r\n\r\n", 404, "a file with a trailing slash");
+	expect_status("GET /plain.txt/. HTTP/1.1\r\nHost: t\r\n\r\n", 404, "a file followed by /.");
+	expect_status("GET /plain.txt// HTTP/1.1\r\nHost: t\r\n\r\n", 404, "a file followed by //");
+	expect_status("GET /./ HTTP/1.1\r\nHost: t\r\n\r\n", 200, "/./ (the root's index)");
+	expect_status("GET /plain.txt HTTP/1.1\r\nHost: t\r\nX-Foo : y\r\n\r\n", 400,
+		      "whitespace between a header name and its colon");
+	expect_status("GET /plain.txt HTTP/1.1\r\nHost: t\r\nRange: bytes=0-1,\r\n 3-4\r\n\r\n", 400,
+		      "a folded header line (obs-fold)");
+	expect_status("GET /plain.txt HTTP/1.1\r\nHost: a b\r\n\r\n", 400, "Host: a b");
+	expect_status("GET /plain.txt HTTP/1.1\r\nHost: a/b\r\n\r\n", 400, "Host: a/b");
+	expect_status("GET /plain.txt HTTP/1.1\r\nHost: [::1]:8080\r\n\r\n", 200, "Host: [::1]:8080");
+	expect_status("GET /plain.txt HTTP/1.1\r\nHost:\r\n\r\n", 200, "an empty Host");
+	expect_status("GET /plain.txt HTTP/2.0\r\nHost: t\r\n\r\n", 505, "HTTP/2.0 on this port");
+	expect_status("GET /plain.txt HTTP/3.0\r\nHost: t\r\n\r\n", 505, "HTTP/3.0");
+	expect_status("GET /plain.txt HTTP/0.9\r\nHost: t\r\n\r\n", 400, "HTTP/0.9 with headers");
+	expect_status("FOO /plain.txt HTTP/1.1\r\nHost: t\r\n\r\n", 501, "an unknown method");
+	expect_status("G@T /plain.txt HTTP/1.1\r\nHost: t\r\n\r\n", 400, "a method that is no token");
+	expect_status("GET http://t?q=1 HTTP/1.1\r\nHost: t\r\n\r\n", 200,
+		      "absolute-form with an empty path (the root)");
+	expect_alive("the RFC cases");
+}
+
 static void t_big_head(void)
 {
 	char *big = malloc(20000), *pad = malloc(16000);
@@ -436,6 +486,7 @@ int main(void)
 	RUN(t_pipeline);
 	RUN(t_http10);
 	RUN(t_errors);
+	RUN(t_rfc);
 	RUN(t_big_head);
 	RUN(t_escapes);
 	ht_stop(&srv);

@@ -175,6 +175,11 @@ static void t_unsatisfiable(void)
 				       (r.status == 200 && r.body_len == 0)),
 		 "empty file, Range 0-0: 416 with bytes */0 (or 200 empty) expected");
 	ht_resp_free(&r);
+	/* a suffix of an empty file is all of it, nothing (RFC 9110 14.1.1) */
+	req("GET", "/empty.bin", "Range: bytes=-5\r\n", &r);
+	EXPECT_R(&r, r.rc == HT_OK && r.status == 200 && r.body_len == 0 && r.clen == 0,
+		 "empty file, Range -5: 200 with Content-Length 0 expected");
+	ht_resp_free(&r);
 	req("GET", "/missing.bin", "Range: bytes=0-9\r\n", &r);
 	EXPECT_R(&r, r.rc == HT_OK && r.status == 404, "Range on a missing file: 404");
 	ht_resp_free(&r);
@@ -195,6 +200,8 @@ static void full(const char *hdrs, const char *what, int also416)
 static void t_malformed(void)
 {
 	full("Range: items=0-1\r\n", "Range: items=0-1", 0);
+	/* more bytes than the file holds: the file once, not three times */
+	full("Range: bytes=0-,0-,0-\r\n", "Range: bytes=0-,0-,0- (overlapping, over the size)", 0);
 	full("Range: bytes=abc\r\n", "Range: bytes=abc", 0);
 	full("Range: bytes=\r\n", "Range: bytes=", 0);
 	full("Range: bytes=-\r\n", "Range: bytes=-", 0);
@@ -279,6 +286,21 @@ static void t_if_range(void)
 	full(h, "If-Range with a date other than Last-Modified", 0);
 	snprintf(h, sizeof(h), "If-Range: %s\r\n", etag);
 	full(h, "If-Range without Range", 0);
+
+	/* A date whose day starts with W is still a date (RFC 9110 13.1.5:
+	 * an entity-tag has a '"' in its first three characters). */
+	{
+		char *w = ht_join(root, "wed.bin");
+		struct timespec wts[2] = { { 1445412480, 0 }, { 1445412480, 0 } };	/* a Wednesday */
+
+		ht_write(w, data, SIZE);
+		FATAL(utimensat(AT_FDCWD, w, wts, 0) == 0, "utimensat wed.bin");
+		req("GET", "/wed.bin", "Range: bytes=0-3\r\nIf-Range: Wed, 21 Oct 2015 07:28:00 GMT \r\n", &r);
+		EXPECT_R(&r, r.rc == HT_OK && r.status == 206 && r.body_len == 4,
+			 "If-Range: Wed, 21 Oct 2015 07:28:00 GMT (its Last-Modified): 206 expected");
+		ht_resp_free(&r);
+		free(w);
+	}
 
 	/* the file changes: the old tag is stale now */
 	unsigned char *d2 = ht_random(SIZE, 99);

@@ -6,7 +6,9 @@
  * multishot poll per connection on io_uring); maybe_more remembers an
  * edge that was not drained because a response was under way.
  */
+#include <ctype.h>
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -251,6 +253,25 @@ static void request_begin(struct conn *c)
 	proto_reset(c->req, c->rbuf + c->rparsed);
 }
 
+/* What a request llhttp refused gets: 505 for a version it does not
+ * know, 501 for a method it does not know that is still a method token
+ * (RFC 9110 9.1), else 400. */
+static int parse_status(struct conn *c, llhttp_errno_t e)
+{
+	const char *p = c->req->start, *end = c->rbuf + c->rlen;
+	const char *sp;
+
+	if (e == HPE_INVALID_VERSION)
+		return 505;
+	if (e != HPE_INVALID_METHOD || !p || !(sp = memchr(p, ' ', (size_t)(end - p))) ||
+	    sp == p)
+		return 400;
+	for (; p < sp; p++)
+		if (!isalnum((unsigned char)*p) && !strchr("!#$%&'*+-.^_`|~", *p))
+			return 400;
+	return 501;
+}
+
 /* Feeds llhttp what it has not seen; answers each complete request. */
 static void conn_parse(struct conn *c)
 {
@@ -279,7 +300,7 @@ static void conn_parse(struct conn *c)
 			continue;
 		}
 		c->close_after = true;
-		respond_error(c, c->req->too_big ? 431 : 400);
+		respond_error(c, c->req->too_big ? 431 : parse_status(c, e));
 	}
 	c->in_parse = false;
 }
@@ -343,11 +364,13 @@ void conn_sweep(struct server *s, uint64_t now_ms)
 		if (c->deadline_ms && now_ms >= c->deadline_ms) {
 			/* A slow request head gets 408 if the socket has room. */
 			if (c->state == C_HEAD && !c->resp) {
-				static const char t[] =
-					"HTTP/1.1 408 Request Timeout\r\nContent-Length: 0\r\n"
-					"Connection: close\r\n\r\n";
-				(void)!send(c->fd, t, sizeof(t) - 1,
-					    MSG_DONTWAIT | MSG_NOSIGNAL);
+				char t[160];
+				int n = snprintf(t, sizeof(t),
+					"HTTP/1.1 408 Request Timeout\r\nServer: " HTTPD_NAME
+					"\r\nDate: %s\r\nContent-Length: 0\r\n"
+					"Connection: close\r\n\r\n", server_date(s));
+
+				(void)!send(c->fd, t, (size_t)n, MSG_DONTWAIT | MSG_NOSIGNAL);
 			}
 			c->close_after = false;
 			conn_close(c);

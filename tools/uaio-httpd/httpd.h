@@ -65,7 +65,7 @@ struct httpd_config {
 struct span { const char *p; size_t n; };
 
 enum hdr { H_OTHER, H_HOST, H_RANGE, H_IF_NONE_MATCH, H_IF_MODIFIED_SINCE,
-	   H_IF_RANGE, H_NHDRS };
+	   H_IF_RANGE, H_IF_MATCH, H_IF_UNMODIFIED_SINCE, H_NHDRS };
 
 /* One request as parsed: spans point into the connection's read buffer. */
 struct request {
@@ -80,6 +80,7 @@ struct request {
 	bool head_done, done;
 	bool too_big;			/* head over HTTPD_HEAD_MAX */
 	bool has_body;			/* not read: the connection closes */
+	bool bad_head;			/* a header line RFC 9112 says to refuse (400) */
 	const char *start;		/* the request's first byte */
 };
 
@@ -88,14 +89,16 @@ void proto_reset(struct request *r, const char *start);
 
 /* Decoded, normalised path of an origin-form (or absolute-form) target:
  * out gets "a/b/c" (no leading slash, "" for the root), *slash whether the
- * target ended in '/'. Returns 0, or 400 (bad escape, NUL, %2F, invalid
+ * target names a directory: it ends in '/', or in a "." or ".." segment. Returns 0, or 400 (bad escape, NUL, %2F, invalid
  * or overlong UTF-8, ".." above the root, not a path) or 414 (too long). */
 int proto_path(struct span target, char *out, size_t outsz, bool *slash);
 
 struct range { uint64_t first, last; };	/* inclusive */
 /* Parses a Range header for a file of size bytes: the number of
  * satisfiable ranges (1..max), 0 to ignore the header (not "bytes=",
- * malformed, too many), or -1 when none is satisfiable (416). */
+ * malformed, too many, more bytes than the file: the whole file is
+ * cheaper; a suffix range of an empty file), or -1 when none is
+ * satisfiable (416). */
 int proto_ranges(struct span h, uint64_t size, struct range *r, int max);
 
 /* IMF-fixdate; out must hold 30 bytes. */
@@ -105,11 +108,15 @@ int proto_parse_date(struct span s, time_t *t);
 /* Whether an If-None-Match list names etag (weak comparison), or is "*". */
 bool proto_etag_in(struct span list, const char *etag);
 
-/* What the validators of a request make of a file (RFC 9110 13.2.2):
- * 304 for a GET/HEAD whose If-None-Match or If-Modified-Since says the
- * client's copy is current, else 200. */
+/* What the validators of a request make of a file, in RFC 9110 13.2.2's
+ * order: 412 when If-Match names none of its tags or If-Unmodified-Since
+ * is older than it; 304 for a GET/HEAD whose If-None-Match or
+ * If-Modified-Since says the client's copy is current; else 200. */
 int proto_preconditions(const struct request *r, const char *etag, time_t mtime);
 /* If-Range: whether the range request may be honoured. */
+/* Whether a Host value is a uri-host with an optional port (RFC 9112 3.2;
+ * empty is allowed). */
+bool proto_host_ok(struct span h);
 bool proto_if_range(const struct request *r, const char *etag, time_t mtime);
 
 /* ------------------------------------------------------------- mime.c */

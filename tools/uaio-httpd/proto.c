@@ -60,7 +60,8 @@ static const struct { const char *name; int h; } known[] = {
 	{ "host", H_HOST }, { "range", H_RANGE },
 	{ "if-none-match", H_IF_NONE_MATCH },
 	{ "if-modified-since", H_IF_MODIFIED_SINCE },
-	{ "if-range", H_IF_RANGE },
+	{ "if-range", H_IF_RANGE }, { "if-match", H_IF_MATCH },
+	{ "if-unmodified-since", H_IF_UNMODIFIED_SINCE },
 };
 
 static int on_field_done(llhttp_t *p)
@@ -69,6 +70,10 @@ static int on_field_done(llhttp_t *p)
 
 	if (!r->field.p || r->field.n == 0)
 		return -1;	/* a header needs a name (RFC 9110 5.1) */
+	/* Whitespace between name and colon: 400 (RFC 9112 5.1). */
+	for (size_t i = 0; i < r->field.n; i++)
+		if (r->field.p[i] == ' ' || r->field.p[i] == '\t')
+			r->bad_head = true;
 	r->cur = H_OTHER;
 	for (size_t i = 0; i < sizeof(known) / sizeof(known[0]); i++)
 		if (strlen(known[i].name) == r->field.n &&
@@ -84,10 +89,16 @@ static int on_value_done(llhttp_t *p)
 {
 	struct request *r = p->data;
 
-	if (r->cur != H_OTHER) {
-		if (!r->dup[r->cur]++)
-			r->hdr[r->cur] = r->val.p ? r->val : (struct span){ "", 0 };
-	}
+	struct span v = r->val.p ? r->val : (struct span){ "", 0 };
+
+	/* A folded line (obs-fold) is refused (RFC 9112 5.2), and the
+	 * trailing whitespace llhttp leaves is not part of the value. */
+	if (memchr(v.p, '\r', v.n) || memchr(v.p, '\n', v.n))
+		r->bad_head = true;
+	while (v.n && (v.p[v.n - 1] == ' ' || v.p[v.n - 1] == '\t'))
+		v.n--;
+	if (r->cur != H_OTHER && !r->dup[r->cur]++)
+		r->hdr[r->cur] = v;
 	r->val = (struct span){ 0 };
 	r->cur = H_OTHER;
 	return 0;
@@ -102,6 +113,10 @@ static int on_headers_done(llhttp_t *p)
 	r->minor = llhttp_get_http_minor(p);
 	r->keep_alive = llhttp_should_keep_alive(p);
 	r->head_done = true;
+	/* An Upgrade this server does not take is ignored (RFC 9110 7.8):
+	 * the connection goes on as HTTP/1.1. */
+	if (r->method != HTTP_CONNECT)
+		p->upgrade = 0;
 	/* A body is never read: the response goes out now and the
 	 * connection closes after it. */
 	if ((p->flags & F_CHUNKED) || p->content_length > 0) {
@@ -191,8 +206,8 @@ int proto_path(struct span t, char *out, size_t outsz, bool *slash)
 	if (p != t.p) {		/* absolute-form: skip the authority */
 		while (p < end && *p != '/' && *p != '?')
 			p++;
-		if (p == end || *p != '/')
-			return p == end ? (*slash = true, out[0] = 0, 0) : 400;
+		if (p == end || *p == '?' || *p == '#')	/* empty path: the root */
+			return *slash = true, out[0] = 0, 0;
 	}
 	if (p == end || *p != '/')
 		return 400;
@@ -228,6 +243,7 @@ int proto_path(struct span t, char *out, size_t outsz, bool *slash)
 				return 414;
 			out[len++] = (char)c;
 		}
+		*slash = true;		/* unless a name follows */
 		if (len - seg == 1 && out[seg] == '.') {
 			len = seg;
 		} else if (len - seg == 2 && out[seg] == '.' && out[seg + 1] == '.') {
@@ -242,6 +258,7 @@ int proto_path(struct span t, char *out, size_t outsz, bool *slash)
 			if (!utf8_ok((unsigned char *)out + seg, len - seg))
 				return 400;
 			out[len++] = '/';
+			*slash = p < end;	/* "name/" or "name" at the end */
 			continue;
 		}
 		if (len > 0 && out[len - 1] != '/')
@@ -280,6 +297,8 @@ int proto_ranges(struct span h, uint64_t size, struct range *r, int max)
 {
 	const char *p = h.p, *end = h.p + h.n;
 	int n = 0, specs = 0;
+	uint64_t bytes = 0;
+	bool empty_suffix = false;
 
 	if (h.n < 6 || strncasecmp(p, "bytes=", 6))
 		return 0;
@@ -317,14 +336,21 @@ int proto_ranges(struct span h, uint64_t size, struct range *r, int max)
 		if (++specs > max)
 			return 0;	/* too many: serve the whole file */
 		if (suffix) {
-			if (b == 0 || size == 0)
+			if (b == 0)
 				continue;
+			if (size == 0) {	/* all of nothing (RFC 9110 14.1.1) */
+				empty_suffix = true;
+				continue;
+			}
 			r[n++] = (struct range){ size > b ? size - b : 0, size - 1 };
 		} else if (a < size) {
 			r[n++] = (struct range){ a, b < size ? b : size - 1 };
+		} else {
+			continue;
 		}
+		bytes += r[n - 1].last - r[n - 1].first + 1;
 	}
-	if (specs == 0)
+	if (specs == 0 || empty_suffix || bytes > size)
 		return 0;
 	return n ? n : -1;
 }
@@ -422,6 +448,18 @@ static bool etag_list_has(struct span list, const char *etag, bool weak_ok)
 	}
 }
 
+/* If-Match: "*", or a list naming etag by strong comparison. */
+static bool proto_etag_is(struct span list, const char *etag)
+{
+	const char *p = list.p, *end = list.p + list.n;
+
+	while (p < end && (*p == ' ' || *p == '\t'))
+		p++;
+	if (p < end && *p == '*')
+		return true;
+	return etag_list_has(list, etag, false);
+}
+
 bool proto_etag_in(struct span list, const char *etag)
 {
 	const char *p = list.p, *end = list.p + list.n;
@@ -435,8 +473,15 @@ bool proto_etag_in(struct span list, const char *etag)
 
 int proto_preconditions(const struct request *r, const char *etag, time_t mtime)
 {
-	time_t ims;
+	time_t ims, ius;
 
+	if (r->hdr[H_IF_MATCH].p) {
+		if (!proto_etag_is(r->hdr[H_IF_MATCH], etag))
+			return 412;
+	} else if (r->hdr[H_IF_UNMODIFIED_SINCE].p &&
+		   !proto_parse_date(r->hdr[H_IF_UNMODIFIED_SINCE], &ius) && mtime > ius) {
+		return 412;
+	}
 	if (r->method != HTTP_GET && r->method != HTTP_HEAD)
 		return 200;
 	if (r->hdr[H_IF_NONE_MATCH].p)
@@ -454,8 +499,21 @@ bool proto_if_range(const struct request *r, const char *etag, time_t mtime)
 
 	if (!v.p)
 		return true;
-	if (v.n && (v.p[0] == '"' || v.p[0] == 'W'))
+	/* An entity-tag has a '"' among its first three characters
+	 * (RFC 9110 13.1.5); a date never does. */
+	if ((v.n && v.p[0] == '"') || (v.n >= 3 && !memcmp(v.p, "W/\"", 3)))
 		return etag_list_has(v, etag, false) && v.p[0] == '"' &&
 		       v.n == strlen(etag);	/* one strong tag, exactly */
 	return !proto_parse_date(v, &t) && t == mtime;
+}
+
+bool proto_host_ok(struct span h)
+{
+	for (size_t i = 0; i < h.n; i++) {
+		unsigned char ch = (unsigned char)h.p[i];
+
+		if (!ch || (!isalnum(ch) && !strchr("-._~%!$&'()*+,;=:[]", ch)))
+			return false;
+	}
+	return true;
 }

@@ -19,10 +19,12 @@ const char *const resp_reason[600] = {
 	[200] = "OK", [206] = "Partial Content", [301] = "Moved Permanently",
 	[304] = "Not Modified", [400] = "Bad Request", [403] = "Forbidden",
 	[404] = "Not Found", [405] = "Method Not Allowed",
-	[408] = "Request Timeout", [414] = "URI Too Long",
+	[408] = "Request Timeout", [412] = "Precondition Failed",
+	[414] = "URI Too Long",
 	[416] = "Range Not Satisfiable",
 	[431] = "Request Header Fields Too Large",
-	[500] = "Internal Server Error", [503] = "Service Unavailable",
+	[500] = "Internal Server Error", [501] = "Not Implemented",
+	[503] = "Service Unavailable",
 	[505] = "HTTP Version Not Supported",
 };
 
@@ -203,12 +205,23 @@ void respond(struct conn *c)
 	c->deadline_ms = 0;
 	if (!q->keep_alive || q->major != 1 || q->minor == 0 || c->srv->draining)
 		c->close_after = true;
+	/* HTTP/0.9 has no headers to answer with; 2 and later are not
+	 * spoken here (RFC 9110 15.6.6). */
+	if (q->major != 1) {
+		error_page(c, q->major ? 505 : 400, "");
+		return;
+	}
 	if (q->method != HTTP_GET && q->method != HTTP_HEAD) {
 		error_page(c, 405, "Allow: GET, HEAD\r\n");
 		return;
 	}
-	if ((q->major == 1 && q->minor >= 1 && !q->hdr[H_HOST].p) ||
-	    q->dup[H_HOST] > 1) {
+	/* Host: required in 1.1, once, well formed (RFC 9112 3.2); the
+	 * validators once each, as a second list or date is ambiguous. */
+	if (q->bad_head || (q->minor >= 1 && !q->hdr[H_HOST].p) ||
+	    q->dup[H_HOST] > 1 || (q->hdr[H_HOST].p && !proto_host_ok(q->hdr[H_HOST])) ||
+	    q->dup[H_IF_NONE_MATCH] > 1 || q->dup[H_IF_MATCH] > 1 ||
+	    q->dup[H_IF_MODIFIED_SINCE] > 1 || q->dup[H_IF_UNMODIFIED_SINCE] > 1 ||
+	    q->dup[H_IF_RANGE] > 1) {
 		error_page(c, 400, "");
 		return;
 	}
@@ -306,6 +319,11 @@ static void on_opened(struct conn *c, struct file *f, int err)
 		return;
 	}
 	if (!f->dir) {
+		/* "file/" (or "file/."): a file is no directory. */
+		if (r->slash && !r->index && r->path[0]) {
+			error_page(c, 404, "");
+			return;
+		}
 		serve_file(c);
 		return;
 	}
@@ -342,7 +360,11 @@ static void serve_file(struct conn *c)
 	struct file *f = r->f;
 	int n = 0;
 
-	if (proto_preconditions(q, f->etag, f->mtime) == 304) {
+	switch (proto_preconditions(q, f->etag, f->mtime)) {
+	case 412:
+		error_page(c, 412, "");
+		return;
+	case 304:
 		head_start(c, 304);
 		add(r, "Last-Modified: %s\r\nETag: %s\r\n", f->lastmod, f->etag);
 		head_end(c);

@@ -12,15 +12,12 @@ int uaio__sigevent_check(const struct sigevent *sev);
 /*
  * Delivers sev: SIGEV_SIGNAL queues sigev_signo with si_code SI_ASYNCIO
  * and si_value = sigev_value; SIGEV_THREAD runs sigev_notify_function on
- * the notification pool (started on first need), or on a thread of its
- * own when sigev_notify_attributes is set. Callable with any lock held.
+ * a new thread (sigev_notify_attributes, else detached). 0, or -errno when
+ * it could not be delivered (a full signal queue, no thread: EAGAIN).
+ * Callable with any lock held.
  */
-void uaio__notify(const struct sigevent *sev);
-/* fork(): the pool's lock is held across it; the child's pool is empty. */
-void uaio__notify_fork_prepare(void);
-void uaio__notify_fork_parent(void);
-void uaio__notify_fork_child(void);
-/* Threads in the notification pool (tests). */
+int uaio__notify(const struct sigevent *sev);
+/* SIGEV_THREAD threads started so far (tests). */
 unsigned uaio__notify_threads(void);
 
 /* The most one submitting call copies inline (a request or a whole

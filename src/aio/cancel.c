@@ -44,6 +44,8 @@ UAIO_API int uaio_cancel(int fd, struct aiocb *cb)
 		return posix_ret(-EBADF);
 	if (cb && cb->aio_fildes != fd)
 		return posix_ret(-EINVAL);
+	if (cb && cb_state(cb) == ST_ORPHAN)
+		return AIO_NOTCANCELED;
 	if (cb && cb_state(cb) != ST_LIVE)
 		return AIO_ALLDONE;
 

@@ -175,12 +175,10 @@ static void fork_prepare(void)
 	pthread_mutex_lock(&E->mu);
 	if (E->loop)
 		uaio_loop_lock(E->loop);
-	uaio__notify_fork_prepare();
 }
 
 static void fork_parent(void)
 {
-	uaio__notify_fork_parent();
 	if (E->loop)
 		uaio_loop_unlock(E->loop);
 	pthread_mutex_unlock(&E->mu);
@@ -192,10 +190,9 @@ static void fork_child(void)
 {
 	struct aio_req *r;
 
-	uaio__notify_fork_child();
 	UAIO_SLAB_FOREACH(&E->reqs, r)
 		if (r->state != RS_FREE && r->cb && cb_state(r->cb) == ST_LIVE)
-			atomic_store(&priv(r->cb)->state, 0);
+			atomic_store(&priv(r->cb)->state, tag(r->cb, ST_ORPHAN));
 	uaio__slab_destroy(&E->reqs);
 	E->nreq = 0;
 	for (int i = 0; i < SERIAL_BUCKETS; i++) {

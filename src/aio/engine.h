@@ -97,6 +97,10 @@ _Static_assert(offsetof(struct aiocb, __glibc_reserved) % 8 == 0,
 #define ST_LIVE		0x75616f696c697665ull
 #define ST_DONE		0x75616f69646f6e65ull
 #define ST_RETURNED	0x75616f6972657464ull
+/* In a child of fork(): a request of the parent's, which no one will
+ * finish here. As under glibc (whose helper threads the child lacks) it
+ * stays in progress: aio_suspend waits, aio_cancel cannot cancel it. */
+#define ST_ORPHAN	0x75616f696f727068ull
 
 static inline struct cbpriv *priv(const struct aiocb *cb)
 {
@@ -335,6 +339,11 @@ void aio__req_cb(uaio_op *op, int res, void *data);
 int aio__cb_check(struct aiocb *cb, bool prio);
 void aio__cb_mark_live(struct aiocb *cb);
 int aio__submit_rw(struct aiocb *cb, int kind, struct lio_ctx *pc, struct aio_lio *g);
+int aio__submit_sync(struct aiocb *cb, int kind, struct aio_lio *g);
+/* glibc's own opcodes for aio_fsync requests, which its lio_listio takes
+ * too (after LIO_NOP; not in <aio.h>). */
+#define LIO_DSYNC_GLIBC	(LIO_NOP + 1)
+#define LIO_SYNC_GLIBC	(LIO_NOP + 2)
 void aio__batch_flush(struct lio_ctx *pc);
 
 /* lio.c */

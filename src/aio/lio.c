@@ -66,6 +66,8 @@ UAIO_API int ulio_listio(int mode, struct aiocb *const list[], int nent,
 			continue;
 		if (op == LIO_READ || op == LIO_WRITE) {
 			r = aio__submit_rw(cb, op == LIO_READ ? K_READ : K_WRITE, &pc, g);
+		} else if (op == LIO_DSYNC_GLIBC || op == LIO_SYNC_GLIBC) {
+			r = aio__submit_sync(cb, op == LIO_DSYNC_GLIBC ? K_DSYNC : K_FSYNC, g);
 		} else if ((r = aio__cb_check(cb, false)) == 0) {
 			aio__cb_mark_live(cb);
 			aio__complete(cb, -EINVAL);

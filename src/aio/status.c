@@ -68,8 +68,13 @@ void aio__complete(struct aiocb *cb, long res)
 		sev = cb->aio_sigevent;
 	aio__publish(cb, res);
 	aio__seq_bump();
-	if (notify)
-		uaio__notify(&sev);
+	/* glibc: a notification that cannot be delivered (a full signal
+	 * queue, no thread) becomes the request's status, after the fact. */
+	if (notify && (res = uaio__notify(&sev)) < 0) {
+		cb->__return_value = -1;
+		__atomic_store_n(&cb->__error_code, (int)-res, __ATOMIC_RELEASE);
+		aio__seq_bump();
+	}
 }
 
 /* ------------------------------------------- error, return, suspend */
@@ -81,7 +86,7 @@ UAIO_API int uaio_error(const struct aiocb *cb)
 	if (!cb)
 		return posix_ret(-EINVAL);
 	st = cb_state(cb);
-	if (st != ST_LIVE && st != ST_DONE && st != ST_RETURNED)
+	if (st != ST_LIVE && st != ST_DONE && st != ST_RETURNED && st != ST_ORPHAN)
 		return posix_ret(-EINVAL);
 	return __atomic_load_n(&cb->__error_code, __ATOMIC_ACQUIRE);
 }
@@ -97,7 +102,8 @@ UAIO_API ssize_t uaio_return(struct aiocb *cb)
 	if (atomic_compare_exchange_strong(&priv(cb)->state, &want,
 					   tag(cb, ST_RETURNED)))
 		return cb->__return_value;
-	return posix_ret(cb_state(cb) == ST_LIVE ? -EINPROGRESS : -EINVAL);
+	return posix_ret(cb_state(cb) == ST_LIVE || cb_state(cb) == ST_ORPHAN ?
+			 -EINPROGRESS : -EINVAL);
 }
 
 bool aio__any_done(const struct aiocb *const list[], int nent)
@@ -105,7 +111,7 @@ bool aio__any_done(const struct aiocb *const list[], int nent)
 	for (int i = 0; i < nent; i++) {
 		const struct aiocb *cb = list[i];
 
-		if (cb && (cb_state(cb) != ST_LIVE ||
+		if (cb && ((cb_state(cb) != ST_LIVE && cb_state(cb) != ST_ORPHAN) ||
 			   __atomic_load_n(&cb->__error_code, __ATOMIC_ACQUIRE) != EINPROGRESS))
 			return true;
 	}

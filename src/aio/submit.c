@@ -7,6 +7,8 @@
 #define _GNU_SOURCE
 #include "aio/engine.h"
 
+#include <sys/socket.h>
+
 /* ---------------------------------------------------- submission */
 
 /*
@@ -47,6 +49,39 @@ static long attempt(int fd, int kind, struct aiocb *cb, int64_t off, int rwf)
 	bool wr = kind != K_READ;
 
 	return uaio__rw(fd, wr, &iov, 1, wr && off >= 0 ? off + (int64_t)done : off, rwf);
+}
+
+/*
+ * A stream write made on the caller's thread must not raise SIGPIPE
+ * there: glibc writes from a helper thread that blocks every signal, so
+ * a program never sees one, only EPIPE. A socket is asked not to
+ * (MSG_NOSIGNAL); for a pipe the signal is blocked around the write and
+ * the one it raised, if any, taken back.
+ */
+static long attempt_stream(int fd, int kind, struct aiocb *cb, int rwf,
+			   const struct stat *st)
+{
+	uint64_t done = priv(cb)->done;
+	sigset_t pipe_set, old, pend;
+	bool pending;
+	long res;
+
+	if (kind != K_WRITE)
+		return attempt(fd, kind, cb, -1, rwf);
+	if (S_ISSOCK(st->st_mode)) {
+		res = send(fd, (const char *)cb->aio_buf + done, cb_len(cb) - done,
+			   MSG_NOSIGNAL | (rwf & RWF_NOWAIT ? MSG_DONTWAIT : 0));
+		return res < 0 ? -errno : res;
+	}
+	sigemptyset(&pipe_set);
+	sigaddset(&pipe_set, SIGPIPE);
+	pthread_sigmask(SIG_BLOCK, &pipe_set, &old);
+	pending = sigpending(&pend) == 0 && sigismember(&pend, SIGPIPE);
+	res = attempt(fd, kind, cb, -1, rwf);
+	if (res == -EPIPE && !pending)
+		sigtimedwait(&pipe_set, NULL, &(struct timespec){ 0, 0 });
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	return res;
 }
 
 /*
@@ -110,9 +145,9 @@ static int submit_serial(struct aiocb *cb, int kind, int fd, int fl,
 	if (!s->busy && !s->head && kind <= K_WRITE) {
 		/* Nothing ahead of it: try now, under the lock, so that no
 		 * later request can overtake it. */
-		res = attempt(fd, kind, cb, -1, RWF_NOWAIT);
+		res = attempt_stream(fd, kind, cb, RWF_NOWAIT, st);
 		if (res == -EOPNOTSUPP && (fl & O_NONBLOCK))
-			res = attempt(fd, kind, cb, -1, 0);
+			res = attempt_stream(fd, kind, cb, 0, st);
 		if (attempt_final(cb, kind, res, true, fl & O_NONBLOCK)) {
 			aio__serial_maybe_free_locked(s);
 			pthread_mutex_unlock(&E->mu);
@@ -394,29 +429,44 @@ UAIO_API int uaio_write(struct aiocb *cb)
 	return posix_ret(aio__submit_rw(cb, K_WRITE, NULL, NULL));
 }
 
+/* An fsync or fdatasync (kind) of cb's file, for aio_fsync or a
+ * lio_listio entry with glibc's LIO_DSYNC / LIO_SYNC opcode; a bad
+ * descriptor fails as the request runs. 0, or -errno when refused. */
+int aio__submit_sync(struct aiocb *cb, int kind, struct aio_lio *g)
+{
+	struct stat st;
+	int fd, ret;
+
+	if ((ret = aio__cb_check(cb, false)) < 0)
+		return ret;
+	fd = cb->aio_fildes;
+	aio__cb_mark_live(cb);
+	if (fstat(fd, &st) < 0) {
+		aio__complete(cb, -errno);
+		return 0;
+	}
+	if (S_ISREG(st.st_mode) || S_ISBLK(st.st_mode))
+		ret = submit_parallel(cb, kind, fd, true, NULL, g);
+	else
+		ret = submit_serial(cb, kind, fd, 0, &st, NULL, g);
+	if (ret < 0)
+		aio__publish(cb, ret);
+	return ret;
+}
+
 /* POSIX: only aio_fildes and aio_sigevent are used. As glibc, a bad
  * descriptor is refused here, and aio_reqprio is set to 0. */
 UAIO_API int uaio_fsync(int op, struct aiocb *cb)
 {
 	struct stat st;
-	int fd, kind = op == O_DSYNC ? K_DSYNC : K_FSYNC, ret;
 
 	if (op != O_SYNC && op != O_DSYNC)
 		return posix_ret(-EINVAL);
 	if (cb && cb_state(cb) != ST_LIVE && fstat(cb->aio_fildes, &st) < 0)
 		return posix_ret(-EBADF);
-	if ((ret = aio__cb_check(cb, false)) < 0)
-		return posix_ret(ret);
-	fd = cb->aio_fildes;
-	cb->aio_reqprio = 0;
-	cb->aio_lio_opcode = op == O_DSYNC ? LIO_NOP + 1 : LIO_NOP + 2; /* glibc's LIO_DSYNC, LIO_SYNC */
-	aio__cb_mark_live(cb);
-	if (S_ISREG(st.st_mode) || S_ISBLK(st.st_mode))
-		ret = submit_parallel(cb, kind, fd, true, NULL, NULL);
-	else
-		ret = submit_serial(cb, kind, fd, 0, &st, NULL, NULL);
-	if (ret < 0)
-		aio__publish(cb, ret);
-	return posix_ret(ret);
+	if (cb && cb_state(cb) != ST_LIVE) {
+		cb->aio_reqprio = 0;
+		cb->aio_lio_opcode = op == O_DSYNC ? LIO_DSYNC_GLIBC : LIO_SYNC_GLIBC;
+	}
+	return posix_ret(aio__submit_sync(cb, op == O_DSYNC ? K_DSYNC : K_FSYNC, NULL));
 }
-

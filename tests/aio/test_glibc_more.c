@@ -1,0 +1,275 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * More of glibc's behaviour a program can see (found by running the same
+ * programs under glibc and the drop-in): an async write to a pipe or
+ * socket whose reader is gone gives EPIPE, never SIGPIPE; every
+ * SIGEV_THREAD callback runs on a new thread (callbacks may wait for one
+ * another; thread-local state and TLS destructors are per callback); a
+ * notification that cannot be delivered becomes the request's status;
+ * lio_listio takes glibc's LIO_DSYNC / LIO_SYNC opcodes; a child of
+ * fork() sees the parent's requests in progress for ever.
+ */
+#define _GNU_SOURCE
+#include "aio/aio_util.h"
+#include <pthread.h>
+#include <stdatomic.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+
+/* SIGPIPE left at its default: the process would die of it. */
+static void no_sigpipe(void)
+{
+	int p[2], sv[2], err;
+	char b[8] = "pipe!!!";
+	struct aiocb cb;
+
+	CHECK(signal(SIGPIPE, SIG_DFL) != SIG_ERR);
+	CHECK_EQ(pipe(p), 0);
+	close(p[0]);
+	cb = t_cb(p[1], b, sizeof(b), 0);
+	CHECK_EQ(uaio_write(&cb), 0);
+	CHECK_EQ(t_wait(&cb, &err), -1);
+	CHECK_EQ(err, EPIPE);
+	close(p[1]);
+
+	CHECK_EQ(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+	close(sv[1]);
+	cb = t_cb(sv[0], b, sizeof(b), 0);
+	CHECK_EQ(uaio_write(&cb), 0);
+	CHECK_EQ(t_wait(&cb, &err), -1);
+	CHECK_EQ(err, EPIPE);
+	close(sv[0]);
+
+	/* A SIGPIPE someone else left pending is not taken away. */
+	{
+		sigset_t s, pend;
+
+		sigemptyset(&s);
+		sigaddset(&s, SIGPIPE);
+		CHECK_EQ(pthread_sigmask(SIG_BLOCK, &s, NULL), 0);
+		CHECK_EQ(raise(SIGPIPE), 0);
+		CHECK_EQ(pipe(p), 0);
+		close(p[0]);
+		cb = t_cb(p[1], b, sizeof(b), 0);
+		CHECK_EQ(uaio_write(&cb), 0);
+		CHECK_EQ(t_wait(&cb, &err), -1);
+		CHECK_EQ(err, EPIPE);
+		CHECK_EQ(sigpending(&pend), 0);
+		CHECK(sigismember(&pend, SIGPIPE));
+		CHECK_EQ(sigwaitinfo(&s, NULL), SIGPIPE);
+		CHECK_EQ(pthread_sigmask(SIG_UNBLOCK, &s, NULL), 0);
+		close(p[1]);
+	}
+}
+
+/* ------------------------------------------------------ SIGEV_THREAD */
+
+#define NCB 24	/* more than any pool of threads we ever had (16) */
+
+static pthread_barrier_t barrier;
+static sem_t passed;
+static __thread int tls_mark;
+static pthread_key_t key;
+static atomic_int dtors;
+
+static void key_dtor(void *p)
+{
+	(void)p;
+	atomic_fetch_add(&dtors, 1);
+}
+
+/* Waits for all NCB callbacks to be running at once. */
+static void on_barrier(union sigval v)
+{
+	(void)v;
+	CHECK_EQ(tls_mark, 0);		/* a new thread: fresh TLS */
+	tls_mark = 100;
+	CHECK_EQ(pthread_setspecific(key, &tls_mark), 0);
+	pthread_barrier_wait(&barrier);
+	sem_post(&passed);
+}
+
+static void thread_per_callback(void)
+{
+	static char buf[NCB][4];
+	struct aiocb cbs[NCB];
+	int fd = t_tmpfile();
+	struct timespec dl;
+
+	CHECK_EQ(pwrite(fd, "abcd", 4, 0), 4);
+	CHECK_EQ(pthread_barrier_init(&barrier, NULL, NCB), 0);
+	CHECK_EQ(sem_init(&passed, 0, 0), 0);
+	CHECK_EQ(pthread_key_create(&key, key_dtor), 0);
+	for (int i = 0; i < NCB; i++) {
+		cbs[i] = t_cb(fd, buf[i], 4, 0);
+		cbs[i].aio_sigevent.sigev_notify = SIGEV_THREAD;
+		cbs[i].aio_sigevent.sigev_notify_function = on_barrier;
+		CHECK_EQ(uaio_read(&cbs[i]), 0);
+	}
+	/* A pool would hold all its threads at the barrier: a hang. */
+	clock_gettime(CLOCK_REALTIME, &dl);
+	dl.tv_sec += 30;
+	for (int i = 0; i < NCB; i++)
+		CHECK_EQ(sem_timedwait(&passed, &dl), 0);
+	for (int i = 0; i < 200 && atomic_load(&dtors) < NCB; i++)
+		usleep(10000);	/* the threads end after their callbacks */
+	CHECK_EQ(atomic_load(&dtors), NCB);
+	CHECK(uaio__notify_threads() >= NCB);
+	close(fd);
+}
+
+/* A joinable attribute gives a joinable thread, as glibc's. */
+static pthread_t joinable_tid;
+static sem_t joinable_ran;
+
+static void on_joinable(union sigval v)
+{
+	(void)v;
+	joinable_tid = pthread_self();
+	sem_post(&joinable_ran);
+}
+
+static void thread_attributes(void)
+{
+	pthread_attr_t attr;
+	char b[4];
+	int fd = t_tmpfile();
+	struct aiocb cb = t_cb(fd, b, 4, 0);
+
+	CHECK_EQ(pwrite(fd, "abcd", 4, 0), 4);
+	CHECK_EQ(sem_init(&joinable_ran, 0, 0), 0);
+	CHECK_EQ(pthread_attr_init(&attr), 0);
+	CHECK_EQ(pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_JOINABLE), 0);
+	cb.aio_sigevent.sigev_notify = SIGEV_THREAD;
+	cb.aio_sigevent.sigev_notify_function = on_joinable;
+	cb.aio_sigevent.sigev_notify_attributes = &attr;
+	CHECK_EQ(uaio_read(&cb), 0);
+	while (sem_wait(&joinable_ran) < 0)
+		CHECK(errno == EINTR);
+	CHECK_EQ(pthread_join(joinable_tid, NULL), 0);
+	pthread_attr_destroy(&attr);
+	close(fd);
+}
+
+/* ------------------------------------------- undeliverable signal */
+
+static void full_signal_queue(void)
+{
+	struct rlimit old, lim = { 4, 4 };
+	struct aiocb cbs[12];
+	char b[12][4];
+	sigset_t s;
+	int fd = t_tmpfile(), failed = 0, ok = 0, err;
+
+	CHECK_EQ(pwrite(fd, "abcd", 4, 0), 4);
+	sigemptyset(&s);
+	sigaddset(&s, SIGRTMIN);
+	CHECK_EQ(pthread_sigmask(SIG_BLOCK, &s, NULL), 0);
+	CHECK_EQ(getrlimit(RLIMIT_SIGPENDING, &old), 0);
+	lim.rlim_max = old.rlim_max;	/* the soft limit only: it can come back */
+	if (setrlimit(RLIMIT_SIGPENDING, &lim) < 0)
+		SKIP("cannot lower RLIMIT_SIGPENDING");
+	for (int i = 0; i < 12; i++) {
+		cbs[i] = t_cb(fd, b[i], 4, 0);
+		cbs[i].aio_sigevent.sigev_notify = SIGEV_SIGNAL;
+		cbs[i].aio_sigevent.sigev_signo = SIGRTMIN;
+		CHECK_EQ(uaio_read(&cbs[i]), 0);
+	}
+	for (int i = 0; i < 12; i++) {
+		ssize_t r = t_wait(&cbs[i], &err);
+
+		if (r == 4 && err == 0)
+			ok++;
+		else if (r == -1 && err == EAGAIN)
+			failed++;
+	}
+	CHECK_EQ(ok + failed, 12);
+	CHECK(failed > 0 && ok > 0);	/* as many queued as the limit lets */
+	CHECK_EQ(setrlimit(RLIMIT_SIGPENDING, &old), 0);
+	while (sigtimedwait(&s, NULL, &(struct timespec){ 0, 0 }) > 0)
+		ok--;
+	CHECK_EQ(ok, 0);		/* a signal for each success, none else */
+	CHECK_EQ(pthread_sigmask(SIG_UNBLOCK, &s, NULL), 0);
+	close(fd);
+}
+
+/* ------------------------------------------------- lio opcodes 3, 4 */
+
+static void lio_sync_opcodes(void)
+{
+	int fd = t_tmpfile(), err;
+	char w[4] = "wxyz";
+	struct aiocb wr = t_cb(fd, w, 4, 0), ds = t_cb(fd, NULL, 0, 0), fs = t_cb(fd, NULL, 0, 0);
+	struct aiocb bad = t_cb(-1, NULL, 0, 0);
+	struct aiocb *list[] = { &wr, &ds, &fs };
+	struct aiocb *blist[] = { &bad };
+
+	wr.aio_lio_opcode = LIO_WRITE;
+	ds.aio_lio_opcode = LIO_NOP + 1;	/* glibc's LIO_DSYNC */
+	fs.aio_lio_opcode = LIO_NOP + 2;	/* glibc's LIO_SYNC */
+	CHECK_EQ(ulio_listio(LIO_WAIT, list, 3, NULL), 0);
+	CHECK_EQ(uaio_return(&wr), 4);
+	CHECK_EQ(uaio_error(&ds), 0);
+	CHECK_EQ(uaio_return(&ds), 0);
+	CHECK_EQ(uaio_return(&fs), 0);
+	/* A bad descriptor fails as the entry runs, not the call's check. */
+	bad.aio_lio_opcode = LIO_NOP + 2;
+	CHECK_EQ(ulio_listio(LIO_NOWAIT, blist, 1, NULL), 0);
+	CHECK_EQ(t_wait(&bad, &err), -1);
+	CHECK_EQ(err, EBADF);
+	close(fd);
+}
+
+/* ------------------------------------------------------------ fork */
+
+static void fork_orphans(void)
+{
+	int p[2], status;
+	char b[4];
+	struct aiocb cb;
+	pid_t pid;
+
+	CHECK_EQ(pipe(p), 0);
+	cb = t_cb(p[0], b, sizeof(b), 0);
+	CHECK_EQ(uaio_read(&cb), 0);		/* waits: nothing written */
+	CHECK_EQ(uaio_error(&cb), EINPROGRESS);
+	pid = fork();
+	CHECK(pid >= 0);
+	if (pid == 0) {
+		const struct aiocb *l[] = { &cb };
+		struct timespec ten_ms = { 0, 10000000 };
+
+		/* glibc's child has no helper thread: in progress for ever. */
+		if (uaio_error(&cb) != EINPROGRESS)
+			_exit(2);
+		if (uaio_suspend(l, 1, &ten_ms) != -1 || errno != EAGAIN)
+			_exit(3);
+		if (uaio_cancel(p[0], &cb) != AIO_NOTCANCELED)
+			_exit(4);
+		if (uaio_return(&cb) != -1 || errno != EINPROGRESS)
+			_exit(5);
+		_exit(0);
+	}
+	CHECK_EQ(waitpid(pid, &status, 0), pid);
+	CHECK(WIFEXITED(status));
+	CHECK_EQ(WEXITSTATUS(status), 0);
+	/* The parent's request is its own still. */
+	CHECK_EQ(write(p[1], "done", 4), 4);
+	CHECK_EQ(t_wait(&cb, NULL), 4);
+	CHECK(!memcmp(b, "done", 4));
+	close(p[0]);
+	close(p[1]);
+}
+
+int main(void)
+{
+	t_watchdog(90);
+	RUN(no_sigpipe);
+	RUN(thread_per_callback);
+	RUN(thread_attributes);
+	RUN(lio_sync_opcodes);
+	RUN(fork_orphans);
+	RUN(full_signal_queue);
+	return T_EXIT_PASS;
+}

@@ -4,6 +4,7 @@
 #ifndef UAIO_AIO_INTERNAL_H
 #define UAIO_AIO_INTERNAL_H
 
+#include <aio.h>
 #include <signal.h>
 #include <stdbool.h>
 
@@ -17,6 +18,10 @@ int uaio__sigevent_check(const struct sigevent *sev);
  * Callable with any lock held.
  */
 int uaio__notify(const struct sigevent *sev);
+/* lio_listio with glibc's checks of nent (none but AIO_MAX): the
+ * drop-in's; ulio_listio adds POSIX's AIO_LISTIO_MAX. */
+int aio__lio_listio(int mode, struct aiocb *const list[], int nent,
+		    struct sigevent *sig);
 /* SIGEV_THREAD threads started so far (tests). */
 unsigned uaio__notify_threads(void);
 

@@ -15,6 +15,7 @@
 #include <stddef.h>
 
 #include <uaio/aio.h>
+#include "aio/aio_internal.h"
 
 _Static_assert(sizeof(struct aiocb) == sizeof(struct aiocb64) &&
 	       offsetof(struct aiocb, aio_offset) == offsetof(struct aiocb64, aio_offset),
@@ -80,9 +81,9 @@ ALL(int, aio_suspend64, (const struct aiocb64 *const l[], int n, const struct ti
 
 #define LIO(name, type)							\
 	ALL(int, name, (int mode, type *const l[], int n, struct sigevent *s), \
-	    ulio_listio(mode, (struct aiocb *const *)l, n, s));		\
+	    aio__lio_listio(mode, (struct aiocb *const *)l, n, s));		\
 	VERSIONED(int, name, (int mode, type *const l[], int n, struct sigevent *s), \
-		  ulio_listio(mode, (struct aiocb *const *)l, n, s), v2_4, "@GLIBC_2.4")
+		  aio__lio_listio(mode, (struct aiocb *const *)l, n, s), v2_4, "@GLIBC_2.4")
 LIO(lio_listio, struct aiocb);
 LIO(lio_listio64, struct aiocb64);
 

@@ -28,7 +28,7 @@ void aio__lio_put_locked(struct aio_lio *g, bool pending)
  * else -1 with the last refusal's errno; its sigevent fires once, after
  * the last entry ends. LIO_WAIT returns -1/EIO when any entry failed.
  */
-UAIO_API int ulio_listio(int mode, struct aiocb *const list[], int nent,
+int aio__lio_listio(int mode, struct aiocb *const list[], int nent,
 		    struct sigevent *sig)
 {
 	struct aio_lio *g = NULL;
@@ -39,8 +39,12 @@ UAIO_API int ulio_listio(int mode, struct aiocb *const list[], int nent,
 	bool notify = mode == LIO_NOWAIT && sig && aio__sev_notifies(sig);
 	int refused = 0, failed = 0, want = 0, r;
 
-	if ((mode != LIO_WAIT && mode != LIO_NOWAIT) || nent < 0 ||
-	    (unsigned long)nent > E->max || (nent && !list))
+	/* As glibc: no limit on nent but the requests it holds (AIO_MAX,
+	 * EAGAIN below), and a negative one is an empty list. The drop-in
+	 * calls this directly; ulio_listio checks nent as POSIX asks. */
+	if (nent < 0)
+		nent = 0;
+	if ((mode != LIO_WAIT && mode != LIO_NOWAIT) || (nent && !list))
 		return posix_ret(-EINVAL);
 	for (int i = 0; i < nent; i++)
 		if (list[i] && list[i]->aio_lio_opcode != LIO_NOP)
@@ -108,3 +112,13 @@ UAIO_API int ulio_listio(int mode, struct aiocb *const list[], int nent,
 	return posix_ret(failed || refused ? -EIO : 0);
 }
 
+
+/* POSIX: EINVAL for nent over AIO_LISTIO_MAX, which uaio_sysconf tells
+ * (glibc's sysconf tells no limit, so its lio_listio has none). */
+UAIO_API int ulio_listio(int mode, struct aiocb *const list[], int nent,
+			 struct sigevent *sig)
+{
+	if (nent < 0 || (unsigned long)nent > E->max)
+		return posix_ret(-EINVAL);
+	return aio__lio_listio(mode, list, nent, sig);
+}

@@ -136,7 +136,9 @@ UAIO_API int uaio_suspend(const struct aiocb *const list[], int nent,
 
 	/* As glibc: nothing to wait for returns at once, and a timeout that
 	 * is no duration (POSIX has no EINVAL here) has expired already. */
-	if (nent <= 0 || !any_live(list, nent) || aio__any_done(list, nent))
+	if (nent < 0)
+		return posix_ret(-EINVAL);	/* glibc's check */
+	if (nent == 0 || !any_live(list, nent) || aio__any_done(list, nent))
 		return 0;
 	if (timeout) {
 		if (!uaio__ts_valid(timeout) || !uaio__ts_ns(timeout))

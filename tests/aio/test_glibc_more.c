@@ -262,6 +262,29 @@ static void fork_orphans(void)
 	close(p[1]);
 }
 
+/* The drop-in's lio_listio checks nent as glibc's: none but the requests
+ * it holds; ulio_listio keeps POSIX's AIO_LISTIO_MAX. aio_suspend with a
+ * negative count: EINVAL, as glibc. */
+static void list_counts(void)
+{
+	static struct aiocb *big[100000];
+	int fd = t_tmpfile();
+	char b[4];
+	struct aiocb cb = t_cb(fd, b, 4, 0);
+	const struct aiocb *l[1] = { &cb };
+
+	CHECK_EQ(pwrite(fd, "abcd", 4, 0), 4);
+	CHECK_EQ(aio__lio_listio(LIO_WAIT, big, -1, NULL), 0);
+	cb.aio_lio_opcode = LIO_READ;
+	big[99999] = &cb;
+	CHECK_EQ(aio__lio_listio(LIO_WAIT, big, 100000, NULL), 0);
+	CHECK_EQ(uaio_return(&cb), 4);
+	ERRNO_IS(ulio_listio(LIO_WAIT, big, 100000, NULL), EINVAL);
+	ERRNO_IS(ulio_listio(LIO_WAIT, big, -1, NULL), EINVAL);
+	ERRNO_IS(uaio_suspend(l, -1, NULL), EINVAL);
+	close(fd);
+}
+
 int main(void)
 {
 	t_watchdog(90);
@@ -270,6 +293,7 @@ int main(void)
 	RUN(thread_attributes);
 	RUN(lio_sync_opcodes);
 	RUN(fork_orphans);
+	RUN(list_counts);
 	RUN(full_signal_queue);
 	return T_EXIT_PASS;
 }

@@ -2,36 +2,18 @@
 /* uaio_file_cached: written pages are cached, pages dropped with
  * POSIX_FADV_DONTNEED are not (until read again), a range is cached only
  * when all of it is, and bad arguments give the errors the page promises. */
-#define _GNU_SOURCE
-#include <fcntl.h>
-#include <stdlib.h>
+#include "flow/flow_util.h"
 #include <string.h>
-#include <unistd.h>
-#include <uaio/flow.h>
-
-#include "test.h"
 
 #define PG	4096
 #define N	(64 * PG)
-
-static int file_on(const char *dir)
-{
-	char path[256];
-	int fd;
-
-	snprintf(path, sizeof(path), "%s/uaio-cached-XXXXXX", dir);
-	fd = mkstemp(path);
-	CHECK(fd >= 0);
-	unlink(path);
-	return fd;
-}
 
 int main(void)
 {
 	static char buf[N];
 	int fd, r, p;
 
-	fd = file_on("/var/tmp");
+	fd = t_tmpfile("/var/tmp");
 	memset(buf, 'x', sizeof(buf));
 	CHECK_EQ(pwrite(fd, buf, N, 0), N);
 	r = uaio_file_cached(fd, 0, N);
@@ -63,7 +45,7 @@ int main(void)
 	CHECK_EQ(uaio_file_cached(fd, 8 * PG, PG), 1);
 
 	/* tmpfs: its pages are the page cache. */
-	p = file_on("/dev/shm");
+	p = t_tmpfile("/dev/shm");
 	CHECK_EQ(pwrite(p, buf, PG, 0), PG);
 	CHECK_EQ(uaio_file_cached(p, 0, PG), 1);
 	close(p);

@@ -448,8 +448,9 @@ static bool etag_list_has(struct span list, const char *etag, bool weak_ok)
 	}
 }
 
-/* If-Match: "*", or a list naming etag by strong comparison. */
-static bool proto_etag_is(struct span list, const char *etag)
+/* "*", or a list naming etag: If-None-Match compares weakly, If-Match
+ * strongly (RFC 9110 8.8.3.2). */
+static bool etag_matches(struct span list, const char *etag, bool weak_ok)
 {
 	const char *p = list.p, *end = list.p + list.n;
 
@@ -457,18 +458,12 @@ static bool proto_etag_is(struct span list, const char *etag)
 		p++;
 	if (p < end && *p == '*')
 		return true;
-	return etag_list_has(list, etag, false);
+	return etag_list_has(list, etag, weak_ok);
 }
 
 bool proto_etag_in(struct span list, const char *etag)
 {
-	const char *p = list.p, *end = list.p + list.n;
-
-	while (p < end && (*p == ' ' || *p == '\t'))
-		p++;
-	if (p < end && *p == '*')
-		return true;
-	return etag_list_has(list, etag, true);
+	return etag_matches(list, etag, true);
 }
 
 int proto_preconditions(const struct request *r, const char *etag, time_t mtime)
@@ -476,7 +471,7 @@ int proto_preconditions(const struct request *r, const char *etag, time_t mtime)
 	time_t ims, ius;
 
 	if (r->hdr[H_IF_MATCH].p) {
-		if (!proto_etag_is(r->hdr[H_IF_MATCH], etag))
+		if (!etag_matches(r->hdr[H_IF_MATCH], etag, false))
 			return 412;
 	} else if (r->hdr[H_IF_UNMODIFIED_SINCE].p &&
 		   !proto_parse_date(r->hdr[H_IF_UNMODIFIED_SINCE], &ius) && mtime > ius) {

@@ -19,7 +19,7 @@
 #endif
 
 /* pthread_create() for the library's own threads (workers, the AIO engine
- * and notification pool): they start with every signal blocked, so that
+ * and SIGEV_THREAD notification threads): they start with every signal blocked, so that
  * the program's signals go to its own threads. 0 or -errno. */
 int uaio__thread_start(pthread_t *t, const pthread_attr_t *attr,
 		       void *(*fn)(void *), void *arg);

@@ -59,6 +59,7 @@ void aio__complete(struct aiocb *cb, long res)
 {
 	struct sigevent sev;
 	bool notify = aio__sev_notifies(&cb->aio_sigevent);
+	int e;
 
 	/* glibc: a signal that cannot be queued becomes the status. */
 	if (cb->aio_sigevent.sigev_notify == SIGEV_SIGNAL && !notify &&
@@ -70,9 +71,9 @@ void aio__complete(struct aiocb *cb, long res)
 	aio__seq_bump();
 	/* glibc: a notification that cannot be delivered (a full signal
 	 * queue, no thread) becomes the request's status, after the fact. */
-	if (notify && (res = uaio__notify(&sev)) < 0) {
+	if (notify && (e = uaio__notify(&sev)) < 0) {
 		cb->__return_value = -1;
-		__atomic_store_n(&cb->__error_code, (int)-res, __ATOMIC_RELEASE);
+		__atomic_store_n(&cb->__error_code, -e, __ATOMIC_RELEASE);
 		aio__seq_bump();
 	}
 }

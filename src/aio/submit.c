@@ -61,7 +61,6 @@ static long attempt(int fd, int kind, struct aiocb *cb, int64_t off, int rwf)
 static long attempt_stream(int fd, int kind, struct aiocb *cb, int rwf,
 			   const struct stat *st)
 {
-	uint64_t done = priv(cb)->done;
 	sigset_t pipe_set, old, pend;
 	bool pending;
 	long res;
@@ -69,6 +68,8 @@ static long attempt_stream(int fd, int kind, struct aiocb *cb, int rwf,
 	if (kind != K_WRITE)
 		return attempt(fd, kind, cb, -1, rwf);
 	if (S_ISSOCK(st->st_mode)) {
+		uint64_t done = priv(cb)->done;
+
 		res = send(fd, (const char *)cb->aio_buf + done, cb_len(cb) - done,
 			   MSG_NOSIGNAL | (rwf & RWF_NOWAIT ? MSG_DONTWAIT : 0));
 		return res < 0 ? -errno : res;

@@ -64,6 +64,7 @@ struct httpd_config {
 
 struct span { const char *p; size_t n; };
 
+/* The validators come last, from H_IF_NONE_MATCH on (proto_verdict). */
 enum hdr { H_OTHER, H_HOST, H_RANGE, H_IF_NONE_MATCH, H_IF_MODIFIED_SINCE,
 	   H_IF_RANGE, H_IF_MATCH, H_IF_UNMODIFIED_SINCE, H_NHDRS };
 
@@ -114,6 +115,10 @@ bool proto_etag_in(struct span list, const char *etag);
  * If-Modified-Since says the client's copy is current; else 200. */
 int proto_preconditions(const struct request *r, const char *etag, time_t mtime);
 /* If-Range: whether the range request may be honoured. */
+/* What a parsed request gets before any file is looked up: 0 (go on),
+ * 400 (HTTP/0.9, bad or missing Host, a header line RFC 9112 refuses, a
+ * validator given twice), 405 (not GET or HEAD) or 505 (HTTP/2 and up). */
+int proto_verdict(const struct request *q);
 /* Whether a Host value is a uri-host with an optional port (RFC 9112 3.2;
  * empty is allowed). */
 bool proto_host_ok(struct span h);

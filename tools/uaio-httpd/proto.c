@@ -502,6 +502,25 @@ bool proto_if_range(const struct request *r, const char *etag, time_t mtime)
 	return !proto_parse_date(v, &t) && t == mtime;
 }
 
+int proto_verdict(const struct request *q)
+{
+	/* HTTP/0.9 has no headers to answer with; 2 and later are not
+	 * spoken here (RFC 9110 15.6.6). */
+	if (q->major != 1)
+		return q->major ? 505 : 400;
+	if (q->method != HTTP_GET && q->method != HTTP_HEAD)
+		return 405;
+	/* Host: required in 1.1, once, well formed (RFC 9112 3.2); the
+	 * validators once each, as a second list or date is ambiguous. */
+	if (q->bad_head || (q->minor >= 1 && !q->hdr[H_HOST].p) || q->dup[H_HOST] > 1 ||
+	    (q->hdr[H_HOST].p && !proto_host_ok(q->hdr[H_HOST])))
+		return 400;
+	for (int h = H_IF_NONE_MATCH; h < H_NHDRS; h++)	/* the validators */
+		if (q->dup[h] > 1)
+			return 400;
+	return 0;
+}
+
 bool proto_host_ok(struct span h)
 {
 	for (size_t i = 0; i < h.n; i++) {

@@ -205,24 +205,8 @@ void respond(struct conn *c)
 	c->deadline_ms = 0;
 	if (!q->keep_alive || q->major != 1 || q->minor == 0 || c->srv->draining)
 		c->close_after = true;
-	/* HTTP/0.9 has no headers to answer with; 2 and later are not
-	 * spoken here (RFC 9110 15.6.6). */
-	if (q->major != 1) {
-		error_page(c, q->major ? 505 : 400, "");
-		return;
-	}
-	if (q->method != HTTP_GET && q->method != HTTP_HEAD) {
-		error_page(c, 405, "Allow: GET, HEAD\r\n");
-		return;
-	}
-	/* Host: required in 1.1, once, well formed (RFC 9112 3.2); the
-	 * validators once each, as a second list or date is ambiguous. */
-	if (q->bad_head || (q->minor >= 1 && !q->hdr[H_HOST].p) ||
-	    q->dup[H_HOST] > 1 || (q->hdr[H_HOST].p && !proto_host_ok(q->hdr[H_HOST])) ||
-	    q->dup[H_IF_NONE_MATCH] > 1 || q->dup[H_IF_MATCH] > 1 ||
-	    q->dup[H_IF_MODIFIED_SINCE] > 1 || q->dup[H_IF_UNMODIFIED_SINCE] > 1 ||
-	    q->dup[H_IF_RANGE] > 1) {
-		error_page(c, 400, "");
+	if ((st = proto_verdict(q)) != 0) {
+		error_page(c, st, st == 405 ? "Allow: GET, HEAD\r\n" : "");
 		return;
 	}
 	st = proto_path(q->target, r->path, sizeof(r->path) - 16, &r->slash);

@@ -43,6 +43,8 @@ static void check_request(const struct request *r, uint64_t size)
 	}
 	if (r->hdr[H_IF_MODIFIED_SINCE].p)
 		(void)proto_parse_date(r->hdr[H_IF_MODIFIED_SINCE], &t);
+	n = proto_verdict(r);
+	assert(n == 0 || n == 400 || n == 405 || n == 505);
 	(void)proto_preconditions(r, "\"1-2-3\"", 784111777);
 	(void)proto_if_range(r, "\"1-2-3\"", 784111777);
 }

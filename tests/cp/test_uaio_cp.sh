@@ -276,6 +276,108 @@ if locale -a 2>/dev/null | grep -qix 'c\.utf-\?8'; then
 fi
 ok "usage and error messages, exit statuses (incl. --reflink=always where cloning fails)"
 
+# Where cp refuses or merges: symlinks at the destination, sources given
+# twice, a source ending in .., hard links onto existing files, set-ID bits.
+# A directory onto a symlink to a directory: refused, never copied through.
+SETUP='mkdir -p d/s e x; echo f >d/s/f; ln -s ../e x/d; ln -s e le'
+both -rv d x
+both -rT d le
+[ -e "$T/u/e/s" ] && fail "a directory was copied through a symlink"
+# A source ending in ..: into the target itself.
+SETUP='mkdir -p p/s t w/x; echo f >p/f; echo g >p/s/g; echo a >w/a'
+both -s -r p/s/.. t
+both -M -r w/x/.. w/x
+# A symlink onto its own target, and the reverse.
+SETUP='echo data >a; ln -s a la'
+both -P la a
+both -a la a
+[ "$(cat "$T/u/a")" = data ] || fail "-P la a destroyed a"
+both --remove-destination a la
+both -a --remove-destination la a
+# -u and -n judge what a destination symlink points to.
+SETUP='echo new >new; echo old >old; touch -d 2001-01-01 old; ln -s old lold; ln -s nowhere dang'
+both -u new lold
+both -n new dang
+both -u new dang
+both -v new dang
+both -nv new lold
+# Hard links kept when the first name overwrites a destination file; a
+# destination with other names is replaced, not written through.
+SETUP='mkdir t; echo c >c; ln c c2; echo old >t/c2; echo x >x; ln x t/xo'
+both -a c2 c t
+both -a x t/xo
+[ "$(cat "$T/u/x")" = x ] || fail "-a wrote through a destination's other name"
+# Set-ID bits as cp's ACL call leaves them.
+SETUP='echo a >src; chmod 644 src; echo b >dst; chmod 6755 dst; echo s >s2; chmod 4755 s2; echo d >d2'
+both -p src dst
+both -p s2 d2
+# A source given twice, and two sources with one name.
+SETUP='mkdir t s1 s2 dd; echo a >a; echo 1 >s1/f; echo 2 >s2/f'
+both a a t
+both a ./a t
+both s1/f s2/f t
+both -r dd dd t
+# A file onto a symlink to a directory.
+SETUP='echo a >a; mkdir -p x/dd; ln -s dd x/a'
+both -v a x
+both -v a x/a
+SETUP=:
+ok "symlinked destinations, same files, sources twice, .., hard links onto existing files, set-ID bits"
+
+# Names that need escaping: control characters, a byte that is not UTF-8,
+# non-ASCII, quotes; in -v lines and messages, in C and UTF-8 locales.
+SETUP='mkdir t; for n in "a	b" "nl
+x" "q'"'"'s" "q'"'"'s \"d\"" "$(printf "\303\251t\303\251")" "$(printf "bad\377")" "$(printf "\tlead")" "back\\\\slash" "x?y" "{" "#h" "h#"; do echo x >"$n"; done'
+both -s -v "a	b" "nl
+x" "q's" "q's \"d\"" "$(printf "\303\251t\303\251")" "$(printf "bad\377")" "$(printf "\tlead")" 'back\\slash' "x?y" "{" "#h" "h#" t
+both -s -v "a	b" "$(printf "\303\251t\303\251")" "$(printf "bad\377")" nosuch/
+if locale -a 2>/dev/null | grep -qix 'c\.utf-\?8'; then
+  LC_ALL=C.UTF-8
+  both -s -v "a	b" "q's" "$(printf "\303\251t\303\251")" "$(printf "bad\377")" "$(printf "\tlead")" t
+  both --preserve=mo,"$(printf "\303\251")" a b
+  LC_ALL=C
+fi
+# Abbreviated option values and long options, as cp's argmatch and getopt.
+SETUP='echo f >f'
+for args in "--reflink=n f g" "--reflink=a f g" "--sparse=n f g" "--sparse=a f g" \
+    "--sparse=al f g" "--preserve=t f g" "--preserve=own,mo f g" "--no-preserve=al f g" \
+    "--preserve= f g" "--preserve=mode, f g" "--preserve=x,mode f g" \
+    "--pr f g" "--p f g" "--a f g" "--no f g" "--s f g" "--re f g" "--ver f g" \
+    "--rec f g" "--reflink=never --spar=never f g" "--arch=1 f g" "--target f g" \
+    "--context=x f g" "-Z f g" "--cont f g"; do
+  # shellcheck disable=SC2086
+  both $args
+done
+# -p: a time that cannot be set ends the file's metadata, as cp
+if [ $have_nobody = 1 ]; then
+  AS=$NOBODY
+  SETUP='echo new >new; chmod 0600 new; echo old >old; chmod 0666 old; chown 0:0 old; touch -d 2001-01-01 new'
+  both -p new old
+  AS=
+fi
+# -a into a set-group-ID directory of another group: cp's ACL call keeps
+# the new directory's inherited S_ISGID.
+if [ $root = 1 ]; then
+  SETUP='mkdir sg s s/sub; chgrp 5678 sg; chmod 2775 sg; echo f >s/f; chmod 755 s s/sub'
+  both -a s sg
+  both -rp s sg
+fi
+# -u: a later name of a source file whose copy was kept becomes a link
+SETUP='mkdir t; echo a >a; ln a a2; echo n >t/a; echo n >t/a2; touch -d 2030-01-01 t/a t/a2'
+both -u a a2 t
+# a hard-linked source that cannot be read: each name fails, none links
+if [ $have_nobody = 1 ]; then
+  AS=$NOBODY
+  SETUP='mkdir t; chmod 777 t; echo s >sec; ln sec sec2; chmod 0600 sec'
+  both -a sec sec2 t
+  AS=
+fi
+SETUP='echo f >f; mkdir d'
+uaio-cp --pa f d >"$T/out" 2>"$T/err" && fail "--pa (--parents) accepted"
+grep -qx "uaio-cp: --parents is not supported" "$T/err" || { cat "$T/err"; fail "--pa: not named as --parents"; }
+SETUP=:
+ok "quoting of names, abbreviated options and values, -p after a failed time, -a into set-group-ID, -u links"
+
 # A directory copied into itself: GNU cp walks entries in inode order and
 # stops at the copy it is making (coreutils copy_dir: "no point in
 # continuing"), so d/d gets exactly the entries whose inode comes first.

@@ -41,6 +41,7 @@ struct cp_opts {
 	int reflink, sparse;
 	bool p_mode, p_owner, p_times, p_links, p_xattr;
 	bool require_xattr;	/* --preserve=xattr named: failures are errors */
+	bool require_preserve;	/* -a, -p, --preserve: a failed time or owner ends the file's metadata */
 	bool explicit_no_mode;	/* --no-preserve=mode */
 	bool want_context;	/* --preserve=context by name */
 	unsigned jobs;		/* files in flight */
@@ -79,12 +80,33 @@ static inline int cp_at(const struct cp_dir *d, bool dst, const char *path,
 	return fd >= 0 ? fd : AT_FDCWD;
 }
 
+#define CP_QUOTE_SLOTS	4
+
+/* seen.c: (device, inode) -> name tables */
+struct seen_ent;
+struct cp_seen {
+	struct seen_ent *v;
+	size_t n, cap;
+};
+enum seen_match { SEEN_ANY, SEEN_STRING, SEEN_SAME_NAME };
+void seen_add(struct cp_seen *s, dev_t dev, ino_t ino, const char *name);
+/* A name filed under (dev, ino): any, the string name, or one naming the
+ * same directory entry as name. */
+const char *seen_find(const struct cp_seen *s, dev_t dev, ino_t ino,
+		      enum seen_match how, const char *name);
+void seen_forget(struct cp_seen *s, dev_t dev, ino_t ino, const char *name);
+void seen_free(struct cp_seen *s);
+ino_t seen_name_key(const char *name);	/* r->made's key for a name */
+bool cp_same_name(const char *a, const char *b);
+
 /* The engine object: everything a run owns. */
 struct cp_run {
 	const char *prog;
 	struct cp_opts o;
-	/* q()'s results: four names per message at most */
-	char quoted[4][PATH_MAX + 64];
+	/* q() and ql()'s results, grown as names need: a message names at
+	 * most CP_QUOTE_SLOTS */
+	char *quoted[CP_QUOTE_SLOTS];
+	size_t quoted_cap[CP_QUOTE_SLOTS];
 	unsigned quoted_next;
 	uaio_loop *l;
 	mode_t umask;
@@ -102,25 +124,19 @@ struct cp_run {
 	dev_t clone_dev;	/* the source device FICLONE was last tried on */
 	bool clone_ok;		/* and whether it worked */
 
-	/* the directory the current command-line source made (cp's
-	 * "cannot copy a directory into itself" check) */
-	bool top_made;
+	/* what cp remembers (seen.c): source inodes to their first copies
+	 * (hard links, directories), and the command-line sources and
+	 * destinations, checked when args_twice (two or more sources into
+	 * a directory) */
+	struct cp_seen links, srcs, made;
+	bool args_twice;
+	/* this command-line source has made its first directory */
+	bool first_dir;
 	/* This operand hit "into itself": as GNU cp, every directory being
 	 * walked for it stops there. */
 	bool into_self;
-	dev_t top_dev;
-	ino_t top_ino;
-	const char *top_src, *top_dst;
+	const char *top_src, *top_dst;	/* the command-line names, for messages */
 	unsigned dir_fds;	/* directories holding sfd and dfd */
-
-	/* destinations made for command-line sources, so a second source
-	 * with the same name is refused as cp does */
-	char **made;
-	size_t nmade, made_cap;
-
-	/* hard links: (dev, ino) -> first destination name, open addressing */
-	struct link_ent *links;
-	size_t nlinks, links_cap;
 
 	/* progress.c */
 	uint64_t bytes_total, bytes_done, files_total, files_done;
@@ -130,14 +146,29 @@ struct cp_run {
 
 /* main.c / opts.c */
 int cp_parse(struct cp_run *r, int argc, char **argv, int *first);
-const char *q(struct cp_run *r, const char *s);	/* cp's quoting, into r->quoted */
+
+/* quote.c: a name as cp prints it (valid until CP_QUOTE_SLOTS more) */
+const char *q(struct cp_run *r, const char *s);	/* quoteaf: most messages */
+const char *ql(struct cp_run *r, const char *s);	/* quote: ACL and argument messages */
+void cp_quote_free(struct cp_run *r);
 void cp_err(struct cp_run *r, int err, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 
+void cp_warn(struct cp_run *r, const char *fmt, ...)	/* exit status kept */
+	__attribute__((format(printf, 2, 3)));
+
 /* walk.c */
 int cp_top(struct cp_run *r, const char *src, const char *dst, bool into);
+void cp_copy_dir(struct cp_run *r, struct cp_dir *pd, const char *src,
+		 const char *dst, const struct stat *st, bool exists);
 void cp_dir_put(struct cp_run *r, struct cp_dir *d);
-void cp_links_free(struct cp_run *r);
+
+/* entry.c: one source entry, as cp's copy_internal. sfd: the source
+ * already open (regular files found by the walk), else -1; taken. */
+void cp_entry(struct cp_run *r, struct cp_dir *pd, const char *src,
+	      const char *dst, const struct stat *st, bool top, int sfd);
+/* Says why a job could not create dst (err: its open's errno). */
+void cp_create_failed(struct cp_run *r, int err, const char *dst);
 
 /* data.c */
 int cp_data_init(struct cp_run *r);
@@ -156,6 +187,7 @@ void cp_drain(struct cp_run *r, unsigned want);
 struct cp_note {
 	int err;
 	const char *what;	/* message: "<what> 'dst': strerror(err)" */
+	bool locale;		/* 'dst' quoted by ql(), not q() */
 };
 struct cp_notes {
 	unsigned n, cap;

@@ -447,7 +447,7 @@ static void on_whole(uaio_op *op, int res, void *data)
 
 	(void)op;
 	if (res < 0 && j->stage == STAGE_CREATE)
-		cp_err(r, -res, "cannot create regular file %s", q(r, j->dst));
+		cp_create_failed(r, -res, j->dst);
 	else if (res < 0)
 		cp_err(r, -res, j->stage == STAGE_READ ? "error reading %s" : "error writing %s",
 		       q(r, j->stage == STAGE_READ ? j->src : j->dst));
@@ -526,7 +526,7 @@ static void on_open(uaio_op *op, int res, void *data)
 
 	(void)op;
 	if (res < 0) {
-		cp_err(j->r, -res, "cannot create regular file %s", q(j->r, j->dst));
+		cp_create_failed(j->r, -res, j->dst);
 		job_release(j);
 		return;
 	}

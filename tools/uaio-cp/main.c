@@ -96,6 +96,7 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	cp_bar_start(&r);
+	r.args_twice = target && n >= 2;
 	if (target) {
 		for (int i = 0; i < n; i++)
 			cp_top(&r, files[i], target, true);
@@ -105,8 +106,11 @@ int main(int argc, char **argv)
 	cp_drain(&r, 1);
 	cp_bar_stop(&r);
 	cp_data_fini(&r);
-	cp_links_free(&r);
+	seen_free(&r.links);
+	seen_free(&r.srcs);
+	seen_free(&r.made);
 	uaio_loop_free(r.l);
+	cp_quote_free(&r);
 	if (fflush(stdout) != 0 || ferror(stdout)) {
 		fprintf(stderr, "%s: write error: %s\n", r.prog, strerror(errno));
 		return 1;

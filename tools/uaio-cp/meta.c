@@ -11,6 +11,7 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <stdint.h>
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
@@ -41,8 +42,9 @@ static int x_set(int fd, const char *path, const char *name, const void *v, size
 }
 
 /* Allocates only when something failed: the common run stays free of it.
- * A note that cannot be kept still fails the run. */
-static void note(struct cp_notes *n, int err, const char *what)
+ * A note that cannot be kept still fails the run. locale: the name is
+ * quoted as gnulib's ACL calls quote it (ql), not as cp's own (q). */
+static void note_q(struct cp_notes *n, int err, const char *what, bool locale)
 {
 	if (n->n == n->cap) {
 		unsigned cap = n->cap ? 2 * n->cap : 4;
@@ -55,13 +57,19 @@ static void note(struct cp_notes *n, int err, const char *what)
 		n->v = v;
 		n->cap = cap;
 	}
-	n->v[n->n++] = (struct cp_note){ err, what };
+	n->v[n->n++] = (struct cp_note){ err, what, locale };
+}
+
+static void note(struct cp_notes *n, int err, const char *what)
+{
+	note_q(n, err, what, false);
 }
 
 void cp_notes_report(struct cp_run *r, struct cp_notes *n, const char *dst)
 {
 	for (unsigned i = 0; i < n->n; i++)
-		cp_err(r, n->v[i].err, "%s %s", n->v[i].what, q(r, dst));
+		cp_err(r, n->v[i].err, "%s %s", n->v[i].what,
+		       n->v[i].locale ? ql(r, dst) : q(r, dst));
 	if (n->lost)
 		r->status = 1;
 	free(n->v);
@@ -72,7 +80,7 @@ void cp_notes_report(struct cp_run *r, struct cp_notes *n, const char *dst)
  * --preserve=xattr (SELinux labels excepted: that is --preserve=context),
  * only the POSIX ACLs when just the mode is preserved, as cp's copy_acl. */
 static unsigned xattrs(const struct cp_run *r, int src_fd, const char *src, int fd,
-		       const char *dst, struct cp_notes *out)
+		       const char *dst, struct cp_notes *out, bool *acl)
 {
 	unsigned set = 0;
 	char stackbuf[1024], *names = stackbuf, *val = NULL;
@@ -107,8 +115,10 @@ static unsigned xattrs(const struct cp_run *r, int src_fd, const char *src, int 
 		vn = x_get(src_fd, src, name, val, (size_t)vn);
 		if (vn < 0)
 			continue;
-		if (x_set(fd, dst, name, val, (size_t)vn) == 0)
+		if (x_set(fd, dst, name, val, (size_t)vn) == 0) {
 			set++;
+			*acl |= strcmp(name, "system.posix_acl_access") == 0;
+		}
 		else if (r->o.require_xattr && !is_acl(name))
 			note(out, errno, "setting attributes for");
 	}
@@ -119,13 +129,43 @@ out:
 	return set;
 }
 
+static int chmod_fd(int fd, const char *path, mode_t m)
+{
+	return fd >= 0 ? fchmod(fd, m) : chmod(path, m);
+}
+
+/* A mode set as cp 9.1 sets it, through the access ACL (gnulib's
+ * qset_acl): the permission bits change and the special bits the file
+ * has stay (a directory made in a set-group-ID one keeps its S_ISGID),
+ * unless the mode has special bits of its own, which take a chmod first.
+ * An extended ACL the file had is replaced. Without ACLs, a chmod. */
+static int set_mode(int fd, const char *path, mode_t m)
+{
+	/* POSIX ACL xattr: version 2, then user::, group::, other:: */
+	struct { uint32_t version; struct { uint16_t tag, perm; uint32_t id; } e[3]; }
+		__attribute__((packed)) acl = { 2, {
+			{ 0x01, (uint16_t)((m >> 6) & 7), UINT32_MAX },
+			{ 0x04, (uint16_t)((m >> 3) & 7), UINT32_MAX },
+			{ 0x20, (uint16_t)(m & 7), UINT32_MAX } } };
+
+	if ((m & 07000) && chmod_fd(fd, path, m) < 0)
+		return -1;
+	if (x_set(fd, path, "system.posix_acl_access", &acl, sizeof(acl)) == 0)
+		return 0;
+	if (errno != EOPNOTSUPP)
+		return -1;
+	return (m & 07000) ? 0 : chmod_fd(fd, path, m);
+}
+
+/* cp's order: times, owner, xattrs, mode. Under -p/-a/--preserve a time
+ * or owner that cannot be set ends the file's metadata there, as in cp. */
 void cp_meta_apply(const struct cp_run *r, int src_fd, const char *src, int fd,
 		   const char *dst, const struct stat *st, bool is_new,
 		   mode_t omitted, int restore_mode, unsigned has,
 		   struct cp_notes *out)
 {
 	const struct cp_opts *o = &r->o;
-	bool link = S_ISLNK(st->st_mode), chown_failed = false;
+	bool link = S_ISLNK(st->st_mode), chown_failed = false, acl = false;
 	unsigned xset = 0;
 
 	if (o->p_times) {
@@ -133,11 +173,22 @@ void cp_meta_apply(const struct cp_run *r, int src_fd, const char *src, int fd,
 		int ret = fd >= 0 ? futimens(fd, ts) :
 			  utimensat(AT_FDCWD, dst, ts, AT_SYMLINK_NOFOLLOW);
 
-		if (ret < 0 && !(link && errno == EOPNOTSUPP))
+		if (ret < 0 && !(link && errno == EOPNOTSUPP)) {
 			note(out, errno, "preserving times for");
+			if (o->require_preserve)
+				return;
+		}
 	}
 	/* cp's fchown to the owner the file has already would change only
-	 * its ctime, which no copy keeps. */
+	 * its ctime, which no copy keeps; and cp makes none where the file
+	 * it overwrote had the owner (a chown clears set-ID bits). */
+	if (o->p_owner && !(has & CP_HAS_OWNER) && !is_new) {
+		struct stat now;
+
+		if ((fd >= 0 ? fstat(fd, &now) : lstat(dst, &now)) == 0 &&
+		    now.st_uid == st->st_uid && now.st_gid == st->st_gid)
+			has |= CP_HAS_OWNER;
+	}
 	if (o->p_owner && !(has & CP_HAS_OWNER)) {
 		int ret = fd >= 0 ? fchown(fd, st->st_uid, st->st_gid) :
 			  lchown(dst, st->st_uid, st->st_gid);
@@ -152,13 +203,15 @@ void cp_meta_apply(const struct cp_run *r, int src_fd, const char *src, int fd,
 				chown_failed = true;
 			} else {
 				note(out, errno, "failed to preserve ownership for");
+				if (o->require_preserve)
+					return;
 			}
 		}
 	}
 	if (link)
 		return;
 	if (o->p_xattr || o->p_mode)
-		xset = xattrs(r, src_fd, src, fd, dst, out);
+		xset = xattrs(r, src_fd, src, fd, dst, out, &acl);
 
 	if (o->p_mode) {
 		mode_t m = st->st_mode & 07777;
@@ -167,25 +220,21 @@ void cp_meta_apply(const struct cp_run *r, int src_fd, const char *src, int fd,
 		 * unless an ACL just set moved the bits. */
 		if ((has & CP_HAS_MODE) && !xset)
 			return;
-
 		if (chown_failed)
-			m &= ~(mode_t)(S_ISUID | S_ISGID);
-		if ((fd >= 0 ? fchmod(fd, m) : chmod(dst, m)) < 0)
-			note(out, errno, "preserving permissions for");
+			m &= ~(mode_t)(S_ISUID | S_ISGID | S_ISVTX);
+		/* The source's own ACL, copied, set the permission bits. */
+		if (acl ? (m & 07000) && chmod_fd(fd, dst, m) < 0 : set_mode(fd, dst, m) < 0)
+			note_q(out, errno, "preserving permissions for", true);
 		return;
 	}
-	/* cp 9.1 sets a default ACL here, which replaces the permission
-	 * bits and keeps the special bits the new file already has. */
+	/* cp 9.1 sets a default ACL here: 0666 (0777) less the umask. */
 	if (o->explicit_no_mode) {
-		struct stat now;
+		if (is_new) {
+			mode_t m = (S_ISDIR(st->st_mode) || S_ISSOCK(st->st_mode) ?
+				    0777 : 0666) & ~r->umask;
 
-		if (is_new && (fd >= 0 ? fstat(fd, &now) : lstat(dst, &now)) == 0) {
-			mode_t m = (now.st_mode & 07000) |
-				   ((S_ISDIR(st->st_mode) || S_ISSOCK(st->st_mode) ?
-				     0777 : 0666) & ~r->umask);
-
-			if ((fd >= 0 ? fchmod(fd, m) : chmod(dst, m)) < 0)
-				note(out, errno, "preserving permissions for");
+			if (set_mode(fd, dst, m) < 0)
+				note_q(out, errno, "setting permissions for", true);
 		}
 		return;
 	}
@@ -198,10 +247,8 @@ void cp_meta_apply(const struct cp_run *r, int src_fd, const char *src, int fd,
 		    (omitted & ~now.st_mode))
 			restore_mode = (int)(now.st_mode & 07777);
 	}
-	if (restore_mode >= 0 &&
-	    (fd >= 0 ? fchmod(fd, (mode_t)restore_mode | omitted) :
-		       chmod(dst, (mode_t)restore_mode | omitted)) < 0)
-		note(out, errno, "setting permissions for");
+	if (restore_mode >= 0 && chmod_fd(fd, dst, (mode_t)restore_mode | omitted) < 0)
+		note(out, errno, "preserving permissions for");
 }
 
 void cp_meta(struct cp_run *r, int src_fd, const char *src, int fd,

@@ -15,55 +15,36 @@
 
 #define VERSION "0.1"
 
-/* gnulib's shell-escape-always quoting, for the names in messages: 'a b',
- * "it's", and 'it'\''s "x"' when both kinds of quote are there. */
-static const char *quote_into(char *buf, size_t cap, const char *s)
+static void say(struct cp_run *r, int err, const char *fmt, va_list ap)
 {
-	bool squote = strchr(s, '\'') != NULL;
-	bool special = strpbrk(s, "\"$`\\!") != NULL;
-	size_t n = 0;
-
-	if (squote && !special) {
-		snprintf(buf, cap, "\"%s\"", s);
-		return buf;
+	if (r->bar_drawn) {
+		fputs("\r\033[K", stderr);
+		r->bar_drawn = false;
 	}
-	buf[n++] = '\'';
-	for (; *s && n + 6 < cap; s++) {
-		if (*s == '\'') {
-			memcpy(buf + n, "'\\''", 4);
-			n += 4;
-		} else {
-			buf[n++] = *s;
-		}
-	}
-	buf[n++] = '\'';
-	buf[n] = 0;
-	return buf;
-}
-
-const char *q(struct cp_run *r, const char *s)
-{
-	char *buf = r->quoted[r->quoted_next++ % 4];
-
-	return quote_into(buf, sizeof(r->quoted[0]), s);
+	fprintf(stderr, "%s: ", r->prog);
+	vfprintf(stderr, fmt, ap);
+	if (err)
+		fprintf(stderr, ": %s", strerror(err));
+	fputc('\n', stderr);
 }
 
 void cp_err(struct cp_run *r, int err, const char *fmt, ...)
 {
 	va_list ap;
 
-	if (r->bar_drawn) {
-		fputs("\r\033[K", stderr);
-		r->bar_drawn = false;
-	}
-	fprintf(stderr, "%s: ", r->prog);
 	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
+	say(r, err, fmt, ap);
 	va_end(ap);
-	if (err)
-		fprintf(stderr, ": %s", strerror(err));
-	fputc('\n', stderr);
 	r->status = 1;
+}
+
+void cp_warn(struct cp_run *r, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	say(r, 0, fmt, ap);
+	va_end(ap);
 }
 
 static void usage(const char *prog)
@@ -131,54 +112,84 @@ static void try_help(struct cp_run *r)
 	exit(1);
 }
 
-/* argmatch's message: in a UTF-8 locale gnulib quotes with U+2018/9. */
-static void bad_arg(struct cp_run *r, const char *arg, const char *opt,
-		    const char *const *valid)
+/* gnulib's argmatch, as cp uses it: an exact name, or a prefix of one,
+ * or of several with one meaning; -1 for none, -2 for ambiguous. */
+static int argmatch(const char *arg, const char *const *list, const int *vals)
 {
-	bool utf8 = strcmp(nl_langinfo(CODESET), "UTF-8") == 0;
-	const char *lq = utf8 ? "\xe2\x80\x98" : "'", *rq = utf8 ? "\xe2\x80\x99" : "'";
+	size_t len = strlen(arg);
+	int found = -1;
+	bool ambiguous = false;
 
-	fprintf(stderr, "%s: invalid argument %s%s%s for %s%s%s\n", r->prog,
-		lq, arg, rq, lq, opt, rq);
-	fputs("Valid arguments are:\n", stderr);
-	for (; *valid; valid++)
-		fprintf(stderr, "  - %s%s%s\n", lq, *valid, rq);
-	try_help(r);
+	for (int i = 0; list[i]; i++) {
+		if (strncmp(list[i], arg, len) != 0)
+			continue;
+		if (strlen(list[i]) == len)
+			return i;
+		if (found < 0)
+			found = i;
+		else if (vals[found] != vals[i])
+			ambiguous = true;
+	}
+	return ambiguous ? -2 : found;
 }
 
+/* XARGMATCH: the value, or cp's message and exit status 1. */
 static int pick(struct cp_run *r, const char *arg, const char *opt,
-		const char *const *valid)
+		const char *const *valid, const int *vals)
 {
-	for (int i = 0; valid[i]; i++)
-		if (strcmp(arg, valid[i]) == 0)
-			return i;
-	bad_arg(r, arg, opt, valid);
+	int i = argmatch(arg, valid, vals);
+
+	if (i >= 0)
+		return vals[i];
+	fprintf(stderr, "%s: %s argument %s for %s\n", r->prog,
+		i == -2 ? "ambiguous" : "invalid", ql(r, arg), ql(r, opt));
+	fputs("Valid arguments are:", stderr);
+	for (int k = 0; valid[k]; k++)
+		fprintf(stderr, k && vals[k] == vals[k - 1] ? ", %s" : "\n  - %s",
+			ql(r, valid[k]));
+	fputc('\n', stderr);
+	try_help(r);
 	return -1;
 }
 
+enum { P_MODE, P_TIMES, P_OWNER, P_LINKS, P_CONTEXT, P_XATTR, P_ALL };
+
+/* cp's decode_preserve_arg: comma-separated, each an argmatch (so an
+ * empty one is ambiguous, as in cp). */
 static void preserve_list(struct cp_run *r, const char *list, bool on)
 {
 	static const char *const attrs[] = { "mode", "timestamps", "ownership",
 		"links", "context", "xattr", "all", NULL };
-	char *copy = strdup(list), *save = NULL;
+	static const int vals[] = { P_MODE, P_TIMES, P_OWNER, P_LINKS,
+		P_CONTEXT, P_XATTR, P_ALL };
+	char *copy = strdup(list), *s = copy;
 	struct cp_opts *o = &r->o;
 
-	for (char *a = strtok_r(copy, ",", &save); a; a = strtok_r(NULL, ",", &save)) {
-		switch (pick(r, a, on ? "--preserve" : "--no-preserve", attrs)) {
-		case 0: o->p_mode = on; o->explicit_no_mode = !on; break;
-		case 1: o->p_times = on; break;
-		case 2: o->p_owner = on; break;
-		case 3: o->p_links = on; break;
-		case 4: o->want_context = on; break;
-		case 5: o->p_xattr = on; o->require_xattr = on; break;
-		case 6:
+	if (!copy) {
+		perror(r->prog);
+		exit(1);
+	}
+	do {
+		char *comma = strchr(s, ',');
+
+		if (comma)
+			*comma++ = 0;
+		switch (pick(r, s, on ? "--preserve" : "--no-preserve", attrs, vals)) {
+		case P_MODE: o->p_mode = on; o->explicit_no_mode = !on; break;
+		case P_TIMES: o->p_times = on; break;
+		case P_OWNER: o->p_owner = on; break;
+		case P_LINKS: o->p_links = on; break;
+		case P_CONTEXT: o->want_context = on; break;
+		case P_XATTR: o->p_xattr = on; o->require_xattr = on; break;
+		case P_ALL:
 			o->want_context = false;
 			o->p_mode = o->p_times = o->p_owner = o->p_links =
 				o->p_xattr = on;
 			o->explicit_no_mode = !on;
 			break;
 		}
-	}
+		s = comma;
+	} while (s);
 	free(copy);
 }
 
@@ -225,49 +236,180 @@ static unsigned cap_jobs(unsigned j)
 enum {
 	OPT_PRESERVE = 256, OPT_NO_PRESERVE, OPT_REFLINK, OPT_SPARSE,
 	OPT_PROGRESS, OPT_HELP, OPT_VERSION, OPT_REMOVE_DEST, OPT_STRIP,
+	OPT_ATTR_ONLY, OPT_COPY_CONTENTS, OPT_PARENTS,
 };
+
+/* cp 9.1's long options in cp's own order (abbreviations and the lists
+ * of an ambiguous one's possibilities follow it), then uaio-cp's, which
+ * an abbreviation reaches only when it names none of cp's. */
+static const struct option longs[] = {
+	{ "archive", no_argument, NULL, 'a' },
+	{ "attributes-only", no_argument, NULL, OPT_ATTR_ONLY },
+	{ "backup", optional_argument, NULL, 'b' },
+	{ "copy-contents", no_argument, NULL, OPT_COPY_CONTENTS },
+	{ "dereference", no_argument, NULL, 'L' },
+	{ "force", no_argument, NULL, 'f' },
+	{ "interactive", no_argument, NULL, 'i' },
+	{ "link", no_argument, NULL, 'l' },
+	{ "no-clobber", no_argument, NULL, 'n' },
+	{ "no-dereference", no_argument, NULL, 'P' },
+	{ "no-preserve", required_argument, NULL, OPT_NO_PRESERVE },
+	{ "no-target-directory", no_argument, NULL, 'T' },
+	{ "one-file-system", no_argument, NULL, 'x' },
+	{ "parents", no_argument, NULL, OPT_PARENTS },
+	{ "path", no_argument, NULL, OPT_PARENTS },
+	{ "preserve", optional_argument, NULL, OPT_PRESERVE },
+	{ "recursive", no_argument, NULL, 'R' },
+	{ "remove-destination", no_argument, NULL, OPT_REMOVE_DEST },
+	{ "sparse", required_argument, NULL, OPT_SPARSE },
+	{ "reflink", optional_argument, NULL, OPT_REFLINK },
+	{ "strip-trailing-slashes", no_argument, NULL, OPT_STRIP },
+	{ "suffix", required_argument, NULL, 'S' },
+	{ "symbolic-link", no_argument, NULL, 's' },
+	{ "target-directory", required_argument, NULL, 't' },
+	{ "update", no_argument, NULL, 'u' },
+	{ "verbose", no_argument, NULL, 'v' },
+	{ "context", optional_argument, NULL, 'Z' },
+	{ "help", no_argument, NULL, OPT_HELP },
+	{ "version", no_argument, NULL, OPT_VERSION },
+#define CP_LONGS 29
+	{ "jobs", required_argument, NULL, 'j' },
+	{ "progress", no_argument, NULL, OPT_PROGRESS },
+	{ NULL, 0, NULL, 0 },
+};
+/* cp's short options, uaio-cp's -j among them. */
+#define SHORTS "abdfHij:lLnpPrRsS:t:TuvxZ"
+
+/* glibc getopt's search for an abbreviation among longs[from, to): the
+ * first match, or -2 when a later one means something else (after
+ * printing glibc's message), or -1. */
+static int abbrev(struct cp_run *r, const char *arg, size_t len, int from, int to)
+{
+	int found = -1;
+	bool ambig = false;
+
+	for (int i = from; i < to; i++) {
+		const struct option *p = &longs[i], *f;
+
+		if (strncmp(p->name, arg + 2, len) != 0)
+			continue;
+		if (found < 0) {
+			found = i;
+			continue;
+		}
+		f = &longs[found];
+		if (f->has_arg != p->has_arg || f->val != p->val)
+			ambig = true;
+	}
+	if (!ambig)
+		return found;
+	fprintf(stderr, "%s: option '%s' is ambiguous; possibilities:", r->prog, arg);
+	for (int i = from; i < to; i++) {
+		const struct option *p = &longs[i], *f = &longs[found];
+
+		if (strncmp(p->name, arg + 2, len) == 0 &&
+		    (i == found || f->has_arg != p->has_arg || f->val != p->val))
+			fprintf(stderr, " '--%s'", p->name);
+	}
+	fputc('\n', stderr);
+	return -2;
+}
+
+/* Spells out every abbreviated long option in argv before getopt sees
+ * it, deciding against cp's options first, so "--pr" is --preserve (as
+ * in cp) and not ambiguous with --progress. Option arguments are skipped,
+ * not read as options. */
+static void expand_longs(struct cp_run *r, int argc, char **argv)
+{
+	bool posix = getenv("POSIXLY_CORRECT") != NULL;
+
+	for (int i = 1; i < argc; i++) {
+		char *a = argv[i];
+		size_t len;
+		int k = -1;
+
+		if (strcmp(a, "--") == 0)
+			return;
+		if (a[0] != '-' || !a[1]) {
+			if (posix)
+				return;
+			continue;
+		}
+		if (a[1] != '-') {
+			for (const char *c = a + 1; *c; c++) {
+				const char *o = strchr(SHORTS, *c);
+
+				if (o && o[1] == ':') {
+					i += !c[1];
+					break;
+				}
+			}
+			continue;
+		}
+		len = strcspn(a + 2, "=");
+		for (int j = 0; longs[j].name; j++)
+			if (strlen(longs[j].name) == len && !strncmp(longs[j].name, a + 2, len))
+				k = j;
+		if (k < 0 && (k = abbrev(r, a, len, 0, CP_LONGS)) == -1)
+			k = abbrev(r, a, len, CP_LONGS, (int)(sizeof(longs) / sizeof(longs[0])) - 1);
+		if (k == -2)
+			try_help(r);
+		if (k < 0)
+			continue;	/* getopt says it is unrecognized */
+		if (strlen(longs[k].name) != len) {
+			size_t n = strlen(longs[k].name) + strlen(a + 2 + len) + 3;
+			char *full = malloc(n);
+
+			if (!full) {
+				perror(r->prog);
+				exit(1);
+			}
+			snprintf(full, n, "--%s%s", longs[k].name, a + 2 + len);
+			argv[i] = full;	/* lives as long as argv */
+		}
+		if (longs[k].has_arg == required_argument && !a[2 + len])
+			i++;
+	}
+}
+
+static void unsupported(struct cp_run *r, int c)
+{
+	static const struct { int c; const char *name; } names[] = {
+		{ 'b', "-b/--backup" }, { 'i', "-i/--interactive" },
+		{ 'l', "-l/--link" }, { 's', "-s/--symbolic-link" },
+		{ 'S', "-S/--suffix" }, { OPT_ATTR_ONLY, "--attributes-only" },
+		{ OPT_COPY_CONTENTS, "--copy-contents" }, { OPT_PARENTS, "--parents" },
+		{ 'Z', "-Z/--context (SELinux)" },
+	};
+
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+		if (names[i].c == c)
+			fprintf(stderr, "%s: %s is not supported\n", r->prog, names[i].name);
+	try_help(r);
+}
 
 /* Parses argv into r->o and returns the operand count (sources plus the
  * destination unless -t); *first is the first operand's index. */
 int cp_parse(struct cp_run *r, int argc, char **argv, int *first)
 {
-	static const struct option longs[] = {
-		{ "archive", no_argument, NULL, 'a' },
-		{ "dereference", no_argument, NULL, 'L' },
-		{ "force", no_argument, NULL, 'f' },
-		{ "jobs", required_argument, NULL, 'j' },
-		{ "no-clobber", no_argument, NULL, 'n' },
-		{ "no-dereference", no_argument, NULL, 'P' },
-		{ "no-preserve", required_argument, NULL, OPT_NO_PRESERVE },
-		{ "no-target-directory", no_argument, NULL, 'T' },
-		{ "one-file-system", no_argument, NULL, 'x' },
-		{ "preserve", optional_argument, NULL, OPT_PRESERVE },
-		{ "progress", no_argument, NULL, OPT_PROGRESS },
-		{ "recursive", no_argument, NULL, 'R' },
-		{ "reflink", optional_argument, NULL, OPT_REFLINK },
-		{ "remove-destination", no_argument, NULL, OPT_REMOVE_DEST },
-		{ "sparse", required_argument, NULL, OPT_SPARSE },
-		{ "strip-trailing-slashes", no_argument, NULL, OPT_STRIP },
-		{ "target-directory", required_argument, NULL, 't' },
-		{ "update", no_argument, NULL, 'u' },
-		{ "verbose", no_argument, NULL, 'v' },
-		{ "help", no_argument, NULL, OPT_HELP },
-		{ "version", no_argument, NULL, OPT_VERSION },
-		{ NULL, 0, NULL, 0 },
-	};
 	static const char *const when[] = { "auto", "always", "never", NULL };
+	static const int when_v[] = { REFLINK_AUTO, REFLINK_ALWAYS, REFLINK_NEVER };
+	static const char *const sparse[] = { "never", "auto", "always", NULL };
+	static const int sparse_v[] = { SPARSE_NEVER, SPARSE_AUTO, SPARSE_ALWAYS };
 	struct cp_opts *o = &r->o;
 	bool strip = false;
 	int c;
 
 	o->jobs = 0;
-	while ((c = getopt_long(argc, argv, "adfHj:LnPpRrt:TuvxZ", longs, NULL)) != -1) {
+	expand_longs(r, argc, argv);
+	while ((c = getopt_long(argc, argv, SHORTS, longs, NULL)) != -1) {
 		switch (c) {
 		case 'a':
 			o->deref = DEREF_NEVER;
 			o->recursive = true;
 			preserve_list(r, "all", true);
 			o->require_xattr = false;
+			o->require_preserve = true;
 			break;
 		case 'd':
 			o->deref = DEREF_NEVER;
@@ -278,7 +420,10 @@ int cp_parse(struct cp_run *r, int argc, char **argv, int *first)
 		case 'L': o->deref = DEREF_ALWAYS; break;
 		case 'P': o->deref = DEREF_NEVER; break;
 		case 'n': o->no_clobber = true; break;
-		case 'p': preserve_list(r, "mode,timestamps,ownership", true); break;
+		case 'p':
+			preserve_list(r, "mode,timestamps,ownership", true);
+			o->require_preserve = true;
+			break;
 		case 'R': case 'r': o->recursive = true; break;
 		case 't':
 			if (o->target_dir) {
@@ -291,7 +436,15 @@ int cp_parse(struct cp_run *r, int argc, char **argv, int *first)
 		case 'u': o->update = true; break;
 		case 'v': o->verbose = true; break;
 		case 'x': o->one_fs = true; break;
-		case 'Z': break;	/* default SELinux context: nothing to do without SELinux */
+		case 'Z':
+			/* Without SELinux there is no context to set, as cp
+			 * finds; with it, uaio-cp cannot set one. */
+			if (access("/sys/fs/selinux", F_OK) == 0)
+				unsupported(r, c);
+			if (optarg)
+				fprintf(stderr, "%s: warning: ignoring --context; it "
+					"requires an SELinux-enabled kernel\n", r->prog);
+			break;
 		case 'j': {
 			char *end;
 			unsigned long v;
@@ -309,19 +462,16 @@ int cp_parse(struct cp_run *r, int argc, char **argv, int *first)
 		}
 		case OPT_PRESERVE:
 			preserve_list(r, optarg ? optarg : "mode,timestamps,ownership", true);
+			o->require_preserve = true;
 			break;
 		case OPT_NO_PRESERVE: preserve_list(r, optarg, false); break;
 		case OPT_REFLINK:
-			o->reflink = optarg ? pick(r, optarg, "--reflink", when) : REFLINK_ALWAYS;
+			o->reflink = optarg ? pick(r, optarg, "--reflink", when, when_v) :
+				     REFLINK_ALWAYS;
 			break;
-		case OPT_SPARSE: {
-			/* cp lists them in this order; SPARSE_* follow when[]. */
-			static const char *const sp[] = { "never", "auto", "always", NULL };
-			static const int as[] = { SPARSE_NEVER, SPARSE_AUTO, SPARSE_ALWAYS };
-
-			o->sparse = as[pick(r, optarg, "--sparse", sp)];
+		case OPT_SPARSE:
+			o->sparse = pick(r, optarg, "--sparse", sparse, sparse_v);
 			break;
-		}
 		case OPT_PROGRESS: o->progress = true; break;
 		case OPT_REMOVE_DEST: o->remove_dest = true; break;
 		case OPT_STRIP: strip = true; break;
@@ -330,6 +480,10 @@ int cp_parse(struct cp_run *r, int argc, char **argv, int *first)
 			printf("uaio-cp (uaio) " VERSION "\n"
 			       "GNU cp 9.1's options and results, on io_uring flows.\n");
 			exit(0);
+		case 'b': case 'i': case 'l': case 's': case 'S':
+		case OPT_ATTR_ONLY: case OPT_COPY_CONTENTS: case OPT_PARENTS:
+			unsupported(r, c);
+			break;
 		default:
 			try_help(r);
 		}

@@ -1,0 +1,409 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * One source entry: what GNU cp 9.1 does with it (copy_internal and
+ * same_file_ok in coreutils' copy.c), step by step and in cp's order, so
+ * the same checks refuse the same cases with the same words. Directories
+ * go to walk.c, regular files to data.c as jobs; symbolic links, hard
+ * links and special files are made here.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include "cp.h"
+
+#define SAME_INODE(a, b) ((a).st_dev == (b).st_dev && (a).st_ino == (b).st_ino)
+
+static void verbose(struct cp_run *r, const char *src, const char *dst)
+{
+	if (r->o.verbose)
+		printf("%s -> %s\n", q(r, src), q(r, dst));
+}
+
+static int remove_existing(struct cp_run *r, const char *dst)
+{
+	if (unlink(dst) < 0 && errno != ENOENT) {
+		cp_err(r, errno, "cannot remove %s", q(r, dst));
+		return -1;
+	}
+	if (r->o.verbose)
+		printf("removed %s\n", q(r, dst));
+	return 0;
+}
+
+/* cp's same_file_ok for the options uaio-cp has (no backups, no -l/-s):
+ * whether copying src onto an existing dst that may be the same file, or
+ * a link to it, loses nothing. *done: nothing to do, and no error. */
+static bool same_file_ok(const struct cp_run *r, const char *src,
+			 const struct stat *src_sb, const char *dst,
+			 const struct stat *dst_sb, bool *done)
+{
+	const struct stat *sl = src_sb, *dl = dst_sb;
+	struct stat ts, td;
+	bool same = SAME_INODE(*src_sb, *dst_sb), same_link;
+
+	*done = false;
+	if (r->o.deref == DEREF_NEVER) {
+		same_link = same;
+		/* Two symlinks: fine unless they are one entry. */
+		if (S_ISLNK(src_sb->st_mode) && S_ISLNK(dst_sb->st_mode)) {
+			bool sn = cp_same_name(src, dst);
+
+			if (!sn && same_link) {
+				*done = true;
+				return true;
+			}
+			return !sn;
+		}
+	} else {
+		if (!same)
+			return true;
+		if (lstat(dst, &td) != 0 || lstat(src, &ts) != 0)
+			return true;
+		sl = &ts;
+		dl = &td;
+		same_link = SAME_INODE(ts, td);
+		if (S_ISLNK(ts.st_mode) && S_ISLNK(td.st_mode) && r->o.remove_dest)
+			return true;
+	}
+	if (r->o.remove_dest) {
+		/* dst goes before it is opened: a link there costs nothing */
+		if (S_ISLNK(dl->st_mode))
+			return true;
+		if (same_link && dl->st_nlink > 1 && !cp_same_name(src, dst))
+			return true;
+	}
+	if (!S_ISLNK(sl->st_mode) && !S_ISLNK(dl->st_mode) && !SAME_INODE(*sl, *dl))
+		return true;
+	if (r->o.deref == DEREF_NEVER) {
+		/* A symlink onto what it points to, or the reverse. */
+		if (S_ISLNK(sl->st_mode) ? stat(src, &ts) != 0 : (ts = *sl, false))
+			return true;
+		if (S_ISLNK(dl->st_mode) ? stat(dst, &td) != 0 : (td = *dl, false))
+			return true;
+		if (!SAME_INODE(ts, td))
+			return true;
+	}
+	return false;
+}
+
+/* cp's remember_copied: the destination first recorded for this source
+ * inode, or NULL after recording dst as that one. */
+static const char *remember(struct cp_run *r, const struct stat *st, const char *dst)
+{
+	const char *earlier = seen_find(&r->links, st->st_dev, st->st_ino, SEEN_ANY, NULL);
+
+	if (!earlier)
+		seen_add(&r->links, st->st_dev, st->st_ino, dst);
+	return earlier;
+}
+
+/* A hard link at dst to the copy made before, replacing what is there. */
+static void hard_link(struct cp_run *r, const char *earlier, const char *dst, bool exists)
+{
+	if (exists && remove_existing(r, dst) < 0)
+		return;
+	if (link(earlier, dst) < 0)
+		cp_err(r, errno, "cannot create hard link %s to %s", q(r, dst), q(r, earlier));
+}
+
+/* sfd: the source, when the walk opened it already (and fstat'd it into
+ * lst), else -1. Takes it. tracked: later names will link to this one, so
+ * it is created here, before they come. false: nothing was made. */
+static bool copy_reg(struct cp_run *r, struct cp_dir *pd, const char *src,
+		     const char *dst, const struct stat *lst, bool exists, int sfd,
+		     bool tracked)
+{
+	int follow = r->o.deref == DEREF_NEVER ? O_NOFOLLOW : 0, dfd = -1;
+	const char *name;
+	int at = cp_at(pd, false, src, &name);
+	/* Already ours: no owner to change, so nothing to hide meanwhile. */
+	bool ours = r->o.p_owner && !exists && pd && pd->plain &&
+		    lst->st_uid == r->euid && lst->st_gid == r->egid;
+	mode_t omitted = r->o.p_owner && !ours ? lst->st_mode & 077 : 0;
+	mode_t create = (lst->st_mode & 0777) & ~omitted;
+	unsigned has = 0;
+	struct stat st = *lst;
+	bool opened = sfd < 0;
+
+	if (opened)
+		sfd = openat(at, name, O_RDONLY | O_CLOEXEC | O_NOCTTY | follow);
+	if (sfd < 0) {
+		cp_err(r, errno, "cannot open %s for reading", q(r, src));
+		return false;
+	}
+	if (!exists && dst[strlen(dst) - 1] == '/') {
+		/* "new/": cp names the missing directory, not EISDIR. */
+		cp_err(r, ENOTDIR, "cannot create regular file %s", q(r, dst));
+		close(sfd);
+		return false;
+	}
+	if (opened && fstat(sfd, &st) < 0) {
+		cp_err(r, errno, "cannot fstat %s", q(r, src));
+		close(sfd);
+		return false;
+	}
+	if (st.st_ino != lst->st_ino || st.st_dev != lst->st_dev) {
+		cp_err(r, 0, "skipping file %s, as it was replaced while being copied", q(r, src));
+		close(sfd);
+		return false;
+	}
+	if (r->o.p_xattr && !r->root)
+		create |= S_IWUSR;	/* so the attributes can be set */
+	if (ours)
+		has = CP_HAS_OWNER |
+		      ((create & ~r->umask) == (lst->st_mode & 07777) ? CP_HAS_MODE : 0);
+	if (exists) {
+		dfd = open(dst, O_WRONLY | O_TRUNC | O_CLOEXEC | O_NOCTTY);
+		if (dfd < 0) {
+			int err = errno;
+
+			if (!r->o.force || remove_existing(r, dst) < 0) {
+				if (!r->o.force)
+					cp_err(r, err, "cannot create regular file %s", q(r, dst));
+				close(sfd);
+				return false;
+			}
+			exists = false;
+		}
+	}
+	if (!exists && tracked) {
+		dfd = open(dst, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, create);
+		if (dfd < 0) {
+			cp_create_failed(r, errno, dst);
+			close(sfd);
+			return false;
+		}
+	}
+	r->files_total++;
+	r->bytes_total += (uint64_t)st.st_size;
+	cp_file(r, pd, src, dst, sfd, &st, dfd, !exists, create, omitted,
+		exists ? 0 : has);
+	return true;
+}
+
+/* A symlink or special node at a name the caller has cleared. */
+static void copy_other(struct cp_run *r, const char *src, const char *dst,
+		       const struct stat *st)
+{
+	mode_t omitted = r->o.p_owner ? st->st_mode & 077 : 0;
+	int ret;
+
+	if (S_ISLNK(st->st_mode)) {
+		char *target = malloc((size_t)st->st_size + 2);
+		ssize_t n = target ? readlink(src, target, (size_t)st->st_size + 1) : -1;
+
+		if (n < 0 || n > st->st_size) {
+			cp_err(r, n < 0 ? errno : 0, "cannot read symbolic link %s", q(r, src));
+			free(target);
+			return;
+		}
+		target[n] = 0;
+		ret = symlink(target, dst);
+		free(target);
+		if (ret < 0) {
+			cp_err(r, errno, "cannot create symbolic link %s", q(r, dst));
+			return;
+		}
+	} else if (S_ISFIFO(st->st_mode)) {
+		if (mkfifo(dst, (st->st_mode & 07777) & ~omitted) < 0) {
+			cp_err(r, errno, "cannot create fifo %s", q(r, dst));
+			return;
+		}
+	} else if (mknod(dst, (st->st_mode & (S_IFMT | 07777)) & ~omitted, st->st_rdev) < 0) {
+		cp_err(r, errno, "cannot create special file %s", q(r, dst));
+		return;
+	}
+	cp_meta(r, -1, src, -1, dst, st, true, omitted, -1);
+}
+
+/* The checks cp makes on an existing destination, in its order; false:
+ * stop here (refused, or nothing to do). *exists is cleared when dst was
+ * removed to make room. */
+static bool existing(struct cp_run *r, const char *src, const char *dst,
+		     const struct stat *st, const struct stat *dst_st, bool top,
+		     bool *exists)
+{
+	bool isdir = S_ISDIR(st->st_mode), done = false;
+
+	/* -n looks no further, not even at whether it is the same file. */
+	if (!r->o.no_clobber && !same_file_ok(r, src, st, dst, dst_st, &done)) {
+		cp_err(r, 0, "%s and %s are the same file", q(r, src), q(r, dst));
+		return false;
+	}
+	if (r->o.update && !isdir &&
+	    (st->st_mtim.tv_sec < dst_st->st_mtim.tv_sec ||
+	     (st->st_mtim.tv_sec == dst_st->st_mtim.tv_sec &&
+	      st->st_mtim.tv_nsec <= dst_st->st_mtim.tv_nsec))) {
+		/* Not newer: kept, but a later name of the same source file
+		 * still becomes a link to it, as in cp. */
+		const char *earlier = remember(r, st, dst);
+
+		if (earlier)
+			hard_link(r, earlier, dst, true);
+		return false;
+	}
+	if (done || (r->o.no_clobber && !isdir))
+		return false;
+	if (!S_ISDIR(dst_st->st_mode)) {
+		if (isdir) {
+			cp_err(r, 0, "cannot overwrite non-directory %s with directory %s",
+			       q(r, dst), q(r, src));
+			return false;
+		}
+		if (top && r->args_twice &&
+		    seen_find(&r->made, 0, seen_name_key(dst), SEEN_STRING, dst)) {
+			cp_err(r, 0, "will not overwrite just-created %s with %s",
+			       q(r, dst), q(r, src));
+			return false;
+		}
+	}
+	if (!isdir && S_ISDIR(dst_st->st_mode)) {
+		cp_err(r, 0, "cannot overwrite directory %s with non-directory", q(r, dst));
+		return false;
+	}
+	/* Removed, not written through: another name of it, or a type that
+	 * is made anew (cp's unlink before copying). */
+	if (!S_ISDIR(dst_st->st_mode) &&
+	    (r->o.remove_dest || (r->o.p_links && dst_st->st_nlink > 1) ||
+	     (r->o.deref == DEREF_NEVER && !S_ISREG(st->st_mode)))) {
+		if (remove_existing(r, dst) < 0)
+			return false;
+		*exists = false;
+	}
+	return true;
+}
+
+/* *sfd: as copy_reg's, set to -1 if copy_reg took it. */
+static void decide(struct cp_run *r, struct cp_dir *pd, const char *src,
+		   const char *dst, const struct stat *st, bool top, int *sfd)
+{
+	bool isdir = S_ISDIR(st->st_mode), exists = false, stat_ok = false, tracked;
+	/* Regular files are written through a symlink at dst; anything
+	 * else replaces it, so it is looked at, not through. */
+	bool use_lstat = (!S_ISREG(st->st_mode) &&
+			  (r->o.recursive || isdir || S_ISLNK(st->st_mode))) ||
+			 r->o.remove_dest;
+	struct stat dst_st;
+	const char *earlier = NULL;
+
+	if (isdir && !r->o.recursive) {
+		cp_err(r, 0, "-r not specified; omitting directory %s", q(r, src));
+		return;
+	}
+	if (top && r->args_twice) {
+		if (!isdir && seen_find(&r->srcs, st->st_dev, st->st_ino, SEEN_SAME_NAME, src)) {
+			cp_warn(r, "warning: source file %s specified more than once", q(r, src));
+			return;
+		}
+		seen_add(&r->srcs, st->st_dev, st->st_ino, src);
+	}
+	if (top && r->args_twice &&
+	    seen_find(&r->made, 0, seen_name_key(dst), SEEN_STRING, dst))
+		cp_drain(r, 1);	/* a name made just now: let its file appear */
+	if (!pd || !pd->fresh) {
+		const char *name;
+		int at = cp_at(pd, true, dst, &name);
+
+		if (fstatat(at, name, &dst_st, use_lstat ? AT_SYMLINK_NOFOLLOW : 0) == 0) {
+			exists = stat_ok = true;
+		} else if (errno == ELOOP && r->o.force) {
+			exists = true;	/* -f removes it when it cannot be opened */
+		} else if (errno != ENOENT) {
+			cp_err(r, errno, "cannot stat %s", q(r, dst));
+			return;
+		}
+	}
+	if (stat_ok && !existing(r, src, dst, st, &dst_st, top, &exists))
+		return;
+	if (!exists && top && r->args_twice &&
+	    seen_find(&r->made, 0, seen_name_key(dst), SEEN_STRING, dst)) {
+		/* what stat could not follow: a dangling symlink made just now */
+		struct stat l;
+
+		if (lstat(dst, &l) == 0 && S_ISLNK(l.st_mode)) {
+			cp_err(r, 0, "will not copy %s through just-created symlink %s",
+			       q(r, src), q(r, dst));
+			return;
+		}
+	}
+	if (!isdir)
+		verbose(r, src, dst);
+	if (top && r->args_twice)
+		seen_add(&r->made, 0, seen_name_key(dst), dst);
+
+	tracked = r->o.p_links && !isdir &&
+		  (st->st_nlink > 1 || r->o.deref == DEREF_ALWAYS ||
+		   (top && r->o.deref == DEREF_ARGS));
+	if (tracked)
+		earlier = remember(r, st, dst);
+	else if (isdir)
+		earlier = top ? remember(r, st, dst) :
+			  seen_find(&r->links, st->st_dev, st->st_ino, SEEN_ANY, NULL);
+	if (earlier && !isdir) {
+		hard_link(r, earlier, dst, exists);
+		return;
+	}
+	if (earlier) {
+		if (cp_same_name(src, earlier)) {
+			/* the copy being made, met by the walk */
+			cp_err(r, 0, "cannot copy a directory, %s, into itself, %s",
+			       q(r, r->top_src), q(r, r->top_dst));
+			r->into_self = true;
+			return;
+		}
+		if (cp_same_name(dst, earlier)) {
+			cp_warn(r, "warning: source directory %s specified more than once",
+				q(r, r->top_src));
+			return;
+		}
+		if (r->o.deref != DEREF_ALWAYS && !(top && r->o.deref == DEREF_ARGS)) {
+			cp_err(r, 0, "will not create hard link %s to directory %s",
+			       q(r, dst), q(r, earlier));
+			return;
+		}
+	}
+	if (isdir) {
+		cp_copy_dir(r, pd, src, dst, st, exists);
+		return;
+	}
+	/* Without -R a fifo or device is read like a file, as cp does. */
+	if (S_ISREG(st->st_mode) || (!r->o.recursive && !S_ISLNK(st->st_mode))) {
+		/* cp forgets a file it could not make, so its other names
+		 * try again rather than link to nothing */
+		if (!copy_reg(r, pd, src, dst, st, exists, *sfd, tracked) && tracked)
+			seen_forget(&r->links, st->st_dev, st->st_ino, dst);
+		*sfd = -1;
+		return;
+	}
+	/* Still there (cp removes it first only under -P): a symlink is
+	 * replaced under -f, anything else fails to be made, as in cp. */
+	if (exists && S_ISLNK(st->st_mode) && r->o.force)
+		(void)unlink(dst);
+	copy_other(r, src, dst, st);
+}
+
+void cp_entry(struct cp_run *r, struct cp_dir *pd, const char *src,
+	      const char *dst, const struct stat *st, bool top, int sfd)
+{
+	decide(r, pd, src, dst, st, top, &sfd);
+	if (sfd >= 0)
+		close(sfd);
+}
+
+/* A job's O_CREAT|O_EXCL open failed (the loop's thread). */
+void cp_create_failed(struct cp_run *r, int err, const char *dst)
+{
+	char c;
+
+	/* EEXIST on a name stat found nothing at: a dangling symlink, which
+	 * cp will not write through (unless POSIXLY_CORRECT, not done). */
+	if (err == EEXIST && readlink(dst, &c, 1) >= 0)
+		cp_err(r, 0, "not writing through dangling symlink %s", q(r, dst));
+	else
+		cp_err(r, err, "cannot create regular file %s", q(r, dst));
+}

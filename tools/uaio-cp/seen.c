@@ -1,0 +1,170 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * What cp remembers while it copies, keyed by (device, inode):
+ *  - r->links: the first destination of each source inode that later
+ *    names may link to (hard links under -d/-a), of each command-line
+ *    directory, and of the first directory each command-line source made
+ *    (cp's remember_copied: how "into itself" and a directory named
+ *    twice are told apart);
+ *  - r->srcs: the command-line sources, for "specified more than once";
+ *  - r->made: the command-line destinations, for "will not overwrite
+ *    just-created" (by name: a job may not have created its file yet).
+ * Open addressing; several names may share an inode.
+ */
+#define _GNU_SOURCE
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include "cp.h"
+
+struct seen_ent {
+	dev_t dev;
+	ino_t ino;
+	char *name;		/* NULL: a free slot; gone: a forgotten one */
+};
+
+/* Keeps the probe chains whole where an entry was forgotten. */
+static char gone[] = "";
+
+static size_t slot0(const struct cp_seen *s, dev_t dev, ino_t ino)
+{
+	return (((size_t)ino * 0x9e3779b97f4a7c15ull) ^ (size_t)dev) & (s->cap - 1);
+}
+
+static void grow(struct cp_seen *s)
+{
+	struct seen_ent *old = s->v;
+	size_t oldcap = s->cap;
+
+	s->cap = oldcap ? 2 * oldcap : 64;
+	s->v = calloc(s->cap, sizeof(*s->v));
+	if (!s->v) {
+		perror("uaio-cp");
+		exit(1);
+	}
+	for (size_t i = 0; i < oldcap; i++) {
+		size_t h;
+
+		if (!old[i].name || old[i].name == gone)
+			continue;
+		for (h = slot0(s, old[i].dev, old[i].ino); s->v[h].name; h = (h + 1) & (s->cap - 1))
+			;
+		s->v[h] = old[i];
+	}
+	free(old);
+}
+
+void seen_add(struct cp_seen *s, dev_t dev, ino_t ino, const char *name)
+{
+	size_t h;
+
+	if (2 * (s->n + 1) > s->cap)
+		grow(s);
+	for (h = slot0(s, dev, ino); s->v[h].name; h = (h + 1) & (s->cap - 1))
+		;
+	s->v[h] = (struct seen_ent){ dev, ino, strdup(name) };
+	if (!s->v[h].name) {
+		perror("uaio-cp");
+		exit(1);
+	}
+	s->n++;
+}
+
+const char *seen_find(const struct cp_seen *s, dev_t dev, ino_t ino,
+		      enum seen_match how, const char *name)
+{
+	if (!s->cap)
+		return NULL;
+	for (size_t h = slot0(s, dev, ino); s->v[h].name; h = (h + 1) & (s->cap - 1)) {
+		const struct seen_ent *e = &s->v[h];
+
+		if (e->dev != dev || e->ino != ino || e->name == gone)
+			continue;
+		if (how == SEEN_ANY ||
+		    (how == SEEN_STRING && strcmp(e->name, name) == 0) ||
+		    (how == SEEN_SAME_NAME && cp_same_name(e->name, name)))
+			return e->name;
+	}
+	return NULL;
+}
+
+void seen_forget(struct cp_seen *s, dev_t dev, ino_t ino, const char *name)
+{
+	if (!s->cap)
+		return;
+	for (size_t h = slot0(s, dev, ino); s->v[h].name; h = (h + 1) & (s->cap - 1)) {
+		struct seen_ent *e = &s->v[h];
+
+		if (e->dev == dev && e->ino == ino && e->name != gone &&
+		    strcmp(e->name, name) == 0) {
+			free(e->name);
+			e->name = gone;
+			return;
+		}
+	}
+}
+
+void seen_free(struct cp_seen *s)
+{
+	for (size_t i = 0; i < s->cap; i++)
+		if (s->v[i].name != gone)
+			free(s->v[i].name);
+	free(s->v);
+	*s = (struct cp_seen){ 0 };
+}
+
+/* The key r->made files a name under. */
+ino_t seen_name_key(const char *name)
+{
+	uint64_t h = 1469598103934665603ull;	/* FNV-1a */
+
+	for (; *name; name++)
+		h = (h ^ (unsigned char)*name) * 1099511628211ull;
+	return (ino_t)h;
+}
+
+/* gnulib's same_name: one directory entry, by its last component and
+ * the identity of the directory holding it ("a" is "./a"). */
+bool cp_same_name(const char *a, const char *b)
+{
+	const char *ba, *bb;
+	size_t la, lb;
+	struct stat sa, sb;
+
+	for (ba = a + strlen(a); ba > a && ba[-1] == '/'; ba--)
+		;
+	la = (size_t)(ba - a);
+	while (ba > a && ba[-1] != '/')
+		ba--;
+	la -= (size_t)(ba - a);
+	for (bb = b + strlen(b); bb > b && bb[-1] == '/'; bb--)
+		;
+	lb = (size_t)(bb - b);
+	while (bb > b && bb[-1] != '/')
+		bb--;
+	lb -= (size_t)(bb - b);
+	if (la != lb || memcmp(ba, bb, la) != 0)
+		return false;
+
+	/* the directories: what comes before the last component, less its
+	 * slashes; "." for none, "/" for the root */
+	size_t da = (size_t)(ba - a), db = (size_t)(bb - b);
+
+	while (da > 1 && a[da - 1] == '/')
+		da--;
+	while (db > 1 && b[db - 1] == '/')
+		db--;
+	char dira[da + 2], dirb[db + 2];
+
+	if (!da)	/* "name", or all slashes */
+		da = 1, a = *a == '/' ? "/" : ".";
+	if (!db)
+		db = 1, b = *b == '/' ? "/" : ".";
+	memcpy(dira, a, da);
+	dira[da] = 0;
+	memcpy(dirb, b, db);
+	dirb[db] = 0;
+	return lstat(dira, &sa) == 0 && lstat(dirb, &sb) == 0 &&
+	       sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+}

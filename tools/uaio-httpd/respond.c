@@ -355,7 +355,9 @@ static void serve_file(struct conn *c)
 		start_send(c);
 		return;
 	}
-	if (q->hdr[H_RANGE].p && proto_if_range(q, f->etag, f->mtime))
+	/* Ranges are defined for GET only; HEAD ignores them and describes
+	 * the 200 a GET without one gets (RFC 9110 14.2). */
+	if (q->method == HTTP_GET && q->hdr[H_RANGE].p && proto_if_range(q, f->etag, f->mtime))
 		n = proto_ranges(q->hdr[H_RANGE], f->size, r->ranges, HTTPD_RANGES_MAX);
 	if (n < 0) {
 		char cr[64];

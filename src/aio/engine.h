@@ -329,6 +329,7 @@ void aio__serial_queue_locked(struct aio_serial *s, struct aio_req *r);
 struct aio_fdw *aio__fdw_get_locked(int fd, bool create);
 void aio__fdw_maybe_free_locked(struct aio_fdw *w);
 int aio__req_issue_locked(struct aio_req *r);
+void aio__serial_started(struct aio_req *r);
 void aio__req_release_locked(struct aio_req *r, long res);
 void aio__req_end_locked(struct aio_req *r, long res);
 void aio__req_finish_parallel_locked(struct aio_req *r, long res);

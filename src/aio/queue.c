@@ -127,6 +127,15 @@ void aio__req_release_locked(struct aio_req *r, long res)
 		aio__lio_put_locked(g, true);
 }
 
+/* glibc's helper tries pread first and, told ESPIPE, blocks in read or
+ * write with the -1 of that try in the aiocb: aio_return of a stream
+ * request under way answers -1 there (0 while it waits its turn). */
+void aio__serial_started(struct aio_req *r)
+{
+	if (r->kind <= K_WRITE)
+		r->cb->__return_value = -1;
+}
+
 /* Starts the next waiting request of a serial file. */
 static void serial_advance_locked(struct aio_serial *s)
 {
@@ -136,6 +145,7 @@ static void serial_advance_locked(struct aio_serial *s)
 
 		s->head = r->next;
 		s->busy = r;
+		aio__serial_started(r);
 		ret = aio__req_issue_locked(r);
 		if (ret < 0) {
 			s->busy = NULL;

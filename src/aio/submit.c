@@ -173,6 +173,7 @@ static int submit_serial(struct aiocb *cb, int kind, int fd, int fl,
 		aio__serial_queue_locked(s, r);
 	} else {
 		s->busy = r;
+		aio__serial_started(r);
 		if ((ret = aio__req_issue_locked(r)) < 0) {
 			s->busy = NULL;
 			aio__req_release_locked(r, ret);
@@ -324,11 +325,44 @@ static int submit_parallel(struct aiocb *cb, int kind, int fd, bool direct,
 }
 
 /*
+ * glibc transfers with pread/pwrite (read/write when the kernel says
+ * ESPIPE), so the kernel's access check covers the whole aio_nbytes
+ * before any count is clamped to RW_MAX: a span that leaves the address
+ * space is EFAULT, and nothing is written past the buffer. /dev/null
+ * makes the same check and moves nothing; asked only for a count above
+ * RW_MAX, which cb_len() clamps.
+ */
+static bool span_faults(const struct aiocb *cb, int kind)
+{
+	int e = errno, fd;
+	ssize_t n;
+
+	if (cb->aio_nbytes <= RW_MAX ||
+	    (fd = open("/dev/null", O_RDWR | O_CLOEXEC)) < 0)
+		return false;
+	n = kind == K_READ ? pread(fd, (void *)cb->aio_buf, cb->aio_nbytes, 0) :
+			     pwrite(fd, (const void *)cb->aio_buf, cb->aio_nbytes, 0);
+	n = n < 0 ? -errno : n;
+	close(fd);
+	errno = e;
+	return n == -EFAULT;
+}
+
+/* Files read and written at aio_offset: regular files, block devices, and
+ * character devices the kernel lets pread (/dev/zero, not a tty). */
+static bool positional_file(int fd, const struct stat *st)
+{
+	return S_ISREG(st->st_mode) || S_ISBLK(st->st_mode) ||
+	       (S_ISCHR(st->st_mode) && lseek(fd, 0, SEEK_CUR) >= 0);
+}
+
+/*
  * Queues a read or write: 0 when queued or finished (the status is in the
  * aiocb then), -errno when refused. As in glibc, a descriptor that is bad
  * or not open for this direction, or a negative offset, is not a refusal:
  * the request fails as it runs, through aio_error, aio_return and its
- * notification.
+ * notification, in the order the kernel's pread checks them (a negative
+ * offset first, on any file).
  */
 int aio__submit_rw(struct aiocb *cb, int kind, struct lio_ctx *pc,
 		     struct aio_lio *g)
@@ -351,31 +385,33 @@ int aio__submit_rw(struct aiocb *cb, int kind, struct lio_ctx *pc,
 	if (fl < 0 || (fl & O_PATH) || !fd_mode_ok(fl, kind))
 		fl = aio__hint_flags(fd, h, true);
 	aio__cb_mark_live(cb);
+	if (cb->aio_offset < 0) {
+		aio__complete(cb, -EINVAL);
+		return 0;
+	}
 	if (fl < 0 || (fl & O_PATH) || !fd_mode_ok(fl, kind)) {
 		aio__complete(cb, -EBADF);
+		return 0;
+	}
+	if (span_faults(cb, kind)) {
+		aio__complete(cb, -EFAULT);
 		return 0;
 	}
 
 	/* A try on a stream fails at once (ESPIPE), which tells regular files
 	 * from streams. Without a try (O_DIRECT, whose "non-blocking" try
 	 * would wait for the device; too big; refused before), or when serial
-	 * files with requests exist, or with no usable offset: classify the
-	 * file first. */
+	 * files with requests exist: classify the file first. */
 	rwf = aio__hint_try(h, kind) ? RWF_NOWAIT : 0;
 	try = !(fl & O_DIRECT) && cb_len(cb) <= *budget &&
 	      (rwf || page_write_ok(cb, kind, fl));
-	if (!try || atomic_load_explicit(&E->nserial, memory_order_relaxed) ||
-	    cb->aio_offset < 0) {
+	if (!try || atomic_load_explicit(&E->nserial, memory_order_relaxed)) {
 		if (fstat(fd, &st) < 0) {
 			aio__complete(cb, -errno);
 			return 0;
 		}
-		if (!S_ISREG(st.st_mode) && !S_ISBLK(st.st_mode))
+		if (!positional_file(fd, &st))
 			goto serial;
-		if (cb->aio_offset < 0) {
-			aio__complete(cb, -EINVAL);
-			return 0;
-		}
 		positional = true;
 	}
 	if (try) {

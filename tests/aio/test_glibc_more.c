@@ -7,7 +7,10 @@
  * another; thread-local state and TLS destructors are per callback); a
  * notification that cannot be delivered becomes the request's status;
  * lio_listio takes glibc's LIO_DSYNC / LIO_SYNC opcodes; a child of
- * fork() sees the parent's requests in progress for ever.
+ * fork() sees the parent's requests in progress for ever; the kernel's
+ * pread checks come in pread's order (negative offset, bad descriptor, a
+ * span out of the address space); aio_return of a stream request under
+ * way is -1.
  */
 #define _GNU_SOURCE
 #include "aio/aio_util.h"
@@ -283,9 +286,100 @@ static void list_counts(void)
 	close(fd);
 }
 
+/* glibc reads and writes with pread/pwrite (read/write after ESPIPE),
+ * so the kernel's checks come in pread's order: a negative offset is
+ * EINVAL on any file, a bad descriptor included; an aio_nbytes whose span
+ * leaves the address space is EFAULT, and nothing is written past the
+ * buffer (the drop-in clamped it and read on until it faulted). */
+static void pread_checks(void)
+{
+	static char mem[8192];
+	char *b = mem + 4096 - 16;
+	int p[2], sv[2], zero = open("/dev/zero", O_RDONLY), fd = t_tmpfile();
+	struct aiocb cb;
+	int err;
+
+	CHECK(zero >= 0);
+	CHECK_EQ(pipe(p), 0);
+	CHECK_EQ(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+	CHECK_EQ(write(p[1], "abcdefgh", 8), 8);
+	CHECK_EQ(write(sv[1], "abcdefgh", 8), 8);
+	int rd[] = { p[0], sv[0], zero, fd, -1, 9999 };
+	for (size_t i = 0; i < sizeof(rd) / sizeof(rd[0]); i++) {
+		cb = t_cb(rd[i], b, 8, -1);
+		CHECK_EQ(uaio_read(&cb), 0);
+		CHECK_EQ(t_wait(&cb, &err), -1);
+		CHECK_EQ(err, EINVAL);
+	}
+	cb = t_cb(p[1], b, 8, -5);
+	CHECK_EQ(uaio_write(&cb), 0);
+	CHECK_EQ(t_wait(&cb, &err), -1);
+	CHECK_EQ(err, EINVAL);
+	/* the data is still there for a good request */
+	cb = t_cb(p[0], b, 8, 0);
+	CHECK_EQ(uaio_read(&cb), 0);
+	CHECK_EQ(t_wait(&cb, NULL), 8);
+	CHECK(!memcmp(b, "abcdefgh", 8));
+
+	size_t huge[] = { SIZE_MAX, (size_t)1 << 62 };
+	for (size_t i = 0; i < 2; i++) {
+		memset(mem, 'x', sizeof(mem));
+		cb = t_cb(zero, b, 16, 0);
+		cb.aio_nbytes = huge[i];
+		CHECK_EQ(uaio_read(&cb), 0);
+		CHECK_EQ(t_wait(&cb, &err), -1);
+		CHECK_EQ(err, EFAULT);
+		for (size_t k = 0; k < sizeof(mem); k++)
+			CHECK(mem[k] == 'x');
+		cb = t_cb(fd, b, 16, 0);
+		cb.aio_nbytes = huge[i];
+		CHECK_EQ(uaio_write(&cb), 0);
+		CHECK_EQ(t_wait(&cb, &err), -1);
+		CHECK_EQ(err, EFAULT);
+	}
+	/* a seekable character device is read as pread reads it */
+	cb = t_cb(zero, b, 16, 1 << 20);
+	CHECK_EQ(uaio_read(&cb), 0);
+	CHECK_EQ(t_wait(&cb, NULL), 16);
+	CHECK(!memcmp(b, "\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0", 16));
+	close(zero);
+	close(fd);
+	close(p[0]);
+	close(p[1]);
+	close(sv[0]);
+	close(sv[1]);
+}
+
+/* aio_return of a stream request under way: glibc's helper holds the -1
+ * of its pread try (ESPIPE) while it blocks in read; one waiting behind
+ * it holds 0. */
+static void stream_return_in_progress(void)
+{
+	char b1[4], b2[4];
+	int p[2];
+	struct aiocb c1, c2;
+
+	CHECK_EQ(pipe(p), 0);
+	c1 = t_cb(p[0], b1, 4, 0);
+	c2 = t_cb(p[0], b2, 4, 0);
+	CHECK_EQ(uaio_read(&c1), 0);
+	CHECK_EQ(uaio_read(&c2), 0);
+	CHECK_EQ(uaio_error(&c1), EINPROGRESS);
+	CHECK_EQ(c1.__return_value, -1);
+	CHECK_EQ(c2.__return_value, 0);
+	CHECK_EQ(write(p[1], "abcdefgh", 8), 8);
+	CHECK_EQ(t_wait(&c1, NULL), 4);
+	CHECK_EQ(t_wait(&c2, NULL), 4);
+	CHECK(!memcmp(b1, "abcd", 4) && !memcmp(b2, "efgh", 4));
+	close(p[0]);
+	close(p[1]);
+}
+
 int main(void)
 {
 	t_watchdog(90);
+	RUN(pread_checks);
+	RUN(stream_return_in_progress);
 	RUN(no_sigpipe);
 	RUN(thread_per_callback);
 	RUN(thread_attributes);

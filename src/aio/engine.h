@@ -158,8 +158,13 @@ struct aio_req {
 		struct aio_thread *thr;	/* RF_DIRECT: issued by that thread */
 		struct iovec *iov;	/* RF_LEADER: one per carried request */
 	} u;
-	uint32_t epoch;			/* write: its descriptor's epoch; fsync: its barrier */
-	uint32_t remaining;		/* fsync: earlier writes still in flight */
+	union {
+		struct {
+			uint32_t epoch;		/* write: its descriptor's epoch; fsync: its barrier */
+			uint32_t remaining;	/* fsync: earlier writes still in flight */
+		};
+		uint64_t tmo_us;	/* RF_SERIAL: the socket's SO_RCVTIMEO/SO_SNDTIMEO */
+	};
 	int fd;				/* what the op uses: a pinned handle, or the fd */
 	uint8_t kind, state, flags;
 	int8_t prio;
@@ -174,7 +179,17 @@ struct aio_serial {
 	ino_t ino;
 	struct aio_req *busy;
 	struct aio_req *head;		/* waiting, lower aio_reqprio first */
+	/* A socket's timeout on the busy request: glibc's helper blocks in
+	 * read or write, which give up after SO_RCVTIMEO / SO_SNDTIMEO with
+	 * EAGAIN or the part done (queue.c, serial clock). */
+	struct aio_req *timed;		/* the request the clock runs for */
+	uaio_op clock, stop_clock, stop_req;
+	uint8_t ops;			/* SO_* of those in flight */
+	bool expired;			/* timed's clock ran out */
 };
+#define SO_CLOCK	1
+#define SO_STOP_CLOCK	2
+#define SO_STOP_REQ	4
 
 /* A descriptor with writes in flight: fsyncs wait for the earlier ones. */
 struct aio_fdw {

@@ -39,7 +39,7 @@ void aio__serial_maybe_free_locked(struct aio_serial *s)
 {
 	struct aio_serial **pp;
 
-	if (s->busy || s->head)
+	if (s->busy || s->head || s->ops)
 		return;
 	pp = serial_slot(s->dev, s->ino);
 	*pp = s->hnext;
@@ -127,13 +127,73 @@ void aio__req_release_locked(struct aio_req *r, long res)
 		aio__lio_put_locked(g, true);
 }
 
+/* ------------------------------------------------- serial clock */
+
+/*
+ * The busy request of a socket with a timeout runs against one clock op,
+ * started when it starts, as a blocking call's timeout would be. When the
+ * clock runs out, the request's op is cancelled and ends with EAGAIN, or
+ * the count moved so far (a write's earlier parts). A clock, or a cancel
+ * of one, still in flight when the next request starts delays that one's
+ * clock until it is back, so a cancel never meets a newer clock.
+ */
+static void serial_clock_locked(struct aio_serial *s);
+
+static void clock_done(uaio_op *op, int res, void *data)
+{
+	struct aio_serial *s = data;
+
+	pthread_mutex_lock(&E->mu);
+	if (op == &s->clock) {
+		s->ops &= ~SO_CLOCK;
+		if (res == -ETIME && s->timed && s->busy == s->timed &&
+		    !(s->ops & SO_STOP_REQ)) {
+			s->expired = true;
+			if (uaio_op_cancel(E->loop, &s->stop_req, &s->busy->op,
+					   clock_done, s) == 0)
+				s->ops |= SO_STOP_REQ;
+		}
+	} else {
+		s->ops &= ~(op == &s->stop_clock ? SO_STOP_CLOCK : SO_STOP_REQ);
+	}
+	serial_clock_locked(s);
+	aio__serial_maybe_free_locked(s);
+	pthread_mutex_unlock(&E->mu);
+}
+
+static void serial_clock_locked(struct aio_serial *s)
+{
+	struct aio_req *r = s->busy;
+
+	if (!r || !r->tmo_us || s->timed == r || (s->ops & (SO_CLOCK | SO_STOP_CLOCK)))
+		return;
+	s->timed = r;
+	s->expired = false;
+	if (uaio_op_timeout(E->loop, &s->clock, r->tmo_us * 1000, clock_done, s) == 0)
+		s->ops |= SO_CLOCK;
+}
+
+/* r, timed, ended: its clock is not needed any more. */
+static void serial_clock_end_locked(struct aio_serial *s, struct aio_req *r)
+{
+	if (s->timed != r)
+		return;
+	s->timed = NULL;
+	s->expired = false;
+	if ((s->ops & SO_CLOCK) && !(s->ops & SO_STOP_CLOCK) &&
+	    uaio_op_cancel(E->loop, &s->stop_clock, &s->clock, clock_done, s) == 0)
+		s->ops |= SO_STOP_CLOCK;
+}
+
 /* glibc's helper tries pread first and, told ESPIPE, blocks in read or
  * write with the -1 of that try in the aiocb: aio_return of a stream
- * request under way answers -1 there (0 while it waits its turn). */
+ * request under way answers -1 there (0 while it waits its turn). Its
+ * clock, if its socket has a timeout, starts now. */
 void aio__serial_started(struct aio_req *r)
 {
 	if (r->kind <= K_WRITE)
 		r->cb->__return_value = -1;
+	serial_clock_locked(r->owner);
 }
 
 /* Starts the next waiting request of a serial file. */
@@ -145,11 +205,12 @@ static void serial_advance_locked(struct aio_serial *s)
 
 		s->head = r->next;
 		s->busy = r;
-		aio__serial_started(r);
 		ret = aio__req_issue_locked(r);
 		if (ret < 0) {
 			s->busy = NULL;
 			aio__req_release_locked(r, ret);
+		} else {
+			aio__serial_started(r);
 		}
 	}
 	aio__serial_maybe_free_locked(s);
@@ -237,18 +298,26 @@ void aio__req_end_locked(struct aio_req *r, long res)
 		return;
 	}
 
-	/* A blocking write to a pipe or socket writes everything. */
+	bool expired = (r->flags & RF_SERIAL) &&
+		       ((struct aio_serial *)r->owner)->timed == r &&
+		       ((struct aio_serial *)r->owner)->expired;
+
+	/* A blocking write to a pipe or socket writes everything, unless
+	 * its socket's timeout runs out first. */
 	if (r->kind == K_WRITE && (r->flags & RF_SERIAL) && res > 0 &&
-	    (size_t)res < cb_len(cb) - pv->done) {
+	    (size_t)res < cb_len(cb) - pv->done && !expired) {
 		pv->done += (uint64_t)res;
 		if (aio__req_issue_locked(r) == 0)
 			return;
 		res = 0;
 	}
+	if (expired && res == -ECANCELED)
+		res = -EAGAIN;
 	if (pv->done)
 		res = res >= 0 ? res + (long)pv->done : (long)pv->done;
 	if (r->flags & RF_SERIAL) {
 		struct aio_serial *s = r->owner;
+		serial_clock_end_locked(s, r);
 		s->busy = NULL;
 		aio__req_release_locked(r, res);
 		serial_advance_locked(s);

@@ -166,6 +166,14 @@ static int submit_serial(struct aiocb *cb, int kind, int fd, int fl,
 	r->prio = (int8_t)cb->aio_reqprio;
 	r->flags = RF_SERIAL;
 	r->owner = s;
+	if (S_ISSOCK(st->st_mode) && kind <= K_WRITE && !(fl & O_NONBLOCK)) {
+		struct timeval tv = { 0 };
+		socklen_t len = sizeof(tv);
+
+		if (getsockopt(fd, SOL_SOCKET, kind == K_READ ? SO_RCVTIMEO : SO_SNDTIMEO,
+			       &tv, &len) == 0 && (tv.tv_sec > 0 || tv.tv_usec > 0))
+			r->tmo_us = (uint64_t)tv.tv_sec * 1000000u + (uint64_t)tv.tv_usec;
+	}
 	priv(cb)->req = r;
 	aio__pin_get_locked(r, fd, pc);
 	lio_add_locked(r, g);
@@ -173,11 +181,12 @@ static int submit_serial(struct aiocb *cb, int kind, int fd, int fl,
 		aio__serial_queue_locked(s, r);
 	} else {
 		s->busy = r;
-		aio__serial_started(r);
 		if ((ret = aio__req_issue_locked(r)) < 0) {
 			s->busy = NULL;
 			aio__req_release_locked(r, ret);
 			aio__serial_maybe_free_locked(s);
+		} else {
+			aio__serial_started(r);
 		}
 	}
 	pthread_mutex_unlock(&E->mu);

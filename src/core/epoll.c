@@ -368,10 +368,17 @@ static int ep_self(uaio_loop *l, uaio_op *op)
 	case OP_NOP:
 		uaio__complete(l, op, 0);
 		return 0;
-	case OP_TIMEOUT:
+	case OP_TIMEOUT: {
+		int r = uaio__heap_push(l, (uint64_t)uaio__now_ns() + op->off,
+					(uintptr_t)op | 1);
+
 		op->state = OS_TIMERQ;
-		return uaio__heap_push(l, (uint64_t)uaio__now_ns() + op->off,
-				       (uintptr_t)op | 1);
+		/* The driving thread may be asleep for as long as its heap
+		 * said before this deadline came: it must look again. */
+		if (r == 0 && !uaio__on_driver(l))
+			uaio__wake(l);
+		return r;
+	}
 	case OP_CANCEL:
 		return ep_cancel(l, op, (uaio_op *)(uintptr_t)op->addr);
 	case OP_CANCEL_FD:

@@ -225,6 +225,12 @@ static inline unsigned uaio__fired_room(const uaio_loop *l)
 }
 int uaio__drain_inbox(uaio_loop *l);
 void uaio__wake(uaio_loop *l);
+/* Whether the calling thread drives l (always, for a loop that is not
+ * thread-safe): others' changes to its waits must wake it. */
+static inline bool uaio__on_driver(const uaio_loop *l)
+{
+	return !l->threadsafe || (l->has_owner && pthread_equal(l->owner, pthread_self()));
+}
 struct uaio_fdent *uaio__fdent(uaio_loop *l, int fd, bool grow);
 int uaio__heap_push(uaio_loop *l, uint64_t when, uintptr_t p);
 void uaio__heap_remove(uaio_loop *l, uint32_t idx);

@@ -201,8 +201,7 @@ static void pending_push(uaio_loop *l, uaio_op *op, bool front)
  */
 static bool is_issuer(const uaio_loop *l)
 {
-	return !l->threadsafe ||
-	       (l->has_owner && pthread_equal(l->owner, pthread_self()));
+	return uaio__on_driver(l);
 }
 
 /* Into the kernel; -EAGAIN when the CQ is spoken for or the SQ is full. */

@@ -46,8 +46,14 @@ UAIO_API int uaio_cancel(int fd, struct aiocb *cb)
 		return posix_ret(-EINVAL);
 	if (cb && cb_state(cb) == ST_ORPHAN)
 		return AIO_NOTCANCELED;
-	if (cb && cb_state(cb) != ST_LIVE)
+	if (cb && cb_state(cb) != ST_LIVE) {
+		/* glibc looks an aiocb marked in progress up in its lists:
+		 * one that is not there (a copy of a live one) is EINVAL. */
+		if (cb_state(cb) != ST_DONE &&
+		    __atomic_load_n(&cb->__error_code, __ATOMIC_ACQUIRE) == EINPROGRESS)
+			return posix_ret(-EINVAL);
 		return AIO_ALLDONE;
+	}
 
 	pthread_mutex_lock(&E->mu);
 	if (cb) {

@@ -30,16 +30,21 @@ void uaio__init_hint(const struct aioinit *init);
 	EXPORT ret name##_##tag params { return call; }			\
 	__asm__(".symver " #name "_" #tag ", " #name ver)
 
+/* glibc's calls leave errno alone when they succeed; ours may make
+ * syscalls that fail on the way (an inline try told EAGAIN). */
+#define KEEP_ERRNO(call) ({ int e_ = errno; __typeof__(call) r_ = (call);	\
+			    if (r_ >= 0) errno = e_; r_; })
+
 #define ALL(ret, name, params, call)					\
 	VERSIONED(ret, name, params, call, v2_2_5, "@GLIBC_2.2.5");	\
 	VERSIONED(ret, name, params, call, v2_34, "@@GLIBC_2.34")
 
-ALL(int, aio_read, (struct aiocb *cb), uaio_read(cb));
-ALL(int, aio_read64, (struct aiocb64 *cb), uaio_read((struct aiocb *)cb));
-ALL(int, aio_write, (struct aiocb *cb), uaio_write(cb));
-ALL(int, aio_write64, (struct aiocb64 *cb), uaio_write((struct aiocb *)cb));
-ALL(int, aio_fsync, (int op, struct aiocb *cb), uaio_fsync(op, cb));
-ALL(int, aio_fsync64, (int op, struct aiocb64 *cb), uaio_fsync(op, (struct aiocb *)cb));
+ALL(int, aio_read, (struct aiocb *cb), KEEP_ERRNO(uaio_read(cb)));
+ALL(int, aio_read64, (struct aiocb64 *cb), KEEP_ERRNO(uaio_read((struct aiocb *)cb)));
+ALL(int, aio_write, (struct aiocb *cb), KEEP_ERRNO(uaio_write(cb)));
+ALL(int, aio_write64, (struct aiocb64 *cb), KEEP_ERRNO(uaio_write((struct aiocb *)cb)));
+ALL(int, aio_fsync, (int op, struct aiocb *cb), KEEP_ERRNO(uaio_fsync(op, cb)));
+ALL(int, aio_fsync64, (int op, struct aiocb64 *cb), KEEP_ERRNO(uaio_fsync(op, (struct aiocb *)cb)));
 /*
  * glibc's aio_error and aio_return read the status the aiocb holds, and
  * nothing else: any number of times, and on an aiocb never submitted too
@@ -72,23 +77,23 @@ ALL(int, aio_error, (const struct aiocb *cb), error_glibc(cb));
 ALL(int, aio_error64, (const struct aiocb64 *cb), error_glibc((const struct aiocb *)cb));
 ALL(ssize_t, aio_return, (struct aiocb *cb), return_glibc(cb));
 ALL(ssize_t, aio_return64, (struct aiocb64 *cb), return_glibc((struct aiocb *)cb));
-ALL(int, aio_cancel, (int fd, struct aiocb *cb), uaio_cancel(fd, cb));
-ALL(int, aio_cancel64, (int fd, struct aiocb64 *cb), uaio_cancel(fd, (struct aiocb *)cb));
+ALL(int, aio_cancel, (int fd, struct aiocb *cb), KEEP_ERRNO(uaio_cancel(fd, cb)));
+ALL(int, aio_cancel64, (int fd, struct aiocb64 *cb), KEEP_ERRNO(uaio_cancel(fd, (struct aiocb *)cb)));
 ALL(int, aio_suspend, (const struct aiocb *const l[], int n, const struct timespec *t),
-    uaio_suspend(l, n, t));
+    KEEP_ERRNO(uaio_suspend(l, n, t)));
 ALL(int, aio_suspend64, (const struct aiocb64 *const l[], int n, const struct timespec *t),
-    uaio_suspend((const struct aiocb *const *)l, n, t));
+    KEEP_ERRNO(uaio_suspend((const struct aiocb *const *)l, n, t)));
 
 #define LIO(name, type)							\
 	ALL(int, name, (int mode, type *const l[], int n, struct sigevent *s), \
-	    aio__lio_listio(mode, (struct aiocb *const *)l, n, s));		\
+	    KEEP_ERRNO(aio__lio_listio(mode, (struct aiocb *const *)l, n, s))); \
 	VERSIONED(int, name, (int mode, type *const l[], int n, struct sigevent *s), \
-		  aio__lio_listio(mode, (struct aiocb *const *)l, n, s), v2_4, "@GLIBC_2.4")
+		  KEEP_ERRNO(aio__lio_listio(mode, (struct aiocb *const *)l, n, s)), v2_4, "@GLIBC_2.4")
 LIO(lio_listio, struct aiocb);
 LIO(lio_listio64, struct aiocb64);
 
 #define INIT(tag, ver)							\
-	EXPORT void aio_init_##tag(const struct aioinit *init) { uaio__init_hint(init); } \
+	EXPORT void aio_init_##tag(const struct aioinit *init) { int e = errno; uaio__init_hint(init); errno = e; } \
 	__asm__(".symver aio_init_" #tag ", aio_init" ver)
 INIT(v2_2_5, "@GLIBC_2.2.5");
 INIT(v2_34, "@@GLIBC_2.34");

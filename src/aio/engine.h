@@ -172,9 +172,11 @@ struct aio_req {
 _Static_assert(sizeof(struct aio_req) <= 120, "request record over budget");
 
 
-/* A non-seekable file with requests: one in flight, the rest wait. */
+/* A non-seekable file's descriptor with requests: one in flight, the
+ * rest wait. */
 struct aio_serial {
 	struct aio_serial *hnext;
+	int fd;
 	dev_t dev;
 	ino_t ino;
 	struct aio_req *busy;
@@ -338,7 +340,7 @@ bool aio__own_wait(const struct aiocb *const list[], int nent,
 		   const struct timespec *deadline, int *res);
 
 /* queue.c */
-struct aio_serial *aio__serial_get_locked(const struct stat *st, bool create);
+struct aio_serial *aio__serial_get_locked(int fd, const struct stat *st, bool create);
 void aio__serial_maybe_free_locked(struct aio_serial *s);
 void aio__serial_queue_locked(struct aio_serial *s, struct aio_req *r);
 struct aio_fdw *aio__fdw_get_locked(int fd, bool create);

@@ -26,7 +26,8 @@ void aio__lio_put_locked(struct aio_lio *g, bool pending)
  * (a bad descriptor, an unknown opcode) report through their own status
  * and notification. LIO_NOWAIT returns 0 once every entry was accepted,
  * else -1 with the last refusal's errno; its sigevent fires once, after
- * the last entry ends. LIO_WAIT returns -1/EIO when any entry failed.
+ * the last entry ends. LIO_WAIT returns -1/EIO when any entry failed,
+ * or -1 with the refusal's errno when none was taken.
  */
 int aio__lio_listio(int mode, struct aiocb *const list[], int nent,
 		    struct sigevent *sig)
@@ -37,7 +38,7 @@ int aio__lio_listio(int mode, struct aiocb *const list[], int nent,
 	struct lio_ctx pc = { .fd = -1, .pinned = -1,
 			      .inline_left = mode == LIO_WAIT ? SIZE_MAX : INLINE_MAX };
 	bool notify = mode == LIO_NOWAIT && sig && aio__sev_notifies(sig);
-	int refused = 0, failed = 0, want = 0, r;
+	int refused = 0, failed = 0, want = 0, accepted = 0, r;
 
 	/* As glibc: no limit on nent but the requests it holds (AIO_MAX,
 	 * EAGAIN below), and a negative one is an empty list. The drop-in
@@ -78,6 +79,8 @@ int aio__lio_listio(int mode, struct aiocb *const list[], int nent,
 		}
 		if (r < 0)
 			refused = r;
+		else
+			accepted++;
 	}
 	aio__batch_flush(&pc);
 	aio__lio_ctx_release(&pc);
@@ -89,8 +92,16 @@ int aio__lio_listio(int mode, struct aiocb *const list[], int nent,
 		g->refs++;		/* the waiter's */
 	aio__lio_put_locked(g, true);	/* the submission hold */
 	pthread_mutex_unlock(&E->mu);
-	if (mode == LIO_NOWAIT)
+	/* Nothing taken: glibc waits for nothing, and the refusal's errno
+	 * is the call's (EINVAL, not EIO). */
+	if (mode == LIO_NOWAIT || !accepted) {
+		if (mode == LIO_WAIT) {
+			pthread_mutex_lock(&E->mu);
+			aio__lio_put_locked(g, false);
+			pthread_mutex_unlock(&E->mu);
+		}
 		return posix_ret(refused);
+	}
 
 	r = 0;
 	while (!atomic_load(&g->done))

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * What runs when: requests on a stream one at a time in submission order
- * (a FIFO per file), fsyncs behind the writes queued before them (epoch
+ * (a FIFO per descriptor), fsyncs behind the writes queued before them (epoch
  * barriers), and the issue and end of every record.
  */
 #define _GNU_SOURCE
@@ -9,25 +9,31 @@
 
 /* ---------------------------------------------- serial files, fsync */
 
-static struct aio_serial **serial_slot(dev_t dev, ino_t ino)
+/* glibc queues a stream's requests per descriptor: a pipe's two ends, a
+ * dup'd socket, or eventfds (which share one inode) never wait for one
+ * another. The inode is in the key too, so a number closed and reused for
+ * another file starts a queue of its own. */
+static struct aio_serial **serial_slot(int fd, dev_t dev, ino_t ino)
 {
-	size_t h = (size_t)(ino * 0x9e3779b97f4a7c15ull ^ dev) % SERIAL_BUCKETS;
+	size_t h = (size_t)((ino * 0x9e3779b97f4a7c15ull ^ dev) + (unsigned)fd * 0x2545f491u) %
+		   SERIAL_BUCKETS;
 	struct aio_serial **pp = &E->serial[h];
 
-	while (*pp && ((*pp)->dev != dev || (*pp)->ino != ino))
+	while (*pp && ((*pp)->fd != fd || (*pp)->dev != dev || (*pp)->ino != ino))
 		pp = &(*pp)->hnext;
 	return pp;
 }
 
-struct aio_serial *aio__serial_get_locked(const struct stat *st, bool create)
+struct aio_serial *aio__serial_get_locked(int fd, const struct stat *st, bool create)
 {
-	struct aio_serial **pp = serial_slot(st->st_dev, st->st_ino), *s = *pp;
+	struct aio_serial **pp = serial_slot(fd, st->st_dev, st->st_ino), *s = *pp;
 
 	if (s || !create)
 		return s;
 	s = calloc(1, sizeof(*s));
 	if (!s)
 		return NULL;
+	s->fd = fd;
 	s->dev = st->st_dev;
 	s->ino = st->st_ino;
 	*pp = s;
@@ -41,7 +47,7 @@ void aio__serial_maybe_free_locked(struct aio_serial *s)
 
 	if (s->busy || s->head || s->ops)
 		return;
-	pp = serial_slot(s->dev, s->ino);
+	pp = serial_slot(s->fd, s->dev, s->ino);
 	*pp = s->hnext;
 	free(s);
 	atomic_fetch_sub(&E->nserial, 1);

@@ -138,7 +138,7 @@ static int submit_serial(struct aiocb *cb, int kind, int fd, int fl,
 	int ret;
 
 	pthread_mutex_lock(&E->mu);
-	s = aio__serial_get_locked(st, true);
+	s = aio__serial_get_locked(fd, st, true);
 	if (!s) {
 		pthread_mutex_unlock(&E->mu);
 		return -EAGAIN;
@@ -460,17 +460,24 @@ refuse:
 	return ret;
 }
 
-/* glibc records the operation in aio_lio_opcode; so do we. */
+/* glibc records the operation in aio_lio_opcode once the request passed
+ * its checks (a refused one keeps what the caller put there); so do we. */
+static bool opcode_taken(const struct aiocb *cb)
+{
+	return cb && cb_state(cb) != ST_LIVE && cb->aio_reqprio >= 0 &&
+	       cb->aio_reqprio <= UAIO_AIO_PRIO_DELTA_MAX;
+}
+
 UAIO_API int uaio_read(struct aiocb *cb)
 {
-	if (cb && cb_state(cb) != ST_LIVE)
+	if (opcode_taken(cb))
 		cb->aio_lio_opcode = LIO_READ;
 	return posix_ret(aio__submit_rw(cb, K_READ, NULL, NULL));
 }
 
 UAIO_API int uaio_write(struct aiocb *cb)
 {
-	if (cb && cb_state(cb) != ST_LIVE)
+	if (opcode_taken(cb))
 		cb->aio_lio_opcode = LIO_WRITE;
 	return posix_ret(aio__submit_rw(cb, K_WRITE, NULL, NULL));
 }

@@ -311,6 +311,23 @@ static inline bool fd_mode_ok(int fl, int kind)
 	return (fl & O_ACCMODE) != (kind == K_READ ? O_WRONLY : O_RDONLY);
 }
 
+/* aio_suspend is a cancellation point, as glibc's: its sleep (and only
+ * that, so no lock is ever held when it acts) takes a cancel at once. */
+static inline int aio__cancel_async(void)
+{
+	int old = PTHREAD_CANCEL_DEFERRED;
+
+	pthread_setcanceltype(PTHREAD_CANCEL_ASYNCHRONOUS, &old);
+	return old;
+}
+
+static inline void aio__cancel_restore(int old)
+{
+	int was;
+
+	pthread_setcanceltype(old, &was);
+}
+
 /* status.c */
 bool aio__any_done(const struct aiocb *const list[], int nent);
 void aio__seq_bump(void);

@@ -129,6 +129,12 @@ static bool any_live(const struct aiocb *const list[], int nent)
 	return false;
 }
 
+static void waiter_gone(void *arg)
+{
+	(void)arg;
+	atomic_fetch_sub(&E->waiters, 1);
+}
+
 UAIO_API int uaio_suspend(const struct aiocb *const list[], int nent,
 		     const struct timespec *timeout)
 {
@@ -149,12 +155,16 @@ UAIO_API int uaio_suspend(const struct aiocb *const list[], int nent,
 	if (aio__own_wait(list, nent, timeout ? &deadline : NULL, &r))
 		return posix_ret(r);
 	atomic_fetch_add(&E->waiters, 1);
+	pthread_cleanup_push(waiter_gone, NULL);
 	for (;;) {
 		unsigned snap = atomic_load(&E->seq);
+		int ct;
 
 		if (aio__any_done(list, nent))
 			break;
+		ct = aio__cancel_async();
 		r = seq_wait(snap, timeout ? &deadline : NULL);
+		aio__cancel_restore(ct);
 		if (r == -ETIMEDOUT) {
 			r = aio__any_done(list, nent) ? 0 : -EAGAIN;
 			break;
@@ -162,7 +172,7 @@ UAIO_API int uaio_suspend(const struct aiocb *const list[], int nent,
 		if (r == -EINTR)
 			break;
 	}
-	atomic_fetch_sub(&E->waiters, 1);
+	pthread_cleanup_pop(1);
 	return posix_ret(r);
 }
 

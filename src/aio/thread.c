@@ -268,6 +268,35 @@ static int ring_wait(struct aio_thread *t, const struct timespec *deadline)
  * does not apply (the futex wait then); else *res is 0, -EAGAIN (the
  * deadline passed) or -EINTR.
  */
+/* A cancel took the thread out of its ring's sleep: the engine hears of
+ * its completions again (t: NULL for a nested wait, which changed
+ * nothing). */
+static void own_wait_cancelled(void *arg)
+{
+	struct aio_thread *t = arg;
+
+	if (!t)
+		return;
+	pthread_mutex_lock(&E->mu);
+	io_uring_cq_eventfd_toggle(&t->ring, true);
+	t->reaping = false;
+	own_reap_locked(t, 0);
+	pthread_mutex_unlock(&E->mu);
+}
+
+static int ring_wait_cancelable(struct aio_thread *t, const struct timespec *deadline,
+				bool nested)
+{
+	int ct = aio__cancel_async();
+	volatile int r;
+
+	pthread_cleanup_push(own_wait_cancelled, nested ? NULL : t);
+	r = ring_wait(t, deadline);
+	pthread_cleanup_pop(0);
+	aio__cancel_restore(ct);
+	return r;
+}
+
 bool aio__own_wait(const struct aiocb *const list[], int nent,
 		   const struct timespec *deadline, int *res)
 {
@@ -300,7 +329,7 @@ bool aio__own_wait(const struct aiocb *const list[], int nent,
 		if (aio__any_done(list, nent) || r < 0)
 			break;
 		pthread_mutex_unlock(&E->mu);
-		r = ring_wait(t, deadline);
+		r = ring_wait_cancelable(t, deadline, nested);
 		pthread_mutex_lock(&E->mu);
 		if (r == -ETIME || r == -EINTR)
 			continue;	/* reap once more, then stop */

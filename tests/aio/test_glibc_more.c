@@ -442,9 +442,55 @@ static void socket_timeouts(void)
 	close(sv[1]);
 }
 
+/* aio_suspend is a cancellation point, as glibc's: a thread asleep in it
+ * is cancelled (its cleanup handlers run), and the request it waited for
+ * completes afterwards as any other. */
+static struct aiocb cancel_cb;
+static atomic_int cancel_cleaned;
+
+static void cancel_cleanup(void *arg)
+{
+	(void)arg;
+	atomic_store(&cancel_cleaned, 1);
+}
+
+static void *suspend_forever(void *arg)
+{
+	const struct aiocb *l[1] = { &cancel_cb };
+
+	(void)arg;
+	pthread_cleanup_push(cancel_cleanup, NULL);
+	uaio_suspend(l, 1, NULL);
+	pthread_cleanup_pop(0);
+	return NULL;
+}
+
+static void suspend_cancellable(void)
+{
+	char b[4];
+	int p[2];
+	pthread_t t;
+	void *ret;
+
+	CHECK_EQ(pipe(p), 0);
+	cancel_cb = t_cb(p[0], b, 4, 0);
+	CHECK_EQ(uaio_read(&cancel_cb), 0);
+	CHECK_EQ(pthread_create(&t, NULL, suspend_forever, NULL), 0);
+	usleep(50000);		/* asleep, or about to be: either way cancelled */
+	CHECK_EQ(pthread_cancel(t), 0);
+	CHECK_EQ(pthread_join(t, &ret), 0);
+	CHECK(ret == PTHREAD_CANCELED);
+	CHECK_EQ(atomic_load(&cancel_cleaned), 1);
+	CHECK_EQ(write(p[1], "done", 4), 4);
+	CHECK_EQ(t_wait(&cancel_cb, NULL), 4);
+	close(p[0]);
+	close(p[1]);
+}
+
 int main(void)
 {
 	t_watchdog(90);
+	RUN(suspend_cancellable);
 	RUN(socket_timeouts);
 	RUN(pread_checks);
 	RUN(stream_return_in_progress);

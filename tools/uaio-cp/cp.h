@@ -35,7 +35,7 @@ enum { SMALL_URING, SMALL_WORK, SMALL_INLINE };
 
 struct cp_opts {
 	bool recursive, verbose, no_clobber, update, force, progress;
-	bool no_target_dir, one_fs, remove_dest;
+	bool no_target_dir, one_fs, remove_dest, strip_slashes;
 	const char *target_dir;
 	int deref;		/* DEREF_* */
 	int reflink, sparse;
@@ -117,6 +117,7 @@ struct cp_run {
 
 	/* data.c */
 	unsigned running;	/* jobs in flight */
+	struct cp_job *jobs;	/* o.jobs slots */
 	struct cp_job *free_jobs;
 	uint8_t *bufs;		/* one small-file buffer per job slot */
 	int buf_index;		/* their uaio_buf_register index, or -1 */
@@ -179,9 +180,12 @@ void cp_data_fini(struct cp_run *r);
  * verdicts on the destination are the walk's: this only moves data. */
 int cp_file(struct cp_run *r, struct cp_dir *dir, const char *src,
 	    const char *dst, int src_fd, const struct stat *st, int dst_fd,
-	    bool is_new, mode_t create_mode, mode_t omitted, unsigned has);
+	    bool is_new, mode_t create_mode, mode_t omitted, unsigned has,
+	    bool tracked);
 /* Runs the loop until fewer than want jobs are running. */
 void cp_drain(struct cp_run *r, unsigned want);
+/* Runs the loop until no job writes dst. */
+void cp_wait_file(struct cp_run *r, const char *dst);
 
 /* meta.c: what cp does to a finished destination. fd < 0: by name. */
 struct cp_note {
@@ -194,8 +198,10 @@ struct cp_notes {
 	bool lost;		/* a note that could not be kept */
 	struct cp_note *v;
 };
-/* What a new file already has, so cp_meta_apply need not set it. */
-enum { CP_HAS_OWNER = 1, CP_HAS_MODE = 2 };
+/* What a new file already has, so cp_meta_apply need not set it; and
+ * CP_ADDED_WUSR: u+w given at creation only so the xattrs could be set,
+ * to be taken back. */
+enum { CP_HAS_OWNER = 1, CP_HAS_MODE = 2, CP_ADDED_WUSR = 4 };
 /* Any thread: reads only r's options; failures go to out. has: CP_HAS_*. */
 void cp_meta_apply(const struct cp_run *r, int src_fd, const char *src, int fd,
 		   const char *dst, const struct stat *st, bool is_new,

@@ -35,6 +35,7 @@ struct cp_job {
 	struct stat st;
 	mode_t omitted, create_mode;
 	bool is_new, failed;
+	bool tracked;		/* later names link to dst: forgotten if it fails */
 	unsigned has;		/* CP_HAS_*: what the new file already has */
 	int64_t final_size;	/* >= 0: ftruncate the destination to this */
 	uaio_op op;
@@ -64,11 +65,12 @@ int cp_data_init(struct cp_run *r)
 	}
 	/* Without a registration (RLIMIT_MEMLOCK) plain reads and writes do. */
 	r->buf_index = uaio_buf_register(r->l, r->bufs, len);
+	r->jobs = calloc(r->o.jobs, sizeof(*r->jobs));
+	if (!r->jobs)
+		return -ENOMEM;
 	for (unsigned i = 0; i < r->o.jobs; i++) {
-		struct cp_job *j = calloc(1, sizeof(*j));
+		struct cp_job *j = &r->jobs[i];
 
-		if (!j)
-			return -ENOMEM;
 		j->r = r;
 		j->buf = r->bufs + (size_t)i * SMALL_MAX;
 		j->next = r->free_jobs;
@@ -80,12 +82,9 @@ int cp_data_init(struct cp_run *r)
 
 void cp_data_fini(struct cp_run *r)
 {
-	while (r->free_jobs) {
-		struct cp_job *j = r->free_jobs;
-
-		r->free_jobs = j->next;
-		free(j);
-	}
+	free(r->jobs);
+	r->jobs = NULL;
+	r->free_jobs = NULL;
 	if (r->bufs) {
 		if (r->buf_index >= 0)
 			uaio_buf_unregister(r->l, r->buf_index);
@@ -96,6 +95,21 @@ void cp_data_fini(struct cp_run *r)
 void cp_drain(struct cp_run *r, unsigned want)
 {
 	while (r->running >= want && r->running > 0)
+		if (uaio_loop_run_once(r->l, -1) < 0)
+			break;
+}
+
+static bool writing(const struct cp_run *r, const char *dst)
+{
+	for (unsigned i = 0; r->running && i < r->o.jobs; i++)
+		if (r->jobs[i].dst && strcmp(r->jobs[i].dst, dst) == 0)
+			return true;
+	return false;
+}
+
+void cp_wait_file(struct cp_run *r, const char *dst)
+{
+	while (writing(r, dst))
 		if (uaio_loop_run_once(r->l, -1) < 0)
 			break;
 }
@@ -135,10 +149,15 @@ static void job_end(struct cp_job *j)
 	job_release(j);
 }
 
-/* The slot back, the directory's reference dropped. */
+/* The slot back, the directory's reference dropped. A file that failed
+ * is forgotten, as cp forgets it, so the source's other names are
+ * copied anew rather than linked to it. */
 static void job_release(struct cp_job *j)
 {
 	struct cp_run *r = j->r;
+
+	if (j->failed && j->tracked)
+		seen_forget(&r->links, j->st.st_dev, j->st.st_ino, j->dst);
 
 	if (j->sfd >= 0)
 		close(j->sfd);
@@ -446,6 +465,7 @@ static void on_whole(uaio_op *op, int res, void *data)
 	struct cp_run *r = j->r;
 
 	(void)op;
+	j->failed = res < 0;
 	if (res < 0 && j->stage == STAGE_CREATE)
 		cp_create_failed(r, -res, j->dst);
 	else if (res < 0)
@@ -527,6 +547,7 @@ static void on_open(uaio_op *op, int res, void *data)
 	(void)op;
 	if (res < 0) {
 		cp_create_failed(j->r, -res, j->dst);
+		j->failed = true;
 		job_release(j);
 		return;
 	}
@@ -536,7 +557,8 @@ static void on_open(uaio_op *op, int res, void *data)
 
 int cp_file(struct cp_run *r, struct cp_dir *dir, const char *src,
 	    const char *dst, int src_fd, const struct stat *st, int dst_fd,
-	    bool is_new, mode_t create_mode, mode_t omitted, unsigned has)
+	    bool is_new, mode_t create_mode, mode_t omitted, unsigned has,
+	    bool tracked)
 {
 	struct cp_job *j;
 	int ret;
@@ -556,6 +578,7 @@ int cp_file(struct cp_run *r, struct cp_dir *dir, const char *src,
 	j->omitted = omitted;
 	j->is_new = is_new;
 	j->has = has;
+	j->tracked = tracked;
 	j->failed = j->by_extent = false;
 	j->final_size = -1;
 	j->close_err = 0;

@@ -102,13 +102,48 @@ static const char *remember(struct cp_run *r, const struct stat *st, const char 
 	return earlier;
 }
 
-/* A hard link at dst to the copy made before, replacing what is there. */
-static void hard_link(struct cp_run *r, const char *earlier, const char *dst, bool exists)
+/* link(2), replacing dst only once the link exists (gnulib's
+ * force_linkat: a link under a temporary name in dst's directory, renamed
+ * over dst), so a link that cannot be made leaves dst as it was. 0, 1 if
+ * it replaced dst, or -errno. */
+static int link_replacing(const char *earlier, const char *dst)
 {
-	if (exists && remove_existing(r, dst) < 0)
-		return;
-	if (link(earlier, dst) < 0)
-		cp_err(r, errno, "cannot create hard link %s to %s", q(r, dst), q(r, earlier));
+	size_t dir = strlen(dst);
+
+	if (link(earlier, dst) == 0)
+		return 0;
+	if (errno != EEXIST)
+		return -errno;
+	while (dir && dst[dir - 1] != '/')
+		dir--;
+	char tmp[dir + 24];
+
+	memcpy(tmp, dst, dir);
+	for (unsigned k = 0; k < 100; k++) {
+		snprintf(tmp + dir, 24, ".uaio-cp.%u.%u", (unsigned)getpid(), k);
+		if (link(earlier, tmp) == 0) {
+			if (rename(tmp, dst) == 0)
+				return 1;
+			int e = errno;
+
+			unlink(tmp);
+			return -e;
+		}
+		if (errno != EEXIST)
+			return -errno;
+	}
+	return -EEXIST;
+}
+
+/* A hard link at dst to the copy made before. */
+static void hard_link(struct cp_run *r, const char *earlier, const char *dst)
+{
+	int ret = link_replacing(earlier, dst);
+
+	if (ret < 0)
+		cp_err(r, -ret, "cannot create hard link %s to %s", q(r, dst), q(r, earlier));
+	else if (ret && r->o.verbose)
+		printf("removed %s\n", q(r, dst));
 }
 
 /* sfd: the source, when the walk opened it already (and fstat'd it into
@@ -116,7 +151,7 @@ static void hard_link(struct cp_run *r, const char *earlier, const char *dst, bo
  * it is created here, before they come. false: nothing was made. */
 static bool copy_reg(struct cp_run *r, struct cp_dir *pd, const char *src,
 		     const char *dst, const struct stat *lst, bool exists, int sfd,
-		     bool tracked)
+		     bool tracked, bool dangling)
 {
 	int follow = r->o.deref == DEREF_NEVER ? O_NOFOLLOW : 0, dfd = -1;
 	const char *name;
@@ -136,9 +171,26 @@ static bool copy_reg(struct cp_run *r, struct cp_dir *pd, const char *src,
 		cp_err(r, errno, "cannot open %s for reading", q(r, src));
 		return false;
 	}
-	if (!exists && dst[strlen(dst) - 1] == '/') {
-		/* "new/": cp names the missing directory, not EISDIR. */
-		cp_err(r, ENOTDIR, "cannot create regular file %s", q(r, dst));
+	if (!exists && (dangling || dst[strlen(dst) - 1] == '/' || strlen(dst) >= PATH_MAX)) {
+		int err = ENAMETOOLONG;
+
+		if (dangling) {
+			/* not without POSIXLY_CORRECT, which is not done */
+			cp_err(r, 0, "not writing through dangling symlink %s", q(r, dst));
+			close(sfd);
+			return false;
+		}
+		/* "new/" is never made: the kernel's reason, as cp gives
+		 * it (EISDIR named as the missing directory's ENOTDIR) */
+		if (strlen(dst) < PATH_MAX) {
+			int fd = open(dst, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+
+			err = fd >= 0 ? EISDIR : errno;
+			if (fd >= 0)
+				close(fd);
+		}
+		cp_err(r, err == EISDIR ? ENOTDIR : err, "cannot create regular file %s",
+		       q(r, dst));
 		close(sfd);
 		return false;
 	}
@@ -152,11 +204,13 @@ static bool copy_reg(struct cp_run *r, struct cp_dir *pd, const char *src,
 		close(sfd);
 		return false;
 	}
-	if (r->o.p_xattr && !r->root)
+	if (r->o.p_xattr && !r->root && !(create & S_IWUSR)) {
 		create |= S_IWUSR;	/* so the attributes can be set */
+		has |= CP_ADDED_WUSR;
+	}
 	if (ours)
-		has = CP_HAS_OWNER |
-		      ((create & ~r->umask) == (lst->st_mode & 07777) ? CP_HAS_MODE : 0);
+		has |= CP_HAS_OWNER |
+		       ((create & ~r->umask) == (lst->st_mode & 07777) ? CP_HAS_MODE : 0);
 	if (exists) {
 		dfd = open(dst, O_WRONLY | O_TRUNC | O_CLOEXEC | O_NOCTTY);
 		if (dfd < 0) {
@@ -182,7 +236,7 @@ static bool copy_reg(struct cp_run *r, struct cp_dir *pd, const char *src,
 	r->files_total++;
 	r->bytes_total += (uint64_t)st.st_size;
 	cp_file(r, pd, src, dst, sfd, &st, dfd, !exists, create, omitted,
-		exists ? 0 : has);
+		exists ? 0 : has, tracked);
 	return true;
 }
 
@@ -244,7 +298,7 @@ static bool existing(struct cp_run *r, const char *src, const char *dst,
 		const char *earlier = remember(r, st, dst);
 
 		if (earlier)
-			hard_link(r, earlier, dst, true);
+			hard_link(r, earlier, dst);
 		return false;
 	}
 	if (done || (r->o.no_clobber && !isdir))
@@ -290,6 +344,7 @@ static void decide(struct cp_run *r, struct cp_dir *pd, const char *src,
 			 r->o.remove_dest;
 	struct stat dst_st;
 	const char *earlier = NULL;
+	bool dangling = false;
 
 	if (isdir && !r->o.recursive) {
 		cp_err(r, 0, "-r not specified; omitting directory %s", q(r, src));
@@ -305,11 +360,24 @@ static void decide(struct cp_run *r, struct cp_dir *pd, const char *src,
 	if (top && r->args_twice &&
 	    seen_find(&r->made, 0, seen_name_key(dst), SEEN_STRING, dst))
 		cp_drain(r, 1);	/* a name made just now: let its file appear */
+	if (strlen(dst) >= PATH_MAX && (!pd || !pd->fresh)) {
+		/* cp names files by their whole path: it stops here */
+		cp_err(r, ENAMETOOLONG, "cannot stat %s", q(r, dst));
+		return;
+	}
 	if (!pd || !pd->fresh) {
 		const char *name;
 		int at = cp_at(pd, true, dst, &name);
+		int ret = fstatat(at, name, &dst_st, AT_SYMLINK_NOFOLLOW);
 
-		if (fstatat(at, name, &dst_st, use_lstat ? AT_SYMLINK_NOFOLLOW : 0) == 0) {
+		/* Looked at first, followed only when it is a symlink a
+		 * regular file would be written through: one stat for the
+		 * rest, and a dangling one is known here, in the walk's
+		 * order, not when a job fails to create the file. */
+		if (ret == 0 && !use_lstat && S_ISLNK(dst_st.st_mode) &&
+		    (ret = fstatat(at, name, &dst_st, 0)) < 0 && errno == ENOENT)
+			dangling = true;
+		if (ret == 0) {
 			exists = stat_ok = true;
 		} else if (errno == ELOOP && r->o.force) {
 			exists = true;	/* -f removes it when it cannot be opened */
@@ -339,13 +407,23 @@ static void decide(struct cp_run *r, struct cp_dir *pd, const char *src,
 	tracked = r->o.p_links && !isdir &&
 		  (st->st_nlink > 1 || r->o.deref == DEREF_ALWAYS ||
 		   (top && r->o.deref == DEREF_ARGS));
-	if (tracked)
-		earlier = remember(r, st, dst);
-	else if (isdir)
+	if (tracked) {
+		/* The first name's copy must be done, as in cp, before a
+		 * link to it is made: if it failed, it is forgotten and this
+		 * name is copied anew. */
+		earlier = seen_find(&r->links, st->st_dev, st->st_ino, SEEN_ANY, NULL);
+		if (earlier) {
+			cp_wait_file(r, earlier);
+			earlier = seen_find(&r->links, st->st_dev, st->st_ino, SEEN_ANY, NULL);
+		}
+		if (!earlier)
+			seen_add(&r->links, st->st_dev, st->st_ino, dst);
+	} else if (isdir) {
 		earlier = top ? remember(r, st, dst) :
 			  seen_find(&r->links, st->st_dev, st->st_ino, SEEN_ANY, NULL);
+	}
 	if (earlier && !isdir) {
-		hard_link(r, earlier, dst, exists);
+		hard_link(r, earlier, dst);
 		return;
 	}
 	if (earlier) {
@@ -375,7 +453,8 @@ static void decide(struct cp_run *r, struct cp_dir *pd, const char *src,
 	if (S_ISREG(st->st_mode) || (!r->o.recursive && !S_ISLNK(st->st_mode))) {
 		/* cp forgets a file it could not make, so its other names
 		 * try again rather than link to nothing */
-		if (!copy_reg(r, pd, src, dst, st, exists, *sfd, tracked) && tracked)
+		if (!copy_reg(r, pd, src, dst, st, exists, *sfd, tracked, dangling) &&
+		    tracked)
 			seen_forget(&r->links, st->st_dev, st->st_ino, dst);
 		*sfd = -1;
 		return;

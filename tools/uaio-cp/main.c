@@ -63,6 +63,37 @@ static const char *target_of(struct cp_run *r, char **files, int *n)
 	return NULL;
 }
 
+/*
+ * cp copies one operand after another; uaio-cp lets the last one's files
+ * copy while it starts the next. That next one waits for them when what
+ * it reads may be what they write: a directory (its walk reads what it
+ * finds), a file with other names (one may be a destination being
+ * written), or a file whose real path is in the target directory (or
+ * cannot be found yet: a symlink to a file being made there).
+ */
+static bool operand_waits(struct cp_run *r, const char *src, const char *target,
+			  char **target_real)
+{
+	struct stat st;
+	char *real;
+	size_t n;
+	bool in;
+
+	if (!r->running)
+		return false;
+	if ((r->o.deref == DEREF_NEVER ? lstat(src, &st) : stat(src, &st)) < 0 ||
+	    S_ISDIR(st.st_mode) || st.st_nlink > 1)
+		return true;
+	if (!*target_real && !(*target_real = realpath(target, NULL)))
+		return true;
+	if (!(real = realpath(src, NULL)))
+		return true;
+	n = strlen(*target_real);
+	in = !strncmp(real, *target_real, n) && (real[n] == '/' || !real[n] || n == 1);
+	free(real);
+	return in;
+}
+
 int main(int argc, char **argv)
 {
 	struct cp_run r = { .prog = argv[0], .buf_index = -1 };
@@ -98,8 +129,14 @@ int main(int argc, char **argv)
 	cp_bar_start(&r);
 	r.args_twice = target && n >= 2;
 	if (target) {
-		for (int i = 0; i < n; i++)
+		char *target_real = NULL;
+
+		for (int i = 0; i < n; i++) {
+			if (i && operand_waits(&r, files[i], target, &target_real))
+				cp_drain(&r, 1);
 			cp_top(&r, files[i], target, true);
+		}
+		free(target_real);
 	} else {
 		cp_top(&r, files[0], files[1], false);
 	}

@@ -79,8 +79,11 @@ void cp_notes_report(struct cp_run *r, struct cp_notes *n, const char *dst)
 /* Copies the source's extended attributes: all of them under
  * --preserve=xattr (SELinux labels excepted: that is --preserve=context),
  * only the POSIX ACLs when just the mode is preserved, as cp's copy_acl. */
+enum { ACL_ACCESS = 1, ACL_DEFAULT = 2 };
+
+/* *acl: ACL_* of the ACLs copied. */
 static unsigned xattrs(const struct cp_run *r, int src_fd, const char *src, int fd,
-		       const char *dst, struct cp_notes *out, bool *acl)
+		       const char *dst, struct cp_notes *out, unsigned *acl)
 {
 	unsigned set = 0;
 	char stackbuf[1024], *names = stackbuf, *val = NULL;
@@ -117,7 +120,8 @@ static unsigned xattrs(const struct cp_run *r, int src_fd, const char *src, int 
 			continue;
 		if (x_set(fd, dst, name, val, (size_t)vn) == 0) {
 			set++;
-			*acl |= strcmp(name, "system.posix_acl_access") == 0;
+			*acl |= !strcmp(name, "system.posix_acl_access") ? ACL_ACCESS :
+				!strcmp(name, "system.posix_acl_default") ? ACL_DEFAULT : 0;
 		}
 		else if (r->o.require_xattr && !is_acl(name))
 			note(out, errno, "setting attributes for");
@@ -165,7 +169,8 @@ void cp_meta_apply(const struct cp_run *r, int src_fd, const char *src, int fd,
 		   struct cp_notes *out)
 {
 	const struct cp_opts *o = &r->o;
-	bool link = S_ISLNK(st->st_mode), chown_failed = false, acl = false;
+	bool link = S_ISLNK(st->st_mode), chown_failed = false;
+	unsigned acl = 0;
 	unsigned xset = 0;
 
 	if (o->p_times) {
@@ -223,8 +228,14 @@ void cp_meta_apply(const struct cp_run *r, int src_fd, const char *src, int fd,
 		if (chown_failed)
 			m &= ~(mode_t)(S_ISUID | S_ISGID | S_ISVTX);
 		/* The source's own ACL, copied, set the permission bits. */
-		if (acl ? (m & 07000) && chmod_fd(fd, dst, m) < 0 : set_mode(fd, dst, m) < 0)
+		if ((acl & ACL_ACCESS) ? (m & 07000) && chmod_fd(fd, dst, m) < 0 :
+					 set_mode(fd, dst, m) < 0)
 			note_q(out, errno, "preserving permissions for", true);
+		/* A directory gets the source's default ACL or none, not one
+		 * it inherited where it was made (cp: acl_delete_def_file). */
+		if (S_ISDIR(st->st_mode) && !(acl & ACL_DEFAULT))
+			(void)(fd >= 0 ? fremovexattr(fd, "system.posix_acl_default") :
+					 removexattr(dst, "system.posix_acl_default"));
 		return;
 	}
 	/* cp 9.1 sets a default ACL here: 0666 (0777) less the umask. */
@@ -239,6 +250,12 @@ void cp_meta_apply(const struct cp_run *r, int src_fd, const char *src, int fd,
 		return;
 	}
 	omitted &= ~r->umask;
+	if (has & CP_ADDED_WUSR) {
+		/* the u+w the xattrs needed goes, with what was omitted */
+		if (chmod_fd(fd, dst, (st->st_mode & 0777) & ~r->umask) < 0)
+			note(out, errno, "preserving permissions for");
+		return;
+	}
 	if (omitted && restore_mode < 0) {
 		/* Bits left out at creation for safety come back now, as cp. */
 		struct stat now;

@@ -510,17 +510,7 @@ int cp_parse(struct cp_run *r, int argc, char **argv, int *first)
 	o->jobs = cap_jobs(o->jobs ? o->jobs : default_jobs());
 	o->dir_fds = dir_fds(o->jobs);
 
-	if (strip) {
-		/* Sources only: the last operand is DEST unless -t named it. */
-		int last = o->target_dir ? argc : argc - 1;
-
-		for (int i = optind; i < last; i++) {
-			size_t n = strlen(argv[i]);
-
-			while (n > 1 && argv[i][n - 1] == '/')
-				argv[i][--n] = 0;
-		}
-	}
+	o->strip_slashes = strip;	/* cp_top: sources copied into a directory */
 	*first = optind;
 	return argc - optind;
 }

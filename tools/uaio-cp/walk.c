@@ -26,10 +26,18 @@
 
 /* ------------------------------------------------------------ helpers */
 
+/* gnulib's file_name_concat, as cp names things: dir's trailing slashes
+ * become one ("x//" and "f" make "x/f"); a dir of slashes only is kept
+ * ("//" and "f" make "//f"). */
 static char *join(const char *dir, const char *name)
 {
 	size_t a = strlen(dir), b = strlen(name);
-	bool slash = a && dir[a - 1] != '/';
+	bool slash;
+
+	if (strspn(dir, "/") < a)
+		while (dir[a - 1] == '/')
+			a--;
+	slash = a && dir[a - 1] != '/';
 	char *p = malloc(a + slash + b + 1);
 
 	if (!p) {
@@ -216,6 +224,14 @@ void cp_copy_dir(struct cp_run *r, struct cp_dir *pd, const char *src,
 		const char *name;
 		int at = cp_at(d, false, s, &name), sfd = -1, ret;
 
+		if (strlen(s) >= PATH_MAX) {
+			/* cp names files by their whole path: it stops here */
+			cp_err(r, ENAMETOOLONG, "cannot stat %s", q(r, s));
+			free(s);
+			free(t);
+			continue;
+		}
+
 		/* Any surprise (no longer a file, unreadable) takes the lstat
 		 * path, which says what cp says, where cp says it. */
 		if (ents[i].type == DT_REG &&
@@ -243,12 +259,21 @@ done:
 int cp_top(struct cp_run *r, const char *src, const char *dst, bool into)
 {
 	struct stat st;
-	char *target = NULL;
-	int ret = r->o.deref == DEREF_NEVER ? lstat(src, &st) : stat(src, &st);
+	char *target = NULL, *stripped = NULL;
+	int ret;
 
-	if (ret < 0) {
-		cp_err(r, errno, "cannot stat %s", q(r, src));
-		return -1;
+	if (into && r->o.strip_slashes) {
+		/* cp 9.1 strips them in the SOURCE... DIRECTORY form only */
+		size_t n = strlen(src);
+
+		while (n > 1 && src[n - 1] == '/')
+			n--;
+		stripped = strndup(src, n);
+		if (!stripped) {
+			perror(r->prog);
+			exit(1);
+		}
+		src = stripped;
 	}
 	if (into) {
 		const char *base = src + strlen(src);
@@ -268,10 +293,16 @@ int cp_top(struct cp_run *r, const char *src, const char *dst, bool into)
 		target = join(dst, !len ? "/" : strcmp(name, "..") ? name : ".");
 		dst = target;
 	}
-	r->first_dir = r->into_self = false;
-	r->top_src = src;
-	r->top_dst = dst;
-	cp_entry(r, NULL, src, dst, &st, true, -1);
+	ret = r->o.deref == DEREF_NEVER ? lstat(src, &st) : stat(src, &st);
+	if (ret < 0) {
+		cp_err(r, errno, "cannot stat %s", q(r, src));
+	} else {
+		r->first_dir = r->into_self = false;
+		r->top_src = src;
+		r->top_dst = dst;
+		cp_entry(r, NULL, src, dst, &st, true, -1);
+	}
 	free(target);
-	return 0;
+	free(stripped);
+	return ret;
 }

@@ -148,8 +148,12 @@ UAIO_API int uaio_suspend(const struct aiocb *const list[], int nent,
 	if (nent == 0 || !any_live(list, nent) || aio__any_done(list, nent))
 		return 0;
 	if (timeout) {
+		/* glibc asserts on a timespec that is no time (it aborts);
+		 * EINVAL here, as pthread_cond_timedwait's */
+		if (timeout->tv_nsec < 0 || timeout->tv_nsec >= 1000000000)
+			return posix_ret(-EINVAL);
 		if (!uaio__ts_valid(timeout) || !uaio__ts_ns(timeout))
-			return posix_ret(-EAGAIN);
+			return posix_ret(-EAGAIN);	/* past or none: expired */
 		deadline = uaio__ts_deadline(timeout);
 	}
 	if (aio__own_wait(list, nent, timeout ? &deadline : NULL, &r))

@@ -11,11 +11,16 @@
  */
 #define _GNU_SOURCE
 #include <aio.h>
+#include <dlfcn.h>
 #include <errno.h>
+#include <limits.h>
 #include <stddef.h>
+#include <unistd.h>
 
 #include <uaio/aio.h>
 #include "aio/aio_internal.h"
+#include "util/plumb.h"
+#include <sys/syscall.h>
 
 _Static_assert(sizeof(struct aiocb) == sizeof(struct aiocb64) &&
 	       offsetof(struct aiocb, aio_offset) == offsetof(struct aiocb64, aio_offset),
@@ -97,3 +102,73 @@ LIO(lio_listio64, struct aiocb64);
 	__asm__(".symver aio_init_" #tag ", aio_init" ver)
 INIT(v2_2_5, "@GLIBC_2.2.5");
 INIT(v2_34, "@@GLIBC_2.34");
+
+/*
+ * The engine's own descriptors (rings, eventfds; util/plumb.h) live above
+ * the numbers a program opens first, and a program that closes every
+ * descriptor (a daemon's first steps; close_range, closefrom) must not
+ * close them: glibc's AIO holds none, and a number the engine still uses
+ * would go to the program's next file, which the engine would then write
+ * into. Such a close is reported done and the descriptor kept. libc's own
+ * functions do the rest; they are looked up once, at load.
+ */
+static struct {
+	int (*close)(int);
+	int (*close_range)(unsigned, unsigned, int);
+	void (*closefrom)(int);
+} libc;
+
+__attribute__((constructor)) static void dropin_init(void)
+{
+	libc.close = (int (*)(int))dlsym(RTLD_NEXT, "close");
+	libc.close_range = (int (*)(unsigned, unsigned, int))dlsym(RTLD_NEXT, "close_range");
+	libc.closefrom = (void (*)(int))dlsym(RTLD_NEXT, "closefrom");
+}
+
+static int close_glibc(int fd)
+{
+	if (uaio__fd_owned(fd))
+		return 0;
+	return libc.close ? libc.close(fd) : (int)syscall(SYS_close, fd);
+}
+
+/* [first, last] less the engine's descriptors, in pieces. */
+static int close_range_glibc(unsigned first, unsigned last, int flags)
+{
+	unsigned lo = first;
+
+	if (first > last) {
+		errno = EINVAL;
+		return -1;
+	}
+	for (unsigned fd = first; fd <= last && fd < UAIO_OWNED_MAX; fd++) {
+		if (!uaio__fd_owned((int)fd))
+			continue;
+		if (fd > lo && (libc.close_range ? libc.close_range(lo, fd - 1, flags) :
+				(int)syscall(SYS_close_range, lo, fd - 1, flags)) < 0)
+			return -1;
+		lo = fd + 1;
+	}
+	if (lo <= last)
+		return libc.close_range ? libc.close_range(lo, last, flags) :
+					  (int)syscall(SYS_close_range, lo, last, flags);
+	return 0;
+}
+
+static void closefrom_glibc(int lowfd)
+{
+	if (lowfd < 0)
+		lowfd = 0;
+	/* glibc's closefrom is close_range, or one close per descriptor
+	 * where the kernel has no close_range */
+	if (close_range_glibc((unsigned)lowfd, UINT_MAX, 0) == 0)
+		return;
+	for (long fd = lowfd, max = sysconf(_SC_OPEN_MAX); fd < max; fd++)
+		close_glibc((int)fd);
+}
+
+VERSIONED(int, close, (int fd), close_glibc(fd), v2_2_5, "@@GLIBC_2.2.5");
+VERSIONED(int, close_range, (unsigned first, unsigned last, int flags),
+	  close_range_glibc(first, last, flags), v2_34, "@@GLIBC_2.34");
+EXPORT void closefrom_v2_34(int lowfd) { closefrom_glibc(lowfd); }
+__asm__(".symver closefrom_v2_34, closefrom@@GLIBC_2.34");

@@ -72,13 +72,13 @@ int aio__threads_start_locked(void)
 {
 	int r;
 
-	E->own_evfd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	E->own_evfd = uaio__fd_own(eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
 	if (E->own_evfd < 0)
 		return -errno;
 	r = uaio_watch_start(E->loop, &E->own_watch, E->own_evfd, UAIO_READABLE,
 			     &own_handler, NULL);
 	if (r < 0) {
-		close(E->own_evfd);
+		uaio__fd_close(E->own_evfd);
 		E->own_evfd = -1;
 	}
 	return r;
@@ -102,7 +102,9 @@ static int ring_setup_locked(struct aio_thread *t)
 		return 0;
 	if (io_uring_queue_init(OWN_ENTRIES, &t->ring, 0) < 0)
 		return -EAGAIN;
+	t->ring.ring_fd = t->ring.enter_ring_fd = uaio__fd_own(t->ring.ring_fd);
 	if (io_uring_register_eventfd(&t->ring, E->own_evfd) < 0) {
+		uaio__fd_disown(t->ring.ring_fd);
 		io_uring_queue_exit(&t->ring);
 		return -EAGAIN;
 	}
@@ -123,6 +125,7 @@ static void ring_drop_locked(struct aio_thread *t)
 	if (*pp)
 		*pp = t->next;
 	t->ring_ok = false;
+	uaio__fd_disown(t->ring.ring_fd);
 	io_uring_queue_exit(&t->ring);
 }
 
@@ -152,6 +155,7 @@ void aio__threads_fork_child(void)
 	for (t = E->threads; t; t = next) {
 		next = t->next;
 		t->ring_ok = false;
+		uaio__fd_disown(t->ring.ring_fd);
 		io_uring_queue_exit(&t->ring);	/* unmaps and closes: ours only */
 		if (t != aio_self)
 			free(t);	/* its thread is not in the child */
@@ -160,7 +164,7 @@ void aio__threads_fork_child(void)
 	if (aio_self)
 		aio_self->direct = 0;
 	if (E->own_evfd >= 0)
-		close(E->own_evfd);
+		uaio__fd_close(E->own_evfd);
 	E->own_evfd = -1;
 	memset(&E->own_watch, 0, sizeof(E->own_watch));
 }

@@ -53,11 +53,11 @@ static int ep_init(uaio_loop *l, const struct uaio_loop_params *p)
 
 	if (!es)
 		return -ENOMEM;
-	es->epfd = epoll_create1(EPOLL_CLOEXEC);
+	es->epfd = uaio__fd_own(epoll_create1(EPOLL_CLOEXEC));
 	if (es->epfd < 0 || epoll_ctl(es->epfd, EPOLL_CTL_ADD, l->wake_fd, &ev) < 0) {
 		int err = -errno;
 		if (es->epfd >= 0)
-			close(es->epfd);
+			uaio__fd_close(es->epfd);
 		free(es);
 		return err;
 	}
@@ -69,7 +69,7 @@ static void ep_fini(uaio_loop *l)
 {
 	struct epoll_state *es = E(l);
 
-	close(es->epfd);
+	uaio__fd_close(es->epfd);
 	free(es->always);
 	free(es->idle);
 	free(es);
@@ -572,9 +572,9 @@ static int ep_pin(uaio_loop *l, int fd)
 				 (unsigned)(rl.rlim_cur / 4 > 65536 ? 65536 : rl.rlim_cur / 4) : 16;
 	if (es->npinned >= es->pin_budget)
 		return -EMFILE;
-	d = fcntl(fd, F_DUPFD_CLOEXEC, 0);
+	d = uaio__fd_dup_own(fd);
 	if (d < 0)
-		return -errno;
+		return d;
 	es->npinned++;
 	return d;
 }
@@ -590,7 +590,7 @@ static void ep_unpin(uaio_loop *l, int pinned)
 		e->q->reg = 0;
 		e->q->idle_marked = false;
 	}
-	close(pinned);
+	uaio__fd_close(pinned);
 	E(l)->npinned--;
 }
 

@@ -54,7 +54,7 @@ UAIO_API uaio_loop *uaio_loop_new(const struct uaio_loop_params *p)
 	l->threadsafe = !!(l->flags & UAIO_LOOP_THREADSAFE);
 	l->nworkers = p && p->workers ? p->workers : 4;
 	l->pid = getpid();
-	l->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	l->wake_fd = uaio__fd_own(eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
 	if (l->wake_fd < 0) {
 		free(l);
 		return NULL;
@@ -75,7 +75,7 @@ UAIO_API uaio_loop *uaio_loop_new(const struct uaio_loop_params *p)
 		ret = l->be->init(l, p);
 	}
 	if (ret < 0) {
-		close(l->wake_fd);
+		uaio__fd_close(l->wake_fd);
 		free(l);
 		errno = -ret;
 		return NULL;
@@ -107,7 +107,7 @@ UAIO_API void uaio_loop_free(uaio_loop *l)
 	free(l->pinrefs);
 	uaio__bufs_free(l);
 	free(l->workers.tids);
-	close(l->wake_fd);
+	uaio__fd_close(l->wake_fd);
 	free(l);
 }
 

@@ -111,9 +111,11 @@ static int uring_init(uaio_loop *l, const struct uaio_loop_params *p)
 		free(u);
 		return r;
 	}
+	u->ring.ring_fd = u->ring.enter_ring_fd = uaio__fd_own(u->ring.ring_fd);
 	/* Without these the guarantees above do not hold: use epoll. */
 	if (!(prm.features & IORING_FEAT_NODROP) ||
 	    !(prm.features & IORING_FEAT_EXT_ARG)) {
+		uaio__fd_disown(u->ring.ring_fd);
 		io_uring_queue_exit(&u->ring);
 		free(u);
 		return -EOPNOTSUPP;
@@ -151,13 +153,14 @@ static void uring_fini(uaio_loop *l)
 
 	if (!u)
 		return;
+	uaio__fd_disown(u->ring.ring_fd);
 	io_uring_queue_exit(&u->ring);
 	if (u->epfd >= 0)
-		close(u->epfd);
+		uaio__fd_close(u->epfd);
 	if (u->evfd >= 0)
-		close(u->evfd);
+		uaio__fd_close(u->evfd);
 	if (u->tsfd >= 0)
-		close(u->tsfd);
+		uaio__fd_close(u->tsfd);
 	free(u->slot_free);
 	free(u);
 	l->bs = NULL;
@@ -577,12 +580,12 @@ static int uring_fd(const uaio_loop *l)
 	 * driver and say so on the wake eventfd, which the ring's fd does
 	 * not report until the driver has armed its read of it. */
 	if (u->tsfd < 0) {
-		int fd = epoll_create1(EPOLL_CLOEXEC);
+		int fd = uaio__fd_own(epoll_create1(EPOLL_CLOEXEC));
 
 		if (fd < 0 || epoll_ctl(fd, EPOLL_CTL_ADD, u->ring.ring_fd, &ev) < 0 ||
 		    epoll_ctl(fd, EPOLL_CTL_ADD, l->wake_fd, &ev) < 0) {
 			if (fd >= 0)
-				close(fd);
+				uaio__fd_close(fd);
 			return -errno;
 		}
 		u->tsfd = fd;

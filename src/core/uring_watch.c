@@ -23,8 +23,8 @@ int uring__ep_setup(uaio_loop *l)
 
 	if (u->epfd >= 0)
 		return 0;
-	u->epfd = epoll_create1(EPOLL_CLOEXEC);
-	u->evfd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	u->epfd = uaio__fd_own(epoll_create1(EPOLL_CLOEXEC));
+	u->evfd = uaio__fd_own(eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
 	if (u->epfd < 0 || u->evfd < 0)
 		r = -errno;
 	else if ((r = io_uring_register_eventfd(&u->ring, u->evfd)) == 0 &&
@@ -44,9 +44,9 @@ int uring__ep_setup(uaio_loop *l)
 	}
 	if (r < 0) {
 		if (u->epfd >= 0)
-			close(u->epfd);
+			uaio__fd_close(u->epfd);
 		if (u->evfd >= 0)
-			close(u->evfd);
+			uaio__fd_close(u->evfd);
 		u->epfd = u->evfd = -1;
 	}
 	return r;

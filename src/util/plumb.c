@@ -4,6 +4,9 @@
 #include "util/plumb.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <sys/resource.h>
+#include <unistd.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -150,4 +153,59 @@ int uaio__atfork_once(bool *done, void (*prepare)(void), void (*parent)(void),
 		return -ENOMEM;
 	*done = true;
 	return 0;
+}
+
+/* ------------------------------------------------ the library's own fds */
+
+struct uaio_owned_fds uaio__owned_fds;
+
+/* Where the library's descriptors go: well above what a program opens
+ * first, under RLIMIT_NOFILE and under 1024 (select's FD_SETSIZE, and a
+ * small descriptor table). */
+static int fd_floor(void)
+{
+	struct rlimit rl;
+	rlim_t top = 1024;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < top)
+		top = rl.rlim_cur;
+	return top > 128 ? (int)(top - top / 4) : 0;
+}
+
+int uaio__fd_own(int fd)
+{
+	int floor = fd_floor(), high;
+
+	if (fd < 0)
+		return fd;
+	if (fd < floor && (high = fcntl(fd, F_DUPFD_CLOEXEC, floor)) >= 0) {
+		close(fd);
+		fd = high;
+	}
+	if (fd < UAIO_OWNED_MAX)
+		__atomic_fetch_or(&uaio__owned_fds.bits[fd / 64], 1ull << (fd % 64),
+				  __ATOMIC_RELAXED);
+	return fd;
+}
+
+int uaio__fd_dup_own(int fd)
+{
+	int d = fcntl(fd, F_DUPFD_CLOEXEC, fd_floor());
+
+	if (d < 0)
+		return -errno;
+	return uaio__fd_own(d);
+}
+
+void uaio__fd_disown(int fd)
+{
+	if (fd >= 0 && fd < UAIO_OWNED_MAX)
+		__atomic_fetch_and(&uaio__owned_fds.bits[fd / 64], ~(1ull << (fd % 64)),
+				   __ATOMIC_RELAXED);
+}
+
+int uaio__fd_close(int fd)
+{
+	uaio__fd_disown(fd);
+	return close(fd);
 }

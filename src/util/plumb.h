@@ -96,6 +96,39 @@ long uaio__rw(int fd, bool write, const struct iovec *iov, int cnt, int64_t off,
  * continuation): returns the index of the first iovec left. */
 int uaio__iov_skip(struct iovec *iov, int cnt, size_t n);
 
+/* ------------------------------------------------ the library's own fds */
+
+/*
+ * Descriptors the library holds for itself (rings, eventfds, epoll sets,
+ * duplicates of pinned files). Each is moved above the low numbers a
+ * program counts on getting from open(2) (glibc's AIO holds none) and
+ * marked, so that libuaio-posix.so's close() can keep a program that
+ * closes every descriptor from closing them under the engine, and then
+ * having their numbers reused for files the engine would write into.
+ * One process-wide set, for descriptors below UAIO_OWNED_MAX.
+ */
+#define UAIO_OWNED_MAX	65536
+struct uaio_owned_fds {
+	_Atomic uint64_t bits[UAIO_OWNED_MAX / 64];
+};
+extern struct uaio_owned_fds uaio__owned_fds;
+
+/* fd moved high (the low number closed) and marked; as it was when it
+ * cannot be moved; a negative fd is returned as it is. */
+int uaio__fd_own(int fd);
+/* A duplicate of fd for the library itself, high and marked; -errno. */
+int uaio__fd_dup_own(int fd);
+/* The library closes a descriptor of its own: unmarked, then closed. */
+int uaio__fd_close(int fd);
+/* Unmarked only, before something else closes it (io_uring_queue_exit). */
+void uaio__fd_disown(int fd);
+static inline bool uaio__fd_owned(int fd)
+{
+	return fd >= 0 && fd < UAIO_OWNED_MAX &&
+	       (__atomic_load_n(&uaio__owned_fds.bits[fd / 64], __ATOMIC_RELAXED) >>
+		(fd % 64) & 1);
+}
+
 /* pthread_atfork once per *done (callers serialise): 0 or -ENOMEM. */
 int uaio__atfork_once(bool *done, void (*prepare)(void), void (*parent)(void),
 		      void (*child)(void));

@@ -112,6 +112,43 @@ static void glibc_details(int fd)
 	pthread_attr_destroy(&a);
 }
 
+/* A program that closes every descriptor it does not know of (a daemon,
+ * or closefrom) while requests run, and then opens files: they get the
+ * numbers glibc would give, the requests complete, and nothing is
+ * written into the new files (the engine's own descriptors are kept). */
+static void close_everything(void)
+{
+	char path[] = "/var/tmp/uaio-dropin-XXXXXX", b[8];
+	struct aiocb r;
+	int p[2], q[2], f;
+
+	OK(pipe(p) == 0);
+	cb_init(&r, p[0], b, 4, 0);
+	OK(aio_read(&r) == 0);		/* the engine runs, the read waits */
+	for (int i = 3; i < 1024; i++)
+		if (i != p[0] && i != p[1])
+			close(i);
+	OK(write(p[1], "ping", 4) == 4);
+	OK(wait_for(&r) == 4 && !memcmp(b, "ping", 4));
+	closefrom(3);
+	f = mkstemp(path);
+	OK(f == 3);			/* the lowest number, as under glibc */
+	unlink(path);
+	OK(write(f, "ORIGINALCONTENT\n", 16) == 16);
+	OK(pipe(q) == 0);
+	cb_init(&r, q[0], b, 4, 0);
+	OK(aio_read(&r) == 0);
+	OK(write(q[1], "pong", 4) == 4);
+	OK(wait_for(&r) == 4 && !memcmp(b, "pong", 4));
+	cb_init(&r, f, b, 8, 0);
+	OK(aio_read(&r) == 0);
+	OK(wait_for(&r) == 8 && !memcmp(b, "ORIGINAL", 8));
+	OK(lseek(f, 0, SEEK_CUR) == 16 && lseek(f, 0, SEEK_END) == 16);
+	close(f);
+	close(q[0]);
+	close(q[1]);
+}
+
 int main(void)
 {
 	char path[] = "/var/tmp/uaio-dropin-XXXXXX", buf[64];
@@ -235,6 +272,8 @@ int main(void)
 	OK(got == 3);
 
 	glibc_details(fd);
+
+	close_everything();
 
 	/* aio_init is accepted (a hint). */
 	struct aioinit in = { .aio_threads = 4, .aio_num = 64 };

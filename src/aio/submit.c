@@ -118,6 +118,70 @@ static bool attempt_final(struct aiocb *cb, int kind, long res, bool stream,
 	return false;
 }
 
+/*
+ * The engine needs descriptors (a ring, eventfds); glibc's helper threads
+ * do not. With none to be had (EMFILE, ENFILE), a request that is not a
+ * list entry runs as glibc runs it: on a thread of its own, in blocking
+ * calls (pread, read on ESPIPE). Requests on one stream may then finish
+ * out of submission order. 0, or the engine's error when no thread can
+ * be made either.
+ */
+struct lone {
+	struct aiocb *cb;
+	int kind;
+};
+
+static void *lone_main(void *arg)
+{
+	struct lone l = *(struct lone *)arg;
+	struct aiocb *cb = l.cb;
+	uint64_t done = priv(cb)->done;
+	char *buf = (char *)cb->aio_buf + done;
+	size_t len = cb_len(cb) - done;
+	off_t off = cb->aio_offset + (off_t)done;
+	long r;
+
+	free(arg);
+	switch (l.kind) {
+	case K_READ:
+		r = pread(cb->aio_fildes, buf, len, off);
+		if (r < 0 && errno == ESPIPE)
+			r = read(cb->aio_fildes, buf, len);
+		break;
+	case K_WRITE:
+		r = pwrite(cb->aio_fildes, buf, len, off);
+		if (r < 0 && errno == ESPIPE)
+			r = write(cb->aio_fildes, buf, len);
+		break;
+	default:
+		r = l.kind == K_DSYNC ? fdatasync(cb->aio_fildes) : fsync(cb->aio_fildes);
+	}
+	aio__complete(cb, r < 0 ? -errno : r + (long)done);
+	return NULL;
+}
+
+static int lone_thread(struct aiocb *cb, int kind, struct aio_lio *g, int err)
+{
+	struct lone *l;
+	pthread_attr_t a;
+	pthread_t t;
+	int r;
+
+	if (g || (err != -EMFILE && err != -ENFILE) || !(l = malloc(sizeof(*l))))
+		return err;
+	l->cb = cb;
+	l->kind = kind;
+	pthread_attr_init(&a);
+	pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
+	r = uaio__thread_start(&t, &a, lone_main, l);
+	pthread_attr_destroy(&a);
+	if (r < 0) {
+		free(l);
+		return err;
+	}
+	return 0;
+}
+
 static void lio_add_locked(struct aio_req *r, struct aio_lio *g)
 {
 	if (g) {
@@ -159,7 +223,7 @@ static int submit_serial(struct aiocb *cb, int kind, int fd, int fl,
 	if ((ret = aio__engine_start_locked()) < 0 || !(r = aio__req_alloc_locked())) {
 		aio__serial_maybe_free_locked(s);
 		pthread_mutex_unlock(&E->mu);
-		return ret < 0 ? ret : -EAGAIN;
+		return ret < 0 ? lone_thread(cb, kind, g, ret) : -EAGAIN;
 	}
 	r->cb = cb;
 	r->kind = (uint8_t)kind;
@@ -265,7 +329,7 @@ static int submit_parallel(struct aiocb *cb, int kind, int fd, bool direct,
 	pthread_mutex_lock(&E->mu);
 	if ((ret = aio__engine_start_locked()) < 0 || !(r = aio__req_alloc_locked())) {
 		pthread_mutex_unlock(&E->mu);
-		return ret < 0 ? ret : -EAGAIN;
+		return ret < 0 ? lone_thread(cb, kind, g, ret) : -EAGAIN;
 	}
 	if (kind != K_READ && !(w = aio__fdw_get_locked(fd, kind == K_WRITE)) &&
 	    kind == K_WRITE) {

@@ -12,6 +12,8 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -149,8 +151,51 @@ static void close_everything(void)
 	close(q[1]);
 }
 
-int main(void)
+/* Requests made with the descriptor table full, before anything of the
+ * library's could be opened: glibc needs no descriptor, so they run. In a
+ * new process (glibc's AIO does not survive fork with threads idle). */
+static int table_full_child(void)
 {
+	char path[] = "/var/tmp/uaio-dropin-XXXXXX", b[4];
+	struct rlimit rl = { 16, 16 };
+	struct aiocb r, w, s;
+	int p[2], f = mkstemp(path);
+
+	unlink(path);
+	if (f < 0 || pipe(p) < 0 || setrlimit(RLIMIT_NOFILE, &rl) < 0)
+		return 2;
+	while (dup(0) >= 0)
+		;
+	cb_init(&r, p[0], b, 4, 0);
+	cb_init(&w, f, (char *)"full", 4, 0);
+	cb_init(&s, f, NULL, 0, 0);
+	if (aio_read(&r) || aio_write(&w) || write(p[1], "data", 4) != 4)
+		return 3;
+	if (wait_for(&r) != 4 || memcmp(b, "data", 4) || wait_for(&w) != 4)
+		return 4;
+	if (aio_fsync(O_SYNC, &s) || wait_for(&s) != 0)
+		return 5;
+	return 0;
+}
+
+static void table_full(void)
+{
+	pid_t pid = fork();
+	int status;
+
+	OK(pid >= 0);
+	if (pid == 0) {
+		execl("/proc/self/exe", "dropin_prog", "table-full", (char *)NULL);
+		_exit(6);
+	}
+	OK(waitpid(pid, &status, 0) == pid);
+	OK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+}
+
+int main(int argc, char **argv)
+{
+	if (argc > 1 && !strcmp(argv[1], "table-full"))
+		return table_full_child();
 	char path[] = "/var/tmp/uaio-dropin-XXXXXX", buf[64];
 	int fd = mkstemp(path), p[2];
 	struct aiocb z, cb, w[3], *list[3];
@@ -274,6 +319,7 @@ int main(void)
 	glibc_details(fd);
 
 	close_everything();
+	table_full();
 
 	/* aio_init is accepted (a hint). */
 	struct aioinit in = { .aio_threads = 4, .aio_num = 64 };

@@ -188,6 +188,7 @@ struct aio_serial {
 	uaio_op clock, stop_clock, stop_req;
 	uint8_t ops;			/* SO_* of those in flight */
 	bool expired;			/* timed's clock ran out */
+	bool sock;			/* a socket (writes by send, MSG_NOSIGNAL) */
 };
 #define SO_CLOCK	1
 #define SO_STOP_CLOCK	2
@@ -364,6 +365,7 @@ struct aio_fdw *aio__fdw_get_locked(int fd, bool create);
 void aio__fdw_maybe_free_locked(struct aio_fdw *w);
 int aio__req_issue_locked(struct aio_req *r);
 void aio__serial_started(struct aio_req *r);
+int aio__serial_nonblock_try(struct aio_req *r, int fd, bool sock, long *res);
 void aio__req_release_locked(struct aio_req *r, long res);
 void aio__req_end_locked(struct aio_req *r, long res);
 void aio__req_finish_parallel_locked(struct aio_req *r, long res);

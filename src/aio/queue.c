@@ -207,9 +207,14 @@ static void serial_advance_locked(struct aio_serial *s)
 {
 	while (!s->busy && s->head) {
 		struct aio_req *r = s->head;
+		long res;
 		int ret;
 
 		s->head = r->next;
+		if (aio__serial_nonblock_try(r, s->fd, s->sock, &res)) {
+			aio__req_release_locked(r, res);
+			continue;
+		}
 		s->busy = r;
 		ret = aio__req_issue_locked(r);
 		if (ret < 0) {

@@ -58,8 +58,7 @@ static long attempt(int fd, int kind, struct aiocb *cb, int64_t off, int rwf)
  * (MSG_NOSIGNAL); for a pipe the signal is blocked around the write and
  * the one it raised, if any, taken back.
  */
-static long attempt_stream(int fd, int kind, struct aiocb *cb, int rwf,
-			   const struct stat *st)
+static long attempt_stream(int fd, int kind, struct aiocb *cb, int rwf, bool sock)
 {
 	sigset_t pipe_set, old, pend;
 	bool pending;
@@ -67,7 +66,7 @@ static long attempt_stream(int fd, int kind, struct aiocb *cb, int rwf,
 
 	if (kind != K_WRITE)
 		return attempt(fd, kind, cb, -1, rwf);
-	if (S_ISSOCK(st->st_mode)) {
+	if (sock) {
 		uint64_t done = priv(cb)->done;
 
 		res = send(fd, (const char *)cb->aio_buf + done, cb_len(cb) - done,
@@ -83,6 +82,26 @@ static long attempt_stream(int fd, int kind, struct aiocb *cb, int rwf,
 		sigtimedwait(&pipe_set, NULL, &(struct timespec){ 0, 0 });
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	return res;
+}
+
+/*
+ * A queued stream request starts: glibc's helper would read or write the
+ * descriptor number now, and on one made non-blocking meanwhile its call
+ * ends at once (EAGAIN, or what it could move). 1 with *res when that is
+ * the request's end; 0 when it is to be issued as usual.
+ */
+int aio__serial_nonblock_try(struct aio_req *r, int fd, bool sock, long *res)
+{
+	int fl = fcntl(fd, F_GETFL);
+	long n;
+
+	if (fl < 0 || !(fl & O_NONBLOCK) || r->kind > K_WRITE)
+		return 0;
+	n = attempt_stream(fd, r->kind, r->cb, RWF_NOWAIT, sock);
+	if (n == -EOPNOTSUPP)
+		n = attempt_stream(fd, r->kind, r->cb, 0, sock);
+	*res = n + (n >= 0 ? (long)priv(r->cb)->done : 0);
+	return 1;
 }
 
 /*
@@ -203,6 +222,8 @@ static int submit_serial(struct aiocb *cb, int kind, int fd, int fl,
 
 	pthread_mutex_lock(&E->mu);
 	s = aio__serial_get_locked(fd, st, true);
+	if (s)
+		s->sock = S_ISSOCK(st->st_mode);
 	if (!s) {
 		pthread_mutex_unlock(&E->mu);
 		return -EAGAIN;
@@ -210,9 +231,9 @@ static int submit_serial(struct aiocb *cb, int kind, int fd, int fl,
 	if (!s->busy && !s->head && kind <= K_WRITE) {
 		/* Nothing ahead of it: try now, under the lock, so that no
 		 * later request can overtake it. */
-		res = attempt_stream(fd, kind, cb, RWF_NOWAIT, st);
+		res = attempt_stream(fd, kind, cb, RWF_NOWAIT, S_ISSOCK(st->st_mode));
 		if (res == -EOPNOTSUPP && (fl & O_NONBLOCK))
-			res = attempt_stream(fd, kind, cb, 0, st);
+			res = attempt_stream(fd, kind, cb, 0, S_ISSOCK(st->st_mode));
 		if (attempt_final(cb, kind, res, true, fl & O_NONBLOCK)) {
 			aio__serial_maybe_free_locked(s);
 			pthread_mutex_unlock(&E->mu);

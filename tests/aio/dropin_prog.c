@@ -77,6 +77,20 @@ static void glibc_details(int fd)
 	OK(aio_write(&w) == 0 && errno == 1234);
 	OK(wait_for(&w) == 2);
 
+	/* A stream request that waited its turn runs as glibc's helper runs
+	 * it: on a descriptor made non-blocking meanwhile, EAGAIN. */
+	OK(pipe(p) == 0);
+	cb_init(&r, p[0], b1, 4, 0);
+	cb_init(&c, p[0], b2, 4, 0);
+	OK(aio_read(&r) == 0 && aio_read(&c) == 0);
+	usleep(20000);		/* glibc: its helper is in the first read */
+	OK(fcntl(p[0], F_SETFL, O_NONBLOCK) == 0);
+	OK(write(p[1], "x", 1) == 1);
+	OK(wait_for(&r) == 1 && b1[0] == 'x');
+	OK(wait_for(&c) == -1 && aio_error(&c) == EAGAIN);
+	close(p[0]);
+	close(p[1]);
+
 	/* A request refused at submission keeps the caller's opcode; a
 	 * LIO_WAIT list none of whose entries was taken fails with the
 	 * refusal's errno, not EIO. */

@@ -171,7 +171,8 @@ static void serial_clock_locked(struct aio_serial *s)
 {
 	struct aio_req *r = s->busy;
 
-	if (!r || !r->tmo_us || s->timed == r || (s->ops & (SO_CLOCK | SO_STOP_CLOCK)))
+	if (!r || !r->tmo_us || s->timed == r ||
+	    (s->ops & (SO_CLOCK | SO_STOP_CLOCK | SO_STOP_REQ)))
 		return;
 	s->timed = r;
 	s->expired = false;

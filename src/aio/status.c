@@ -135,8 +135,25 @@ static void waiter_gone(void *arg)
 	atomic_fetch_sub(&E->waiters, 1);
 }
 
+static int suspend(const struct aiocb *const list[], int nent,
+		   const struct timespec *timeout);
+
+/* Deferred cancellation but in the sleep itself: a signal handler run
+ * during that sleep inherits the asynchronous type, and its own
+ * aio_suspend must not take the engine lock with it. */
 UAIO_API int uaio_suspend(const struct aiocb *const list[], int nent,
-		     const struct timespec *timeout)
+			  const struct timespec *timeout)
+{
+	int old = PTHREAD_CANCEL_DEFERRED, was, r;
+
+	pthread_setcanceltype(PTHREAD_CANCEL_DEFERRED, &old);
+	r = suspend(list, nent, timeout);
+	pthread_setcanceltype(old, &was);
+	return r;
+}
+
+static int suspend(const struct aiocb *const list[], int nent,
+		   const struct timespec *timeout)
 {
 	struct timespec deadline;
 	int r = 0;

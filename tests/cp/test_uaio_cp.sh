@@ -386,6 +386,8 @@ both big hl t
 cmp -s "$T/u/t/hl" "$T/u/big" || fail "a later operand read a destination still being written"
 SETUP='mkdir t; yes abcdefghij | head -c 3000000 >big; ln -s t/big l'
 both big l t
+SETUP='mkdir t; yes abcdefghij | head -c 3000000 >t/b; ln -s t/b lnk; echo small >b'
+both lnk b t
 SETUP='mkdir -p d1 t; for i in $(seq 50); do echo $i >d1/f$i; done; yes abcdefghij | head -c 3000000 >d1/big; ln -s t/d1 d2'
 both -s -rH d1 d2 t
 # (d into itself: which entries come before the copy depends on inode
@@ -403,6 +405,10 @@ if [ $root = 1 ] && [ $have_nobody = 1 ]; then
   [ "$(cat "$T/u/e/s/a")" = precious ] || fail "a failed hard link removed the destination"
   AS=
 fi
+# -au again over a copy with hard links: nothing left behind by the
+# links that replace a destination that is already the right one.
+SETUP='mkdir s; echo x >s/a; ln s/a s/b; echo y >s/c; cp -a s d'
+both -auv s d
 # A directory copied under -p gets the source's default ACL or none.
 if command -v setfacl >/dev/null && command -v getfacl >/dev/null; then
   SETUP='mkdir s dst e e/s; echo a >s/f; setfacl -d -m u:nobody:rwx dst e/s'
@@ -554,11 +560,13 @@ if [ $root = 1 ] && mkdir "$T/full" && mount -t tmpfs -o size=1m tmpfs "$T/full"
   mnt=$T/full
   mkdir -p "$T/nospc/tree/a" "$T/nospc/tree/b" || fail "mkdir"
   head -c 3145728 /dev/urandom >"$T/nospc/big"
+  ln "$T/nospc/big" "$T/nospc/biglink"	# its copy fails: the link waits, then tries
   for i in 1 2 3 4 5 6; do head -c 300000 /dev/urandom >"$T/nospc/tree/a/f$i"; done
   for prog in cp uaio-cp; do
     enospc $prog big "$mnt/"
     enospc $prog -r tree "$mnt/"
     enospc $prog -a big tree "$mnt/"
+    enospc $prog -a big biglink "$mnt/"
   done
   umount "$mnt"
   mnt=

@@ -160,6 +160,8 @@ void cp_warn(struct cp_run *r, const char *fmt, ...)	/* exit status kept */
 
 /* walk.c */
 int cp_top(struct cp_run *r, const char *src, const char *dst, bool into);
+/* The name cp_top gives src's copy in directory dir (malloc'd). */
+char *cp_top_name(const struct cp_run *r, const char *src, const char *dir);
 void cp_copy_dir(struct cp_run *r, struct cp_dir *pd, const char *src,
 		 const char *dst, const struct stat *st, bool exists);
 void cp_dir_put(struct cp_run *r, struct cp_dir *d);
@@ -186,6 +188,8 @@ int cp_file(struct cp_run *r, struct cp_dir *dir, const char *src,
 void cp_drain(struct cp_run *r, unsigned want);
 /* Runs the loop until no job writes dst. */
 void cp_wait_file(struct cp_run *r, const char *dst);
+/* Whether a job is reading the file (dev, ino). */
+bool cp_reading(const struct cp_run *r, dev_t dev, ino_t ino);
 
 /* meta.c: what cp does to a finished destination. fd < 0: by name. */
 struct cp_note {

@@ -107,6 +107,14 @@ static bool writing(const struct cp_run *r, const char *dst)
 	return false;
 }
 
+bool cp_reading(const struct cp_run *r, dev_t dev, ino_t ino)
+{
+	for (unsigned i = 0; r->running && i < r->o.jobs; i++)
+		if (r->jobs[i].src && r->jobs[i].st.st_dev == dev && r->jobs[i].st.st_ino == ino)
+			return true;
+	return false;
+}
+
 void cp_wait_file(struct cp_run *r, const char *dst)
 {
 	while (writing(r, dst))

@@ -122,12 +122,12 @@ static int link_replacing(const char *earlier, const char *dst)
 	for (unsigned k = 0; k < 100; k++) {
 		snprintf(tmp + dir, 24, ".uaio-cp.%u.%u", (unsigned)getpid(), k);
 		if (link(earlier, tmp) == 0) {
-			if (rename(tmp, dst) == 0)
-				return 1;
-			int e = errno;
+			/* rename does nothing when dst is already this file's
+			 * link: the temporary name goes either way */
+			int e = rename(tmp, dst) == 0 ? 0 : errno;
 
 			unlink(tmp);
-			return -e;
+			return e ? -e : 1;
 		}
 		if (errno != EEXIST)
 			return -errno;
@@ -412,8 +412,16 @@ static void decide(struct cp_run *r, struct cp_dir *pd, const char *src,
 		 * link to it is made: if it failed, it is forgotten and this
 		 * name is copied anew. */
 		earlier = seen_find(&r->links, st->st_dev, st->st_ino, SEEN_ANY, NULL);
-		if (earlier) {
-			cp_wait_file(r, earlier);
+		if (earlier && r->running) {
+			/* a copy: a failed job forgets, and frees, the name */
+			char *name = strdup(earlier);
+
+			if (!name) {
+				perror(r->prog);
+				exit(1);
+			}
+			cp_wait_file(r, name);
+			free(name);
 			earlier = seen_find(&r->links, st->st_dev, st->st_ino, SEEN_ANY, NULL);
 		}
 		if (!earlier)

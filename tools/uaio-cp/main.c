@@ -69,18 +69,25 @@ static const char *target_of(struct cp_run *r, char **files, int *n)
  * it reads may be what they write: a directory (its walk reads what it
  * finds), a file with other names (one may be a destination being
  * written), or a file whose real path is in the target directory (or
- * cannot be found yet: a symlink to a file being made there).
+ * cannot be found yet: a symlink to a file being made there); and when
+ * what it would overwrite is what one of them reads.
  */
 static bool operand_waits(struct cp_run *r, const char *src, const char *target,
 			  char **target_real)
 {
 	struct stat st;
-	char *real;
+	char *real, *dst;
 	size_t n;
 	bool in;
 
 	if (!r->running)
 		return false;
+	dst = cp_top_name(r, src, target);
+	in = stat(dst, &st) == 0 && !S_ISDIR(st.st_mode) &&
+	     cp_reading(r, st.st_dev, st.st_ino);
+	free(dst);
+	if (in)
+		return true;
 	if ((r->o.deref == DEREF_NEVER ? lstat(src, &st) : stat(src, &st)) < 0 ||
 	    S_ISDIR(st.st_mode) || st.st_nlink > 1)
 		return true;

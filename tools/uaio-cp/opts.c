@@ -408,7 +408,6 @@ int cp_parse(struct cp_run *r, int argc, char **argv, int *first)
 			o->deref = DEREF_NEVER;
 			o->recursive = true;
 			preserve_list(r, "all", true);
-			o->require_xattr = false;
 			o->require_preserve = true;
 			break;
 		case 'd':

@@ -16,6 +16,7 @@
  * kept whole and each byte of an invalid sequence is escaped.
  */
 #define _GNU_SOURCE
+#include <ctype.h>
 #include <langinfo.h>
 #include <stdlib.h>
 #include <string.h>
@@ -74,7 +75,7 @@ static size_t char_at(const char *s, bool *printable)
 	size_t n;
 
 	if (MB_CUR_MAX == 1) {
-		*printable = c >= 0x20 && c < 0x7f;
+		*printable = isprint(c) != 0;
 		return 1;
 	}
 	memset(&st, 0, sizeof(st));

@@ -255,6 +255,45 @@ done:
 	cp_dir_put(r, d);
 }
 
+static char *strip_slashes(const char *s)
+{
+	size_t n = strlen(s);
+	char *p;
+
+	while (n > 1 && s[n - 1] == '/')
+		n--;
+	if (!(p = strndup(s, n))) {
+		perror("uaio-cp");
+		exit(1);
+	}
+	return p;
+}
+
+char *cp_top_name(const struct cp_run *r, const char *src, const char *dir)
+{
+	char *stripped = r->o.strip_slashes ? strip_slashes(src) : NULL, *ret;
+	const char *base;
+	size_t len;
+
+	if (stripped)
+		src = stripped;
+	base = src + strlen(src);
+	while (base > src && base[-1] == '/')
+		base--;
+	len = (size_t)(base - src);
+	while (base > src && base[-1] != '/')
+		base--;
+	len -= (size_t)(base - src);
+	char name[len + 1];
+
+	memcpy(name, base, len);
+	name[len] = 0;
+	/* cp -R src/.. dir copies into dir itself, not its parent */
+	ret = join(dir, !len ? "" : strcmp(name, "..") ? name : ".");
+	free(stripped);
+	return ret;
+}
+
 /* One command-line source. into: dst is the directory to put it in. */
 int cp_top(struct cp_run *r, const char *src, const char *dst, bool into)
 {
@@ -264,35 +303,11 @@ int cp_top(struct cp_run *r, const char *src, const char *dst, bool into)
 
 	if (into && r->o.strip_slashes) {
 		/* cp 9.1 strips them in the SOURCE... DIRECTORY form only */
-		size_t n = strlen(src);
-
-		while (n > 1 && src[n - 1] == '/')
-			n--;
-		stripped = strndup(src, n);
-		if (!stripped) {
-			perror(r->prog);
-			exit(1);
-		}
+		stripped = strip_slashes(src);
 		src = stripped;
 	}
-	if (into) {
-		const char *base = src + strlen(src);
-		size_t len;
-
-		while (base > src && base[-1] == '/')
-			base--;
-		len = (size_t)(base - src);
-		while (base > src && base[-1] != '/')
-			base--;
-		len -= (size_t)(base - src);
-		char name[len + 1];
-
-		memcpy(name, base, len);
-		name[len] = 0;
-		/* cp -R src/.. dir copies into dir itself, not its parent */
-		target = join(dst, !len ? "/" : strcmp(name, "..") ? name : ".");
-		dst = target;
-	}
+	if (into)
+		dst = target = cp_top_name(r, src, dst);
 	ret = r->o.deref == DEREF_NEVER ? lstat(src, &st) : stat(src, &st);
 	if (ret < 0) {
 		cp_err(r, errno, "cannot stat %s", q(r, src));

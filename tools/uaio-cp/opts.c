@@ -272,11 +272,15 @@ static const struct option longs[] = {
 	{ "context", optional_argument, NULL, 'Z' },
 	{ "help", no_argument, NULL, OPT_HELP },
 	{ "version", no_argument, NULL, OPT_VERSION },
-#define CP_LONGS 29
+	/* uaio-cp's own from here on (CP_LONGS) */
 	{ "jobs", required_argument, NULL, 'j' },
 	{ "progress", no_argument, NULL, OPT_PROGRESS },
 	{ NULL, 0, NULL, 0 },
 };
+/* Where cp's own options end in longs[]. */
+#define CP_LONGS 29
+_Static_assert(sizeof(longs) / sizeof(longs[0]) == CP_LONGS + 3,
+	       "CP_LONGS must count cp's options in longs[]");
 /* cp's short options, uaio-cp's -j among them. */
 #define SHORTS "abdfHij:lLnpPrRsS:t:TuvxZ"
 

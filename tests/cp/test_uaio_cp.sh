@@ -470,6 +470,49 @@ both -r s e
 SETUP=:
 ok "operands in order, hard links that cannot replace, default ACLs, u+w for xattrs, --strip-trailing-slashes, failed clones, name joins, long names, message order"
 
+# A directory into itself, as cp 9.1's same_name sees it: a destination
+# name right in the target directory is relative to that directory
+# (its symlinks followed), any other path is looked at with lstat.
+SETUP='mkdir d; echo a >d/f; ln -s d ld'
+both -M -r d ld/
+SETUP='mkdir -p s/sub; echo a >s/f; echo b >s/sub/g; ln -s s/sub ls'
+both -M -rv s ls/y
+# The same file through a symlinked parent is another name to cp.
+SETUP='mkdir a t; echo x >a/f; ln -s a l'
+both a/f l/f t
+both -a a/f l/f t
+# An existing device or FIFO is written as a stream: holes as zeros.
+if [ $root = 1 ]; then
+  SETUP='yes data | head -c 1000 >img; truncate -s 600000 img; yes tail | head -c 1000 >>img
+    head -c 602112 /dev/zero | tr "\0" A >back; mknod nul c 1 3'
+  both img nul
+  both --sparse=always img nul
+  if command -v losetup >/dev/null; then
+    for s in g u; do
+      rmtree "$T/$s"; mkdir "$T/$s" && (cd "$T/$s" && eval "$SETUP") || fail "setup"
+      dev=$(losetup -f --show "$T/$s/back") || { echo "note: no loop device"; break; }
+      (cd "$T/$s" && if [ $s = g ]; then cp img "$dev"; else uaio-cp img "$dev"; fi) ||
+        fail "img onto a block device ($s)"
+      losetup -d "$dev"
+      cmp -s -n 601000 "$T/$s/img" "$T/$s/back" || fail "img onto a block device ($s): the device differs"
+    done
+  fi
+fi
+SETUP='truncate -s 1M h; mkfifo p'
+for prog in cp uaio-cp; do
+  rmtree "$T/fifo2"; mkdir "$T/fifo2" && (cd "$T/fifo2" && eval "$SETUP")
+  (cd "$T/fifo2" && { wc -c <p >n & timeout 20 $prog h p; echo $? >rc; wait; }) 2>/dev/null
+  [ "$(cat "$T/fifo2/rc")" = 0 ] && [ "$(cat "$T/fifo2/n")" = 1048576 ] ||
+    fail "$prog: a sparse file onto a FIFO: rc $(cat "$T/fifo2/rc"), $(cat "$T/fifo2/n") bytes"
+done
+rmtree "$T/fifo2"
+# --preserve=ownership without mode leaves an existing file's mode alone.
+SETUP='echo src >f; chmod 755 f; echo old >e; chmod 600 e'
+both --preserve=ownership f e
+both -r --preserve=ownership,timestamps f e
+SETUP=:
+ok "same_name against the target directory, symlinked parents, devices and FIFOs as streams, --preserve=ownership on existing files"
+
 # A directory copied into itself: GNU cp walks entries in inode order and
 # stops at the copy it is making (coreutils copy_dir: "no point in
 # continuing"), so d/d gets exactly the entries whose inode comes first.

@@ -97,7 +97,10 @@ const char *seen_find(const struct cp_seen *s, dev_t dev, ino_t ino,
 void seen_forget(struct cp_seen *s, dev_t dev, ino_t ino, const char *name);
 void seen_free(struct cp_seen *s);
 ino_t seen_name_key(const char *name);	/* r->made's key for a name */
-bool cp_same_name(const char *a, const char *b);
+/* gnulib's same_name, as cp 9.1 calls it: a_target, b_target are the
+ * target directory for a destination-side name, else NULL. */
+bool cp_same_name(const char *a, const char *b, const char *a_target,
+		  const char *b_target);
 
 /* The engine object: everything a run owns. */
 struct cp_run {
@@ -137,6 +140,7 @@ struct cp_run {
 	 * walked for it stops there. */
 	bool into_self;
 	const char *top_src, *top_dst;	/* the command-line names, for messages */
+	const char *target;	/* SOURCE... DIRECTORY: that directory, else NULL */
 	unsigned dir_fds;	/* directories holding sfd and dfd */
 
 	/* progress.c */

@@ -36,6 +36,9 @@ struct cp_job {
 	mode_t omitted, create_mode;
 	bool is_new, failed;
 	bool tracked;		/* later names link to dst: forgotten if it fails */
+	/* dst is an existing device or FIFO: written from start to end,
+	 * holes and all, by write(2), with nothing to seek or extend */
+	bool stream_dst;
 	unsigned has;		/* CP_HAS_*: what the new file already has */
 	int64_t final_size;	/* >= 0: ftruncate the destination to this */
 	uaio_op op;
@@ -424,13 +427,15 @@ static long whole_data(struct cp_job *j)
 		ssize_t n, w;
 
 		j->stage = STAGE_READ;
-		n = pread(j->sfd, j->buf, SMALL_MAX, (off_t)pos);
+		n = S_ISREG(j->st.st_mode) ? pread(j->sfd, j->buf, SMALL_MAX, (off_t)pos) :
+					     read(j->sfd, j->buf, SMALL_MAX);
 		if (n <= 0)
 			return n < 0 ? -errno : 0;
 		j->stage = STAGE_WRITE;
 		for (ssize_t off = 0; off < n; off += w) {
-			w = pwrite(j->dfd, j->buf + off, (size_t)(n - off),
-				   (off_t)pos + off);
+			w = j->stream_dst ? write(j->dfd, j->buf + off, (size_t)(n - off)) :
+					    pwrite(j->dfd, j->buf + off, (size_t)(n - off),
+						   (off_t)pos + off);
 			if (w < 0)
 				return -errno;
 			if (w == 0)
@@ -453,7 +458,7 @@ static long whole_copy(void *arg)
 	long ret = whole_data(j);
 
 	if (j->dfd >= 0) {
-		if (ret < 0)
+		if (ret < 0 && !j->stream_dst)
 			(void)!ftruncate(j->dfd, 0);
 		else
 			cp_meta_apply(j->r, j->sfd, j->src, j->dfd, j->dst, &j->st,
@@ -587,15 +592,23 @@ int cp_file(struct cp_run *r, struct cp_dir *dir, const char *src,
 	j->is_new = is_new;
 	j->has = has;
 	j->tracked = tracked;
+	j->stream_dst = false;
+	if (dst_fd >= 0) {
+		struct stat ds;
+
+		/* cp writes a device or FIFO as a stream: every byte, in order */
+		j->stream_dst = fstat(dst_fd, &ds) == 0 && !S_ISREG(ds.st_mode);
+	}
 	j->failed = j->by_extent = false;
 	j->final_size = -1;
 	j->close_err = 0;
 	j->cursor = j->counted = 0;
 	j->create_mode = create_mode;
 	/* pread(2) cannot read a fifo or a device: those take the ring path. */
-	if ((uint64_t)st->st_size <= SMALL_MAX && r->small != SMALL_URING &&
-	    S_ISREG(st->st_mode) &&
-	    r->o.sparse != SPARSE_ALWAYS && !looks_sparse(j) && no_clone(j)) {
+	if (j->stream_dst ||
+	    ((uint64_t)st->st_size <= SMALL_MAX && r->small != SMALL_URING &&
+	     S_ISREG(st->st_mode) &&
+	     r->o.sparse != SPARSE_ALWAYS && !looks_sparse(j) && no_clone(j))) {
 		if (r->small == SMALL_INLINE)
 			on_whole(&j->op, (int)whole_copy(j), j);
 		else if ((ret = uaio_op_work(r->l, &j->op, whole_copy, j, on_whole, j)) < 0)

@@ -51,7 +51,7 @@ static bool same_file_ok(const struct cp_run *r, const char *src,
 		same_link = same;
 		/* Two symlinks: fine unless they are one entry. */
 		if (S_ISLNK(src_sb->st_mode) && S_ISLNK(dst_sb->st_mode)) {
-			bool sn = cp_same_name(src, dst);
+			bool sn = cp_same_name(src, dst, NULL, r->target);
 
 			if (!sn && same_link) {
 				*done = true;
@@ -74,7 +74,7 @@ static bool same_file_ok(const struct cp_run *r, const char *src,
 		/* dst goes before it is opened: a link there costs nothing */
 		if (S_ISLNK(dl->st_mode))
 			return true;
-		if (same_link && dl->st_nlink > 1 && !cp_same_name(src, dst))
+		if (same_link && dl->st_nlink > 1 && !cp_same_name(src, dst, NULL, r->target))
 			return true;
 	}
 	if (!S_ISLNK(sl->st_mode) && !S_ISLNK(dl->st_mode) && !SAME_INODE(*sl, *dl))
@@ -159,7 +159,9 @@ static bool copy_reg(struct cp_run *r, struct cp_dir *pd, const char *src,
 	/* Already ours: no owner to change, so nothing to hide meanwhile. */
 	bool ours = r->o.p_owner && !exists && pd && pd->plain &&
 		    lst->st_uid == r->euid && lst->st_gid == r->egid;
-	mode_t omitted = r->o.p_owner && !ours ? lst->st_mode & 077 : 0;
+	/* Bits left out of a new file until its owner is set; an existing
+	 * file keeps its mode (cp opens it O_TRUNC and leaves that alone). */
+	mode_t omitted = r->o.p_owner && !ours && !exists ? lst->st_mode & 077 : 0;
 	mode_t create = (lst->st_mode & 0777) & ~omitted;
 	unsigned has = 0;
 	struct stat st = *lst;
@@ -435,14 +437,14 @@ static void decide(struct cp_run *r, struct cp_dir *pd, const char *src,
 		return;
 	}
 	if (earlier) {
-		if (cp_same_name(src, earlier)) {
+		if (cp_same_name(src, earlier, NULL, r->target)) {
 			/* the copy being made, met by the walk */
 			cp_err(r, 0, "cannot copy a directory, %s, into itself, %s",
 			       q(r, r->top_src), q(r, r->top_dst));
 			r->into_self = true;
 			return;
 		}
-		if (cp_same_name(dst, earlier)) {
+		if (cp_same_name(dst, earlier, r->target, r->target)) {
 			cp_warn(r, "warning: source directory %s specified more than once",
 				q(r, r->top_src));
 			return;

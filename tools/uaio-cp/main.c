@@ -135,6 +135,7 @@ int main(int argc, char **argv)
 	}
 	cp_bar_start(&r);
 	r.args_twice = target && n >= 2;
+	r.target = target;
 	if (target) {
 		char *target_real = NULL;
 

@@ -6,7 +6,9 @@
  *    directory, and of the first directory each command-line source made
  *    (cp's remember_copied: how "into itself" and a directory named
  *    twice are told apart);
- *  - r->srcs: the command-line sources, for "specified more than once";
+ *  - r->srcs: the command-line sources, for "specified more than once"
+ *    (gnulib's same_name: one directory entry, by its last component and
+ *    the directory holding it, "a" being "./a");
  *  - r->made: the command-line destinations, for "will not overwrite
  *    just-created" (by name: a job may not have created its file yet).
  * Open addressing; several names may share an inode.
@@ -83,7 +85,7 @@ const char *seen_find(const struct cp_seen *s, dev_t dev, ino_t ino,
 			continue;
 		if (how == SEEN_ANY ||
 		    (how == SEEN_STRING && strcmp(e->name, name) == 0) ||
-		    (how == SEEN_SAME_NAME && cp_same_name(e->name, name)))
+		    (how == SEEN_SAME_NAME && cp_same_name(e->name, name, NULL, NULL)))
 			return e->name;
 	}
 	return NULL;
@@ -124,49 +126,58 @@ ino_t seen_name_key(const char *name)
 	return (ino_t)h;
 }
 
-/* gnulib's same_name: one directory entry, by its last component and
- * the identity of the directory holding it ("a" is "./a"). */
-bool cp_same_name(const char *a, const char *b)
+/* The last component of name (trailing slashes left out) and its length;
+ * *dlen: what comes before it, less its slashes. */
+static const char *last_part(const char *name, size_t *len, size_t *dlen)
 {
-	const char *ba, *bb;
-	size_t la, lb;
+	const char *b = name + strlen(name);
+
+	while (b > name && b[-1] == '/')
+		b--;
+	*len = (size_t)(b - name);
+	while (b > name && b[-1] != '/')
+		b--;
+	*len -= (size_t)(b - name);
+	*dlen = (size_t)(b - name);
+	while (*dlen > 1 && name[*dlen - 1] == '/')
+		(*dlen)--;
+	return b;
+}
+
+/* The directory holding name, as cp 9.1 finds it: lstat of its path, but
+ * a destination name is relative to the target directory cp opened, so
+ * when it lies right in that directory (target: its name, or NULL) the
+ * target's own symlinks are followed. */
+static int dir_of(const char *name, size_t dlen, const char *target, struct stat *st)
+{
+	char dir[dlen + 2];
+
+	if (!dlen) {	/* "name", or all slashes */
+		dlen = 1;
+		name = *name == '/' ? "/" : ".";
+	}
+	memcpy(dir, name, dlen);
+	dir[dlen] = 0;
+	if (target) {
+		size_t t = strlen(target);
+
+		while (t > 1 && target[t - 1] == '/')
+			t--;
+		if (t == dlen && !memcmp(target, dir, t))
+			return stat(dir, st);
+	}
+	return lstat(dir, st);
+}
+
+bool cp_same_name(const char *a, const char *b, const char *a_target,
+		  const char *b_target)
+{
+	size_t la, lb, da, db;
+	const char *ba = last_part(a, &la, &da), *bb = last_part(b, &lb, &db);
 	struct stat sa, sb;
 
-	for (ba = a + strlen(a); ba > a && ba[-1] == '/'; ba--)
-		;
-	la = (size_t)(ba - a);
-	while (ba > a && ba[-1] != '/')
-		ba--;
-	la -= (size_t)(ba - a);
-	for (bb = b + strlen(b); bb > b && bb[-1] == '/'; bb--)
-		;
-	lb = (size_t)(bb - b);
-	while (bb > b && bb[-1] != '/')
-		bb--;
-	lb -= (size_t)(bb - b);
 	if (la != lb || memcmp(ba, bb, la) != 0)
 		return false;
-
-	/* the directories: what comes before the last component, less its
-	 * slashes; "." for none, "/" for the root */
-	size_t da = (size_t)(ba - a), db = (size_t)(bb - b);
-
-	while (da > 1 && a[da - 1] == '/')
-		da--;
-	while (db > 1 && b[db - 1] == '/')
-		db--;
-	char dira[da + 2], dirb[db + 2];
-
-	if (!da)	/* "name", or all slashes */
-		da = 1, a = *a == '/' ? "/" : ".";
-	if (!db)
-		db = 1, b = *b == '/' ? "/" : ".";
-	memcpy(dira, a, da);
-	dira[da] = 0;
-	memcpy(dirb, b, db);
-	dirb[db] = 0;
-	/* stat, as cp 9.1's gnulib: "ld/d" and "d/d" are one entry when ld
-	 * is a symlink to d */
-	return stat(dira, &sa) == 0 && stat(dirb, &sb) == 0 &&
+	return dir_of(a, da, a_target, &sa) == 0 && dir_of(b, db, b_target, &sb) == 0 &&
 	       sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
 }

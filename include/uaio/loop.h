@@ -163,6 +163,11 @@ int uaio_watch_modify(uaio_loop *l, uaio_watch *w, uint32_t events);
 /* Ends the watch; handle_close(w, 0) follows at the loop's next dispatch
  * point, never from inside this call. -EALREADY if already stopping. */
 int uaio_watch_stop(uaio_loop *l, uaio_watch *w);
+/* 1 once an event on w has said the peer will send nothing more (its
+ * write side shut, POLLRDHUP or POLLHUP): end of file waits behind any
+ * data left, and an edge-triggered watch will not say so again. 0
+ * otherwise. For the handlers, from the loop's thread. */
+int uaio_watch_peer_closed(const uaio_watch *w);
 
 /* ---------------------------------------------------------------- timers */
 

@@ -52,6 +52,7 @@ enum {
 #define WS_RINGPOLL	0x40	/* io_uring: epoll refused the fd (a file) */
 #define WS_RMQ		0x80	/* io_uring: its poll remove waits for SQ room */
 #define WS_REASON_SHIFT	8	/* -reason stored above the flags */
+#define WS_PEER_CLOSED	(1u << 30)	/* an event said POLLRDHUP / POLLHUP */
 
 struct uaio_fdent {
 	uaio_watch *w;

@@ -411,6 +411,8 @@ static int watch_dispatch(uaio_loop *l, uaio_watch *w, unsigned revents)
 		uaio__watch_finish(l, w, -EBADF);
 		return 0;
 	}
+	if (revents & (POLLRDHUP | POLLHUP))
+		w->state |= WS_PEER_CLOSED;
 	in = (revents & (POLLIN | POLLPRI | POLLHUP | POLLERR | POLLRDHUP)) &&
 	     (w->events & UAIO_READABLE) && h->handle_input;
 	out = (revents & (POLLOUT | POLLERR)) && (w->events & UAIO_WRITABLE) &&

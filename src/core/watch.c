@@ -39,6 +39,11 @@ void uaio__watch_finish(uaio_loop *l, uaio_watch *w, int reason)
 	l->closing = w;
 }
 
+UAIO_API int uaio_watch_peer_closed(const uaio_watch *w)
+{
+	return w && (w->state & WS_PEER_CLOSED) ? 1 : 0;
+}
+
 /* Common event delivery for both backends; returns callbacks run. */
 UAIO_API int uaio_watch_start(uaio_loop *l, uaio_watch *w, int fd,
 			      uint32_t events, const struct uaio_handler *h,

@@ -10,6 +10,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <errno.h>
+#include <stdlib.h>
 #include "client.h"
 
 static struct ht_server srv;
@@ -192,12 +194,49 @@ static void t_list(void)
 	index_file("/", idx_root);
 }
 
+/* The redirect that adds a directory's slash, for a name whose escaped
+ * form is three times as long (a '+' is "%2B") as the request: a whole
+ * answer (301, or 414 when it cannot fit), never a head cut short. */
+static void t_long_redirect(void)
+{
+	char name[251], *path, *dir = ht_join(root, "");
+	size_t n = 0;
+	struct ht_resp r;
+
+	memset(name, '+', 250);
+	name[250] = 0;
+	path = malloc(16 * 252 + 2);
+	for (int i = 0; i < 13; i++) {
+		char *next = ht_join(dir, name);
+
+		EXPECT(mkdir(next, 0755) == 0 || errno == EEXIST, "mkdir");
+		dir = next;
+		path[n++] = '/';
+		memcpy(path + n, name, 250);
+		n += 250;
+	}
+	path[n] = 0;
+	{
+		struct ht_conn *c = ht_connect(srv.port);
+
+		ht_sendf(c, "GET %s HTTP/1.1\r\nHost: t\r\n\r\n", path);
+		ht_read(c, &r, 0);
+		EXPECT_R(&r, r.rc == HT_OK && (r.status == 301 || r.status == 414) &&
+			 ht_hdr(&r, "Content-Length"),
+			 "a long name without its slash: a whole 301 or 414");
+		ht_resp_free(&r);
+		ht_close(c);
+	}
+	free(path);
+}
+
 int main(void)
 {
 	ht_init("httpd/test_dirs", 170);
 	setup();
 	ht_start(&srv, root, NULL);
 	RUN(t_no_list);
+	RUN(t_long_redirect);
 	ht_stop(&srv);
 	ht_start(&srv, root, "--list", NULL);
 	RUN(t_list);

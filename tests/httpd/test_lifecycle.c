@@ -11,6 +11,7 @@
 #include <regex.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -289,6 +290,38 @@ static void log_requests(int port)
 	}
 }
 
+/* A client that half-closes after its request gets the response and
+ * then the server's close; one that sends half a request and goes away
+ * frees its connection. Not by a timeout: those are set far away here. */
+static void t_peer_closed(void)
+{
+	struct ht_server s;
+	struct ht_resp r;
+	struct ht_conn *c;
+	int base, n = -1;
+
+	ht_start(&s, root, "--idle-timeout", "600", "--header-timeout", "600", NULL);
+	c = ht_connect(s.port);
+	ht_sends(c, "GET /small.txt HTTP/1.1\r\nHost: x\r\n\r\n");
+	EXPECT(shutdown(c->fd, SHUT_WR) == 0, "shutdown");
+	EXPECT(ht_read(c, &r, 0) == HT_OK && r.status == 200, "half-closed client: 200 expected");
+	EXPECT(ht_wait_close(c, 20000, NULL) == 1,
+	       "half-closed client: the server did not close after the response");
+	ht_resp_free(&r);
+	ht_close(c);
+
+	base = ht_count_fds(s.pid);
+	for (int i = 0; i < 20; i++) {
+		c = ht_connect(s.port);
+		ht_sends(c, "GET /sm");
+		ht_close(c);
+	}
+	for (int i = 0; i < 200 && (n = ht_count_fds(s.pid)) > base; i++)
+		usleep(100000);
+	EXPECT(n <= base, "20 clients gone mid-request: %d descriptors, %d before", n, base);
+	EXPECT(ht_stop_sig(&s, SIGTERM) == 0, "exit 0 on SIGTERM");
+}
+
 static void t_log(void)
 {
 	static const struct logline want[] = {
@@ -343,6 +376,7 @@ int main(void)
 	t_sigterm_inflight(SIGTERM);
 	fprintf(stderr, "  t_sigterm_inflight (SIGINT) ...\n");
 	t_sigterm_inflight(SIGINT);
+	RUN(t_peer_closed);
 	RUN(t_log);
 	return ht_finish();
 }

@@ -244,6 +244,26 @@ static void t_malformed(void)
 	EXPECT(ht_alive(&srv), "server died on odd Range headers");
 }
 
+/* Several ranges of a large file with a long media type (if the
+ * system's mime.types names one for .pptx): every part head whole. */
+static void t_multipart_long_type(void)
+{
+	char *f = ht_join(root, "deck.pptx"), want[160];
+	struct ht_resp r;
+	int fd = open(f, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+
+	EXPECT(fd >= 0 && ftruncate(fd, 3000000000LL) == 0, "a sparse 3 GB file");
+	close(fd);
+	req("GET", "/deck.pptx", "Range: bytes=2000000000-2000000004,2999999990-2999999999\r\n", &r);
+	EXPECT_R(&r, r.rc == HT_OK && r.status == 206, "two ranges: 206");
+	snprintf(want, sizeof(want), "Content-Range: bytes 2999999990-2999999999/3000000000\r\n\r\n");
+	EXPECT_R(&r, r.status != 206 || ht_body_has(&r, want),
+		 "each part's head ends with its blank line (type %s)", ht_hdr(&r, "Content-Type") ?
+		 ht_hdr(&r, "Content-Type") : "?");
+	ht_resp_free(&r);
+	unlink(f);
+}
+
 static void t_head_range(void)
 {
 	struct ht_resp r;
@@ -338,6 +358,7 @@ int main(void)
 	RUN(t_unsatisfiable);
 	RUN(t_malformed);
 	RUN(t_head_range);
+	RUN(t_multipart_long_type);
 	RUN(t_if_range);
 	ht_stop(&srv);
 	return ht_finish();

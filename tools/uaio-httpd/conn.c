@@ -231,8 +231,11 @@ static void conn_read(struct conn *c)
 			conn_close(c);	/* closed by the peer, or reset */
 			return;
 		}
-		/* A short read drained the socket; a later byte is a new edge. */
-		if ((size_t)n < room)
+		/* A short read drained the socket; a later byte is a new edge.
+		 * Not so the end of file queued behind it, of which the edge
+		 * already told: it is read, so a half-closed or vanished client
+		 * ends when its last request is answered. */
+		if ((size_t)n < room && !uaio_watch_peer_closed(&c->watch))
 			c->maybe_more = false;
 		if (c->state == C_IDLE) {
 			c->state = C_HEAD;

@@ -34,6 +34,7 @@
 #define HTTPD_RBUF	(HTTPD_HEAD_MAX + 512)
 #define HTTPD_BODY_BUF	(64 * 1024)	/* first read of a file */
 #define HTTPD_PATH_MAX	4096
+#define HTTPD_TYPE_MAX	128		/* longer types in mime.types are skipped */
 #define HTTPD_RANGES_MAX 16
 #define HTTPD_FILE_HDR	256		/* struct file's prebuilt headers */
 
@@ -204,7 +205,8 @@ struct resp {
 	char path[HTTPD_PATH_MAX];
 	char head[HTTPD_HEAD_MAX + 1024];
 	size_t head_len;
-	char parts[HTTPD_RANGES_MAX + 1][160];
+	/* a part's head: boundary, type, three 20-digit numbers, ~80 more */
+	char parts[HTTPD_RANGES_MAX + 1][160 + HTTPD_TYPE_MAX];
 	char *body;			/* HTTPD_BODY_BUF from the pool */
 	size_t body_used;
 	char *extra;			/* a listing page (malloc) */

@@ -72,7 +72,8 @@ struct mime_table *mime_load(const char *path)
 
 		if (!type || type[0] == '#')
 			continue;
-		while ((ext = strtok_r(NULL, " \t\r\n", &save)))
+		while (strlen(type) < HTTPD_TYPE_MAX &&
+		       (ext = strtok_r(NULL, " \t\r\n", &save)))
 			add(m, ext, type);
 	}
 	if (f)

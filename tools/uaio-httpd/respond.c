@@ -233,6 +233,22 @@ static int status_of(int err)
 	}
 }
 
+static bool url_plain(unsigned char ch)
+{
+	return (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') ||
+	       (ch >= '0' && ch <= '9') || (ch && strchr("/-._~", ch));
+}
+
+/* Bytes url_encode() writes for s. */
+static size_t url_encoded_len(const char *s)
+{
+	size_t n = 0;
+
+	for (; *s; s++)
+		n += url_plain((unsigned char)*s) ? 1 : 3;
+	return n;
+}
+
 static void url_encode(struct resp *r, const char *s)
 {
 	static const char hex[] = "0123456789ABCDEF";
@@ -240,8 +256,7 @@ static void url_encode(struct resp *r, const char *s)
 	for (; *s; s++) {
 		unsigned char ch = (unsigned char)*s;
 
-		if ((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') ||
-		    (ch >= '0' && ch <= '9') || strchr("/-._~", ch))
+		if (url_plain(ch))
 			add(r, "%c", ch);
 		else
 			add(r, "%%%c%c", hex[ch >> 4], hex[ch & 15]);
@@ -253,13 +268,20 @@ static void redirect(struct conn *c)
 	struct resp *r = c->resp;
 	struct span t = c->req->target;
 	const char *qm = memchr(t.p, '?', t.n);
+	size_t qlen = qm ? (size_t)(t.p + t.n - qm) : 0;
 
+	/* A name whose escaped form would not fit the head (each byte may
+	 * take three): refused whole rather than cut short. */
+	if (url_encoded_len(r->path) + qlen + 512 > sizeof(r->head)) {
+		error_page(c, 414, "");
+		return;
+	}
 	head_start(c, 301);
 	add(r, "Location: /");
 	url_encode(r, r->path);
 	add(r, "/");
 	if (qm)
-		add(r, "%.*s", (int)(t.p + t.n - qm), qm);
+		add(r, "%.*s", (int)qlen, qm);
 	add(r, "\r\nContent-Length: 0\r\n");
 	head_end(c);
 	start_send(c);
@@ -411,8 +433,11 @@ static void serve_file(struct conn *c)
 					  b, f->type, (unsigned long long)g.first,
 					  (unsigned long long)g.last,
 					  (unsigned long long)f->size);
-			if (len[i] >= (int)sizeof(r->parts[i]))	/* absurd type */
-				len[i] = (int)sizeof(r->parts[i]) - 1;
+			/* cannot happen: mime.c keeps types under HTTPD_TYPE_MAX */
+			if (len[i] >= (int)sizeof(r->parts[i])) {
+				error_page(c, 500, "");
+				return;
+			}
 			total += (unsigned)len[i] + g.last - g.first + 1;
 		}
 		len[n] = snprintf(r->parts[n], sizeof(r->parts[n]), "\r\n--%s--\r\n", b);

@@ -9,6 +9,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <regex.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -322,6 +323,51 @@ static void t_peer_closed(void)
 	EXPECT(ht_stop_sig(&s, SIGTERM) == 0, "exit 0 on SIGTERM");
 }
 
+/* A rotated log: renamed away, then SIGUSR1 (logrotate's, or SIGHUP)
+ * opens the file again; later lines go to the new file. The signal
+ * stops nothing. */
+static void t_log_reopen(void)
+{
+	struct ht_server s;
+	struct ht_resp r;
+	char *logf = ht_join(ht_scratch(), "rot.log"), *old = ht_join(ht_scratch(), "rot.log.1");
+	char *text = NULL;
+	int sigs[] = { SIGUSR1, SIGHUP };
+
+	for (int k = 0; k < 2; k++) {
+		unlink(logf);
+		unlink(old);
+		ht_start(&s, root, "--log", logf, NULL);
+		EXPECT(ht_get(s.port, "/small.txt", "", &r) == HT_OK && r.status == 200, "GET");
+		ht_resp_free(&r);
+		/* the line is written (the log is flushed once a second) */
+		for (int i = 0; i < 100; i++) {
+			char *t = ht_slurp(logf, NULL);
+			bool in = t && strstr(t, "/small.txt");
+
+			free(t);
+			if (in)
+				break;
+			usleep(50000);
+		}
+		EXPECT(rename(logf, old) == 0, "rename");
+		EXPECT(kill(s.pid, sigs[k]) == 0, "kill");
+		for (int i = 0; i < 100 && access(logf, F_OK); i++)
+			usleep(50000);
+		EXPECT(access(logf, F_OK) == 0, "signal %d: the log is not opened again", sigs[k]);
+		EXPECT(ht_alive(&s), "signal %d stopped the server", sigs[k]);
+		EXPECT(ht_get(s.port, "/missing.txt", "", &r) == HT_OK && r.status == 404, "GET");
+		ht_resp_free(&r);
+		EXPECT(ht_stop_sig(&s, SIGTERM) == 0, "exit 0 on SIGTERM");
+		free(text);
+		text = ht_slurp(logf, NULL);
+		EXPECT(text && strstr(text, "/missing.txt") && !strstr(text, "/small.txt"),
+		       "signal %d: the new log holds the later line only: '%.200s'", sigs[k],
+		       text ? text : "");
+	}
+	free(text);
+}
+
 static void t_log(void)
 {
 	static const struct logline want[] = {
@@ -377,6 +423,7 @@ int main(void)
 	fprintf(stderr, "  t_sigterm_inflight (SIGINT) ...\n");
 	t_sigterm_inflight(SIGINT);
 	RUN(t_peer_closed);
+	RUN(t_log_reopen);
 	RUN(t_log);
 	return ht_finish();
 }

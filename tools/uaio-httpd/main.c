@@ -45,7 +45,8 @@ static void usage(FILE *f)
 "      --help              display this help and exit\n"
 "      --version           output version information and exit\n"
 "\n"
-"SIGTERM or SIGINT: stop accepting, finish the responses in flight, exit 0.\n");
+"SIGTERM or SIGINT: stop accepting, finish the responses in flight, exit 0.\n"
+"SIGHUP or SIGUSR1: open the log file again (after a rotation).\n");
 }
 
 static void die_usage(const char *fmt, const char *arg)
@@ -166,6 +167,23 @@ struct worker {
 	unsigned *ended;
 	pid_t pid;
 };
+
+/* The access log's file, opened again by name (after a rotation) under
+ * the descriptor the loops write to, in one dup2: no line goes missing
+ * between the two files. */
+static void log_reopen(const struct httpd_config *cfg)
+{
+	int fd;
+
+	if (!cfg->log_path || !strcmp(cfg->log_path, "-") || cfg->log_fd < 0)
+		return;
+	fd = open(cfg->log_path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+	if (fd < 0 || dup3(fd, cfg->log_fd, O_CLOEXEC) < 0)
+		fprintf(stderr, HTTPD_NAME ": cannot reopen %s: %s\n", cfg->log_path,
+			strerror(errno));
+	if (fd >= 0)
+		close(fd);
+}
 
 static void *worker_main(void *arg)
 {
@@ -308,6 +326,7 @@ int main(int argc, char **argv)
 	sigaddset(&set, SIGTERM);
 	sigaddset(&set, SIGINT);
 	sigaddset(&set, SIGUSR1);
+	sigaddset(&set, SIGHUP);
 	pthread_sigmask(SIG_BLOCK, &set, NULL);
 
 	ws = calloc(cfg.threads, sizeof(*ws));
@@ -345,10 +364,17 @@ int main(int argc, char **argv)
 		fflush(stderr);
 	}
 	while (__atomic_load_n(&ended, __ATOMIC_SEQ_CST) < cfg.threads) {
-		int sig;
+		siginfo_t si;
+		int sig = sigwaitinfo(&set, &si);
 
-		if (sigwait(&set, &sig))
+		if (sig < 0)
 			continue;
+		/* SIGHUP, or SIGUSR1 from another process (logrotate's): the
+		 * log file is opened anew under the same descriptor */
+		if (sig == SIGHUP || (sig == SIGUSR1 && si.si_pid != getpid())) {
+			log_reopen(&cfg);
+			continue;
+		}
 		/* A loop that ends before SIGTERM has failed: stop the rest. */
 		if (sig == SIGUSR1 && !draining)
 			failed = true;

@@ -368,6 +368,29 @@ static void t_log_reopen(void)
 	free(text);
 }
 
+/* A request target with a quote and bytes above 0x7e is logged with
+ * them as \xHH (nginx's way): one line, its fields apart. */
+static void t_log_escape(void)
+{
+	struct ht_server s;
+	struct ht_conn *c;
+	struct ht_resp r;
+	char *logf = ht_join(ht_scratch(), "esc.log"), *text;
+
+	unlink(logf);
+	ht_start(&s, root, "--log", logf, NULL);
+	c = ht_connect(s.port);
+	ht_sends(c, "GET /a\"b\xff HTTP/1.1\r\nHost: x\r\n\r\n");
+	EXPECT(ht_read(c, &r, 0) == HT_OK, "a response");
+	ht_resp_free(&r);
+	ht_close(c);
+	EXPECT(ht_stop_sig(&s, SIGTERM) == 0, "exit 0 on SIGTERM");
+	text = ht_slurp(logf, NULL);
+	EXPECT(text && strstr(text, "\"GET /a\\x22b\\xFF HTTP/1.1\" "),
+	       "the target escaped in the log: '%.200s'", text ? text : "");
+	free(text);
+}
+
 static void t_log(void)
 {
 	static const struct logline want[] = {
@@ -424,6 +447,7 @@ int main(void)
 	t_sigterm_inflight(SIGINT);
 	RUN(t_peer_closed);
 	RUN(t_log_reopen);
+	RUN(t_log_escape);
 	RUN(t_log);
 	return ht_finish();
 }

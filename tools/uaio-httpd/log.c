@@ -112,26 +112,41 @@ void log_request(struct server *s, const struct conn *c, int status,
 		strftime(lg->stamp, sizeof(lg->stamp), "%d/%b/%Y:%H:%M:%S %z", &tm);
 		lg->stamp_sec = now;
 	}
-	if (LOG_BUF - lg->len[lg->cur] < 512 + q->target.n) {
+	/* room for the target escaped: four bytes for each at worst */
+	if (LOG_BUF - lg->len[lg->cur] < 512 + 4 * q->target.n) {
 		log_flush(s);
-		if (LOG_BUF - lg->len[lg->cur] < 512 + q->target.n) {
+		if (LOG_BUF - lg->len[lg->cur] < 512 + 4 * q->target.n) {
 			lg->dropped++;
 			return;
 		}
 	}
-	if (q->head_done)
-		n = snprintf(lg->buf[lg->cur] + lg->len[lg->cur],
-			     LOG_BUF - lg->len[lg->cur],
-			     "%s - - [%s] \"%s %.*s HTTP/%d.%d\" %d %llu\n",
-			     c->peer[0] ? c->peer : "-", lg->stamp,
-			     llhttp_method_name((llhttp_method_t)q->method),
-			     (int)q->target.n, q->target.p, q->major, q->minor,
+	if (q->head_done) {
+		char *b = lg->buf[lg->cur] + lg->len[lg->cur];
+		size_t room = LOG_BUF - lg->len[lg->cur], k;
+
+		n = snprintf(b, room, "%s - - [%s] \"%s ", c->peer[0] ? c->peer : "-",
+			     lg->stamp, llhttp_method_name((llhttp_method_t)q->method));
+		k = (size_t)n;
+		/* as nginx: a quote, a backslash, a control byte or one
+		 * above 0x7e as \xHH, so a line is one line and the fields
+		 * stay apart */
+		for (size_t i = 0; i < q->target.n; i++) {
+			unsigned char ch = (unsigned char)q->target.p[i];
+
+			if (ch < 0x20 || ch > 0x7e || ch == '"' || ch == '\\')
+				k += (size_t)snprintf(b + k, room - k, "\\x%02X", ch);
+			else
+				b[k++] = (char)ch;
+		}
+		n = snprintf(b + k, room - k, " HTTP/%d.%d\" %d %llu\n", q->major, q->minor,
 			     status, (unsigned long long)bytes);
-	else	/* unparsable: CLF's "-" request */
+		n = n < 0 ? n : n + (int)k;
+	} else {	/* unparsable: CLF's "-" request */
 		n = snprintf(lg->buf[lg->cur] + lg->len[lg->cur],
 			     LOG_BUF - lg->len[lg->cur], "%s - - [%s] \"-\" %d %llu\n",
 			     c->peer[0] ? c->peer : "-", lg->stamp, status,
 			     (unsigned long long)bytes);
+	}
 	if (n > 0)
 		lg->len[lg->cur] += (size_t)n;
 	if (lg->len[lg->cur] >= LOG_FLUSH)

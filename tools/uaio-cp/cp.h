@@ -165,7 +165,7 @@ void cp_warn(struct cp_run *r, const char *fmt, ...)	/* exit status kept */
 /* walk.c */
 int cp_top(struct cp_run *r, const char *src, const char *dst, bool into);
 /* The name cp_top gives src's copy in directory dir (malloc'd). */
-char *cp_top_name(const struct cp_run *r, const char *src, const char *dir);
+char *cp_top_name(const char *src, const char *dir);
 void cp_copy_dir(struct cp_run *r, struct cp_dir *pd, const char *src,
 		 const char *dst, const struct stat *st, bool exists);
 void cp_dir_put(struct cp_run *r, struct cp_dir *d);

@@ -424,10 +424,8 @@ static void decide(struct cp_run *r, struct cp_dir *pd, const char *src,
 			}
 			cp_wait_file(r, name);
 			free(name);
-			earlier = seen_find(&r->links, st->st_dev, st->st_ino, SEEN_ANY, NULL);
 		}
-		if (!earlier)
-			seen_add(&r->links, st->st_dev, st->st_ino, dst);
+		earlier = remember(r, st, dst);
 	} else if (isdir) {
 		earlier = top ? remember(r, st, dst) :
 			  seen_find(&r->links, st->st_dev, st->st_ino, SEEN_ANY, NULL);

@@ -82,7 +82,7 @@ static bool operand_waits(struct cp_run *r, const char *src, const char *target,
 
 	if (!r->running)
 		return false;
-	dst = cp_top_name(r, src, target);
+	dst = cp_top_name(src, target);
 	in = stat(dst, &st) == 0 && !S_ISDIR(st.st_mode) &&
 	     cp_reading(r, st.st_dev, st.st_ino);
 	free(dst);

@@ -269,15 +269,12 @@ static char *strip_slashes(const char *s)
 	return p;
 }
 
-char *cp_top_name(const struct cp_run *r, const char *src, const char *dir)
+/* (trailing slashes are no part of the name, stripped or not) */
+char *cp_top_name(const char *src, const char *dir)
 {
-	char *stripped = r->o.strip_slashes ? strip_slashes(src) : NULL, *ret;
-	const char *base;
+	const char *base = src + strlen(src);
 	size_t len;
 
-	if (stripped)
-		src = stripped;
-	base = src + strlen(src);
 	while (base > src && base[-1] == '/')
 		base--;
 	len = (size_t)(base - src);
@@ -289,9 +286,7 @@ char *cp_top_name(const struct cp_run *r, const char *src, const char *dir)
 	memcpy(name, base, len);
 	name[len] = 0;
 	/* cp -R src/.. dir copies into dir itself, not its parent */
-	ret = join(dir, !len ? "" : strcmp(name, "..") ? name : ".");
-	free(stripped);
-	return ret;
+	return join(dir, !len ? "" : strcmp(name, "..") ? name : ".");
 }
 
 /* One command-line source. into: dst is the directory to put it in. */
@@ -307,7 +302,7 @@ int cp_top(struct cp_run *r, const char *src, const char *dst, bool into)
 		src = stripped;
 	}
 	if (into)
-		dst = target = cp_top_name(r, src, dst);
+		dst = target = cp_top_name(src, dst);
 	ret = r->o.deref == DEREF_NEVER ? lstat(src, &st) : stat(src, &st);
 	if (ret < 0) {
 		cp_err(r, errno, "cannot stat %s", q(r, src));

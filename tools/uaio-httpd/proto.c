@@ -284,8 +284,11 @@ static const char *number(const char *p, const char *end, uint64_t *v, bool *ok)
 	*ok = p < end && isdigit((unsigned char)*p);
 	*v = 0;
 	while (p < end && isdigit((unsigned char)*p)) {
+		/* A position past any file is still a position: saturate, so
+		 * a first-pos that large is unsatisfiable (416, as nginx) and a
+		 * last-pos or suffix that large means "to the end". */
 		if (*v > (UINT64_MAX - 9) / 10)
-			*ok = false;	/* absurd: treat as malformed */
+			*v = UINT64_MAX;
 		else
 			*v = *v * 10 + (uint64_t)(*p - '0');
 		p++;

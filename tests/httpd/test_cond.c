@@ -106,6 +106,16 @@ static void t_if_modified_since(void)
 	snprintf(h, sizeof(h), "If-Modified-Since: %s\r\n", d);
 	cond("GET", h, "If-Modified-Since a year before", 200);
 	cond("GET", "If-Modified-Since: not a date\r\n", "If-Modified-Since: garbage (ignored)", 200);
+	/* dates that do not exist are not dates (timegm would carry them
+	 * into the next month, after Last-Modified); a real leap day is */
+	cond("GET", "If-Modified-Since: Mon, 31 Feb 2099 10:00:00 GMT\r\n",
+	     "If-Modified-Since: 31 Feb (ignored)", 200);
+	cond("GET", "If-Modified-Since: Thu, 29 Feb 2099 10:00:00 GMT\r\n",
+	     "If-Modified-Since: 29 Feb of a common year (ignored)", 200);
+	cond("GET", "If-Modified-Since: Tue, 29 Feb 2028 10:00:00 GMT\r\n",
+	     "If-Modified-Since: 29 Feb 2028, after Last-Modified", 304);
+	cond("GET", "If-Modified-Since: Fri, 31 Dec 2099 -1:00:00 GMT\r\n",
+	     "If-Modified-Since: hour -1 (ignored)", 200);
 
 	/* If-None-Match wins when both are present */
 	ht_fmt_date(lm + 3600, d);

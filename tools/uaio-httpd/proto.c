@@ -385,6 +385,14 @@ static int month(const char *m)
 	return -1;
 }
 
+static int month_days(int m, int year)
+{
+	static const unsigned char days[12] = { 31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31 };
+	bool leap = (year % 4 == 0 && year % 100 != 0) || year % 400 == 0;
+
+	return days[m] + (m == 1 && leap);
+}
+
 int proto_parse_date(struct span s, time_t *t)
 {
 	char buf[64], m[4], w[16], tz[4];
@@ -414,7 +422,12 @@ int proto_parse_date(struct span s, time_t *t)
 		return -1;
 	}
 	if ((tm.tm_mon = month(m)) < 0 || tm.tm_mday < 1 || tm.tm_mday > 31 ||
-	    tm.tm_hour > 23 || tm.tm_min > 59 || tm.tm_sec > 60 || tm.tm_year < 0)
+	    tm.tm_hour < 0 || tm.tm_hour > 23 || tm.tm_min < 0 || tm.tm_min > 59 ||
+	    tm.tm_sec < 0 || tm.tm_sec > 60 || tm.tm_year < 0)
+		return -1;
+	/* timegm would carry 31 Feb into March: not a date, so the header
+	 * is ignored (RFC 9110 13.1.3: not a valid HTTP-date). */
+	if (tm.tm_mday > month_days(tm.tm_mon, tm.tm_year + 1900))
 		return -1;
 	*t = timegm(&tm);
 	return *t == (time_t)-1 ? -1 : 0;

@@ -171,6 +171,17 @@ static void t_methods(void)
 	ht_resp_free(&r);
 	ht_resp_free(&g);
 	ht_close(c);
+
+	/* What follows a CONNECT is a tunnel's bytes: the 405 says
+	 * Connection: close and the connection ends. */
+	c = ht_connect(srv.port);
+	ht_sends(c, "CONNECT example.com:443 HTTP/1.1\r\nHost: example.com:443\r\n\r\n");
+	ht_read(c, &r, 0);
+	EXPECT_R(&r, r.rc == HT_OK && r.status == 405 && ht_hdr_has_token(&r, "Connection", "close"),
+		 "CONNECT: 405 with Connection: close");
+	EXPECT(ht_wait_close(c, 5000, NULL) == 1, "CONNECT: the connection closes after the 405");
+	ht_resp_free(&r);
+	ht_close(c);
 }
 
 static void t_keepalive(void)

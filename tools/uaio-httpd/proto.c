@@ -114,9 +114,12 @@ static int on_headers_done(llhttp_t *p)
 	r->keep_alive = llhttp_should_keep_alive(p);
 	r->head_done = true;
 	/* An Upgrade this server does not take is ignored (RFC 9110 7.8):
-	 * the connection goes on as HTTP/1.1. */
+	 * the connection goes on as HTTP/1.1. What follows a CONNECT is
+	 * a tunnel's bytes, not requests: its 405 closes the connection. */
 	if (r->method != HTTP_CONNECT)
 		p->upgrade = 0;
+	else
+		r->keep_alive = false;
 	/* A body is never read: the response goes out now and the
 	 * connection closes after it. */
 	if ((p->flags & F_CHUNKED) || p->content_length > 0) {

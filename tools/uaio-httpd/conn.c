@@ -14,6 +14,7 @@
 #include <unistd.h>
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include "httpd.h"
 
@@ -24,6 +25,7 @@ static const struct uaio_handler handler = { on_input, on_output, on_close };
 
 static void conn_read(struct conn *c);
 static void conn_parse(struct conn *c);
+static void conn_drain(struct conn *c);
 
 static void set_deadline(struct conn *c, unsigned ms)
 {
@@ -143,6 +145,8 @@ static int on_input(uaio_watch *w)
 	c->maybe_more = true;
 	if (c->state == C_IDLE || c->state == C_HEAD)
 		conn_read(c);
+	else if (c->state == C_LINGER)
+		conn_drain(c);
 	return 0;
 }
 
@@ -339,13 +343,72 @@ static void conn_next(struct conn *c)
 	}
 }
 
+/* Reads and drops what a lingering client still sends, until it closes
+ * or goes quiet. */
+static void conn_drain(struct conn *c)
+{
+	uint64_t now = server_now_ms(c->srv);
+	char junk[16384];
+	ssize_t n;
+
+	for (;;) {
+		n = recv(c->fd, junk, sizeof(junk), MSG_DONTWAIT);
+		if (n > 0) {
+			c->deadline_ms = now + HTTPD_LINGER_MS < c->linger_end_ms ?
+					 now + HTTPD_LINGER_MS : c->linger_end_ms;
+			continue;
+		}
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 && errno == EAGAIN)
+			return;
+		conn_close(c);		/* the client closed, or reset */
+		return;
+	}
+}
+
+/* A connection that ends after its response while the client may still
+ * be sending (an unread body, pipelined requests, bytes in the socket):
+ * closing with unread bytes makes the kernel answer with a reset, which
+ * can destroy the response before the client has read it (RFC 9112 9.6).
+ * So the write side closes first, and what comes is read and dropped
+ * until the client closes or goes quiet, as nginx's lingering close. */
+static void conn_linger(struct conn *c)
+{
+	struct server *s = c->srv;
+	int unread = 0;
+
+	if (!(c->req && (c->req->has_body || c->rparsed < c->rlen)) &&
+	    !(ioctl(c->fd, FIONREAD, &unread) == 0 && unread > 0)) {
+		conn_close(c);
+		return;
+	}
+	resp_free(c);
+	shutdown(c->fd, SHUT_WR);
+	c->close_after = false;
+	if (c->rbuf) {
+		server_buf_put(s, (char *)c->req, false);
+		c->rbuf = NULL;
+		c->req = NULL;
+		c->rlen = c->rparsed = 0;
+	}
+	c->state = C_LINGER;
+	c->linger_end_ms = server_now_ms(s) + HTTPD_LINGER_MAX_MS;
+	set_deadline(c, HTTPD_LINGER_MS);
+	conn_drain(c);
+}
+
 void conn_response_done(struct conn *c, bool ok)
 {
 	struct server *s = c->srv;
 
 	s->requests++;
-	if (!ok || c->close_after) {
+	if (!ok) {
 		conn_close(c);
+		return;
+	}
+	if (c->close_after) {
+		conn_linger(c);
 		return;
 	}
 	resp_free(c);

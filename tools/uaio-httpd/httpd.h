@@ -37,6 +37,10 @@
 #define HTTPD_TYPE_MAX	128		/* longer types in mime.types are skipped */
 #define HTTPD_RANGES_MAX 16
 #define HTTPD_FILE_HDR	256		/* struct file's prebuilt headers */
+/* Lingering close (RFC 9112 9.6), as nginx's lingering_timeout and
+ * lingering_time: quiet this long, or this long in all, and it closes. */
+#define HTTPD_LINGER_MS		5000
+#define HTTPD_LINGER_MAX_MS	30000
 
 enum disk_io { DISK_LAIO, DISK_BLOCKING, DISK_THREADS };
 
@@ -235,7 +239,7 @@ struct resp {
 
 /* ----------------------------------------------------------- conn.c */
 
-enum conn_state { C_IDLE, C_HEAD, C_WORK, C_SEND, C_CLOSING };
+enum conn_state { C_IDLE, C_HEAD, C_WORK, C_SEND, C_LINGER, C_CLOSING };
 
 struct conn {
 	struct server *srv;
@@ -248,6 +252,7 @@ struct conn {
 	bool maybe_more;		/* readable edge not yet drained */
 	bool in_parse;			/* conn_parse's loop is on the stack */
 	uint64_t deadline_ms;		/* 0: none */
+	uint64_t linger_end_ms;		/* C_LINGER: closes by then at most */
 	struct conn *prev, *next;	/* the server's list, for the sweep */
 	uaio_watch watch;
 	llhttp_t parser;

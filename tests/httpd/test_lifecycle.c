@@ -273,20 +273,25 @@ static void check_log(const char *text, const struct logline *want, int n, const
 	free(copy);
 }
 
-static void log_requests(int port)
+#define LOG_REQS 7
+
+/* Each response's body size as the log must give it: what came. */
+static void log_requests(int port, char sizes[LOG_REQS][24])
 {
-	static const char *reqs[] = {
+	static const char *reqs[LOG_REQS] = {
 		"GET /small.txt HTTP/1.1\r\nHost: t\r\n\r\n",
 		"GET /missing.txt HTTP/1.1\r\nHost: t\r\n\r\n",
 		"HEAD /small.txt HTTP/1.1\r\nHost: t\r\n\r\n",
 		"GET /small.txt HTTP/1.1\r\nHost: t\r\nRange: bytes=0-2\r\n\r\n",
 		"GET /small.txt HTTP/1.0\r\n\r\n",
 		"POST /small.txt HTTP/1.1\r\nHost: t\r\nContent-Length: 0\r\n\r\n",
+		"GET /small.txt HTTP/1.1\r\nHost: t\r\nRange: bytes=0-1,4-5\r\n\r\n",
 	};
-	for (size_t i = 0; i < sizeof(reqs) / sizeof(reqs[0]); i++) {
+	for (size_t i = 0; i < LOG_REQS; i++) {
 		struct ht_resp r;
 		ht_request(port, reqs[i], &r);
 		EXPECT_R(&r, r.rc == HT_OK, "request for the log");
+		snprintf(sizes[i], 24, "%zu", r.body_len);
 		ht_resp_free(&r);
 	}
 }
@@ -393,30 +398,36 @@ static void t_log_escape(void)
 
 static void t_log(void)
 {
-	static const struct logline want[] = {
+	/* the body's bytes, whatever made them: a file, an error page, a
+	 * multipart body's part heads and data */
+	char sizes[LOG_REQS][24];
+	struct logline want[LOG_REQS] = {
 		{ "GET /small.txt HTTP/1.1", 200, "11" },
-		{ "GET /missing.txt HTTP/1.1", 404, NULL },
+		{ "GET /missing.txt HTTP/1.1", 404, sizes[1] },
 		{ "HEAD /small.txt HTTP/1.1", 200, "-|0" },
 		{ "GET /small.txt HTTP/1.1", 206, "3" },
 		{ "GET /small.txt HTTP/1.0", 200, "11" },
-		{ "POST /small.txt HTTP/1.1", 405, NULL },
+		{ "POST /small.txt HTTP/1.1", 405, sizes[5] },
+		{ "GET /small.txt HTTP/1.1", 206, sizes[6] },
 	};
 	struct ht_server s;
 	char *logf = ht_join(ht_scratch(), "access.log"), *text;
 
 	ht_start(&s, root, "--log", logf, NULL);
-	log_requests(s.port);
+	log_requests(s.port, sizes);
 	ht_stop(&s);
+	EXPECT(atoi(sizes[1]) > 0 && atoi(sizes[6]) > 4, "error page and multipart bodies: %s, %s",
+	       sizes[1], sizes[6]);
 	text = ht_slurp(logf, NULL);
 	EXPECT(text, "--log %s: no log file", logf);
-	check_log(text, want, 6, "--log FILE");
+	check_log(text, want, LOG_REQS, "--log FILE");
 	free(text);
 
 	ht_start(&s, root, "-l", "-", NULL);
-	log_requests(s.port);
+	log_requests(s.port, sizes);
 	ht_stop(&s);
 	text = ht_slurp(s.out, NULL);
-	check_log(text, want, 6, "--log - (stdout)");
+	check_log(text, want, LOG_REQS, "--log - (stdout)");
 	free(text);
 
 	/* --log with a file that cannot be opened: bad usage, or at least

@@ -172,6 +172,7 @@ static void error_page(struct conn *c, int status, const char *extra)
 	if (!is_head(c)) {
 		add(r, "%s", body);
 		r->seg[0].len = r->head_len;
+		r->bytes = (uint64_t)n;	/* the body rides in the head's segment */
 	}
 	start_send(c);
 }
@@ -546,6 +547,8 @@ static int gather(struct conn *c)
 		if (!sg->file) {
 			if (sg->len)
 				r->iov[r->iovcnt++] = (struct iovec){ (void *)sg->mem, sg->len };
+			if (r->cur > 0)		/* seg[0] is the head */
+				r->bytes += sg->len;
 			r->cur++;
 			continue;
 		}

@@ -62,6 +62,19 @@ static void setup(void)
 	link_to("a/c", "in_link");		/* inside */
 	link_to("a", "adir_link");		/* a directory inside */
 	link_to("nowhere", "dangling");
+	p = ht_join(root, "a/c");
+	link_to(p, "abs_in");			/* absolute, inside */
+	free(p);
+	p = ht_join(root, "a");
+	link_to(p, "abs_in_dir");		/* absolute, a directory inside */
+	free(p);
+	/* a name that starts as the root's does but is beside it */
+	p = ht_mkdir("rootx");
+	put(p, "file.txt", secret);
+	free(p);
+	p = ht_join(ht_scratch(), "rootx/file.txt");
+	link_to(p, "abs_sibling");
+	free(p);
 
 	p = ht_join(root, "fifo");
 	have_fifo = mkfifo(p, 0644) == 0;
@@ -191,7 +204,10 @@ static void t_symlinks(int follow)
 {
 	served("/in_link", inside_c);
 	served("/adir_link/c", inside_c);
+	served("/abs_in", inside_c);
+	served("/abs_in_dir/c", inside_c);
 	if (!follow) {
+		refused("/abs_sibling", 1);
 		refused("/abs_out", 1);
 		refused("/rel_out", 1);
 		refused("/passwd", 1);
@@ -240,6 +256,15 @@ int main(void)
 	t_symlinks(0);
 	RUN(t_special);
 	ht_stop(&srv);
+
+	/* each --disk-io mode opens by its own path */
+	static const char *modes[] = { "blocking", "threads" };
+	for (int i = 0; i < 2; i++) {
+		ht_start(&srv, root, "--disk-io", modes[i], NULL);
+		fprintf(stderr, "  t_symlinks (--disk-io %s) ...\n", modes[i]);
+		t_symlinks(0);
+		ht_stop(&srv);
+	}
 
 	ht_start(&srv, root, "--follow-symlinks", NULL);
 	fprintf(stderr, "  t_symlinks (--follow-symlinks) ...\n");

@@ -207,15 +207,57 @@ static const char *rel(const struct resp *r)
 	return r->path[0] ? r->path : ".";
 }
 
+/* RESOLVE_BENEATH refuses every absolute symlink (EXDEV), also one whose
+ * target lies under the root. Such a name is opened again following its
+ * links, and kept when what it reaches is under the root: a link that
+ * leads out stays refused. The walk was just made, so its names are in
+ * the dentry cache: this costs no disk read on the loop thread. */
+static long open_within(const struct httpd_config *cfg, const char *path,
+			const struct open_how *how)
+{
+	struct open_how h = *how;
+	size_t rl = strlen(cfg->root_real);
+	char self[40], got[HTTPD_PATH_MAX + 1];
+	ssize_t n;
+	long fd;
+
+	h.resolve &= ~(uint64_t)RESOLVE_BENEATH;
+	fd = syscall(SYS_openat2, cfg->rootfd, path, &h, sizeof(h));
+	if (fd < 0)
+		return -errno;
+	snprintf(self, sizeof(self), "/proc/self/fd/%ld", fd);
+	n = readlink(self, got, sizeof(got) - 1);
+	if (n < 0 || (size_t)n < rl || memcmp(got, cfg->root_real, rl) ||
+	    ((size_t)n > rl && got[rl] != '/' && rl > 1)) {
+		close((int)fd);
+		return -EXDEV;
+	}
+	return fd;
+}
+
+/* openat2 by the resolution rules; res is its result so far. */
+static long open_res(const struct httpd_config *cfg, const struct resp *r, long res)
+{
+	if (res == -EXDEV && !cfg->follow_symlinks)
+		return open_within(cfg, rel(r), &r->how);
+	return res;
+}
+
+static long open_now(const struct httpd_config *cfg, const struct resp *r)
+{
+	long fd = syscall(SYS_openat2, cfg->rootfd, rel(r), &r->how, sizeof(r->how));
+
+	return open_res(cfg, r, fd < 0 ? -errno : fd);
+}
+
 static long work_open(void *arg)
 {
 	struct conn *c = arg;
 	struct resp *r = c->resp;
-	long fd = syscall(SYS_openat2, c->srv->cfg->rootfd, rel(r), &r->how,
-			  sizeof(r->how));
+	long fd = open_now(c->srv->cfg, r);
 
 	if (fd < 0)
-		return -errno;
+		return fd;
 	if (fstat((int)fd, &r->st) < 0) {
 		long e = -errno;
 
@@ -244,11 +286,10 @@ static long work_list(void *arg)
 	struct conn *c = arg;
 	struct resp *r = c->resp;
 	size_t len;
-	long fd = syscall(SYS_openat2, c->srv->cfg->rootfd, rel(r), &r->how,
-			  sizeof(r->how));
+	long fd = open_now(c->srv->cfg, r);
 
 	if (fd < 0)
-		return -errno;
+		return fd;
 	r->extra = listing_html((int)fd, r->path, &len);
 	return r->extra ? (long)len : -errno;
 }
@@ -269,6 +310,8 @@ static void complete(struct conn *c, long res)
 	}
 	switch (r->kind) {
 	case K_OPEN:
+		if (c->srv->cfg->disk_io == DISK_LAIO)
+			res = open_res(c->srv->cfg, r, res);
 		if (res < 0)
 			err = (int)res;
 		else if (c->srv->cfg->disk_io == DISK_THREADS)
@@ -346,14 +389,15 @@ int files_open(struct conn *c, struct file **out, files_open_cb cb)
 	case DISK_THREADS:
 		return to_pool(c, work_open);
 	case DISK_BLOCKING:
-		fd = syscall(SYS_openat2, s->cfg->rootfd, rel(r), &r->how,
-			     sizeof(r->how));
+		fd = open_now(s->cfg, r);
 		if (fd < 0)
-			return -errno;
+			return (int)fd;
 		break;
 	default:
 		fd = LAZY(c, SYS_openat2, s->cfg->rootfd, rel(r), &r->how,
 			  sizeof(r->how));
+		if (fd != -EINPROGRESS)
+			fd = open_res(s->cfg, r, fd);
 		if (fd < 0)
 			return (int)fd;
 		break;

@@ -50,6 +50,7 @@ struct laio_hub;
 struct httpd_config {
 	const char *root;
 	int rootfd;			/* O_PATH|O_DIRECTORY on root */
+	const char *root_real;		/* its path with no symlink */
 	const char *addr;
 	int port;
 	unsigned threads;

@@ -292,6 +292,11 @@ int main(int argc, char **argv)
 			strerror(errno));
 		return 2;
 	}
+	if (!(cfg.root_real = realpath(cfg.root, NULL))) {
+		fprintf(stderr, HTTPD_NAME ": cannot serve '%s': %s\n", cfg.root,
+			strerror(errno));
+		return 2;
+	}
 	if (cfg.log_path) {
 		cfg.log_fd = strcmp(cfg.log_path, "-") ? open(cfg.log_path,
 			O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644) : STDOUT_FILENO;
@@ -398,5 +403,6 @@ int main(int argc, char **argv)
 	hub_free(cfg.hub);
 	mime_free((struct mime_table *)cfg.mime);
 	close(cfg.rootfd);
+	free((char *)cfg.root_real);
 	return failed ? 1 : 0;
 }

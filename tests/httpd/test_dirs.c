@@ -48,6 +48,9 @@ static void setup(void)
 	put("sub/plain.txt", "plain\n");
 	put("sub/a&b.txt", "ampersand\n");
 	put("sub/<x>.txt", "angle\n");
+	put("sub/caf\xc3\xa9.txt", "utf-8\n");	/* listed, and its link works */
+	put("sub/ctl\x01QZ.txt", "control\n");	/* no request can name these: */
+	put("sub/bad\xffQZ.txt", "not utf-8\n");	/* not listed */
 	put("sub/\"><img src=x onerror=alert(1)>.txt", "xss\n");
 	dir("sub/nested");
 	dir("big");
@@ -150,6 +153,8 @@ static void t_list(void)
 	EXPECT_R(&r, ht_body_has(&r, "a&amp;b.txt"), "listing shows a&b.txt as a&amp;b.txt");
 	EXPECT_R(&r, !ht_body_has(&r, "a&b.txt"), "raw 'a&b.txt' in the listing (not escaped)");
 	EXPECT_R(&r, ht_body_has(&r, "&lt;x&gt;.txt"), "listing shows <x>.txt as &lt;x&gt;.txt");
+	EXPECT_R(&r, ht_body_has(&r, "href=\"caf%C3%A9.txt\""), "listing links caf\u00e9.txt");
+	EXPECT_R(&r, !ht_body_has(&r, "QZ"), "listing shows names no request can name");
 	EXPECT_R(&r, !ht_body_has(&r, "<x>"), "raw '<x>' in the listing (not escaped)");
 	EXPECT_R(&r, !ht_body_has(&r, "<img src=x"), "raw '<img src=x' in the listing: HTML injection");
 	EXPECT_R(&r, !ht_body_has(&r, "\"><img"), "raw '\"><img' in the listing: attribute injection");
@@ -165,6 +170,9 @@ static void t_list(void)
 	EXPECT_R(&r, r.rc == HT_OK && r.status == 200 && ht_body_has(&r, "angle"), "GET /sub/%%3Cx%%3E.txt");
 	ht_resp_free(&r);
 
+	ht_get(srv.port, "/sub/caf%C3%A9.txt", NULL, &r);
+	EXPECT_R(&r, r.rc == HT_OK && r.status == 200 && r.body_len == 6, "GET of a listed UTF-8 name");
+	ht_resp_free(&r);
 	/* HEAD of a listing: no body (checked by the next request) */
 	struct ht_conn *c = ht_connect(srv.port);
 	struct ht_resp h, g;

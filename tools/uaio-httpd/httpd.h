@@ -94,6 +94,9 @@ struct request {
 void proto_settings(llhttp_settings_t *s);
 void proto_reset(struct request *r, const char *start);
 
+/* Whether a decoded name can be asked for: no control byte, strict
+ * UTF-8 (what proto_path refuses with 400). */
+bool proto_name_ok(const char *s, size_t n);
 /* Decoded, normalised path of an origin-form (or absolute-form) target:
  * out gets "a/b/c" (no leading slash, "" for the root), *slash whether the
  * target names a directory: it ends in '/', or in a "." or ".." segment. Returns 0, or 400 (bad escape, NUL, %2F, invalid

@@ -89,7 +89,10 @@ char *listing_html(int dirfd, const char *urlpath, size_t *len)
 		return NULL;
 	}
 	while ((e = readdir(d))) {
-		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
+		/* A name no request can name (a control byte, not UTF-8)
+		 * would be a link to a 400: left out. */
+		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..") ||
+		    !proto_name_ok(e->d_name, strlen(e->d_name)))
 			continue;
 		if (n == cap) {
 			char **nn = realloc(names, (cap = cap ? cap * 2 : 64) * sizeof(*nn));

@@ -197,6 +197,14 @@ static bool utf8_ok(const unsigned char *s, size_t n)
 	return true;
 }
 
+bool proto_name_ok(const char *s, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if ((unsigned char)s[i] < 0x20 || s[i] == 0x7f)
+			return false;
+	return utf8_ok((const unsigned char *)s, n);
+}
+
 int proto_path(struct span t, char *out, size_t outsz, bool *slash)
 {
 	const char *p = t.p, *end = t.p + t.n;

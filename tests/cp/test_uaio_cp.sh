@@ -335,6 +335,9 @@ if locale -a 2>/dev/null | grep -qix 'c\.utf-\?8'; then
   LC_ALL=C.UTF-8
   both -s -v "a	b" "q's" "$(printf "\303\251t\303\251")" "$(printf "bad\377")" "$(printf "\tlead")" t
   both --preserve=mo,"$(printf "\303\251")" a b
+  # a missing source whose name is not UTF-8: the stat's errno, not the
+  # quoting's EILSEQ
+  both "$(printf "gone\377")" "$(printf "\tgone")" t
   LC_ALL=C
 fi
 # Abbreviated option values and long options, as cp's argmatch and getopt.

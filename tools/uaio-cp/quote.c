@@ -16,6 +16,7 @@
  * kept whole and each byte of an invalid sequence is escaped.
  */
 #define _GNU_SOURCE
+#include <errno.h>
 #include <ctype.h>
 #include <langinfo.h>
 #include <stdlib.h>
@@ -211,6 +212,7 @@ static const char *slot(struct cp_run *r, const char *s, bool locale)
 {
 	unsigned k = r->quoted_next++ % CP_QUOTE_SLOTS;
 	struct out o = { r->quoted[k], 0, r->quoted_cap[k] };
+	int saved = errno;	/* callers pass errno beside q(): mbrtowc sets it */
 
 	if (o.p)
 		o.p[0] = 0;
@@ -220,6 +222,7 @@ static const char *slot(struct cp_run *r, const char *s, bool locale)
 		quote_shell(&o, s);
 	r->quoted[k] = o.p;
 	r->quoted_cap[k] = o.cap;
+	errno = saved;
 	return o.p;
 }
 

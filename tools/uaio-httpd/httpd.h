@@ -15,6 +15,7 @@
 #ifndef UAIO_HTTPD_H
 #define UAIO_HTTPD_H
 
+#include <limits.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -50,7 +51,7 @@ struct laio_hub;
 struct httpd_config {
 	const char *root;
 	int rootfd;			/* O_PATH|O_DIRECTORY on root */
-	const char *root_real;		/* its path with no symlink */
+	char root_real[PATH_MAX];	/* its path with no symlink */
 	const char *addr;
 	int port;
 	unsigned threads;

@@ -292,7 +292,7 @@ int main(int argc, char **argv)
 			strerror(errno));
 		return 2;
 	}
-	if (!(cfg.root_real = realpath(cfg.root, NULL))) {
+	if (!realpath(cfg.root, cfg.root_real)) {
 		fprintf(stderr, HTTPD_NAME ": cannot serve '%s': %s\n", cfg.root,
 			strerror(errno));
 		return 2;
@@ -403,6 +403,5 @@ int main(int argc, char **argv)
 	hub_free(cfg.hub);
 	mime_free((struct mime_table *)cfg.mime);
 	close(cfg.rootfd);
-	free((char *)cfg.root_real);
 	return failed ? 1 : 0;
 }

@@ -9,6 +9,7 @@
 #include <aio.h>
 #include <dirent.h>
 #include <dlfcn.h>
+#include <execinfo.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -20,7 +21,45 @@
 #include <string.h>
 #include <unistd.h>
 
-#define OK(c) do { if (!(c)) { fprintf(stderr, "dropin_prog:%d: %s\n", __LINE__, #c); exit(1); } } while (0)
+/* The line of the last check made: a crash report names it (line 0:
+ * after main returned). */
+static volatile int last_line = 1;
+
+#define OK(c) do { last_line = __LINE__; if (!(c)) { fprintf(stderr, "dropin_prog:%d: %s\n", __LINE__, #c); exit(1); } } while (0)
+
+/* A crash says where it happened (CI saw one SIGSEGV that no local run
+ * repeats). A fault in one of the library's threads, which block every
+ * signal, kills the process without coming here: that says something too. */
+static void on_fault(int sig, siginfo_t *si, void *uc)
+{
+	char msg[160];
+	void *bt[64];
+	int n = snprintf(msg, sizeof(msg), "dropin_prog: signal %d (address %p) in thread %ld after the check at line %d\n",
+			 sig, si->si_addr, (long)gettid(), last_line);
+
+	(void)uc;
+	(void)!write(2, msg, (size_t)n);
+	n = backtrace(bt, 64);
+	backtrace_symbols_fd(bt, n, 2);
+	signal(sig, SIG_DFL);
+	raise(sig);
+}
+
+static void catch_faults(void)
+{
+	static char alt[65536];
+	stack_t ss = { .ss_sp = alt, .ss_size = sizeof(alt) };
+	struct sigaction sa = { .sa_sigaction = on_fault, .sa_flags = SA_SIGINFO | SA_ONSTACK };
+	void *warm[1];
+
+	backtrace(warm, 1);	/* loads libgcc_s now, not in the handler */
+	sigaltstack(&ss, NULL);
+	sigaction(SIGSEGV, &sa, NULL);
+	sigaction(SIGBUS, &sa, NULL);
+	sigaction(SIGILL, &sa, NULL);
+	sigaction(SIGFPE, &sa, NULL);
+}
+
 
 static int threads(void)
 {
@@ -208,6 +247,7 @@ static void table_full(void)
 
 int main(int argc, char **argv)
 {
+	catch_faults();
 	if (argc > 1 && !strcmp(argv[1], "table-full"))
 		return table_full_child();
 	char path[] = "/var/tmp/uaio-dropin-XXXXXX", buf[64];
@@ -339,5 +379,6 @@ int main(int argc, char **argv)
 	struct aioinit in = { .aio_threads = 4, .aio_num = 64 };
 	aio_init(&in);
 	printf("impl=%s threads_before=%d threads_after_cached=%d\n", impl, t0, t_cached);
+	last_line = 0;
 	return 0;
 }

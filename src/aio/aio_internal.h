@@ -8,6 +8,8 @@
 #include <signal.h>
 #include <stdbool.h>
 
+struct uaio_note;
+
 /* Checks a sigevent as the submission functions must: 0 or -EINVAL. */
 int uaio__sigevent_check(const struct sigevent *sev);
 /*
@@ -18,6 +20,15 @@ int uaio__sigevent_check(const struct sigevent *sev);
  * Callable with any lock held.
  */
 int uaio__notify(const struct sigevent *sev);
+/*
+ * The same in two steps around a request's publication, so that nothing
+ * the caller owns is read once the caller may see the request done (and
+ * reuse its aiocb, or destroy the thread attributes it named): begin makes
+ * a SIGEV_THREAD's thread, held; end lets it run, or queues the signal.
+ * *held is NULL when there is no thread to let go.
+ */
+void uaio__notify_begin(const struct sigevent *sev, struct uaio_note **held);
+int uaio__notify_end(const struct sigevent *sev, struct uaio_note *held);
 /* lio_listio with glibc's checks of nent (none but AIO_MAX): the
  * drop-in's; ulio_listio adds POSIX's AIO_LISTIO_MAX. */
 int aio__lio_listio(int mode, struct aiocb *const list[], int nent,

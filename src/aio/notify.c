@@ -13,15 +13,17 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/futex.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
 #include "aio/aio_internal.h"
 #include "core/uaio_core.h"
 
-struct note {
+struct uaio_note {
 	void (*fn)(union sigval);
 	union sigval val;
+	atomic_uint go;		/* futex: the request's status is out */
 };
 
 /* Notification threads started so far (tests): the one piece of mutable
@@ -44,13 +46,18 @@ int uaio__sigevent_check(const struct sigevent *sev)
 }
 
 /* As glibc's notification threads, the callback runs with no signal
- * blocked (the thread starts with all of them blocked, as ours do). */
+ * blocked (the thread starts with all of them blocked, as ours do). It
+ * waits until the request it tells of is done. */
 static void *note_main(void *arg)
 {
-	struct note n = *(struct note *)arg;
+	struct uaio_note *np = arg;
+	struct uaio_note n;
 	sigset_t none;
 
-	free(arg);
+	while (!atomic_load(&np->go))
+		syscall(SYS_futex, &np->go, FUTEX_WAIT_PRIVATE, 0, NULL, NULL, 0);
+	n = *np;
+	free(np);
 	sigemptyset(&none);
 	pthread_sigmask(SIG_SETMASK, &none, NULL);
 	n.fn(n.val);
@@ -58,18 +65,21 @@ static void *note_main(void *arg)
 }
 
 /* glibc: the caller's attributes as given (a joinable thread stays
- * joinable), else a detached thread. */
-static int notify_thread(const struct sigevent *sev)
+ * joinable), else a detached thread. glibc tests pthread_create's result
+ * for < 0, so a thread that cannot be made goes unnoticed: the request
+ * keeps its own status (and nothing is notified). */
+static struct uaio_note *notify_thread(const struct sigevent *sev)
 {
 	pthread_attr_t def, *attr = sev->sigev_notify_attributes;
-	struct note *n = malloc(sizeof(*n));
+	struct uaio_note *n = malloc(sizeof(*n));
 	pthread_t t;
 	int r;
 
 	if (!n)
-		return -EAGAIN;
+		return NULL;
 	n->fn = sev->sigev_notify_function;
 	n->val = sev->sigev_value;
+	atomic_init(&n->go, 0);
 	if (!attr) {
 		pthread_attr_init(&def);
 		pthread_attr_setdetachstate(&def, PTHREAD_CREATE_DETACHED);
@@ -79,17 +89,27 @@ static int notify_thread(const struct sigevent *sev)
 	if (attr == &def)
 		pthread_attr_destroy(&def);
 	if (r < 0) {
-		/* glibc tests pthread_create's result for < 0, so a thread
-		 * that cannot be made goes unnoticed: the request keeps its
-		 * own status (and nothing is notified). */
 		free(n);
-		return 0;
+		return NULL;
 	}
 	atomic_fetch_add(&notify_started, 1);
-	return 0;
+	return n;
 }
 
-int uaio__notify(const struct sigevent *sev)
+static void note_go(struct uaio_note *n)
+{
+	atomic_store(&n->go, 1);
+	/* n may be freed by now: a wake on a stale address wakes no one
+	 * (or a note that checks its own flag and sleeps again). */
+	syscall(SYS_futex, &n->go, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
+}
+
+void uaio__notify_begin(const struct sigevent *sev, struct uaio_note **held)
+{
+	*held = sev->sigev_notify == SIGEV_THREAD ? notify_thread(sev) : NULL;
+}
+
+int uaio__notify_end(const struct sigevent *sev, struct uaio_note *held)
 {
 	siginfo_t si;
 
@@ -107,9 +127,19 @@ int uaio__notify(const struct sigevent *sev)
 		 * queue is full (RLIMIT_SIGPENDING). */
 		return syscall(SYS_rt_sigqueueinfo, si.si_pid, si.si_signo, &si) < 0 ? -errno : 0;
 	case SIGEV_THREAD:
-		return notify_thread(sev);
+		if (held)
+			note_go(held);
+		return 0;
 	}
 	return 0;
+}
+
+int uaio__notify(const struct sigevent *sev)
+{
+	struct uaio_note *held;
+
+	uaio__notify_begin(sev, &held);
+	return uaio__notify_end(sev, held);
 }
 
 unsigned uaio__notify_threads(void)

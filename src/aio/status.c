@@ -58,6 +58,7 @@ bool aio__sev_notifies(const struct sigevent *sev)
 void aio__complete(struct aiocb *cb, long res)
 {
 	struct sigevent sev;
+	struct uaio_note *held = NULL;
 	bool notify = aio__sev_notifies(&cb->aio_sigevent);
 	int e;
 
@@ -65,13 +66,18 @@ void aio__complete(struct aiocb *cb, long res)
 	if (cb->aio_sigevent.sigev_notify == SIGEV_SIGNAL && !notify &&
 	    cb->aio_sigevent.sigev_signo)
 		res = -EINVAL;
-	if (notify)
+	/* Whatever the notification needs of the caller's (the sigevent,
+	 * the thread attributes it points to) is read before the status
+	 * says done: after that the caller may reuse or destroy it. */
+	if (notify) {
 		sev = cb->aio_sigevent;
+		uaio__notify_begin(&sev, &held);
+	}
 	aio__publish(cb, res);
 	aio__seq_bump();
 	/* glibc: a notification that cannot be delivered (a full signal
-	 * queue, no thread) becomes the request's status, after the fact. */
-	if (notify && (e = uaio__notify(&sev)) < 0) {
+	 * queue) becomes the request's status, after the fact. */
+	if (notify && (e = uaio__notify_end(&sev, held)) < 0) {
 		cb->__return_value = -1;
 		__atomic_store_n(&cb->__error_code, -e, __ATOMIC_RELEASE);
 		aio__seq_bump();

@@ -192,6 +192,61 @@ static void thread_notification(void)
 	close(p[1]);
 }
 
+/* ---- SIGEV_THREAD: the caller's memory is its own once done ---- */
+
+static sem_t reuse_sem;
+
+static void on_reuse(union sigval v)
+{
+	CHECK_EQ(v.sival_int, 7);
+	sem_post(&reuse_sem);
+}
+
+/* The aiocb and the thread attributes its sigevent names may be destroyed
+ * and reused the moment the request is seen done (aio_error): nothing of
+ * them is read after that. The program spins on aio_error, so it sees the
+ * end at once, while the completing thread would still be on its way to
+ * making the notification thread (with attributes scribbled over: a crash,
+ * a lost notification, or under ASan a use after free). */
+static void thread_attrs_reused(void)
+{
+	enum { N = 300 };
+	int p[2];
+
+	CHECK(sem_init(&reuse_sem, 0, 0) == 0);
+	CHECK(pipe(p) == 0);
+	for (int i = 0; i < N; i++) {
+		struct aiocb *cb = malloc(sizeof(*cb));
+		pthread_attr_t *attr = malloc(sizeof(*attr));
+		static char b[1];
+
+		CHECK(cb && attr);
+		pthread_attr_init(attr);
+		pthread_attr_setdetachstate(attr, PTHREAD_CREATE_DETACHED);
+		*cb = t_cb(p[0], b, 1, 0);
+		cb->aio_sigevent.sigev_notify = SIGEV_THREAD;
+		cb->aio_sigevent.sigev_notify_function = on_reuse;
+		cb->aio_sigevent.sigev_notify_attributes = attr;
+		cb->aio_sigevent.sigev_value.sival_int = 7;
+		CHECK_EQ(uaio_read(cb), 0);
+		CHECK(write(p[1], "x", 1) == 1);
+		while (uaio_error(cb) == EINPROGRESS)
+			;
+		CHECK_EQ(uaio_return(cb), 1);
+		pthread_attr_destroy(attr);
+		memset(attr, 0xa5, sizeof(*attr));
+		memset(cb, 0xa5, sizeof(*cb));
+		free(attr);
+		free(cb);
+	}
+	for (int i = 0; i < N; i++)
+		while (sem_wait(&reuse_sem) < 0)
+			CHECK(errno == EINTR);
+	sem_destroy(&reuse_sem);
+	close(p[0]);
+	close(p[1]);
+}
+
 /* ---- lio_listio(LIO_NOWAIT) with its own sigevent ---- */
 
 static void lio_nowait_signal(void)
@@ -258,6 +313,7 @@ int main(void)
 	SIG_A = SIGRTMIN + 1;
 	SIG_B = SIGRTMIN + 2;
 	RUN(thread_notification);
+	RUN(thread_attrs_reused);
 	RUN(signal_while_sleeping);
 	RUN(signal_inline);
 	RUN(lio_nowait_signal);

@@ -220,8 +220,10 @@ struct aio_lio {
 	unsigned pending;		/* async requests left, +1 while submitting */
 	unsigned refs;			/* pending + the waiter */
 	bool notify;
+	bool begun;			/* held: made before the last status */
 	atomic_uint done;		/* futex: 1 once pending reached 0 */
 	struct sigevent sev;
+	struct uaio_note *held;		/* SIGEV_THREAD's thread, waiting */
 };
 
 /*

@@ -7,8 +7,11 @@ void aio__lio_put_locked(struct aio_lio *g, bool pending)
 {
 	bool last = pending && --g->pending == 0;
 
-	if (last && g->notify)
-		uaio__notify(&g->sev);
+	if (last && g->notify) {
+		if (!g->begun)
+			uaio__notify_begin(&g->sev, &g->held);
+		uaio__notify_end(&g->sev, g->held);
+	}
 	if (last) {		/* LIO_WAIT's waiter sleeps on the group alone */
 		atomic_store(&g->done, 1);
 		if (g->refs > 1)

@@ -128,6 +128,12 @@ void aio__req_release_locked(struct aio_req *r, long res)
 		pthread_cond_broadcast(&E->thread_cv);
 	priv(cb)->req = NULL;
 	aio__req_free_locked(r);
+	/* The list's last entry: its notification thread is made while the
+	 * attributes are surely the caller's (see aio__complete). */
+	if (g && g->notify && g->pending == 1 && !g->begun) {
+		uaio__notify_begin(&g->sev, &g->held);
+		g->begun = true;
+	}
 	aio__complete(cb, res);
 	if (g)
 		aio__lio_put_locked(g, true);

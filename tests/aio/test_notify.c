@@ -239,7 +239,39 @@ static void thread_attrs_reused(void)
 		free(attr);
 		free(cb);
 	}
-	for (int i = 0; i < N; i++)
+	/* The same for a LIO_NOWAIT list's own sigevent: its thread is made
+	 * before the last entry is seen done. */
+	for (int i = 0; i < N; i++) {
+		struct aiocb *cb = malloc(sizeof(*cb));
+		struct sigevent *sev = malloc(sizeof(*sev));
+		pthread_attr_t *attr = malloc(sizeof(*attr));
+		static char b[1];
+
+		CHECK(cb && sev && attr);
+		pthread_attr_init(attr);
+		pthread_attr_setdetachstate(attr, PTHREAD_CREATE_DETACHED);
+		*cb = t_cb(p[0], b, 1, 0);
+		cb->aio_lio_opcode = LIO_READ;
+		cb->aio_sigevent.sigev_notify = SIGEV_NONE;
+		memset(sev, 0, sizeof(*sev));
+		sev->sigev_notify = SIGEV_THREAD;
+		sev->sigev_notify_function = on_reuse;
+		sev->sigev_notify_attributes = attr;
+		sev->sigev_value.sival_int = 7;
+		CHECK_EQ(ulio_listio(LIO_NOWAIT, &cb, 1, sev), 0);
+		memset(sev, 0xa5, sizeof(*sev));	/* copied by the call */
+		free(sev);
+		CHECK(write(p[1], "x", 1) == 1);
+		while (uaio_error(cb) == EINPROGRESS)
+			;
+		CHECK_EQ(uaio_return(cb), 1);
+		pthread_attr_destroy(attr);
+		memset(attr, 0xa5, sizeof(*attr));
+		memset(cb, 0xa5, sizeof(*cb));
+		free(attr);
+		free(cb);
+	}
+	for (int i = 0; i < 2 * N; i++)
 		while (sem_wait(&reuse_sem) < 0)
 			CHECK(errno == EINTR);
 	sem_destroy(&reuse_sem);

@@ -7,9 +7,10 @@
  * (on a kernel worker, so creation overlaps with the walk), then fixed
  * reads and writes. Larger files are flows (flow.h: FICLONE or
  * copy_file_range where the file systems allow, registered-buffer chunks
- * otherwise), one flow per data extent when the source has holes.
- * --sparse=always needs to look at the bytes, so it takes the buffer path
- * whatever the size.
+ * otherwise). --sparse=always needs to look at the bytes, so it takes the
+ * buffer path whatever the size; so does a source with holes under
+ * --sparse=auto, whose data cp 9.1 also scans for zero blocks to punch
+ * (its holes are skipped with SEEK_DATA, not read).
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -45,8 +46,11 @@ struct cp_job {
 	uint8_t *buf;		/* this slot's SMALL_MAX bytes */
 	uint64_t base, fill;	/* buffer path: the buffer holds [base, base + fill) */
 	uint64_t wpos;		/* buffer path: next byte to write */
-	uint64_t cursor;	/* extent path: where the next SEEK_DATA starts */
-	bool by_extent;		/* extent path: the source has holes to keep */
+	uint64_t cursor;	/* flow path: 1 once the flow started */
+	bool by_extent;		/* the source has holes to keep */
+	/* whole zero blocks become holes: --sparse=always, and auto on a
+	 * source with holes (cp 9.1 punches those too) */
+	bool zero_holes;
 	uint64_t counted;	/* bytes given to the progress bar */
 	uint64_t flow_seen;	/* the current flow's bytes counted */
 	int stage;		/* whole-file path: what failed (STAGE_*) */
@@ -226,15 +230,15 @@ static uint64_t hole_at(const struct cp_job *j, uint64_t pos, uint64_t end)
 
 static void on_write(uaio_op *op, int res, void *data);
 
-/* Writes the next run of [wpos, base + fill); under --sparse=always whole
- * zero blocks are skipped, to become holes. */
+/* Writes the next run of [wpos, base + fill); with zero_holes whole zero
+ * blocks are skipped, to become holes. */
 static void buf_write(struct cp_job *j)
 {
 	struct cp_run *r = j->r;
 	uint64_t end = j->base + j->fill, run_end = end;
 	int ret;
 
-	if (r->o.sparse == SPARSE_ALWAYS) {
+	if (j->zero_holes) {
 		uint64_t h;
 
 		while (j->wpos < end && (h = hole_at(j, j->wpos, end)))
@@ -292,7 +296,7 @@ static void on_read(uaio_op *op, int res, void *data)
 	}
 	j->fill = (unsigned)res;
 	if (res == 0) {
-		if (j->r->o.sparse == SPARSE_ALWAYS)
+		if (j->zero_holes)
 			j->final_size = (int64_t)j->base;
 		job_end(j);
 		return;
@@ -313,6 +317,21 @@ static void buf_read(struct cp_job *j)
 		return;
 	}
 	j->fill = 0;
+	if (j->by_extent) {
+		/* The source's holes are not read: the next data, or the end
+		 * (the final ftruncate makes the rest a hole). */
+		off_t d = lseek(j->sfd, (off_t)j->base, SEEK_DATA);
+
+		if (d < 0 && errno == ENXIO) {
+			d = lseek(j->sfd, 0, SEEK_END);
+			if (d > (off_t)j->base)
+				j->base = (uint64_t)d;
+			on_read(&j->op, 0, j);
+			return;
+		}
+		if (d > (off_t)j->base)
+			j->base = (uint64_t)d;
+	}
 	if (r->buf_index >= 0)
 		ret = uaio_op_read_fixed(r->l, &j->op, j->sfd, j->buf, SMALL_MAX,
 					 (int64_t)j->base, r->buf_index, on_read, j);
@@ -323,7 +342,10 @@ static void buf_read(struct cp_job *j)
 		job_fail(j, ret, true);
 }
 
-/* -------------------------------------------------------- extent path */
+/* ---------------------------------------------------------- flow path */
+
+/* A large file with no hole to keep goes as one flow (FICLONE or
+ * copy_file_range where they apply); cursor says it has been started. */
 
 static void next_extent(struct cp_job *j);
 
@@ -376,34 +398,12 @@ static void start_flow(struct cp_job *j, uint64_t off, uint64_t len)
 
 static void next_extent(struct cp_job *j)
 {
-	off_t data, hole;
-
-	if (!j->by_extent) {
-		if (j->cursor == 0) {
-			j->cursor = 1;
-			start_flow(j, 0, UAIO_FLOW_EOF);
-		} else {
-			job_end(j);
-		}
-		return;
+	if (j->cursor == 0) {
+		j->cursor = 1;
+		start_flow(j, 0, UAIO_FLOW_EOF);
+	} else {
+		job_end(j);
 	}
-	data = lseek(j->sfd, (off_t)j->cursor, SEEK_DATA);
-	if (data < 0) {
-		if (errno == ENXIO) {	/* only a hole is left */
-			j->final_size = j->st.st_size;
-			job_end(j);
-		} else {
-			job_fail(j, -errno, true);
-		}
-		return;
-	}
-	hole = lseek(j->sfd, data, SEEK_HOLE);
-	if (hole < 0) {
-		job_fail(j, -errno, true);
-		return;
-	}
-	j->cursor = (uint64_t)hole;
-	start_flow(j, (uint64_t)data, (uint64_t)(hole - data));
 }
 
 /* ---------------------------------------------------- whole-file path */
@@ -544,8 +544,9 @@ static void begin_data(struct cp_job *j)
 		return;
 	}
 	j->by_extent = looks_sparse(j);
-	if (((uint64_t)j->st.st_size <= SMALL_MAX && !j->by_extent) ||
-	    r->o.sparse == SPARSE_ALWAYS || !S_ISREG(j->st.st_mode)) {
+	j->zero_holes = r->o.sparse == SPARSE_ALWAYS || j->by_extent;
+	if ((uint64_t)j->st.st_size <= SMALL_MAX || j->zero_holes ||
+	    !S_ISREG(j->st.st_mode)) {
 		j->base = j->fill = 0;
 		buf_read(j);
 		return;
@@ -599,7 +600,7 @@ int cp_file(struct cp_run *r, struct cp_dir *dir, const char *src,
 		/* cp writes a device or FIFO as a stream: every byte, in order */
 		j->stream_dst = fstat(dst_fd, &ds) == 0 && !S_ISREG(ds.st_mode);
 	}
-	j->failed = j->by_extent = false;
+	j->failed = j->by_extent = j->zero_holes = false;
 	j->final_size = -1;
 	j->close_err = 0;
 	j->cursor = j->counted = 0;

@@ -139,8 +139,8 @@ static bool attempt_final(struct aiocb *cb, int kind, long res, bool stream,
 
 /*
  * The engine needs descriptors (a ring, eventfds); glibc's helper threads
- * do not. With none to be had (EMFILE, ENFILE), a request that is not a
- * list entry runs as glibc runs it: on a thread of its own, in blocking
+ * do not. With none to be had (EMFILE, ENFILE), a request (or a list
+ * entry) runs as glibc runs it: on a thread of its own, in blocking
  * calls (pread, read on ESPIPE). Requests on one stream may then finish
  * out of submission order. 0, or the engine's error when no thread can
  * be made either.
@@ -148,6 +148,7 @@ static bool attempt_final(struct aiocb *cb, int kind, long res, bool stream,
 struct lone {
 	struct aiocb *cb;
 	int kind;
+	struct aio_lio *g;
 };
 
 static void *lone_main(void *arg)
@@ -161,6 +162,16 @@ static void *lone_main(void *arg)
 	long r;
 
 	free(arg);
+	if (l.g) {
+		/* The list's last entry: its thread is made first (see
+		 * aio__req_release_locked). */
+		pthread_mutex_lock(&E->mu);
+		if (l.g->notify && l.g->pending == 1 && !l.g->begun) {
+			uaio__notify_begin(&l.g->sev, &l.g->held);
+			l.g->begun = true;
+		}
+		pthread_mutex_unlock(&E->mu);
+	}
 	switch (l.kind) {
 	case K_READ:
 		r = pread(cb->aio_fildes, buf, len, off);
@@ -176,6 +187,11 @@ static void *lone_main(void *arg)
 		r = l.kind == K_DSYNC ? fdatasync(cb->aio_fildes) : fsync(cb->aio_fildes);
 	}
 	aio__complete(cb, r < 0 ? -errno : r + (long)done);
+	if (l.g) {
+		pthread_mutex_lock(&E->mu);
+		aio__lio_put_locked(l.g, true);
+		pthread_mutex_unlock(&E->mu);
+	}
 	return NULL;
 }
 
@@ -186,15 +202,28 @@ static int lone_thread(struct aiocb *cb, int kind, struct aio_lio *g, int err)
 	pthread_t t;
 	int r;
 
-	if (g || (err != -EMFILE && err != -ENFILE) || !(l = malloc(sizeof(*l))))
+	if ((err != -EMFILE && err != -ENFILE) || !(l = malloc(sizeof(*l))))
 		return err;
 	l->cb = cb;
 	l->kind = kind;
+	l->g = g;
+	if (g) {
+		pthread_mutex_lock(&E->mu);
+		g->pending++;
+		g->refs++;
+		pthread_mutex_unlock(&E->mu);
+	}
 	pthread_attr_init(&a);
 	pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
 	r = uaio__thread_start(&t, &a, lone_main, l);
 	pthread_attr_destroy(&a);
 	if (r < 0) {
+		if (g) {
+			pthread_mutex_lock(&E->mu);
+			g->pending--;
+			g->refs--;
+			pthread_mutex_unlock(&E->mu);
+		}
 		free(l);
 		return err;
 	}

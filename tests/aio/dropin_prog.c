@@ -228,6 +228,27 @@ static int table_full_child(void)
 		return 4;
 	if (aio_fsync(O_SYNC, &s) || wait_for(&s) != 0)
 		return 5;
+	/* A list, waited for, and one that says it is done with a signal. */
+	struct aiocb *l[2] = { &r, &w };
+	sigset_t set;
+	siginfo_t si;
+	struct sigevent sev = { .sigev_notify = SIGEV_SIGNAL, .sigev_signo = SIGUSR2 };
+
+	cb_init(&r, p[0], b, 4, 0);
+	cb_init(&w, f, (char *)"list", 4, 4);
+	r.aio_lio_opcode = LIO_READ;
+	w.aio_lio_opcode = LIO_WRITE;
+	if (write(p[1], "more", 4) != 4 || lio_listio(LIO_WAIT, l, 2, NULL) ||
+	    aio_return(&r) != 4 || memcmp(b, "more", 4) || aio_return(&w) != 4)
+		return 7;
+	sigemptyset(&set);
+	sigaddset(&set, SIGUSR2);
+	sigprocmask(SIG_BLOCK, &set, NULL);
+	cb_init(&r, f, b, 4, 4);
+	r.aio_lio_opcode = LIO_READ;
+	if (lio_listio(LIO_NOWAIT, l, 1, &sev) || sigwaitinfo(&set, &si) != SIGUSR2 ||
+	    aio_return(&r) != 4 || memcmp(b, "list", 4))
+		return 8;
 	return 0;
 }
 

@@ -202,6 +202,21 @@ static void on_reuse(union sigval v)
 	sem_post(&reuse_sem);
 }
 
+/* Lets the read end, spins until it is seen done, then destroys, scribbles
+ * over and frees what the program owns. */
+static void done_then_scribble(int wfd, struct aiocb *cb, pthread_attr_t *attr)
+{
+	CHECK(write(wfd, "x", 1) == 1);
+	while (uaio_error(cb) == EINPROGRESS)
+		;
+	CHECK_EQ(uaio_return(cb), 1);
+	pthread_attr_destroy(attr);
+	memset(attr, 0xa5, sizeof(*attr));
+	memset(cb, 0xa5, sizeof(*cb));
+	free(attr);
+	free(cb);
+}
+
 /* The aiocb and the thread attributes its sigevent names may be destroyed
  * and reused the moment the request is seen done (aio_error): nothing of
  * them is read after that. The program spins on aio_error, so it sees the
@@ -229,15 +244,7 @@ static void thread_attrs_reused(void)
 		cb->aio_sigevent.sigev_notify_attributes = attr;
 		cb->aio_sigevent.sigev_value.sival_int = 7;
 		CHECK_EQ(uaio_read(cb), 0);
-		CHECK(write(p[1], "x", 1) == 1);
-		while (uaio_error(cb) == EINPROGRESS)
-			;
-		CHECK_EQ(uaio_return(cb), 1);
-		pthread_attr_destroy(attr);
-		memset(attr, 0xa5, sizeof(*attr));
-		memset(cb, 0xa5, sizeof(*cb));
-		free(attr);
-		free(cb);
+		done_then_scribble(p[1], cb, attr);
 	}
 	/* The same for a LIO_NOWAIT list's own sigevent: its thread is made
 	 * before the last entry is seen done. */
@@ -261,15 +268,7 @@ static void thread_attrs_reused(void)
 		CHECK_EQ(ulio_listio(LIO_NOWAIT, &cb, 1, sev), 0);
 		memset(sev, 0xa5, sizeof(*sev));	/* copied by the call */
 		free(sev);
-		CHECK(write(p[1], "x", 1) == 1);
-		while (uaio_error(cb) == EINPROGRESS)
-			;
-		CHECK_EQ(uaio_return(cb), 1);
-		pthread_attr_destroy(attr);
-		memset(attr, 0xa5, sizeof(*attr));
-		memset(cb, 0xa5, sizeof(*cb));
-		free(attr);
-		free(cb);
+		done_then_scribble(p[1], cb, attr);
 	}
 	for (int i = 0; i < 2 * N; i++)
 		while (sem_wait(&reuse_sem) < 0)

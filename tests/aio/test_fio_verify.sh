@@ -9,9 +9,11 @@ dir=$(mktemp -d /var/tmp/uaio-fio-XXXXXX) || exit 1
 trap 'rm -rf "$dir"' EXIT
 for depth in 1 16; do
   for bs in 4k 64k; do
-    out=$(LD_PRELOAD="$lib" fio --name=verify --filename="$dir/f" --size=32M \
+    # From $dir, without a saved verify state: fio would leave
+    # local-verify-*.state in the caller's directory.
+    out=$(cd "$dir" && LD_PRELOAD="$lib" fio --name=verify --filename="$dir/f" --size=32M \
       --rw=randwrite --bs=$bs --iodepth=$depth --ioengine=posixaio \
-      --verify=crc32c --do_verify=1 --verify_fatal=1 --randrepeat=0 \
+      --verify=crc32c --do_verify=1 --verify_fatal=1 --randrepeat=0 --verify_state_save=0 \
       --output-format=terse 2>&1)
     rc=$?
     if [ $rc -ne 0 ]; then

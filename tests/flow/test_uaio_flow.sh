@@ -38,7 +38,7 @@ cmp -s "$dir/src" "$dir/d/src" || fail "copy into a directory"
 "$F" copy - "$dir/fromstdin" <"$dir/src" && cmp -s "$dir/src" "$dir/fromstdin" || fail "copy - FILE"
 # --stats: one line with bytes, seconds, MB/s and CPU seconds.
 expect_rc 0 "$F" copy --stats -c 1M "$dir/src" "$dir/s2"
-grep -Eq '^uaio-flow: 20000000 bytes in [0-9.]+ s, [0-9.]+ MB/s, CPU [0-9.]+ s' "$dir/err" || { cat "$dir/err"; fail "--stats line"; }
+grep -Eq "^$F: 20000000 bytes in [0-9.]+ s, [0-9.]+ MB/s, CPU [0-9.]+ s" "$dir/err" || { cat "$dir/err"; fail "--stats line"; }
 echo "copy: modes, directories, pipes, --stats ok"
 
 # GNU conventions.
@@ -49,10 +49,15 @@ expect_rc 2 "$F"
 expect_rc 2 "$F" copy "$dir/src"
 expect_rc 2 "$F" frobnicate a b
 expect_rc 2 "$F" --mode=fast copy a b
-grep -q "^uaio-flow: invalid mode 'fast'" "$dir/err" || fail "bad mode message"
+grep -q "^$F: invalid mode 'fast'" "$dir/err" || fail "bad mode message"
+# Messages name the program as it was invoked, as GNU tools do.
+ln -s "$F" "$dir/myflow"
+expect_rc 2 "$dir/myflow" --mode=fast copy a b
+grep -q "^$dir/myflow: invalid mode 'fast' " "$dir/err" || { cat "$dir/err"; fail "message under another name"; }
+grep -qx "Try '$dir/myflow --help' for more information." "$dir/err" || { cat "$dir/err"; fail "hint under another name"; }
 expect_rc 2 "$F" --chunk=abc copy a b
 expect_rc 1 "$F" copy "$dir/nope" "$dir/x"
-grep -qx "uaio-flow: $dir/nope: No such file or directory" "$dir/err" || { cat "$dir/err"; fail "missing source message"; }
+grep -qx "$F: $dir/nope: No such file or directory" "$dir/err" || { cat "$dir/err"; fail "missing source message"; }
 expect_rc 1 "$F" copy --mode=mmap - "$dir/x" </dev/null
 echo "usage and errors: ok"
 
@@ -60,7 +65,7 @@ echo "usage and errors: ok"
 if [ "$(id -u)" = 0 ] && mnt=$(mktemp -d /tmp/uaio-flow-full-XXXXXX) && mount -t tmpfs -o size=1m tmpfs "$mnt" 2>/dev/null; then
   for m in auto kbuf pagecache; do
     expect_rc 1 "$F" copy --mode=$m "$dir/src" "$mnt/dst"
-    grep -q "^uaio-flow: $mnt/dst: write: No space left on device" "$dir/err" || { cat "$dir/err"; fail "ENOSPC message ($m)"; }
+    grep -q "^$F: $mnt/dst: write: No space left on device" "$dir/err" || { cat "$dir/err"; fail "ENOSPC message ($m)"; }
     [ -z "$(ls -A "$mnt")" ] || { ls -la "$mnt"; fail "files left after ENOSPC ($m)"; }
   done
   echo "ENOSPC on a 1 MiB tmpfs: exit 1, message names the sink, nothing left"
@@ -117,5 +122,5 @@ cmp -s "$dir/src" "$dir/net3" || fail "3-host transfer differs"
 echo "send -> forward -> recv, 3 hosts $where: byte-exact"
 # Nobody listening: exit 1, a message naming the peer.
 expect_rc 1 $A "$F" send "$dir/src" "$RECV:1"
-grep -q "^uaio-flow: $RECV:1: Connection refused" "$dir/err" || { cat "$dir/err"; fail "refused message"; }
+grep -q "^$F: $RECV:1: Connection refused" "$dir/err" || { cat "$dir/err"; fail "refused message"; }
 exit 0

@@ -32,13 +32,15 @@ pid=$!
 port=
 i=0
 while [ $i -lt 300 ]; do
-  port=$(sed -n '1s|^uaio-httpd: listening on http://127\.0\.0\.1:\([0-9][0-9]*\)/$|\1|p' "$T/err")
+  port=$(sed -n '1s|^.*: listening on http://127\.0\.0\.1:\([0-9][0-9]*\)/$|\1|p' "$T/err")
   [ -n "$port" ] && break
   kill -0 "$pid" 2>/dev/null || { cat "$T/err"; echo "FAIL: server exited at start"; exit 1; }
   sleep 0.1
   i=$((i + 1))
 done
 [ -n "$port" ] || { cat "$T/err"; echo "FAIL: no listening line"; exit 1; }
+# Messages name the program as it was invoked (here by its path), as GNU tools do.
+head -1 "$T/err" | grep -q "^$BIN: listening on " || { cat "$T/err"; echo "FAIL: the listening line does not start with '$BIN: '"; exit 1; }
 U=http://127.0.0.1:$port
 C="curl -sS --max-time 60"
 

@@ -32,6 +32,8 @@
 #include <uaio/loop.h>
 
 #define PROG	"uaio-flow"
+/* Messages name the program as it was invoked, as GNU tools do. */
+#define ME	program_invocation_name
 #define VERSION	"0.1"
 
 struct opts {
@@ -89,15 +91,15 @@ static void usage(FILE *out)
 
 static void die_usage(const char *fmt, const char *arg)
 {
-	fprintf(stderr, PROG ": ");
+	fprintf(stderr, "%s: ", ME);
 	fprintf(stderr, fmt, arg);
-	fprintf(stderr, "\nTry '" PROG " --help' for more information.\n");
+	fprintf(stderr, "\nTry '%s --help' for more information.\n", ME);
 	exit(2);
 }
 
 static void fail(const char *what, int err)
 {
-	fprintf(stderr, PROG ": %s: %s\n", what, strerror(err));
+	fprintf(stderr, "%s: %s: %s\n", ME, what, strerror(err));
 	exit(1);
 }
 
@@ -166,7 +168,7 @@ static int net_fd(const char *spec, bool passive)
 		die_usage(passive ? "bad address '%s' (want [ADDR:]PORT)" :
 			  "bad address '%s' (want HOST:PORT)", spec);
 	if ((r = getaddrinfo(host, port, &hints, &res))) {
-		fprintf(stderr, PROG ": %s: %s\n", spec, gai_strerror(r));
+		fprintf(stderr, "%s: %s: %s\n", ME, spec, gai_strerror(r));
 		exit(1);
 	}
 	for (a = res; a && fd < 0; a = a->ai_next) {
@@ -276,13 +278,13 @@ static int close_out(struct outfile *o, bool ok)
 	int r = 0;
 
 	if (o->fd > 2 && close(o->fd) < 0 && ok) {
-		fprintf(stderr, PROG ": %s: %s\n", o->path, strerror(errno));
+		fprintf(stderr, "%s: %s: %s\n", ME, o->path, strerror(errno));
 		ok = false;
 		r = -1;
 	}
 	if (o->tmp) {
 		if (ok && rename(o->tmp, o->path) < 0) {
-			fprintf(stderr, PROG ": %s: %s\n", o->path, strerror(errno));
+			fprintf(stderr, "%s: %s: %s\n", ME, o->path, strerror(errno));
 			r = -1;
 			ok = false;
 		}
@@ -314,7 +316,7 @@ static void show_progress(struct tool *t, bool last)
 	for (int i = 0; i < t->nlegs; i++)
 		b += t->legs[i].f ? uaio_flow_bytes(t->legs[i].f) : 0;
 	s = now_s() - ((double)t->t0.tv_sec + t->t0.tv_nsec / 1e9);
-	fprintf(stderr, "\r%s: %llu bytes, %.1f s, %.1f MB/s%s", PROG, (unsigned long long)b,
+	fprintf(stderr, "\r%s: %llu bytes, %.1f s, %.1f MB/s%s", ME, (unsigned long long)b,
 		s, s > 0 ? b / s / 1e6 : 0.0, last ? "\n" : "   ");
 }
 
@@ -386,10 +388,10 @@ static void start_leg(struct tool *t, int src, int dst, const char *sname,
 	*g = (struct leg){ .src_name = sname, .dst_name = dname, .shut_fd = shut_fd };
 	if ((r = uaio_flow_start(t->l, &p, &g->f)) < 0) {
 		if (r == -EINVAL && t->o.mode != UAIO_FLOW_AUTO)
-			fprintf(stderr, PROG ": mode %s cannot move %s to %s\n",
+			fprintf(stderr, "%s: mode %s cannot move %s to %s\n", ME,
 				uaio_flow_mode_name(t->o.mode), sname, dname);
 		else
-			fprintf(stderr, PROG ": %s -> %s: %s\n", sname, dname, strerror(-r));
+			fprintf(stderr, "%s: %s -> %s: %s\n", ME, sname, dname, strerror(-r));
 		exit(1);
 	}
 	g->running = true;
@@ -427,19 +429,19 @@ static bool run(struct tool *t)
 		if (g->res == -ECANCELED)	/* ended because the other leg failed */
 			continue;
 		if (g->side == UAIO_FLOW_SIDE_NONE)
-			fprintf(stderr, PROG ": %s -> %s: %s\n", g->src_name, g->dst_name,
+			fprintf(stderr, "%s: %s -> %s: %s\n", ME, g->src_name, g->dst_name,
 				strerror((int)-g->res));
 		else
-			fprintf(stderr, PROG ": %s: %s: %s\n",
+			fprintf(stderr, "%s: %s: %s: %s\n", ME,
 				g->side == UAIO_FLOW_SIDE_DST ? g->dst_name : g->src_name,
 				verb(g->side), strerror((int)-g->res));
 	}
 	if (t->interrupted)
-		fprintf(stderr, PROG ": interrupted\n");
+		fprintf(stderr, "%s: interrupted\n", ME);
 	if (t->o.stats) {
 		getrusage(RUSAGE_SELF, &ru);
-		fprintf(stderr, PROG ": %llu bytes in %.3f s, %.1f MB/s, CPU %.3f s "
-			"(user %.3f, sys %.3f), %s\n",
+		fprintf(stderr, "%s: %llu bytes in %.3f s, %.1f MB/s, CPU %.3f s "
+			"(user %.3f, sys %.3f), %s\n", ME,
 			(unsigned long long)total, secs, secs > 0 ? total / secs / 1e6 : 0.0,
 			ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6 +
 			ru.ru_stime.tv_sec + ru.ru_stime.tv_usec / 1e6,
@@ -574,7 +576,7 @@ int main(int argc, char **argv)
 		case 'H': usage(stdout); return 0;
 		case 'V': printf(PROG " (uaio) " VERSION "\n"); return 0;
 		default:
-			fprintf(stderr, "Try '" PROG " --help' for more information.\n");
+			fprintf(stderr, "Try '%s --help' for more information.\n", ME);
 			return 2;
 		}
 	}

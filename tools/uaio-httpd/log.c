@@ -6,6 +6,8 @@
  * fills. When both are busy, lines are dropped and counted, never waited
  * for.
  */
+#define _GNU_SOURCE 1	/* program_invocation_name */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -47,7 +49,7 @@ void log_free(struct log *lg)
 	if (!lg)
 		return;
 	if (lg->dropped)
-		fprintf(stderr, HTTPD_NAME ": %llu access log lines dropped\n",
+		fprintf(stderr, "%s: %llu access log lines dropped\n", HTTPD_ME,
 			(unsigned long long)lg->dropped);
 	free(lg->buf[0]);
 	free(lg->buf[1]);

@@ -51,9 +51,9 @@ static void usage(FILE *f)
 
 static void die_usage(const char *fmt, const char *arg)
 {
-	fprintf(stderr, HTTPD_NAME ": ");
+	fprintf(stderr, "%s: ", HTTPD_ME);
 	fprintf(stderr, fmt, arg);
-	fprintf(stderr, "\nTry '" HTTPD_NAME " --help' for more information.\n");
+	fprintf(stderr, "\nTry '%s --help' for more information.\n", HTTPD_ME);
 	exit(2);
 }
 
@@ -101,7 +101,7 @@ static int listen_on(const char *addr, int *port, bool reuseport, char *shown,
 
 	snprintf(ps, sizeof(ps), "%d", *port);
 	if ((err = getaddrinfo(addr, ps, &hints, &ai))) {
-		fprintf(stderr, HTTPD_NAME ": %s: %s\n", addr, gai_strerror(err));
+		fprintf(stderr, "%s: %s: %s\n", HTTPD_ME, addr, gai_strerror(err));
 		exit(2);
 	}
 	/* Without --addr: the IPv6 wildcard takes IPv4 too, where it exists. */
@@ -148,7 +148,7 @@ static int listen_on(const char *addr, int *port, bool reuseport, char *shown,
 	}
 	freeaddrinfo(ai);
 	if (fd < 0) {
-		fprintf(stderr, HTTPD_NAME ": cannot listen on %s:%s: %s\n",
+		fprintf(stderr, "%s: cannot listen on %s:%s: %s\n", HTTPD_ME,
 			addr ? addr : "*", ps, strerror(err));
 		exit(1);
 	}
@@ -179,7 +179,7 @@ static void log_reopen(const struct httpd_config *cfg)
 		return;
 	fd = open(cfg->log_path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
 	if (fd < 0 || dup3(fd, cfg->log_fd, O_CLOEXEC) < 0)
-		fprintf(stderr, HTTPD_NAME ": cannot reopen %s: %s\n", cfg->log_path,
+		fprintf(stderr, "%s: cannot reopen %s: %s\n", HTTPD_ME, cfg->log_path,
 			strerror(errno));
 	if (fd >= 0)
 		close(fd);
@@ -275,7 +275,7 @@ int main(int argc, char **argv)
 			       LLHTTP_VERSION_MINOR, LLHTTP_VERSION_PATCH);
 			return 0;
 		default:
-			fprintf(stderr, "Try '" HTTPD_NAME " --help' for more information.\n");
+			fprintf(stderr, "Try '%s --help' for more information.\n", HTTPD_ME);
 			return 2;
 		}
 	}
@@ -288,12 +288,12 @@ int main(int argc, char **argv)
 	cfg.root = argv[optind];
 	cfg.rootfd = open(cfg.root, O_PATH | O_DIRECTORY | O_CLOEXEC);
 	if (cfg.rootfd < 0) {
-		fprintf(stderr, HTTPD_NAME ": cannot serve '%s': %s\n", cfg.root,
+		fprintf(stderr, "%s: cannot serve '%s': %s\n", HTTPD_ME, cfg.root,
 			strerror(errno));
 		return 2;
 	}
 	if (!realpath(cfg.root, cfg.root_real)) {
-		fprintf(stderr, HTTPD_NAME ": cannot serve '%s': %s\n", cfg.root,
+		fprintf(stderr, "%s: cannot serve '%s': %s\n", HTTPD_ME, cfg.root,
 			strerror(errno));
 		return 2;
 	}
@@ -301,7 +301,7 @@ int main(int argc, char **argv)
 		cfg.log_fd = strcmp(cfg.log_path, "-") ? open(cfg.log_path,
 			O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644) : STDOUT_FILENO;
 		if (cfg.log_fd < 0) {
-			fprintf(stderr, HTTPD_NAME ": cannot open '%s': %s\n",
+			fprintf(stderr, "%s: cannot open '%s': %s\n", HTTPD_ME,
 				cfg.log_path, strerror(errno));
 			return 1;
 		}
@@ -322,7 +322,7 @@ int main(int argc, char **argv)
 	cfg.max_conns = max_conns;
 	cfg.mime = mime_load("/etc/mime.types");
 	if (cfg.disk_io == DISK_LAIO && !(cfg.hub = hub_new())) {
-		perror(HTTPD_NAME);
+		perror(HTTPD_ME);
 		return 1;
 	}
 	/* Signals are taken by the main thread only. */
@@ -336,7 +336,7 @@ int main(int argc, char **argv)
 
 	ws = calloc(cfg.threads, sizeof(*ws));
 	if (!ws) {
-		perror(HTTPD_NAME);
+		perror(HTTPD_ME);
 		return 1;
 	}
 	for (unsigned i = 0; i < cfg.threads; i++) {
@@ -349,23 +349,26 @@ int main(int argc, char **argv)
 		ws[i].ended = &ended;
 		ws[i].pid = getpid();
 	}
-	for (unsigned i = 0; i < cfg.threads; i++)
-		if (pthread_create(&ws[i].tid, NULL, worker_main, &ws[i])) {
-			perror(HTTPD_NAME ": pthread_create");
+	for (unsigned i = 0; i < cfg.threads; i++) {
+		int e = pthread_create(&ws[i].tid, NULL, worker_main, &ws[i]);
+
+		if (e) {	/* its error is the result, errno is untouched */
+			fprintf(stderr, "%s: cannot start a thread: %s\n", HTTPD_ME, strerror(e));
 			return 1;
 		}
+	}
 	pthread_mutex_lock(&mu);
 	while (ready < cfg.threads)
 		pthread_cond_wait(&cv, &mu);
 	pthread_mutex_unlock(&mu);
 	for (unsigned i = 0; i < cfg.threads; i++)
 		if (ws[i].rc < 0) {
-			fprintf(stderr, HTTPD_NAME ": cannot start: %s\n",
+			fprintf(stderr, "%s: cannot start: %s\n", HTTPD_ME,
 				strerror(-ws[i].rc));
 			return 1;
 		}
 	if (!cfg.quiet) {
-		fprintf(stderr, HTTPD_NAME ": listening on http://%s/\n", shown);
+		fprintf(stderr, "%s: listening on http://%s/\n", HTTPD_ME, shown);
 		fflush(stderr);
 	}
 	while (__atomic_load_n(&ended, __ATOMIC_SEQ_CST) < cfg.threads) {
@@ -394,7 +397,7 @@ int main(int argc, char **argv)
 	for (unsigned i = 0; i < cfg.threads; i++) {
 		pthread_join(ws[i].tid, NULL);
 		if (ws[i].rc < 0) {
-			fprintf(stderr, HTTPD_NAME ": %s\n", strerror(-ws[i].rc));
+			fprintf(stderr, "%s: %s\n", HTTPD_ME, strerror(-ws[i].rc));
 			failed = true;
 		}
 		server_fini(&ws[i].srv);

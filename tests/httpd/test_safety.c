@@ -9,6 +9,7 @@
 #define _GNU_SOURCE
 #include <stdio.h>
 #include <string.h>
+#include <sys/inotify.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
@@ -21,7 +22,7 @@ static struct ht_server srv;
 static char *root, *outside;
 static char secret[64];
 static const char inside_c[] = "inside a/c\n";
-static int have_fifo, have_dev, have_sock;
+static int have_fifo, have_dev, have_sock, have_out_fifo;
 
 static void put(const char *dir, const char *rel, const char *content)
 {
@@ -75,6 +76,13 @@ static void setup(void)
 	p = ht_join(ht_scratch(), "rootx/file.txt");
 	link_to(p, "abs_sibling");
 	free(p);
+
+	/* a fifo outside, by an absolute and a relative link */
+	p = ht_join(outside, "fifo");
+	have_out_fifo = mkfifo(p, 0644) == 0;
+	link_to(p, "abs_fifo_out");
+	free(p);
+	link_to("../outdir/fifo", "rel_fifo_out");
 
 	p = ht_join(root, "fifo");
 	have_fifo = mkfifo(p, 0644) == 0;
@@ -200,6 +208,30 @@ static void t_inside(void)
 	served("/%61/c", inside_c);	/* %61 = a */
 }
 
+/* A link out of DIR is refused without opening what it leads to: a
+ * fifo (or a device) outside is never opened (its writer would wake, a
+ * device could act on the open). inotify sees every real open; the
+ * server resolves such a link with O_PATH, which opens nothing. */
+static void outside_unopened(void)
+{
+	char *p = ht_join(outside, "fifo"), ev[4096];
+	int in = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+
+	if (!have_out_fifo || in < 0) {
+		fprintf(stderr, "    no fifo or no inotify: the outside fifo is not checked\n");
+		free(p);
+		return;
+	}
+	FATAL(inotify_add_watch(in, p, IN_OPEN | IN_CLOSE) >= 0, "inotify_add_watch %s", p);
+	refused("/abs_fifo_out", 1);
+	refused("/rel_fifo_out", 1);
+	served("/a/c", inside_c);	/* the server is past both */
+	EXPECT(read(in, ev, sizeof(ev)) < 0 && errno == EAGAIN,
+	       "a fifo outside DIR, reached by a link: opened by the server, then refused");
+	close(in);
+	free(p);
+}
+
 static void t_symlinks(int follow)
 {
 	served("/in_link", inside_c);
@@ -214,6 +246,7 @@ static void t_symlinks(int follow)
 		refused("/outdir_link/file.txt", 1);
 		refused("/outdir_link/", 1);
 		refused("/outdir_link", 1);
+		outside_unopened();
 	} else {
 		served("/abs_out", secret);
 		served("/rel_out", secret);
@@ -243,6 +276,36 @@ static void t_special(void)
 	/* the server was not blocked by any of them */
 	served("/a/c", inside_c);
 	EXPECT(ht_alive(&srv), "server died on special files");
+}
+
+/* DIR renamed and a new one made at its name (a deploy by rename): the
+ * server goes on serving the tree it opened, and an absolute link whose
+ * path now leads into the new tree is refused, never served from it. */
+static void t_replaced_root(void)
+{
+	char *d = ht_mkdir("deploy"), *old = ht_join(ht_scratch(), "deploy.old");
+	char *f = ht_join(d, "f.txt"), *l = ht_join(d, "abs");
+	struct ht_resp r;
+
+	put(d, "f.txt", "OLD\n");
+	FATAL(symlink(f, l) == 0, "symlink %s", l);
+	ht_start(&srv, d, "--cache", "0", NULL);
+	served("/abs", "OLD\n");
+	FATAL(rename(d, old) == 0, "rename %s", d);
+	free(ht_mkdir("deploy"));
+	put(d, "f.txt", "NEW\n");
+	FATAL(symlink(f, l) == 0, "symlink %s", l);
+	served("/f.txt", "OLD\n");
+	ht_get(srv.port, "/abs", NULL, &r);
+	EXPECT_R(&r, r.rc == HT_OK && (r.status == 403 || r.status == 404) &&
+		 !ht_body_has(&r, "NEW"),
+		 "GET /abs, its path now in a tree that replaced DIR: 403 or 404 expected");
+	ht_resp_free(&r);
+	ht_stop(&srv);
+	free(d);
+	free(old);
+	free(f);
+	free(l);
 }
 
 int main(void)
@@ -281,5 +344,7 @@ int main(void)
 	no_leak("/%2e%2e/", 1);
 	no_leak("/a/../../", 1);
 	ht_stop(&srv);
+
+	RUN(t_replaced_root);
 	return ht_finish();
 }

@@ -53,9 +53,17 @@ void conn_accepted(struct server *s, int fd, const struct sockaddr *sa)
 
 	if (s->nconns >= s->cfg->max_conns || s->draining ||
 	    !(c = calloc(1, sizeof(*c)))) {
-		/* Refused cleanly: a fresh socket always has room for this. */
+		/* Refused cleanly: a fresh socket always has room for this.
+		 * The request that came already is read and dropped: closing
+		 * with it unread would answer with a reset, which can destroy
+		 * the 503 before the client reads it. */
+		char junk[4096];
+
 		(void)!send(fd, busy, sizeof(busy) - 1, MSG_DONTWAIT | MSG_NOSIGNAL);
 		shutdown(fd, SHUT_WR);
+		for (int i = 0; i < 16 &&	/* a head's worth, no more */
+		     recv(fd, junk, sizeof(junk), MSG_DONTWAIT) > 0; i++)
+			;
 		close(fd);
 		return;
 	}
@@ -368,7 +376,8 @@ static void conn_drain(struct conn *c)
 }
 
 /* A connection that ends after its response while the client may still
- * be sending (an unread body, pipelined requests, bytes in the socket):
+ * be sending (an unread body, the rest of a head refused before its end,
+ * pipelined requests, bytes in the socket):
  * closing with unread bytes makes the kernel answer with a reset, which
  * can destroy the response before the client has read it (RFC 9112 9.6).
  * So the write side closes first, and what comes is read and dropped
@@ -378,7 +387,8 @@ static void conn_linger(struct conn *c)
 	struct server *s = c->srv;
 	int unread = 0;
 
-	if (!(c->req && (c->req->has_body || c->rparsed < c->rlen)) &&
+	if (!(c->req && (!c->req->head_done || c->req->has_body ||
+			 c->rparsed < c->rlen)) &&
 	    !(ioctl(c->fd, FIONREAD, &unread) == 0 && unread > 0)) {
 		conn_close(c);
 		return;
@@ -426,6 +436,14 @@ void conn_sweep(struct server *s, uint64_t now_ms)
 		if (s->draining && c->state == C_IDLE) {
 			conn_close(c);
 			continue;
+		}
+		/* Stopping: a lingering client holds the server one quiet
+		 * period at most, however it trickles. */
+		if (s->draining && c->state == C_LINGER &&
+		    c->linger_end_ms > now_ms + HTTPD_LINGER_MS) {
+			c->linger_end_ms = now_ms + HTTPD_LINGER_MS;
+			if (c->deadline_ms > c->linger_end_ms)
+				c->deadline_ms = c->linger_end_ms;
 		}
 		if (c->deadline_ms && now_ms >= c->deadline_ms) {
 			/* A slow request head gets 408 if the socket has room. */

@@ -10,6 +10,7 @@
  * ready-made validators. An entry is trusted for cache_valid_ms, then
  * opened afresh, so a replaced or changed file is seen within that time.
  */
+#define _GNU_SOURCE 1	/* O_PATH */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -23,7 +24,7 @@
 #include <uaio/laio.h>
 #include "httpd.h"
 
-enum { K_OPEN, K_READ, K_LIST };
+enum { K_OPEN, K_OPEN_LINK, K_READ, K_LIST };
 
 struct file_cache {
 	struct server *s;
@@ -207,32 +208,66 @@ static const char *rel(const struct resp *r)
 	return r->path[0] ? r->path : ".";
 }
 
-/* RESOLVE_BENEATH refuses every absolute symlink (EXDEV), also one whose
- * target lies under the root. Such a name is opened again following its
- * links, and kept when what it reaches is under the root: a link that
- * leads out stays refused. The walk was just made, so its names are in
- * the dentry cache: this costs no disk read on the loop thread. */
-static long open_within(const struct httpd_config *cfg, const char *path,
-			const struct open_how *how)
+/*
+ * RESOLVE_BENEATH refuses every absolute symlink (EXDEV), also one whose
+ * target lies under the root. Such a name is resolved again following its
+ * links, as an O_PATH descriptor (link_how): that opens nothing, so a fifo
+ * or a device it leads to outside DIR is never opened. link_open keeps it
+ * when what it reached is under DIR's real path, and then opens that path
+ * from DIR's own descriptor with no links at all, which must be the same
+ * file (a DIR renamed and replaced since start refuses, as the served tree
+ * is the old one). The O_PATH walk is the call that may read the disk; in
+ * laio mode it is a lazy call of its own (K_OPEN_LINK), and the second
+ * walk finds every name it needs cached.
+ */
+static const struct open_how link_how = {
+	.flags = O_PATH | O_CLOEXEC,
+	.resolve = RESOLVE_NO_MAGICLINKS,
+};
+
+static long link_open(const struct httpd_config *cfg, long pfd,
+		      const struct open_how *how)
 {
 	struct open_how h = *how;
 	size_t rl = strlen(cfg->root_real);
 	char self[40], got[HTTPD_PATH_MAX + 1];
+	const char *sub;
+	struct stat a, b;
 	ssize_t n;
 	long fd;
 
-	h.resolve &= ~(uint64_t)RESOLVE_BENEATH;
-	fd = syscall(SYS_openat2, cfg->rootfd, path, &h, sizeof(h));
-	if (fd < 0)
-		return -errno;
-	snprintf(self, sizeof(self), "/proc/self/fd/%ld", fd);
+	if (pfd < 0)
+		return pfd;
+	snprintf(self, sizeof(self), "/proc/self/fd/%ld", pfd);
 	n = readlink(self, got, sizeof(got) - 1);
 	if (n < 0 || (size_t)n < rl || memcmp(got, cfg->root_real, rl) ||
 	    ((size_t)n > rl && got[rl] != '/' && rl > 1)) {
-		close((int)fd);
+		close((int)pfd);
 		return -EXDEV;
 	}
+	got[n] = 0;
+	sub = got + rl;
+	while (*sub == '/')
+		sub++;
+	h.resolve |= RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS;
+	fd = syscall(SYS_openat2, cfg->rootfd, *sub ? sub : ".", &h, sizeof(h));
+	if (fd < 0) {
+		fd = errno == ELOOP ? -EXDEV : -errno;
+	} else if (fstat((int)fd, &a) < 0 || fstat((int)pfd, &b) < 0 ||
+		   a.st_dev != b.st_dev || a.st_ino != b.st_ino) {
+		close((int)fd);
+		fd = -EXDEV;
+	}
+	close((int)pfd);
 	return fd;
+}
+
+static long open_within(const struct httpd_config *cfg, const char *path,
+			const struct open_how *how)
+{
+	long pfd = syscall(SYS_openat2, cfg->rootfd, path, &link_how, sizeof(link_how));
+
+	return link_open(cfg, pfd < 0 ? -errno : pfd, how);
 }
 
 /* openat2 by the resolution rules; res is its result so far. */
@@ -294,6 +329,8 @@ static long work_list(void *arg)
 	return r->extra ? (long)len : -errno;
 }
 
+static long open_res_lazy(struct conn *c, long res);
+
 /* A background call is over (worker or laio): back on the loop thread. */
 static void complete(struct conn *c, long res)
 {
@@ -303,15 +340,21 @@ static void complete(struct conn *c, long res)
 
 	c->waiting = false;
 	if (c->state == C_CLOSING) {
-		if (r->kind == K_OPEN && res >= 0)
+		if ((r->kind == K_OPEN || r->kind == K_OPEN_LINK) && res >= 0)
 			close((int)res);
 		conn_released(c);
 		return;
 	}
 	switch (r->kind) {
+	case K_OPEN_LINK:
 	case K_OPEN:
-		if (c->srv->cfg->disk_io == DISK_LAIO)
-			res = open_res(c->srv->cfg, r, res);
+		if (r->kind == K_OPEN_LINK) {
+			r->kind = K_OPEN;
+			res = link_open(c->srv->cfg, res, &r->how);
+		} else if (c->srv->cfg->disk_io == DISK_LAIO &&
+			   (res = open_res_lazy(c, res)) == -EINPROGRESS) {
+			return;
+		}
 		if (res < 0)
 			err = (int)res;
 		else if (c->srv->cfg->disk_io == DISK_THREADS)
@@ -361,6 +404,23 @@ static void hub_register(struct server *s, void *h, struct conn *c);
 	hub_unlock((c)->srv); \
 	r_; })
 
+/* laio mode's open_res: a link refused by RESOLVE_BENEATH is walked
+ * again by a lazy call of its own. */
+static long open_res_lazy(struct conn *c, long res)
+{
+	struct resp *r = c->resp;
+	const struct httpd_config *cfg = c->srv->cfg;
+
+	if (res != -EXDEV || cfg->follow_symlinks)
+		return res;
+	r->kind = K_OPEN_LINK;
+	res = LAZY(c, SYS_openat2, cfg->rootfd, rel(r), &link_how, sizeof(link_how));
+	if (res == -EINPROGRESS)
+		return res;
+	r->kind = K_OPEN;
+	return link_open(cfg, res, &r->how);
+}
+
 int files_open(struct conn *c, struct file **out, files_open_cb cb)
 {
 	struct server *s = c->srv;
@@ -397,7 +457,7 @@ int files_open(struct conn *c, struct file **out, files_open_cb cb)
 		fd = LAZY(c, SYS_openat2, s->cfg->rootfd, rel(r), &r->how,
 			  sizeof(r->how));
 		if (fd != -EINPROGRESS)
-			fd = open_res(s->cfg, r, fd);
+			fd = open_res_lazy(c, fd);
 		if (fd < 0)
 			return (int)fd;
 		break;

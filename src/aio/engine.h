@@ -189,6 +189,9 @@ struct aio_serial {
 	uint8_t ops;			/* SO_* of those in flight */
 	bool expired;			/* timed's clock ran out */
 	bool sock;			/* a socket (writes by send, MSG_NOSIGNAL) */
+	bool reg;			/* a regular file's O_APPEND writes: in call
+					 * order, O_NONBLOCK meaningless, one write
+					 * each (a short one is its result) */
 };
 #define SO_CLOCK	1
 #define SO_STOP_CLOCK	2

@@ -204,7 +204,7 @@ static void serial_clock_end_locked(struct aio_serial *s, struct aio_req *r)
  * clock, if its socket has a timeout, starts now. */
 void aio__serial_started(struct aio_req *r)
 {
-	if (r->kind <= K_WRITE)
+	if (r->kind <= K_WRITE && !((struct aio_serial *)r->owner)->reg)
 		r->cb->__return_value = -1;
 	serial_clock_locked(r->owner);
 }
@@ -218,7 +218,7 @@ static void serial_advance_locked(struct aio_serial *s)
 		int ret;
 
 		s->head = r->next;
-		if (aio__serial_nonblock_try(r, s->fd, s->sock, &res)) {
+		if (!s->reg && aio__serial_nonblock_try(r, s->fd, s->sock, &res)) {
 			aio__req_release_locked(r, res);
 			continue;
 		}
@@ -269,13 +269,13 @@ void aio__req_finish_parallel_locked(struct aio_req *r, long res)
  * A leader's readv/writev ended with res: each carried request gets its
  * share, in order. A short count ends in the request it stops in (a
  * short transfer, as read/write would report); the requests after it, or
- * all but the leader after an error, are issued again one by one to get
- * results of their own.
+ * all of them after an error, are issued again one by one to get results
+ * of their own.
  */
 void aio__leader_end_locked(struct aio_req *r, long res)
 {
 	long left = res > 0 ? res : 0;
-	bool rest_alone = false;
+	bool rest_alone = false, carried = r->next != NULL;
 	struct aio_req *m, *next;
 
 	free(r->u.iov);
@@ -287,7 +287,14 @@ void aio__leader_end_locked(struct aio_req *r, long res)
 		next = m == r ? r->next : m->next;
 		m->flags &= ~(RF_LEADER | RF_MEMBER);
 		m->next = NULL;
-		if (m == r && res <= 0) {		/* nothing moved */
+		if (m == r && res < 0 && carried) {
+			/* The error may be any one's (a misaligned O_DIRECT
+			 * buffer): each is issued alone for a result of its
+			 * own, as glibc makes one call per request. */
+			rest_alone = true;
+			if ((ret = aio__req_issue_locked(m)) < 0)
+				aio__req_finish_parallel_locked(m, ret);
+		} else if (m == r && res <= 0) {	/* nothing moved */
 			aio__req_finish_parallel_locked(m, res);
 			rest_alone = true;
 		} else if (!rest_alone && left >= n) {
@@ -323,7 +330,8 @@ void aio__req_end_locked(struct aio_req *r, long res)
 	/* A blocking write to a pipe or socket writes everything, unless
 	 * its socket's timeout runs out first. */
 	if (r->kind == K_WRITE && (r->flags & RF_SERIAL) && res > 0 &&
-	    (size_t)res < cb_len(cb) - pv->done && !expired) {
+	    (size_t)res < cb_len(cb) - pv->done && !expired &&
+	    !((struct aio_serial *)r->owner)->reg) {
 		pv->done += (uint64_t)res;
 		if (aio__req_issue_locked(r) == 0)
 			return;

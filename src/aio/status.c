@@ -158,6 +158,36 @@ UAIO_API int uaio_suspend(const struct aiocb *const list[], int nent,
 	return r;
 }
 
+/*
+ * aio_suspend's deadline as glibc makes it: the clock plus the timeout,
+ * its nanoseconds carried once. What that leaves in the past (a negative
+ * timeout, none, a sum past the largest second, which glibc's addition
+ * wraps below zero) has expired: -EAGAIN. Nanoseconds still out of range
+ * after the carry ({0, -5e8}, {0, 3e9}) fail glibc's assertion, which
+ * aborts the program: -EINVAL here, as pthread_cond_timedwait's.
+ */
+static int glibc_deadline(const struct timespec *rel, struct timespec *d)
+{
+	struct timespec now;
+
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	if (__builtin_add_overflow(now.tv_sec, rel->tv_sec, &d->tv_sec))
+		return -EAGAIN;
+	if (__builtin_add_overflow(now.tv_nsec, rel->tv_nsec, &d->tv_nsec))
+		return -EINVAL;
+	if (d->tv_nsec >= 1000000000) {
+		d->tv_nsec -= 1000000000;
+		if (__builtin_add_overflow(d->tv_sec, 1, &d->tv_sec))
+			return -EAGAIN;
+	}
+	if (d->tv_nsec < 0 || d->tv_nsec >= 1000000000)
+		return -EINVAL;
+	if (d->tv_sec < now.tv_sec ||
+	    (d->tv_sec == now.tv_sec && d->tv_nsec <= now.tv_nsec))
+		return -EAGAIN;
+	return 0;
+}
+
 static int suspend(const struct aiocb *const list[], int nent,
 		   const struct timespec *timeout)
 {
@@ -170,15 +200,8 @@ static int suspend(const struct aiocb *const list[], int nent,
 		return posix_ret(-EINVAL);	/* glibc's check */
 	if (nent == 0 || !any_live(list, nent) || aio__any_done(list, nent))
 		return 0;
-	if (timeout) {
-		/* glibc asserts on a timespec that is no time (it aborts);
-		 * EINVAL here, as pthread_cond_timedwait's */
-		if (timeout->tv_nsec < 0 || timeout->tv_nsec >= 1000000000)
-			return posix_ret(-EINVAL);
-		if (!uaio__ts_valid(timeout) || !uaio__ts_ns(timeout))
-			return posix_ret(-EAGAIN);	/* past or none: expired */
-		deadline = uaio__ts_deadline(timeout);
-	}
+	if (timeout && (r = glibc_deadline(timeout, &deadline)) < 0)
+		return posix_ret(r);
 	if (aio__own_wait(list, nent, timeout ? &deadline : NULL, &r))
 		return posix_ret(r);
 	atomic_fetch_add(&E->waiters, 1);

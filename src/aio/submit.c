@@ -239,7 +239,8 @@ static void lio_add_locked(struct aio_req *r, struct aio_lio *g)
 	}
 }
 
-/* The request becomes a record on a non-seekable file's FIFO. */
+/* The request becomes a record on a non-seekable file's FIFO (or on an
+ * O_APPEND file's, whose writes keep the order of the calls). */
 static int submit_serial(struct aiocb *cb, int kind, int fd, int fl,
 			 const struct stat *st, struct lio_ctx *pc,
 			 struct aio_lio *g)
@@ -249,10 +250,16 @@ static int submit_serial(struct aiocb *cb, int kind, int fd, int fl,
 	long res;
 	int ret;
 
+	bool reg = S_ISREG(st->st_mode) || S_ISBLK(st->st_mode);
+
+	if (reg)	/* no meaning for a file: glibc's write waits */
+		fl &= ~O_NONBLOCK;
 	pthread_mutex_lock(&E->mu);
 	s = aio__serial_get_locked(fd, st, true);
-	if (s)
+	if (s) {
 		s->sock = S_ISSOCK(st->st_mode);
+		s->reg = reg;
+	}
 	if (!s) {
 		pthread_mutex_unlock(&E->mu);
 		return -EAGAIN;
@@ -521,6 +528,16 @@ int aio__submit_rw(struct aiocb *cb, int kind, struct lio_ctx *pc,
 		return 0;
 	}
 
+	/* O_APPEND: writes append in the order of the calls (POSIX), so
+	 * they queue on the file as a stream's do, never side by side. */
+	if (kind == K_WRITE && (fl & O_APPEND)) {
+		if (fstat(fd, &st) < 0) {
+			aio__complete(cb, -errno);
+			return 0;
+		}
+		goto serial;
+	}
+
 	/* A try on a stream fails at once (ESPIPE), which tells regular files
 	 * from streams. Without a try (O_DIRECT, whose "non-blocking" try
 	 * would wait for the device; too big; refused before), or when serial
@@ -596,6 +613,18 @@ UAIO_API int uaio_write(struct aiocb *cb)
 	return posix_ret(aio__submit_rw(cb, K_WRITE, NULL, NULL));
 }
 
+static bool serial_has(int fd, const struct stat *st)
+{
+	bool has;
+
+	if (!atomic_load_explicit(&E->nserial, memory_order_relaxed))
+		return false;
+	pthread_mutex_lock(&E->mu);
+	has = aio__serial_get_locked(fd, st, false) != NULL;
+	pthread_mutex_unlock(&E->mu);
+	return has;
+}
+
 /* An fsync or fdatasync (kind) of cb's file, for aio_fsync or a
  * lio_listio entry with glibc's LIO_DSYNC / LIO_SYNC opcode; a bad
  * descriptor fails as the request runs. 0, or -errno when refused. */
@@ -612,7 +641,9 @@ int aio__submit_sync(struct aiocb *cb, int kind, struct aio_lio *g)
 		aio__complete(cb, -errno);
 		return 0;
 	}
-	if (S_ISREG(st.st_mode) || S_ISBLK(st.st_mode))
+	/* On a file whose O_APPEND writes are queued, the sync queues
+	 * behind them: it covers every write made before it. */
+	if ((S_ISREG(st.st_mode) || S_ISBLK(st.st_mode)) && !serial_has(fd, &st))
 		ret = submit_parallel(cb, kind, fd, true, NULL, g);
 	else
 		ret = submit_serial(cb, kind, fd, 0, &st, NULL, g);

@@ -77,8 +77,13 @@ int64_t uaio__now_ns(void);			/* CLOCK_MONOTONIC */
 bool uaio__ts_valid(const struct timespec *t);
 /* CLOCK_MONOTONIC now + rel, normalised. */
 struct timespec uaio__ts_deadline(const struct timespec *rel);
+/* In ns, saturated: a deadline centuries away must not wrap round. */
 static inline int64_t uaio__ts_ns(const struct timespec *t)
 {
+	if (t->tv_sec >= INT64_MAX / 1000000000)
+		return INT64_MAX;
+	if (t->tv_sec <= INT64_MIN / 1000000000)
+		return INT64_MIN;
 	return (int64_t)t->tv_sec * 1000000000 + t->tv_nsec;
 }
 

@@ -5,6 +5,7 @@
  * empty pipe) paths, exact errno for bad input, status semantics.
  */
 #include "aio/aio_util.h"
+#include <limits.h>
 #include <sys/uio.h>
 
 #define SZ (256 * 1024)
@@ -247,10 +248,12 @@ static void bad_input(void)
 	ERRNO_IS(uaio_fsync(O_SYNC, &cb), EBADF);
 
 	const struct aiocb *l[1] = { &cb };
-	struct timespec bad = { 0, 1000000000 };
-	/* As glibc: nothing to wait for is no wait; a timeout in the past
-	 * has expired; one that is no time at all is EINVAL (glibc fails an
-	 * assertion). */
+	struct timespec bad = { 0, 3000000000 };
+	/* As glibc: nothing to wait for is no wait. A timeout is added to
+	 * the clock, its nanoseconds carried once: what lands in the past has
+	 * expired, and so has a sum past the largest second (glibc's wraps);
+	 * nanoseconds still out of range are EINVAL (glibc fails an
+	 * assertion and aborts). */
 	CHECK_EQ(uaio_suspend(l, 0, NULL), 0);
 	const struct aiocb *nulls[2] = { NULL, NULL };
 	CHECK_EQ(uaio_suspend(nulls, 2, NULL), 0);
@@ -260,13 +263,31 @@ static void bad_input(void)
 	CHECK_EQ(uaio_read(&cb), 0);
 	CHECK_EQ(cb.aio_lio_opcode, LIO_READ);
 	ERRNO_IS(uaio_suspend(l, 1, &bad), EINVAL);	/* glibc aborts */
-	bad.tv_nsec = -5;
+	bad.tv_nsec = -2000000000;
 	ERRNO_IS(uaio_suspend(l, 1, &bad), EINVAL);
 	bad.tv_sec = -1;
 	bad.tv_nsec = 0;
 	ERRNO_IS(uaio_suspend(l, 1, &bad), EAGAIN);
+	bad.tv_nsec = 1000000000;	/* a second back, a second carried */
+	ERRNO_IS(uaio_suspend(l, 1, &bad), EAGAIN);
+	bad.tv_sec = LONG_MAX;
+	bad.tv_nsec = 0;
+	ERRNO_IS(uaio_suspend(l, 1, &bad), EAGAIN);
 	CHECK(write(pp[1], "four", 4) == 4);
 	CHECK_EQ(t_wait(&cb, &err), 4);
+	/* A timeout centuries away waits for the request (its count of
+	 * nanoseconds must not wrap round to the past), also once the
+	 * thread issues small writes on a ring of its own. */
+	bad.tv_sec = 10000000000;
+	static char hundred[100];
+	for (int i = 0, tf = t_tmpfile(); i < 3; i++) {
+		cb = t_cb(tf, hundred, 100, i * 100);
+		CHECK_EQ(uaio_write(&cb), 0);
+		CHECK_EQ(uaio_suspend(l, 1, &bad), 0);
+		CHECK_EQ(t_wait(&cb, &err), 100);
+		if (i == 2)
+			close(tf);
+	}
 	close(pp[0]);
 	close(pp[1]);
 	close(ro);

@@ -3,7 +3,9 @@
  * Ordering: uaio_fsync completes only after the writes to its descriptor
  * queued before it; requests on one non-seekable descriptor (a stream
  * socketpair with a small buffer, a pipe) run one at a time in
- * submission order, lower aio_reqprio first among those still waiting.
+ * submission order, lower aio_reqprio first among those still waiting;
+ * writes to an O_APPEND file append in the order of the calls (POSIX),
+ * whatever their sizes, and an fsync after them covers them all.
  */
 #include "aio/aio_util.h"
 #include <pthread.h>
@@ -160,11 +162,67 @@ static void pipe_priority(void)
 	close(p[1]);
 }
 
+/* Writes of very different sizes (a big one goes to the engine, a small
+ * one to the thread's own ring or inline): each lands after the one
+ * called before it. */
+static void append_in_order(void)
+{
+	enum { ROUNDS = 12, K = 6 };
+	static const size_t sz[K] = { 1 << 20, 16, 200000, 1, 4096, 65536 };
+	int fd = t_tmpfile(), err;
+	size_t total = 0, off = 0;
+	char *bufs[K];
+	struct aiocb cbs[K];
+	const struct aiocb *l[1];
+
+	CHECK(fcntl(fd, F_SETFL, O_APPEND) == 0);
+	for (int k = 0; k < K; k++) {
+		bufs[k] = malloc(sz[k]);
+		memset(bufs[k], 'A' + k, sz[k]);
+	}
+	for (int r = 0; r < ROUNDS; r++) {
+		for (int k = 0; k < K; k++) {
+			/* the offset is ignored under O_APPEND */
+			cbs[k] = t_cb(fd, bufs[k], sz[k], 0);
+			CHECK_EQ(uaio_write(&cbs[k]), 0);
+			total += sz[k];
+		}
+		if (r % 2) {	/* half the rounds: an fsync covers them */
+			struct aiocb f = t_cb(fd, NULL, 0, 0);
+			CHECK_EQ(uaio_fsync(O_SYNC, &f), 0);
+			l[0] = &f;
+			while (uaio_error(&f) == EINPROGRESS)
+				uaio_suspend(l, 1, NULL);
+			for (int k = 0; k < K; k++)
+				CHECK_EQ(uaio_error(&cbs[k]), 0);
+			CHECK_EQ(t_wait(&f, &err), 0);
+		}
+		for (int k = 0; k < K; k++)
+			CHECK_EQ(t_wait(&cbs[k], &err), (ssize_t)sz[k]);
+	}
+	struct stat st;
+	CHECK(fstat(fd, &st) == 0 && (size_t)st.st_size == total);
+	char *all = malloc(total);
+	CHECK(pread(fd, all, total, 0) == (ssize_t)total);
+	for (int r = 0; r < ROUNDS; r++)
+		for (int k = 0; k < K; k++) {
+			for (size_t i = 0; i < sz[k]; i++)
+				if (all[off + i] != 'A' + k)
+					CHECK(!"an O_APPEND write landed out of call order");
+			off += sz[k];
+		}
+	free(all);
+	for (int k = 0; k < K; k++)
+		free(bufs[k]);
+	close(fd);
+}
+
 int main(void)
 {
 	t_watchdog(120);
 	RUN(fsync_after_writes);
 	RUN(stream_in_order);
 	RUN(pipe_priority);
+	RUN(append_in_order);
 	return T_EXIT_PASS;
 }

@@ -191,6 +191,8 @@ int cp_file(struct cp_run *r, struct cp_dir *dir, const char *src,
 /* Runs the loop until fewer than want jobs are running. */
 void cp_drain(struct cp_run *r, unsigned want);
 /* Runs the loop until no job writes dst. */
+bool cp_wait_writer(struct cp_run *r, const struct stat *st);
+void cp_wait_reader(struct cp_run *r, const char *dst);
 void cp_wait_file(struct cp_run *r, const char *dst);
 /* Whether a job is reading the file (dev, ino). */
 bool cp_reading(const struct cp_run *r, dev_t dev, ino_t ino);

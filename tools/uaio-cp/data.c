@@ -40,6 +40,10 @@ struct cp_job {
 	/* dst is an existing device or FIFO: written from start to end,
 	 * holes and all, by write(2), with nothing to seek or extend */
 	bool stream_dst;
+	/* an existing destination's inode, which a later source may be
+	 * another name of (cp_wait_writer); 0: a new file */
+	dev_t dst_dev;
+	ino_t dst_ino;
 	unsigned has;		/* CP_HAS_*: what the new file already has */
 	int64_t final_size;	/* >= 0: ftruncate the destination to this */
 	uaio_op op;
@@ -120,6 +124,39 @@ bool cp_reading(const struct cp_run *r, dev_t dev, ino_t ino)
 		if (r->jobs[i].src && r->jobs[i].st.st_dev == dev && r->jobs[i].st.st_ino == ino)
 			return true;
 	return false;
+}
+
+/*
+ * A source that is another name of a destination a job is still writing
+ * (a hard link from the source tree into the one being overwritten) is
+ * read once that job is done, as cp, copying one file after the other,
+ * reads it. true when it waited: the source's size may have changed.
+ */
+bool cp_wait_writer(struct cp_run *r, const struct stat *st)
+{
+	bool waited = false;
+
+	for (unsigned i = 0; r->running && i < r->o.jobs; i++) {
+		const struct cp_job *j = &r->jobs[i];
+
+		while (j->dst && j->dst_ino == st->st_ino && j->dst_dev == st->st_dev &&
+		       uaio_loop_run_once(r->l, -1) >= 0)
+			waited = true;
+	}
+	return waited;
+}
+
+/* The other way: before an existing destination is truncated, the jobs
+ * reading it (as another name of their source) are let finish. */
+void cp_wait_reader(struct cp_run *r, const char *dst)
+{
+	struct stat ds;
+
+	if (!r->running || stat(dst, &ds) < 0)
+		return;
+	while (cp_reading(r, ds.st_dev, ds.st_ino))
+		if (uaio_loop_run_once(r->l, -1) < 0)
+			break;
 }
 
 void cp_wait_file(struct cp_run *r, const char *dst)
@@ -508,8 +545,10 @@ static bool no_clone(const struct cp_job *j)
  * needs, so the holes are found with SEEK_DATA / SEEK_HOLE and kept. */
 static bool looks_sparse(const struct cp_job *j)
 {
+	/* cp 9.1's test (ST_NBLOCKS < st_size / ST_NBLOCKSIZE), whole
+	 * blocks: a file under 512 bytes never looks sparse */
 	return j->r->o.sparse == SPARSE_AUTO && S_ISREG(j->st.st_mode) &&
-	       (uint64_t)j->st.st_blocks * 512 < (uint64_t)j->st.st_size;
+	       (uint64_t)j->st.st_blocks < (uint64_t)j->st.st_size / 512;
 }
 
 /* FICLONE for a small file, where this source device took one before. */
@@ -594,11 +633,17 @@ int cp_file(struct cp_run *r, struct cp_dir *dir, const char *src,
 	j->has = has;
 	j->tracked = tracked;
 	j->stream_dst = false;
+	j->dst_dev = 0;
+	j->dst_ino = 0;
 	if (dst_fd >= 0) {
 		struct stat ds;
 
 		/* cp writes a device or FIFO as a stream: every byte, in order */
-		j->stream_dst = fstat(dst_fd, &ds) == 0 && !S_ISREG(ds.st_mode);
+		if (fstat(dst_fd, &ds) == 0) {
+			j->stream_dst = !S_ISREG(ds.st_mode);
+			j->dst_dev = ds.st_dev;
+			j->dst_ino = ds.st_ino;
+		}
 	}
 	j->failed = j->by_extent = j->zero_holes = false;
 	j->final_size = -1;

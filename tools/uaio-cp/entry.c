@@ -214,6 +214,7 @@ static bool copy_reg(struct cp_run *r, struct cp_dir *pd, const char *src,
 		has |= CP_HAS_OWNER |
 		       ((create & ~r->umask) == (lst->st_mode & 07777) ? CP_HAS_MODE : 0);
 	if (exists) {
+		cp_wait_reader(r, dst);
 		dfd = open(dst, O_WRONLY | O_TRUNC | O_CLOEXEC | O_NOCTTY);
 		if (dfd < 0) {
 			int err = errno;

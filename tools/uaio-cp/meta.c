@@ -213,8 +213,13 @@ void cp_meta_apply(const struct cp_run *r, int src_fd, const char *src, int fd,
 			}
 		}
 	}
-	if (link)
+	if (link) {
+		/* a link has no mode or ACL, but may have attributes
+		 * (trusted.*, as overlayfs's): cp copies them */
+		if (o->p_xattr)
+			xattrs(r, src_fd, src, fd, dst, out, &acl);
 		return;
+	}
 	if (o->p_xattr || o->p_mode)
 		xset = xattrs(r, src_fd, src, fd, dst, out, &acl);
 

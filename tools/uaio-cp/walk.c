@@ -242,6 +242,20 @@ void cp_copy_dir(struct cp_run *r, struct cp_dir *pd, const char *src,
 		}
 		ret = sfd >= 0 ? 0 : fstatat(at, name, &cst, r->o.deref == DEREF_ALWAYS ?
 					     0 : AT_SYMLINK_NOFOLLOW);
+		/* A link followed under -L may lead into the copy being made:
+		 * to a file a job is still creating or writing. cp, copying
+		 * one file after the other, would find it whole. */
+		if (r->o.deref == DEREF_ALWAYS && r->running && ents[i].type != DT_REG &&
+		    ents[i].type != DT_DIR && (ret == 0 ? S_ISREG(cst.st_mode) : errno == ENOENT)) {
+			cp_drain(r, 1);
+			ret = fstatat(at, name, &cst, 0);
+		}
+		/* another name of a destination being written */
+		if (ret == 0 && S_ISREG(cst.st_mode) && cst.st_nlink > 1 &&
+		    cp_wait_writer(r, &cst))
+			ret = sfd >= 0 ? fstat(sfd, &cst) :
+			      fstatat(at, name, &cst, r->o.deref == DEREF_ALWAYS ?
+				      0 : AT_SYMLINK_NOFOLLOW);
 		if (ret < 0)
 			cp_err(r, errno, "cannot stat %s", q(r, s));
 		else

@@ -123,6 +123,9 @@ __attribute__((constructor)) static void dropin_init(void)
 	libc.close = (int (*)(int))dlsym(RTLD_NEXT, "close");
 	libc.close_range = (int (*)(unsigned, unsigned, int))dlsym(RTLD_NEXT, "close_range");
 	libc.closefrom = (void (*)(int))dlsym(RTLD_NEXT, "closefrom");
+	/* glibc's AIO takes no descriptor: one the engine cannot keep above
+	 * the program's numbers is not taken at all */
+	__atomic_store_n(&uaio__owned_fds.strict, true, __ATOMIC_RELAXED);
 }
 
 static int close_glibc(int fd)

@@ -103,6 +103,10 @@ static int ring_setup_locked(struct aio_thread *t)
 	if (io_uring_queue_init(OWN_ENTRIES, &t->ring, 0) < 0)
 		return -EAGAIN;
 	t->ring.ring_fd = t->ring.enter_ring_fd = uaio__fd_own(t->ring.ring_fd);
+	if (t->ring.ring_fd < 0) {
+		io_uring_queue_exit(&t->ring);
+		return -EAGAIN;
+	}
 	if (io_uring_register_eventfd(&t->ring, E->own_evfd) < 0) {
 		uaio__fd_disown(t->ring.ring_fd);
 		io_uring_queue_exit(&t->ring);

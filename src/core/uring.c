@@ -112,6 +112,12 @@ static int uring_init(uaio_loop *l, const struct uaio_loop_params *p)
 		return r;
 	}
 	u->ring.ring_fd = u->ring.enter_ring_fd = uaio__fd_own(u->ring.ring_fd);
+	if (u->ring.ring_fd < 0) {	/* no room above the program's numbers */
+		r = -errno;
+		io_uring_queue_exit(&u->ring);
+		free(u);
+		return r;
+	}
 	/* Without these the guarantees above do not hold: use epoll. */
 	if (!(prm.features & IORING_FEAT_NODROP) ||
 	    !(prm.features & IORING_FEAT_EXT_ARG)) {

@@ -169,7 +169,7 @@ static int fd_floor(void)
 
 	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < top)
 		top = rl.rlim_cur;
-	return top > 128 ? (int)(top - top / 4) : 0;
+	return (int)(top - top / 4);
 }
 
 int uaio__fd_own(int fd)
@@ -181,6 +181,11 @@ int uaio__fd_own(int fd)
 	if (fd < floor && (high = fcntl(fd, F_DUPFD_CLOEXEC, floor)) >= 0) {
 		close(fd);
 		fd = high;
+	} else if (fd < floor &&
+		   __atomic_load_n(&uaio__owned_fds.strict, __ATOMIC_RELAXED)) {
+		close(fd);
+		errno = EMFILE;
+		return -1;
 	}
 	if (fd < UAIO_OWNED_MAX)
 		__atomic_fetch_or(&uaio__owned_fds.bits[fd / 64], 1ull << (fd % 64),

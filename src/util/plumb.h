@@ -115,11 +115,17 @@ int uaio__iov_skip(struct iovec *iov, int cnt, size_t n);
 #define UAIO_OWNED_MAX	65536
 struct uaio_owned_fds {
 	_Atomic uint64_t bits[UAIO_OWNED_MAX / 64];
+	/* Set by libuaio-posix.so: a descriptor that cannot be moved up is
+	 * given back (EMFILE) rather than kept at a number the program
+	 * would have got from open(2); the engine then does not start, and
+	 * requests run as glibc runs them. */
+	bool strict;			/* __atomic_* access */
 };
 extern struct uaio_owned_fds uaio__owned_fds;
 
 /* fd moved high (the low number closed) and marked; as it was when it
- * cannot be moved; a negative fd is returned as it is. */
+ * cannot be moved (strict: closed, -1 with EMFILE); a negative fd is
+ * returned as it is. */
 int uaio__fd_own(int fd);
 /* A duplicate of fd for the library itself, high and marked; -errno. */
 int uaio__fd_dup_own(int fd);

@@ -252,17 +252,47 @@ static int table_full_child(void)
 	return 0;
 }
 
-static void table_full(void)
+/* A small descriptor table (RLIMIT_NOFILE 8): the engine keeps its
+ * descriptors above three quarters of it or takes none, so the program's
+ * next open(2) gets the number it gets under glibc, which takes none. */
+static int small_table_child(void)
+{
+	struct rlimit rl = { 8, 8 };
+	struct aiocb r;
+	int p[2], lowest, fd;
+	char b[4];
+
+	if (setrlimit(RLIMIT_NOFILE, &rl) < 0 || pipe(p) < 0)
+		return 2;
+	if ((lowest = dup(0)) < 0)
+		return 3;
+	close(lowest);
+	cb_init(&r, p[0], b, 4, 0);
+	if (aio_read(&r))
+		return 4;
+	fd = open("/dev/null", O_RDONLY);
+	if (fd != lowest)
+		return 5;
+	if (write(p[1], "tiny", 4) != 4 || wait_for(&r) != 4 || memcmp(b, "tiny", 4))
+		return 6;
+	return 0;
+}
+
+static void in_child(const char *what)
 {
 	pid_t pid = fork();
 	int status;
 
 	OK(pid >= 0);
 	if (pid == 0) {
-		execl("/proc/self/exe", "dropin_prog", "table-full", (char *)NULL);
-		_exit(6);
+		execl("/proc/self/exe", "dropin_prog", what, (char *)NULL);
+		_exit(9);
 	}
 	OK(waitpid(pid, &status, 0) == pid);
+	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+		fprintf(stderr, "dropin_prog %s: %s %d\n", what,
+			WIFEXITED(status) ? "exit" : "signal",
+			WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status));
 	OK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
 }
 
@@ -271,6 +301,8 @@ int main(int argc, char **argv)
 	catch_faults();
 	if (argc > 1 && !strcmp(argv[1], "table-full"))
 		return table_full_child();
+	if (argc > 1 && !strcmp(argv[1], "small-table"))
+		return small_table_child();
 	char path[] = "/var/tmp/uaio-dropin-XXXXXX", buf[64];
 	int fd = mkstemp(path), p[2];
 	struct aiocb z, cb, w[3], *list[3];
@@ -394,7 +426,8 @@ int main(int argc, char **argv)
 	glibc_details(fd);
 
 	close_everything();
-	table_full();
+	in_child("table-full");
+	in_child("small-table");
 
 	/* aio_init is accepted (a hint). */
 	struct aioinit in = { .aio_threads = 4, .aio_num = 64 };

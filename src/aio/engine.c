@@ -14,6 +14,7 @@ struct aio_engine aio__engine = {
 	.thread_cv = PTHREAD_COND_INITIALIZER,
 	.max = UAIO_AIO_MAX_DEFAULT,
 	.workers = 8,
+	.idle_s = 1,		/* glibc's default aio_idle_time */
 	.own_evfd = -1,
 };
 
@@ -220,17 +221,48 @@ static void fork_child(void)
 	pthread_cond_init(&E->thread_cv, NULL);
 }
 
+/*
+ * glibc's helper threads end after aio_idle_time (1 s) without work, so a
+ * program done with AIO is single-threaded again (unshare(2) into a user
+ * namespace refuses a threaded process). The engine does as they do: with
+ * no request in flight for that long its loop and thread go, and the next
+ * request makes them anew.
+ */
+static bool engine_retire(uaio_loop *l)
+{
+	bool idle;
+
+	pthread_mutex_lock(&E->mu);
+	idle = E->loop == l && !E->nreq && !atomic_load(&E->nserial);
+	if (idle) {
+		if (E->own_evfd >= 0)
+			uaio_watch_stop(l, &E->own_watch);
+		E->loop = NULL;
+		uaio_loop_free(l);
+	}
+	pthread_mutex_unlock(&E->mu);
+	return idle;
+}
+
 static void *engine_main(void *arg)
 {
 	uaio_loop *l = arg;
+	int64_t idle = (int64_t)E->idle_s * 1000000000, busy = uaio__now_ns();
 
 	/* Running: aio__engine_start_locked() may return. */
 	atomic_store(&E->engine_up, 1);
 	syscall(SYS_futex, &E->engine_up, FUTEX_WAKE_PRIVATE, INT_MAX, NULL, NULL, 0);
-	for (;;)
-		if (uaio_loop_run_once(l, -1) < 0)
+	for (;;) {
+		int n = uaio_loop_run_once(l, idle);
+		int64_t now = uaio__now_ns();
+
+		if (n < 0)
 			usleep(1000);	/* never seen; don't spin if it happens */
-	return NULL;
+		else if (n > 0)
+			busy = now;
+		else if (now - busy >= idle && engine_retire(l))
+			return NULL;
+	}
 }
 
 int aio__engine_start_locked(void)
@@ -316,6 +348,8 @@ UAIO_API void uaio_init(const struct aioinit *init)
 		E->max = (unsigned long)init->aio_num;
 	if (init->aio_threads > 0 && !E->loop)
 		E->workers = (unsigned)init->aio_threads;
+	if (init->aio_idle_time > 0)
+		E->idle_s = (unsigned)init->aio_idle_time;
 	pthread_mutex_unlock(&E->mu);
 }
 

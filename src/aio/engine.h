@@ -253,6 +253,7 @@ struct aio_engine {
 	unsigned long nreq;		/* records in use = requests in flight */
 	unsigned long max;		/* AIO_MAX */
 	unsigned workers;		/* fallback pool size */
+	unsigned idle_s;		/* aio_idle_time: the engine's life idle */
 
 	atomic_uint nserial;		/* serial files with requests */
 	struct aio_serial *serial[SERIAL_BUCKETS];

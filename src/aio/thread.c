@@ -72,12 +72,15 @@ int aio__threads_start_locked(void)
 {
 	int r;
 
-	E->own_evfd = uaio__fd_own(eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
-	if (E->own_evfd < 0)
+	/* A new engine (the last one retired idle) keeps the eventfd the
+	 * threads' rings have registered. */
+	if (E->own_evfd < 0 &&
+	    (E->own_evfd = uaio__fd_own(eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK))) < 0)
 		return -errno;
+	memset(&E->own_watch, 0, sizeof(E->own_watch));
 	r = uaio_watch_start(E->loop, &E->own_watch, E->own_evfd, UAIO_READABLE,
 			     &own_handler, NULL);
-	if (r < 0) {
+	if (r < 0 && !E->threads) {
 		uaio__fd_close(E->own_evfd);
 		E->own_evfd = -1;
 	}

@@ -278,6 +278,50 @@ static int small_table_child(void)
 	return 0;
 }
 
+static int threads_now(void)
+{
+	char line[256];
+	int n = -1;
+	FILE *f = fopen("/proc/self/status", "r");
+
+	while (f && fgets(line, sizeof(line), f))
+		if (sscanf(line, "Threads: %d", &n) == 1)
+			break;
+	if (f)
+		fclose(f);
+	return n;
+}
+
+/* Done with AIO for aio_idle_time (1 s), a program is single-threaded
+ * again, as glibc's helper threads end (unshare(2) of a user namespace
+ * wants that); a request after that is served as any other. */
+static int idle_child(void)
+{
+	struct aioinit init = { .aio_threads = 4, .aio_num = 64, .aio_idle_time = 1 };
+	struct aiocb r;
+	int p[2];
+	char b[4];
+
+	aio_init(&init);
+	for (int round = 0; round < 2; round++) {
+		if (pipe(p) < 0)
+			return 2;
+		cb_init(&r, p[0], b, 4, 0);
+		if (aio_read(&r) || write(p[1], "idle", 4) != 4 || wait_for(&r) != 4 ||
+		    memcmp(b, "idle", 4))
+			return 3;
+		close(p[0]);
+		close(p[1]);
+		/* a bound, not a timing: up to 60 s for what takes 1 */
+		for (int i = 0; threads_now() != 1; i++) {
+			if (i == 600)
+				return 4;
+			usleep(100000);
+		}
+	}
+	return 0;
+}
+
 static void in_child(const char *what)
 {
 	pid_t pid = fork();
@@ -303,6 +347,8 @@ int main(int argc, char **argv)
 		return table_full_child();
 	if (argc > 1 && !strcmp(argv[1], "small-table"))
 		return small_table_child();
+	if (argc > 1 && !strcmp(argv[1], "idle"))
+		return idle_child();
 	char path[] = "/var/tmp/uaio-dropin-XXXXXX", buf[64];
 	int fd = mkstemp(path), p[2];
 	struct aiocb z, cb, w[3], *list[3];
@@ -428,6 +474,7 @@ int main(int argc, char **argv)
 	close_everything();
 	in_child("table-full");
 	in_child("small-table");
+	in_child("idle");
 
 	/* aio_init is accepted (a hint). */
 	struct aioinit in = { .aio_threads = 4, .aio_num = 64 };

@@ -72,11 +72,17 @@ int aio__lio_listio(int mode, struct aiocb *const list[], int nent,
 
 		if (op == LIO_NOP)
 			continue;
-		if (op == LIO_READ || op == LIO_WRITE) {
-			r = aio__submit_rw(cb, op == LIO_READ ? K_READ : K_WRITE, &pc, g);
+		/* glibc's helper reads or writes by the opcode's low 7 bits
+		 * (bit 7 marks its 64-bit calls), syncs by the exact value
+		 * with aio_reqprio set to 0, and takes anything else with
+		 * aio_reqprio checked, to fail it with EINVAL as it runs. */
+		if ((op & 127) == LIO_READ || (op & 127) == LIO_WRITE) {
+			r = aio__submit_rw(cb, (op & 127) == LIO_READ ? K_READ : K_WRITE, &pc, g);
 		} else if (op == LIO_DSYNC_GLIBC || op == LIO_SYNC_GLIBC) {
+			if (cb_state(cb) != ST_LIVE)
+				cb->aio_reqprio = 0;
 			r = aio__submit_sync(cb, op == LIO_DSYNC_GLIBC ? K_DSYNC : K_FSYNC, g);
-		} else if ((r = aio__cb_check(cb, false)) == 0) {
+		} else if ((r = aio__cb_check(cb, true)) == 0) {
 			aio__cb_mark_live(cb);
 			aio__complete(cb, -EINVAL);
 		}

@@ -271,6 +271,44 @@ static void adjacent_entries(void)
 	close(fd);
 }
 
+/* Opcodes as glibc's helper reads them: the low 7 bits for reads and
+ * writes (bit 7 marks its 64-bit calls), its syncs (3, 4) with
+ * aio_reqprio reset to 0, and an unknown one refused at once for a bad
+ * aio_reqprio, else failed with EINVAL as it runs. */
+static void glibc_opcodes(void)
+{
+	int fd = t_tmpfile(), err;
+	char w[8] = "opcodes", r[8] = { 0 };
+	struct aiocb a, *l[1] = { &a };
+
+	a = t_cb(fd, w, 8, 0);
+	a.aio_lio_opcode = 128 | LIO_WRITE;
+	CHECK_EQ(ulio_listio(LIO_WAIT, l, 1, NULL), 0);
+	CHECK_EQ(t_wait(&a, &err), 8);
+	a = t_cb(fd, r, 8, 0);
+	a.aio_lio_opcode = 128 | LIO_READ;
+	CHECK_EQ(ulio_listio(LIO_WAIT, l, 1, NULL), 0);
+	CHECK_EQ(t_wait(&a, &err), 8);
+	CHECK(!memcmp(r, "opcodes", 8));
+	a = t_cb(fd, NULL, 0, 0);
+	a.aio_lio_opcode = 3;		/* glibc's LIO_DSYNC */
+	a.aio_reqprio = 5;
+	CHECK_EQ(ulio_listio(LIO_WAIT, l, 1, NULL), 0);
+	CHECK_EQ(t_wait(&a, &err), 0);
+	CHECK_EQ(a.aio_reqprio, 0);
+	a = t_cb(fd, r, 8, 0);
+	a.aio_lio_opcode = 7;
+	a.aio_reqprio = 25;
+	ERRNO_IS(ulio_listio(LIO_WAIT, l, 1, NULL), EINVAL);
+	CHECK_EQ(uaio_error(&a), EINVAL);
+	a = t_cb(fd, r, 8, 0);
+	a.aio_lio_opcode = 7;
+	ERRNO_IS(ulio_listio(LIO_WAIT, l, 1, NULL), EIO);
+	CHECK_EQ(t_wait(&a, &err), -1);
+	CHECK_EQ(err, EINVAL);
+	close(fd);
+}
+
 /* Adjacent O_DIRECT entries, the second's buffer misaligned: their one
  * writev fails as a whole (EINVAL), and each is then made alone, so the
  * good one is written and only the bad one fails, as with glibc's one
@@ -305,6 +343,7 @@ int main(void)
 	RUN(wait_interrupted);
 	RUN(many_small_writes);
 	RUN(adjacent_entries);
+	RUN(glibc_opcodes);
 	RUN(direct_entry_error);	/* last: skips where /var/tmp has no O_DIRECT */
 	return T_EXIT_PASS;
 }

@@ -55,6 +55,14 @@ UAIO_API int uaio_cancel(int fd, struct aiocb *cb)
 		return AIO_ALLDONE;
 	}
 
+	/* A cancelled request's SIGEV_SIGNAL, queued to the process under
+	 * the lock, could run its handler on this thread right there; one
+	 * that makes a request of its own would then wait for the lock for
+	 * ever (glibc's lock is recursive). It runs after the unlock. */
+	sigset_t all, old;
+
+	sigfillset(&all);
+	pthread_sigmask(SIG_BLOCK, &all, &old);
 	pthread_mutex_lock(&E->mu);
 	if (cb) {
 		struct aio_req *r = priv(cb)->req;
@@ -62,6 +70,7 @@ UAIO_API int uaio_cancel(int fd, struct aiocb *cb)
 		if (!r || r->cb != cb || r->state == RS_FREE) {
 			/* Finishing inline in another thread right now. */
 			pthread_mutex_unlock(&E->mu);
+			pthread_sigmask(SIG_SETMASK, &old, NULL);
 			return cb_state(cb) == ST_LIVE ? AIO_NOTCANCELED : AIO_ALLDONE;
 		}
 		canceled = cancel_locked(r);
@@ -79,6 +88,7 @@ UAIO_API int uaio_cancel(int fd, struct aiocb *cb)
 		}
 	}
 	pthread_mutex_unlock(&E->mu);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	if (notcanceled)
 		return AIO_NOTCANCELED;
 	return canceled ? AIO_CANCELED : AIO_ALLDONE;

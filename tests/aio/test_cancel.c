@@ -6,7 +6,8 @@
  * AIO_ALLDONE; all requests of a descriptor at once; cancelled requests
  * report ECANCELED and still notify; a socket write blocked on a full
  * buffer keeps going while those behind it are cancelled; bad descriptor
- * and mismatched aiocb.
+ * and mismatched aiocb; a cancelled request's signal handler may make
+ * a request of its own (glibc's lock is recursive: no deadlock there).
  */
 #include "aio/aio_util.h"
 #include <sys/socket.h>
@@ -198,6 +199,48 @@ static void cancel_blocked_socket_write(void)
 	free(got);
 }
 
+static struct aiocb in_handler;
+static volatile sig_atomic_t handled;
+
+static void submit_in_handler(int sig)
+{
+	(void)sig;
+	handled = uaio_read(&in_handler) == 0 ? 1 : -1;
+}
+
+/* The cancelled request's SIGEV_SIGNAL runs a handler that submits: it
+ * must not find the engine's lock held by the aio_cancel it interrupts
+ * (the watchdog ends a deadlock). */
+static void cancel_signal_submits(void)
+{
+	int p[2], q[2], err;
+	char a[4], b[4], c[4];
+	struct sigaction sa = { .sa_handler = submit_in_handler };
+
+	CHECK(pipe(p) == 0 && pipe(q) == 0);
+	CHECK(sigaction(SIGUSR1, &sa, NULL) == 0);
+	struct aiocb first = t_cb(p[0], a, 4, 0), second = t_cb(p[0], b, 4, 0);
+	second.aio_sigevent.sigev_notify = SIGEV_SIGNAL;
+	second.aio_sigevent.sigev_signo = SIGUSR1;
+	in_handler = t_cb(q[0], c, 4, 0);
+	CHECK_EQ(uaio_read(&first), 0);
+	CHECK_EQ(uaio_read(&second), 0);
+	CHECK_EQ(uaio_cancel(p[0], &second), AIO_CANCELED);
+	while (!handled)	/* delivered by now, or soon to another thread */
+		usleep(1000);
+	CHECK_EQ(handled, 1);
+	CHECK_EQ(uaio_error(&second), ECANCELED);
+	CHECK(write(q[1], "hand", 4) == 4 && write(p[1], "1st!", 4) == 4);
+	CHECK_EQ(t_wait(&in_handler, &err), 4);
+	CHECK_EQ(t_wait(&first, &err), 4);
+	CHECK(!memcmp(c, "hand", 4));
+	signal(SIGUSR1, SIG_DFL);
+	close(p[0]);
+	close(p[1]);
+	close(q[0]);
+	close(q[1]);
+}
+
 int main(void)
 {
 	t_watchdog(60);
@@ -205,5 +248,6 @@ int main(void)
 	RUN(cancel_all_on_fd);
 	RUN(cancel_races_completion);
 	RUN(cancel_blocked_socket_write);
+	RUN(cancel_signal_submits);
 	return T_EXIT_PASS;
 }

@@ -83,16 +83,7 @@ int uring__buf_update(uaio_loop *l, unsigned idx, const struct iovec *iov)
 			return r;
 		u->bufs_ready = true;
 	}
-	/* The kernel's long-term pin of the pages can fail for the moment
-	 * with EBUSY (pages it could not move yet: seen once, a stack buffer
-	 * under ASan on a VM that gives memory back): a few more tries over
-	 * about 0.2 s, then the error. */
-	for (int tries = 0;; tries++) {
-		r = io_uring_register_buffers_update_tag(&u->ring, idx, iov ? iov : &none,
-							 NULL, 1);
-		if (r != -EBUSY || !iov || tries == 8)
-			break;
-		usleep(1000u << (tries < 5 ? tries : 5));
-	}
+	r = io_uring_register_buffers_update_tag(&u->ring, idx, iov ? iov : &none,
+						 NULL, 1);
 	return r < 0 ? r : 0;
 }

@@ -45,7 +45,7 @@ static void test_file(void)
 	uaio_loop *l = t_loop_new(0);
 	size_t sz = 1 << 20;
 	char *buf = aligned_alloc(4096, sz), *back = malloc(sz);
-	uaio_op op;
+	uaio_op op = { 0 };
 	struct res r = { 0 };
 	int fd = tmpfile_fd(), idx;
 
@@ -87,7 +87,7 @@ static void test_pipe(void)
 {
 	uaio_loop *l = t_loop_new(0);
 	char buf[4096];
-	uaio_op op;
+	uaio_op op = { 0 };
 	struct res r = { 0 };
 	int p[2], idx;
 
@@ -138,7 +138,7 @@ static void test_copy_range(void)
 	int a = tmpfile_fd(), b = tmpfile_fd();
 	size_t sz = 3 << 20;
 	char *x = malloc(sz), *y = malloc(sz);
-	uaio_op op;
+	uaio_op op = { 0 };
 	struct res r = { 0 };
 
 	for (size_t i = 0; i < sz; i++)

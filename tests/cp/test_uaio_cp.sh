@@ -411,25 +411,25 @@ both --sparse=auto -a h g
 # so uaio-cp runs alone here and its result is checked against that
 # order; never a torn file. Several runs, as the jobs race.
 ino() { stat -c %i "$1"; }
+# ov_case FLAGS NAME SIZE OLDSIZE LINK...: s/a of SIZE bytes, t/s/a of
+# OLDSIZE bytes of OLD, and s/NAME made by `LINK... s/NAME` to lead to
+# t/s/a; after `uaio-cp FLAGS s t`, t/s/NAME is the new a when a comes
+# first in inode order, else the old t/s/a whole.
+ov_case() (
+  flags=$1 name=$2 size=$3 oldsize=$4; shift 4
+  rmtree "$T/ov"; mkdir "$T/ov" && cd "$T/ov" || exit 1
+  mkdir -p s t/s; yes abcdefghij | head -c "$size" >s/a
+  yes OLD | head -c "$oldsize" >t/s/a; yes OLD | head -c "$oldsize" >old
+  "$@" "s/$name" || exit 1
+  a_first=$([ "$(ino s/a)" -lt "$(ino "s/$name")" ] && echo 1)
+  uaio-cp $flags s t || exit 1
+  if [ -n "$a_first" ]; then cmp -s "t/s/$name" s/a; else cmp -s "t/s/$name" old; fi
+)
 for i in 1 2 3; do
-  rmtree "$T/ov"; mkdir "$T/ov" || fail "setup"
-  (
-    cd "$T/ov" || exit 1
-    mkdir -p s t/s; yes abcdefghij | head -c 3000000 >s/a; yes OLD | head -c 2000000 >t/s/a
-    ln t/s/a s/b; yes OLD | head -c 2000000 >old
-    a_first=$([ "$(ino s/a)" -lt "$(ino s/b)" ] && echo 1)
-    uaio-cp -r s t || exit 1
-    if [ -n "$a_first" ]; then cmp -s t/s/b s/a; else cmp -s t/s/b old; fi
-  ) || fail "-r: a hard link to a destination being written was read half written"
-  rmtree "$T/ov"; mkdir "$T/ov" || fail "setup"
-  (
-    cd "$T/ov" || exit 1
-    mkdir -p s t/s; yes abcdefghij | head -c 100000 >s/a; ln -s ../t/s/a s/z
-    yes OLD | head -c 50000 >t/s/a; yes OLD | head -c 50000 >old
-    a_first=$([ "$(ino s/a)" -lt "$(ino s/z)" ] && echo 1)
-    uaio-cp -rL s t || exit 1
-    if [ -n "$a_first" ]; then cmp -s t/s/z s/a; else cmp -s t/s/z old; fi
-  ) || fail "-rL: a link to a destination being written was read half written"
+  ov_case -r b 3000000 2000000 ln t/s/a ||
+    fail "-r: a hard link to a destination being written was read half written"
+  ov_case -rL z 100000 50000 ln -s ../t/s/a ||
+    fail "-rL: a link to a destination being written was read half written"
   rmtree "$T/ov"; mkdir "$T/ov" || fail "setup"
   (
     cd "$T/ov" || exit 1

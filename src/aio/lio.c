@@ -68,7 +68,7 @@ int aio__lio_listio(int mode, struct aiocb *const list[], int nent,
 	}
 	for (int i = 0; i < nent; i++) {
 		struct aiocb *cb = list[i];
-		int op = cb ? cb->aio_lio_opcode : LIO_NOP;
+		int op = cb ? cb->aio_lio_opcode : LIO_NOP, rw = op & 127;
 
 		if (op == LIO_NOP)
 			continue;
@@ -76,8 +76,8 @@ int aio__lio_listio(int mode, struct aiocb *const list[], int nent,
 		 * (bit 7 marks its 64-bit calls), syncs by the exact value
 		 * with aio_reqprio set to 0, and takes anything else with
 		 * aio_reqprio checked, to fail it with EINVAL as it runs. */
-		if ((op & 127) == LIO_READ || (op & 127) == LIO_WRITE) {
-			r = aio__submit_rw(cb, (op & 127) == LIO_READ ? K_READ : K_WRITE, &pc, g);
+		if (rw == LIO_READ || rw == LIO_WRITE) {
+			r = aio__submit_rw(cb, rw == LIO_READ ? K_READ : K_WRITE, &pc, g);
 		} else if (op == LIO_DSYNC_GLIBC || op == LIO_SYNC_GLIBC) {
 			if (cb_state(cb) != ST_LIVE)
 				cb->aio_reqprio = 0;

@@ -204,9 +204,11 @@ static void serial_clock_end_locked(struct aio_serial *s, struct aio_req *r)
  * clock, if its socket has a timeout, starts now. */
 void aio__serial_started(struct aio_req *r)
 {
-	if (r->kind <= K_WRITE && !((struct aio_serial *)r->owner)->reg)
+	struct aio_serial *s = r->owner;
+
+	if (r->kind <= K_WRITE && !s->reg)
 		r->cb->__return_value = -1;
-	serial_clock_locked(r->owner);
+	serial_clock_locked(s);
 }
 
 /* Starts the next waiting request of a serial file. */
@@ -323,15 +325,13 @@ void aio__req_end_locked(struct aio_req *r, long res)
 		return;
 	}
 
-	bool expired = (r->flags & RF_SERIAL) &&
-		       ((struct aio_serial *)r->owner)->timed == r &&
-		       ((struct aio_serial *)r->owner)->expired;
+	struct aio_serial *s = r->flags & RF_SERIAL ? r->owner : NULL;
+	bool expired = s && s->timed == r && s->expired;
 
 	/* A blocking write to a pipe or socket writes everything, unless
 	 * its socket's timeout runs out first. */
-	if (r->kind == K_WRITE && (r->flags & RF_SERIAL) && res > 0 &&
-	    (size_t)res < cb_len(cb) - pv->done && !expired &&
-	    !((struct aio_serial *)r->owner)->reg) {
+	if (r->kind == K_WRITE && s && !s->reg && res > 0 &&
+	    (size_t)res < cb_len(cb) - pv->done && !expired) {
 		pv->done += (uint64_t)res;
 		if (aio__req_issue_locked(r) == 0)
 			return;
@@ -341,8 +341,7 @@ void aio__req_end_locked(struct aio_req *r, long res)
 		res = -EAGAIN;
 	if (pv->done)
 		res = res >= 0 ? res + (long)pv->done : (long)pv->done;
-	if (r->flags & RF_SERIAL) {
-		struct aio_serial *s = r->owner;
+	if (s) {
 		serial_clock_end_locked(s, r);
 		s->busy = NULL;
 		aio__req_release_locked(r, res);

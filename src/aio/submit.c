@@ -245,12 +245,11 @@ static int submit_serial(struct aiocb *cb, int kind, int fd, int fl,
 			 const struct stat *st, struct lio_ctx *pc,
 			 struct aio_lio *g)
 {
+	bool reg = S_ISREG(st->st_mode) || S_ISBLK(st->st_mode);
 	struct aio_serial *s;
 	struct aio_req *r;
 	long res;
 	int ret;
-
-	bool reg = S_ISREG(st->st_mode) || S_ISBLK(st->st_mode);
 
 	if (reg)	/* no meaning for a file: glibc's write waits */
 		fl &= ~O_NONBLOCK;

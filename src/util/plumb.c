@@ -105,20 +105,6 @@ bool uaio__ts_valid(const struct timespec *t)
 	return t->tv_sec >= 0 && t->tv_nsec >= 0 && t->tv_nsec < 1000000000;
 }
 
-struct timespec uaio__ts_deadline(const struct timespec *rel)
-{
-	struct timespec d;
-
-	clock_gettime(CLOCK_MONOTONIC, &d);
-	d.tv_sec += rel->tv_sec;
-	d.tv_nsec += rel->tv_nsec;
-	if (d.tv_nsec >= 1000000000) {
-		d.tv_sec++;
-		d.tv_nsec -= 1000000000;
-	}
-	return d;
-}
-
 long uaio__sysret(long r)
 {
 	return r < 0 ? -errno : r;

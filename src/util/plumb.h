@@ -75,8 +75,6 @@ void uaio__slab_destroy(struct uaio__slab *s);
 int64_t uaio__now_ns(void);			/* CLOCK_MONOTONIC */
 /* A duration as POSIX accepts one: tv_sec >= 0, 0 <= tv_nsec < 1e9. */
 bool uaio__ts_valid(const struct timespec *t);
-/* CLOCK_MONOTONIC now + rel, normalised. */
-struct timespec uaio__ts_deadline(const struct timespec *rel);
 /* In ns, saturated: a deadline centuries away must not wrap round. */
 static inline int64_t uaio__ts_ns(const struct timespec *t)
 {

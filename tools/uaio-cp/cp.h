@@ -190,9 +190,12 @@ int cp_file(struct cp_run *r, struct cp_dir *dir, const char *src,
 	    bool tracked);
 /* Runs the loop until fewer than want jobs are running. */
 void cp_drain(struct cp_run *r, unsigned want);
-/* Runs the loop until no job writes dst. */
+/* Runs the loop until no job writes st's inode (as an existing
+ * destination); true if it ran. */
 bool cp_wait_writer(struct cp_run *r, const struct stat *st);
+/* Runs the loop until no job reads the file dst names. */
 void cp_wait_reader(struct cp_run *r, const char *dst);
+/* Runs the loop until no job writes dst. */
 void cp_wait_file(struct cp_run *r, const char *dst);
 /* Whether a job is reading the file (dev, ino). */
 bool cp_reading(const struct cp_run *r, dev_t dev, ino_t ino);

@@ -221,6 +221,7 @@ void cp_copy_dir(struct cp_run *r, struct cp_dir *pd, const char *src,
 		char *s = join(src, names + ents[i].name);
 		char *t = join(dst, names + ents[i].name);
 		struct stat cst;
+		int at_follow = r->o.deref == DEREF_ALWAYS ? 0 : AT_SYMLINK_NOFOLLOW;
 		const char *name;
 		int at = cp_at(d, false, s, &name), sfd = -1, ret;
 
@@ -240,8 +241,7 @@ void cp_copy_dir(struct cp_run *r, struct cp_dir *pd, const char *src,
 			close(sfd);
 			sfd = -1;
 		}
-		ret = sfd >= 0 ? 0 : fstatat(at, name, &cst, r->o.deref == DEREF_ALWAYS ?
-					     0 : AT_SYMLINK_NOFOLLOW);
+		ret = sfd >= 0 ? 0 : fstatat(at, name, &cst, at_follow);
 		/* A link followed under -L may lead into the copy being made:
 		 * to a file a job is still creating or writing. cp, copying
 		 * one file after the other, would find it whole. */
@@ -253,9 +253,7 @@ void cp_copy_dir(struct cp_run *r, struct cp_dir *pd, const char *src,
 		/* another name of a destination being written */
 		if (ret == 0 && S_ISREG(cst.st_mode) && cst.st_nlink > 1 &&
 		    cp_wait_writer(r, &cst))
-			ret = sfd >= 0 ? fstat(sfd, &cst) :
-			      fstatat(at, name, &cst, r->o.deref == DEREF_ALWAYS ?
-				      0 : AT_SYMLINK_NOFOLLOW);
+			ret = sfd >= 0 ? fstat(sfd, &cst) : fstatat(at, name, &cst, at_follow);
 		if (ret < 0)
 			cp_err(r, errno, "cannot stat %s", q(r, s));
 		else

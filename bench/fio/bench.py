@@ -8,6 +8,7 @@ Called by bench/run.py as run(ctx); returns the markdown section.
 """
 import json
 import re
+import resource
 import shutil
 import subprocess
 
@@ -40,6 +41,17 @@ O_DIRECT and cold reads fio's thread, which waits in aio_suspend, issues
 each request on an io_uring of its own and reaps it there itself: one
 wake-up per request, where glibc's helper thread needs two (the helper's,
 then fio's); docs/design.md, POSIX AIO.
+
+The CPU columns say what each request cost the machine, all threads
+counted (fio's start-up, about 0.15 s per run, is in both alike). In the
+cached cells at depth 64, glibc's helper thread copies on the second core
+while fio's thread queues the next requests: two cores against uaio's one,
+since uaio copies cached data in the calling thread and leaves the engine
+idle. Handing those requests to the engine instead would cost a pinned
+file per request (a registration, so that a close() cannot redirect the
+I/O) and a cross-thread hand-off, more than the 4 KiB copy it moves; fio's
+own io_uring engine with every request forced to io_uring's workers
+(`--force_async=1`) made 0.85–0.9× glibc here.
 """
 
 
@@ -68,10 +80,19 @@ def fio_argv(fio, path, rw, bs, depth, cache, engine, secs=None, ios=None):
 
 
 def fio_iops(out):
-    """IOPS (reads + writes) from fio's JSON output."""
+    """IOPS and requests done (reads + writes) from fio's JSON output."""
     data = json.loads(out[out.index("{"):])
     job = data["jobs"][0]
-    return job["read"]["iops"] + job["write"]["iops"]
+    return {"iops": job["read"]["iops"] + job["write"]["iops"],
+            "ios": job["read"]["total_ios"] + job["write"]["total_ios"]}
+
+
+def children_cpu():
+    """CPU seconds of every waited-for descendant so far: fio's job
+    process and all its threads (glibc's helpers, uaio's engine), which
+    fio's own usr_cpu/sys_cpu, counting the job thread alone, leave out."""
+    ru = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return ru.ru_utime + ru.ru_stime
 
 
 def strace_calls(ctx, argv, env, ios):
@@ -120,10 +141,19 @@ def run(ctx):
                 if v == "psync" and depth != p["depths"][0]:
                     continue	# psync has no queue: depth 1 only
                 argv = fio_argv("fio", path, rw, bs, depth, cache, engine[v], secs=p["secs"])
-                R.run((rw, bs, depth, cache, v), argv, env=env[v], timeout=300, pick=fio_iops,
-                      what=f"{v} {rw} {bs} d{depth} {cache}")
+                key = (rw, bs, depth, cache, v)
+                cpu0 = children_cpu()
+                rec = R.run(key, argv, env=env[v], timeout=300, pick=fio_iops,
+                            what=f"{v} {rw} {bs} d{depth} {cache}")
+                if rec and rec["ios"]:
+                    R.add(key + ("cpu",), (children_cpu() - cpu0) * 1e6 / rec["ios"])
 
-    med = R.med
+    def med(key):
+        return R.med(key + ("iops",))
+
+    def cpu(key):
+        us = R.med(key + ("cpu",))
+        return "–" if us is None else f"{us:.1f}"
 
     rows, below, cached_read, direct_all = [], [], [], []
     for rw, bs, depth, cache in cells:
@@ -138,15 +168,18 @@ def run(ctx):
             direct_all.append((label, r))
         rows.append([rw, bs, depth, cache, ctx.fmt_num(g), ctx.fmt_num(u), ctx.fmt_ratio(r),
                      ctx.fmt_num(med((rw, bs, depth, cache, "io_uring"))),
-                     ctx.fmt_num(med((rw, bs, p["depths"][0], cache, "psync")))])
+                     ctx.fmt_num(med((rw, bs, p["depths"][0], cache, "psync"))),
+                     cpu((rw, bs, depth, cache, "glibc")), cpu((rw, bs, depth, cache, "uaio"))])
     md = [f"fio {ctx.run_cmd(['fio', '--version']).strip()}; file {p['file_mb']} MiB on "
           f"{ctx.scratch}; {p['secs']} s per cell, {p['reps']} repetitions, variants "
           "interleaved (order rotated per cell); medians of IOPS. uaio = the same fio "
           "binary with `LD_PRELOAD=libuaio-posix.so`. cached: `--invalidate=0` after "
           "reading the file; cold: fio's default `--invalidate=1`; direct: `--direct=1`. "
-          "psync is depth 1 only.\n",
+          "psync is depth 1 only. CPU µs/request: user + system time of the whole fio "
+          "run (job process, all its threads) over the requests it did, median.\n",
           ctx.table(["rw", "bs", "depth", "cache", LABEL["glibc"], LABEL["uaio"],
-                     "uaio ÷ glibc", LABEL["io_uring"], LABEL["psync"]], rows)]
+                     "uaio ÷ glibc", LABEL["io_uring"], LABEL["psync"],
+                     "CPU µs/req, glibc", "CPU µs/req, uaio"], rows)]
 
     def floor(pairs, target):
         miss = [f"{lbl} ({r:.2f}×)" for lbl, r in pairs if r is not None and r < target]

@@ -55,22 +55,13 @@ UAIO_API int uaio_cancel(int fd, struct aiocb *cb)
 		return AIO_ALLDONE;
 	}
 
-	/* A cancelled request's SIGEV_SIGNAL, queued to the process under
-	 * the lock, could run its handler on this thread right there; one
-	 * that makes a request of its own would then wait for the lock for
-	 * ever (glibc's lock is recursive). It runs after the unlock. */
-	sigset_t all, old;
-
-	sigfillset(&all);
-	pthread_sigmask(SIG_BLOCK, &all, &old);
-	pthread_mutex_lock(&E->mu);
+	aio__lock();
 	if (cb) {
 		struct aio_req *r = priv(cb)->req;
 
 		if (!r || r->cb != cb || r->state == RS_FREE) {
 			/* Finishing inline in another thread right now. */
-			pthread_mutex_unlock(&E->mu);
-			pthread_sigmask(SIG_SETMASK, &old, NULL);
+			aio__unlock();
 			return cb_state(cb) == ST_LIVE ? AIO_NOTCANCELED : AIO_ALLDONE;
 		}
 		canceled = cancel_locked(r);
@@ -87,8 +78,7 @@ UAIO_API int uaio_cancel(int fd, struct aiocb *cb)
 				notcanceled++;
 		}
 	}
-	pthread_mutex_unlock(&E->mu);
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	aio__unlock();
 	if (notcanceled)
 		return AIO_NOTCANCELED;
 	return canceled ? AIO_CANCELED : AIO_ALLDONE;

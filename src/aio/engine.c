@@ -18,6 +18,60 @@ struct aio_engine aio__engine = {
 	.own_evfd = -1,
 };
 
+/* ------------------------------------------------------ the lock */
+
+/* This thread's part in the engine's lock: whether it holds it, and the
+ * signal mask to put back when it lets go (engine.h, aio__lock). */
+static __thread struct {
+	bool locked, held;
+	sigset_t old;
+} lock_self;
+
+void aio__lock(void)
+{
+	pthread_mutex_lock(&E->mu);
+	lock_self.locked = true;
+}
+
+bool aio__trylock(void)
+{
+	if (pthread_mutex_trylock(&E->mu))
+		return false;
+	lock_self.locked = true;
+	return true;
+}
+
+void aio__unlock(void)
+{
+	bool held = lock_self.held;
+
+	lock_self.locked = lock_self.held = false;
+	pthread_mutex_unlock(&E->mu);
+	if (held)
+		pthread_sigmask(SIG_SETMASK, &lock_self.old, NULL);
+}
+
+/* A handler that ran while the wait had let the lock go took and left
+ * it: the flag says again that this thread holds it. */
+void aio__cond_wait(pthread_cond_t *cv)
+{
+	pthread_cond_wait(cv, &E->mu);
+	lock_self.locked = true;
+}
+
+/* A signal is about to be queued to the process: under the lock, this
+ * thread takes none until aio__unlock. */
+void aio__signals_hold(void)
+{
+	sigset_t all;
+
+	if (!lock_self.locked || lock_self.held)
+		return;
+	sigfillset(&all);
+	pthread_sigmask(SIG_BLOCK, &all, &lock_self.old);
+	lock_self.held = true;
+}
+
 /* ------------------------------------------------------ hints */
 
 struct aio_hint *aio__hint_get(int fd)
@@ -173,7 +227,7 @@ static void mutex_init_adaptive(pthread_mutex_t *mu)
 
 static void fork_prepare(void)
 {
-	pthread_mutex_lock(&E->mu);
+	aio__lock();
 	if (E->loop)
 		uaio_loop_lock(E->loop);
 }
@@ -182,7 +236,7 @@ static void fork_parent(void)
 {
 	if (E->loop)
 		uaio_loop_unlock(E->loop);
-	pthread_mutex_unlock(&E->mu);
+	aio__unlock();
 }
 
 /* The child inherits no requests: its copies of our aiocbs become unknown
@@ -218,6 +272,11 @@ static void fork_child(void)
 	atomic_store(&E->waiters, 0);
 	aio__threads_fork_child();
 	mutex_init_adaptive(&E->mu);
+	lock_self.locked = false;
+	if (lock_self.held) {
+		lock_self.held = false;
+		pthread_sigmask(SIG_SETMASK, &lock_self.old, NULL);
+	}
 	pthread_cond_init(&E->thread_cv, NULL);
 }
 
@@ -232,7 +291,7 @@ static bool engine_retire(uaio_loop *l)
 {
 	bool idle;
 
-	pthread_mutex_lock(&E->mu);
+	aio__lock();
 	idle = E->loop == l && !E->nreq && !atomic_load(&E->nserial);
 	if (idle) {
 		if (E->own_evfd >= 0)
@@ -240,7 +299,7 @@ static bool engine_retire(uaio_loop *l)
 		E->loop = NULL;
 		uaio_loop_free(l);
 	}
-	pthread_mutex_unlock(&E->mu);
+	aio__unlock();
 	return idle;
 }
 
@@ -321,9 +380,9 @@ bool uaio__aio_engine_started(void)
 {
 	bool s;
 
-	pthread_mutex_lock(&E->mu);
+	aio__lock();
 	s = E->loop != NULL;
-	pthread_mutex_unlock(&E->mu);
+	aio__unlock();
 	return s;
 }
 
@@ -331,9 +390,9 @@ const char *uaio__aio_backend_name(void)
 {
 	const char *n;
 
-	pthread_mutex_lock(&E->mu);
+	aio__lock();
 	n = E->loop ? uaio_loop_backend_name(E->loop) : "none";
-	pthread_mutex_unlock(&E->mu);
+	aio__unlock();
 	return n;
 }
 
@@ -343,14 +402,14 @@ UAIO_API void uaio_init(const struct aioinit *init)
 {
 	if (!init)
 		return;
-	pthread_mutex_lock(&E->mu);
+	aio__lock();
 	if (init->aio_num > 0)
 		E->max = (unsigned long)init->aio_num;
 	if (init->aio_threads > 0 && !E->loop)
 		E->workers = (unsigned)init->aio_threads;
 	if (init->aio_idle_time > 0)
 		E->idle_s = (unsigned)init->aio_idle_time;
-	pthread_mutex_unlock(&E->mu);
+	aio__unlock();
 }
 
 /* The drop-in's aio_init: glibc takes aio_num as a hint, so it only ever

@@ -339,6 +339,20 @@ static inline void aio__cancel_restore(int old)
 bool aio__any_done(const struct aiocb *const list[], int nent);
 void aio__seq_bump(void);
 int aio__futex_wait_abs(atomic_uint *word, unsigned snap, const struct timespec *deadline);
+/*
+ * The engine's lock. A request may end while a caller's thread holds it
+ * (its own ring reaped in aio_suspend, a cancel, an issue that failed),
+ * and its SIGEV_SIGNAL, queued to the process, would run its handler on
+ * that very thread right there: a handler that submits would then wait
+ * for the lock for ever (glibc's lock is recursive, and its helpers send
+ * the signal). So a thread that sends one under the lock blocks its
+ * signals until aio__unlock lets the lock go.
+ */
+void aio__lock(void);
+bool aio__trylock(void);
+void aio__unlock(void);
+void aio__cond_wait(pthread_cond_t *cv);
+void aio__signals_hold(void);
 void aio__publish(struct aiocb *cb, long res);
 bool aio__sev_notifies(const struct sigevent *sev);
 void aio__complete(struct aiocb *cb, long res);

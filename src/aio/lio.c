@@ -10,6 +10,8 @@ void aio__lio_put_locked(struct aio_lio *g, bool pending)
 	if (last && g->notify) {
 		if (!g->begun)
 			uaio__notify_begin(&g->sev, &g->held);
+		if (g->sev.sigev_notify == SIGEV_SIGNAL)
+			aio__signals_hold();
 		uaio__notify_end(&g->sev, g->held);
 	}
 	if (last) {		/* LIO_WAIT's waiter sleeps on the group alone */
@@ -96,18 +98,18 @@ int aio__lio_listio(int mode, struct aiocb *const list[], int nent,
 	if (!g)
 		return posix_ret(refused);
 
-	pthread_mutex_lock(&E->mu);
+	aio__lock();
 	if (mode == LIO_WAIT)
 		g->refs++;		/* the waiter's */
 	aio__lio_put_locked(g, true);	/* the submission hold */
-	pthread_mutex_unlock(&E->mu);
+	aio__unlock();
 	/* Nothing taken: glibc waits for nothing, and the refusal's errno
 	 * is the call's (EINVAL, not EIO). */
 	if (mode == LIO_NOWAIT || !accepted) {
 		if (mode == LIO_WAIT) {
-			pthread_mutex_lock(&E->mu);
+			aio__lock();
 			aio__lio_put_locked(g, false);
-			pthread_mutex_unlock(&E->mu);
+			aio__unlock();
 		}
 		return posix_ret(refused);
 	}
@@ -118,9 +120,9 @@ int aio__lio_listio(int mode, struct aiocb *const list[], int nent,
 			r = -EINTR;
 			break;
 		}
-	pthread_mutex_lock(&E->mu);
+	aio__lock();
 	aio__lio_put_locked(g, false);
-	pthread_mutex_unlock(&E->mu);
+	aio__unlock();
 	if (r < 0)
 		return posix_ret(r);
 	for (int i = 0; i < nent && !failed && !refused; i++) {

@@ -155,7 +155,7 @@ static void clock_done(uaio_op *op, int res, void *data)
 {
 	struct aio_serial *s = data;
 
-	pthread_mutex_lock(&E->mu);
+	aio__lock();
 	if (op == &s->clock) {
 		s->ops &= ~SO_CLOCK;
 		if (res == -ETIME && s->timed && s->busy == s->timed &&
@@ -170,7 +170,7 @@ static void clock_done(uaio_op *op, int res, void *data)
 	}
 	serial_clock_locked(s);
 	aio__serial_maybe_free_locked(s);
-	pthread_mutex_unlock(&E->mu);
+	aio__unlock();
 }
 
 static void serial_clock_locked(struct aio_serial *s)
@@ -353,8 +353,8 @@ void aio__req_end_locked(struct aio_req *r, long res)
 
 void aio__req_cb(uaio_op *op, int res, void *data)
 {
-	pthread_mutex_lock(&E->mu);
+	aio__lock();
 	aio__req_end_locked((struct aio_req *)op, res);
-	pthread_mutex_unlock(&E->mu);
+	aio__unlock();
 }
 

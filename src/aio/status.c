@@ -75,6 +75,8 @@ void aio__complete(struct aiocb *cb, long res)
 	}
 	aio__publish(cb, res);
 	aio__seq_bump();
+	if (notify && sev.sigev_notify == SIGEV_SIGNAL)
+		aio__signals_hold();
 	/* glibc: a notification that cannot be delivered (a full signal
 	 * queue) becomes the request's status, after the fact. */
 	if (notify && (e = uaio__notify_end(&sev, held)) < 0) {

@@ -165,12 +165,12 @@ static void *lone_main(void *arg)
 	if (l.g) {
 		/* The list's last entry: its thread is made first (see
 		 * aio__req_release_locked). */
-		pthread_mutex_lock(&E->mu);
+		aio__lock();
 		if (l.g->notify && l.g->pending == 1 && !l.g->begun) {
 			uaio__notify_begin(&l.g->sev, &l.g->held);
 			l.g->begun = true;
 		}
-		pthread_mutex_unlock(&E->mu);
+		aio__unlock();
 	}
 	switch (l.kind) {
 	case K_READ:
@@ -188,9 +188,9 @@ static void *lone_main(void *arg)
 	}
 	aio__complete(cb, r < 0 ? -errno : r + (long)done);
 	if (l.g) {
-		pthread_mutex_lock(&E->mu);
+		aio__lock();
 		aio__lio_put_locked(l.g, true);
-		pthread_mutex_unlock(&E->mu);
+		aio__unlock();
 	}
 	return NULL;
 }
@@ -208,10 +208,10 @@ static int lone_thread(struct aiocb *cb, int kind, struct aio_lio *g, int err)
 	l->kind = kind;
 	l->g = g;
 	if (g) {
-		pthread_mutex_lock(&E->mu);
+		aio__lock();
 		g->pending++;
 		g->refs++;
-		pthread_mutex_unlock(&E->mu);
+		aio__unlock();
 	}
 	pthread_attr_init(&a);
 	pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
@@ -219,10 +219,10 @@ static int lone_thread(struct aiocb *cb, int kind, struct aio_lio *g, int err)
 	pthread_attr_destroy(&a);
 	if (r < 0) {
 		if (g) {
-			pthread_mutex_lock(&E->mu);
+			aio__lock();
 			g->pending--;
 			g->refs--;
-			pthread_mutex_unlock(&E->mu);
+			aio__unlock();
 		}
 		free(l);
 		return err;
@@ -253,14 +253,14 @@ static int submit_serial(struct aiocb *cb, int kind, int fd, int fl,
 
 	if (reg)	/* no meaning for a file: glibc's write waits */
 		fl &= ~O_NONBLOCK;
-	pthread_mutex_lock(&E->mu);
+	aio__lock();
 	s = aio__serial_get_locked(fd, st, true);
 	if (s) {
 		s->sock = S_ISSOCK(st->st_mode);
 		s->reg = reg;
 	}
 	if (!s) {
-		pthread_mutex_unlock(&E->mu);
+		aio__unlock();
 		return -EAGAIN;
 	}
 	if (!s->busy && !s->head && kind <= K_WRITE) {
@@ -271,14 +271,14 @@ static int submit_serial(struct aiocb *cb, int kind, int fd, int fl,
 			res = attempt_stream(fd, kind, cb, 0, S_ISSOCK(st->st_mode));
 		if (attempt_final(cb, kind, res, true, fl & O_NONBLOCK)) {
 			aio__serial_maybe_free_locked(s);
-			pthread_mutex_unlock(&E->mu);
+			aio__unlock();
 			aio__complete(cb, res + (res >= 0 ? (long)priv(cb)->done : 0));
 			return 0;
 		}
 	}
 	if ((ret = aio__engine_start_locked()) < 0 || !(r = aio__req_alloc_locked())) {
 		aio__serial_maybe_free_locked(s);
-		pthread_mutex_unlock(&E->mu);
+		aio__unlock();
 		return ret < 0 ? lone_thread(cb, kind, g, ret) : -EAGAIN;
 	}
 	r->cb = cb;
@@ -309,7 +309,7 @@ static int submit_serial(struct aiocb *cb, int kind, int fd, int fl,
 			aio__serial_started(r);
 		}
 	}
-	pthread_mutex_unlock(&E->mu);
+	aio__unlock();
 	return 0;
 }
 
@@ -357,9 +357,9 @@ void aio__batch_flush(struct lio_ctx *pc)
 {
 	if (!pc->mhead)
 		return;
-	pthread_mutex_lock(&E->mu);
+	aio__lock();
 	batch_flush_locked(pc);
-	pthread_mutex_unlock(&E->mu);
+	aio__unlock();
 }
 
 /* Whether r extends pc's gathered entries: same kind, same file, next
@@ -382,15 +382,15 @@ static int submit_parallel(struct aiocb *cb, int kind, int fd, bool direct,
 	struct aio_fdw *w = NULL;
 	int ret;
 
-	pthread_mutex_lock(&E->mu);
+	aio__lock();
 	if ((ret = aio__engine_start_locked()) < 0 || !(r = aio__req_alloc_locked())) {
-		pthread_mutex_unlock(&E->mu);
+		aio__unlock();
 		return ret < 0 ? lone_thread(cb, kind, g, ret) : -EAGAIN;
 	}
 	if (kind != K_READ && !(w = aio__fdw_get_locked(fd, kind == K_WRITE)) &&
 	    kind == K_WRITE) {
 		aio__req_free_locked(r);
-		pthread_mutex_unlock(&E->mu);
+		aio__unlock();
 		return -EAGAIN;
 	}
 	r->cb = cb;
@@ -411,7 +411,7 @@ static int submit_parallel(struct aiocb *cb, int kind, int fd, bool direct,
 		r->next = w->barriers;
 		w->barriers = r;
 		r->state = RS_QUEUED;
-		pthread_mutex_unlock(&E->mu);
+		aio__unlock();
 		return 0;
 	}
 	/* A list's entries gather while they are adjacent (see batch_*);
@@ -431,7 +431,7 @@ static int submit_parallel(struct aiocb *cb, int kind, int fd, bool direct,
 		pc->mbytes += cb_len(cb);
 		pc->mnext = cb->aio_offset + (int64_t)cb_len(cb);
 		r->state = RS_LOOP;
-		pthread_mutex_unlock(&E->mu);
+		aio__unlock();
 		return 0;
 	}
 	/*
@@ -449,7 +449,7 @@ static int submit_parallel(struct aiocb *cb, int kind, int fd, bool direct,
 	}
 	if (ret < 0)
 		aio__req_end_locked(r, ret);
-	pthread_mutex_unlock(&E->mu);
+	aio__unlock();
 	return 0;
 }
 
@@ -618,9 +618,9 @@ static bool serial_has(int fd, const struct stat *st)
 
 	if (!atomic_load_explicit(&E->nserial, memory_order_relaxed))
 		return false;
-	pthread_mutex_lock(&E->mu);
+	aio__lock();
 	has = aio__serial_get_locked(fd, st, false) != NULL;
-	pthread_mutex_unlock(&E->mu);
+	aio__unlock();
 	return has;
 }
 

@@ -57,11 +57,11 @@ static int own_input(uaio_watch *w)
 
 	if (read(w->fd, &v, sizeof(v)) < 0 && errno != EAGAIN)
 		return -1;
-	pthread_mutex_lock(&E->mu);
+	aio__lock();
 	for (struct aio_thread *t = E->threads; t; t = t->next)
 		if (!t->reaping)
 			own_reap_locked(t, 1);
-	pthread_mutex_unlock(&E->mu);
+	aio__unlock();
 	return 0;
 }
 
@@ -143,13 +143,13 @@ void aio__thread_exit_wait(void *arg)
 {
 	struct aio_thread *t = arg;
 
-	pthread_mutex_lock(&E->mu);
+	aio__lock();
 	t->exiting = true;
 	while (t->direct)
-		pthread_cond_wait(&E->thread_cv, &E->mu);
+		aio__cond_wait(&E->thread_cv);
 	ring_drop_locked(t);
 	aio_self = NULL;
-	pthread_mutex_unlock(&E->mu);
+	aio__unlock();
 	free(t);
 }
 
@@ -288,11 +288,11 @@ static void own_wait_cancelled(void *arg)
 
 	if (!t)
 		return;
-	pthread_mutex_lock(&E->mu);
+	aio__lock();
 	io_uring_cq_eventfd_toggle(&t->ring, true);
 	t->reaping = false;
 	own_reap_locked(t, 0);
-	pthread_mutex_unlock(&E->mu);
+	aio__unlock();
 }
 
 static int ring_wait_cancelable(struct aio_thread *t, const struct timespec *deadline,
@@ -322,10 +322,10 @@ bool aio__own_wait(const struct aiocb *const list[], int nent,
 		return false;
 	/* aio_suspend is async-signal-safe: a handler that interrupted this
 	 * thread while it held the lock waits on the futex instead. */
-	if (pthread_mutex_trylock(&E->mu))
+	if (!aio__trylock())
 		return false;
 	if (!t->ring_ok || !list_is_own_locked(t, list, nent)) {
-		pthread_mutex_unlock(&E->mu);
+		aio__unlock();
 		return false;
 	}
 	/* Reaping already: a handler run while this thread slept here. It
@@ -339,9 +339,9 @@ bool aio__own_wait(const struct aiocb *const list[], int nent,
 		own_reap_locked(t, 0);
 		if (aio__any_done(list, nent) || r < 0)
 			break;
-		pthread_mutex_unlock(&E->mu);
+		aio__unlock();
 		r = ring_wait_cancelable(t, deadline, nested);
-		pthread_mutex_lock(&E->mu);
+		aio__lock();
 		if (r == -ETIME || r == -EINTR)
 			continue;	/* reap once more, then stop */
 		if (r < 0) {	/* not expected: the futex wait takes over */
@@ -354,7 +354,7 @@ bool aio__own_wait(const struct aiocb *const list[], int nent,
 		t->reaping = false;
 		own_reap_locked(t, 0);	/* one posted before the eventfd was back */
 	}
-	pthread_mutex_unlock(&E->mu);
+	aio__unlock();
 	if (aio__any_done(list, nent))
 		*res = 0;
 	else if (lost)

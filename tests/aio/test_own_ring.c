@@ -277,6 +277,59 @@ static void after_fork(void)
 	free(b);
 }
 
+/* A completion's SIGEV_SIGNAL whose handler submits a request that needs
+ * the engine's lock (a read of an empty pipe queues): the thread reaping
+ * its own ring in aio_suspend holds that lock, and the signal it sends
+ * itself must wait until it has let go (the watchdog ends a deadlock). */
+static int hpipe[2];
+static struct aiocb in_handler;
+static volatile sig_atomic_t handled;
+static char hbuf[4];
+
+static void submit_in_handler(int sig)
+{
+	(void)sig;
+	in_handler = t_cb(hpipe[0], hbuf, sizeof(hbuf), 0);
+	handled = uaio_read(&in_handler) == 0 ? 1 : -1;
+}
+
+static void suspend_signal_submits(void)
+{
+	struct sigaction sa = { .sa_handler = submit_in_handler };
+	unsigned long th0, en0, th1, en1;
+	char *b = block();
+	int err;
+
+	CHECK(pipe(hpipe) == 0);
+	CHECK(sigaction(SIGUSR1, &sa, NULL) == 0);
+	uaio__aio_own_reaped(&th0, &en0);
+	for (int i = 0; i < 16; i++) {
+		struct aiocb cb = t_cb(dfd, b, BS, (off_t)(i % N) * BS);
+		const struct aiocb *l[1] = { &cb };
+
+		cb.aio_sigevent.sigev_notify = SIGEV_SIGNAL;
+		cb.aio_sigevent.sigev_signo = SIGUSR1;
+		handled = 0;
+		CHECK_EQ(uaio_read(&cb), 0);
+		while (uaio_error(&cb) == EINPROGRESS)
+			uaio_suspend(l, 1, NULL);
+		CHECK_EQ(uaio_return(&cb), BS);
+		while (!handled)	/* delivered by now, or soon to another thread */
+			usleep(1000);
+		CHECK_EQ(handled, 1);
+		CHECK(write(hpipe[1], "sig!", 4) == 4);
+		CHECK_EQ(t_wait(&in_handler, &err), 4);
+		CHECK(!memcmp(hbuf, "sig!", 4));
+	}
+	uaio__aio_own_reaped(&th1, &en1);
+	if (own_rings())
+		CHECK(th1 - th0 > 0);
+	signal(SIGUSR1, SIG_DFL);
+	close(hpipe[0]);
+	close(hpipe[1]);
+	free(b);
+}
+
 int main(void)
 {
 	t_watchdog(120);
@@ -288,6 +341,7 @@ int main(void)
 	RUN(many_in_flight);
 	RUN(timeout_on_own_list);
 	RUN(after_fork);
+	RUN(suspend_signal_submits);
 	RUN(suspend_reaps_itself);
 	return T_EXIT_PASS;
 }

@@ -194,6 +194,39 @@ static void t_with_range(void)
 	ht_resp_free(&r);
 }
 
+/* A file dated ahead of the clock: its Last-Modified may not be later
+ * than the response's Date (RFC 9110 8.8.2.1), and a date the server
+ * sent must not make a changed file look current. */
+static void t_future_mtime(void)
+{
+	char *p = ht_join(root, "future.txt"), h[256];
+	time_t ahead = time(NULL) + 3 * 365 * 86400L, lm, date;
+	struct timespec ts[2] = { { ahead, 0 }, { ahead, 0 } };
+	struct ht_resp r;
+
+	ht_write(p, "from the future\n", 16);
+	FATAL(utimensat(AT_FDCWD, p, ts, 0) == 0, "utimensat");
+	ht_get(srv.port, "/future.txt", NULL, &r);
+	lm = ht_parse_date(ht_hdr(&r, "Last-Modified"));
+	date = ht_parse_date(ht_hdr(&r, "Date"));
+	EXPECT_R(&r, r.rc == HT_OK && r.status == 200 && lm != -1 && date != -1 && lm <= date,
+		 "a file dated ahead of the clock: Last-Modified not later than Date");
+	snprintf(h, sizeof(h), "If-Modified-Since: %s\r\n", ht_hdr(&r, "Date") ? ht_hdr(&r, "Date") : "");
+	ht_resp_free(&r);
+	/* The file changes (still ahead of the clock): a date the server
+	 * gave earlier does not make it 304. */
+	ts[0].tv_sec = ts[1].tv_sec = ahead + 60;
+	ht_write(p, "from the future 2\n", 18);
+	FATAL(utimensat(AT_FDCWD, p, ts, 0) == 0, "utimensat");
+	sleep(2);	/* past the open-file cache's second */
+	ht_get(srv.port, "/future.txt", h, &r);
+	EXPECT_R(&r, r.rc == HT_OK && r.status == 200 && r.body_len == 18,
+		 "a file dated ahead changed: If-Modified-Since an earlier Date gives it, 200");
+	ht_resp_free(&r);
+	unlink(p);
+	free(p);
+}
+
 /* Rewrites f.txt with other content and another mtime. */
 static void rewrite(const char *content, time_t mtime, int by_rename)
 {
@@ -299,6 +332,7 @@ int main(void)
 	RUN(t_with_range);
 	RUN(t_if_match);
 	RUN(t_value_syntax);
+	RUN(t_future_mtime);
 	changes("default options");
 	ht_stop(&srv);
 

@@ -72,7 +72,7 @@ void conn_accepted(struct server *s, int fd, const struct sockaddr *sa)
 	c->state = C_IDLE;
 	if (sa)
 		peer_name(c, sa);
-	llhttp_init(&c->parser, HTTP_REQUEST, &s->settings);
+	proto_parser_init(&c->parser, &s->settings);
 	if (uaio_watch_start(s->loop, &c->watch, fd, UAIO_READABLE | UAIO_EDGE,
 			     &handler, c) < 0) {
 		close(fd);
@@ -268,16 +268,14 @@ static void request_begin(struct conn *c)
 	proto_reset(c->req, c->rbuf + c->rparsed);
 }
 
-/* What a request llhttp refused gets: 505 for a version it does not
- * know, 501 for a method it does not know that is still a method token
- * (RFC 9110 9.1), else 400. */
+/* What a request llhttp refused gets: 501 for a method it does not
+ * know that is still a method token (RFC 9110 9.1), else 400 (a version
+ * that is not DIGIT.DIGIT among them: known ones reach proto_verdict). */
 static int parse_status(struct conn *c, llhttp_errno_t e)
 {
 	const char *p = c->req->start, *end = c->rbuf + c->rlen;
 	const char *sp;
 
-	if (e == HPE_INVALID_VERSION)
-		return 505;
 	if (e != HPE_INVALID_METHOD || !p || !(sp = memchr(p, ' ', (size_t)(end - p))) ||
 	    sp == p)
 		return 400;
@@ -285,6 +283,13 @@ static int parse_status(struct conn *c, llhttp_errno_t e)
 		if (!isalnum((unsigned char)*p) && !strchr("!#$%&'*+-.^_`|~", *p))
 			return 400;
 	return 501;
+}
+
+/* A head past HTTPD_HEAD_MAX: 414 when the request line alone is (its
+ * target, as nginx), else 431. */
+static int too_big_status(const struct conn *c)
+{
+	return c->req->line_done || c->req->head_done ? 431 : 414;
 }
 
 /* Feeds llhttp what it has not seen; answers each complete request. */
@@ -303,7 +308,7 @@ static void conn_parse(struct conn *c)
 			if (!c->req->head_done &&
 			    c->rlen - (uint32_t)(c->req->start - c->rbuf) >= HTTPD_HEAD_MAX) {
 				c->close_after = true;
-				respond_error(c, 431);
+				respond_error(c, too_big_status(c));
 			}
 			break;
 		}
@@ -315,7 +320,7 @@ static void conn_parse(struct conn *c)
 			continue;
 		}
 		c->close_after = true;
-		respond_error(c, c->req->too_big ? 431 : parse_status(c, e));
+		respond_error(c, c->req->too_big ? too_big_status(c) : parse_status(c, e));
 	}
 	c->in_parse = false;
 }

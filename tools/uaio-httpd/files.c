@@ -125,6 +125,7 @@ static int make_file(struct conn *c, int fd, const struct stat *st,
 	struct server *s = c->srv;
 	struct file_cache *fc = s->files;
 	struct file *f;
+	time_t now;
 	int n;
 
 	if (!S_ISREG(st->st_mode) && !S_ISDIR(st->st_mode)) {
@@ -144,7 +145,11 @@ static int make_file(struct conn *c, int fd, const struct stat *st,
 	}
 	f->fd = fd;
 	f->size = (uint64_t)st->st_size;
+	/* A time ahead of the clock goes out as now: Last-Modified may not
+	 * be later than Date (RFC 9110 8.8.2.1). The ETag keeps the real one. */
 	f->mtime = st->st_mtim.tv_sec;
+	if (f->mtime > (now = time(NULL)))
+		f->mtime = now;
 	f->ino = st->st_ino;
 	f->checked_ms = server_now_ms(s);
 	f->refs = 1;

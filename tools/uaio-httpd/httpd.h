@@ -74,8 +74,9 @@ struct httpd_config {
 struct span { const char *p; size_t n; };
 
 /* The validators come last, from H_IF_NONE_MATCH on (proto_verdict). */
-enum hdr { H_OTHER, H_HOST, H_RANGE, H_IF_NONE_MATCH, H_IF_MODIFIED_SINCE,
-	   H_IF_RANGE, H_IF_MATCH, H_IF_UNMODIFIED_SINCE, H_NHDRS };
+enum hdr { H_OTHER, H_HOST, H_RANGE, H_TRANSFER_ENCODING, H_IF_NONE_MATCH,
+	   H_IF_MODIFIED_SINCE, H_IF_RANGE, H_IF_MATCH, H_IF_UNMODIFIED_SINCE,
+	   H_NHDRS };
 
 /* One request as parsed: spans point into the connection's read buffer. */
 struct request {
@@ -89,12 +90,15 @@ struct request {
 	bool keep_alive;
 	bool head_done, done;
 	bool too_big;			/* head over HTTPD_HEAD_MAX */
+	bool line_done;			/* a header name came: the line ended */
 	bool has_body;			/* not read: the connection closes */
 	bool bad_head;			/* a header line RFC 9112 says to refuse (400) */
 	const char *start;		/* the request's first byte */
 };
 
 void proto_settings(llhttp_settings_t *s);
+/* llhttp_init for a request parser, with any DIGIT.DIGIT version taken. */
+void proto_parser_init(llhttp_t *p, const llhttp_settings_t *s);
 void proto_reset(struct request *r, const char *start);
 
 /* Whether a decoded name can be asked for: no control byte, strict
@@ -129,7 +133,8 @@ int proto_preconditions(const struct request *r, const char *etag, time_t mtime)
 /* If-Range: whether the range request may be honoured. */
 /* What a parsed request gets before any file is looked up: 0 (go on),
  * 400 (HTTP/0.9, bad or missing Host, a header line RFC 9112 refuses, a
- * validator given twice), 405 (not GET or HEAD) or 505 (HTTP/2 and up). */
+ * validator given twice), 405 (not GET or HEAD), 501 (a transfer coding
+ * other than chunked) or 505 (HTTP/2 and up). */
 int proto_verdict(const struct request *q);
 /* Whether a Host value is a uri-host with an optional port (RFC 9112 3.2;
  * empty is allowed). */

@@ -44,6 +44,7 @@ static int on_field(llhttp_t *p, const char *at, size_t n)
 {
 	struct request *r = p->data;
 
+	r->line_done = true;
 	extend(&r->field, at, n);
 	return too_big(r, at + n);
 }
@@ -58,6 +59,7 @@ static int on_value(llhttp_t *p, const char *at, size_t n)
 
 static const struct { const char *name; int h; } known[] = {
 	{ "host", H_HOST }, { "range", H_RANGE },
+	{ "transfer-encoding", H_TRANSFER_ENCODING },
 	{ "if-none-match", H_IF_NONE_MATCH },
 	{ "if-modified-since", H_IF_MODIFIED_SINCE },
 	{ "if-range", H_IF_RANGE }, { "if-match", H_IF_MATCH },
@@ -147,6 +149,14 @@ void proto_settings(llhttp_settings_t *s)
 	s->on_header_value_complete = on_value_done;
 	s->on_headers_complete = on_headers_done;
 	s->on_message_complete = on_message_done;
+}
+
+void proto_parser_init(llhttp_t *p, const llhttp_settings_t *s)
+{
+	llhttp_init(p, HTTP_REQUEST, s);
+	/* llhttp refuses versions it does not know; RFC 9110 2.5 has a
+	 * higher 1.x served as 1.1 and proto_verdict answers 2 and up. */
+	p->lenient_flags |= LENIENT_VERSION;
 }
 
 void proto_reset(struct request *r, const char *start)
@@ -545,6 +555,13 @@ int proto_verdict(const struct request *q)
 	for (int h = H_IF_NONE_MATCH; h < H_NHDRS; h++)	/* the validators */
 		if (q->dup[h] > 1)
 			return 400;
+	/* llhttp refuses (400) a body whose last coding is not chunked; one
+	 * that adds a coding before it is not understood here: 501 (RFC 9112
+	 * 6.1), rather than a response as if the body had been read. */
+	if (q->hdr[H_TRANSFER_ENCODING].p && (q->dup[H_TRANSFER_ENCODING] > 1 ||
+	    q->hdr[H_TRANSFER_ENCODING].n != 7 ||
+	    strncasecmp(q->hdr[H_TRANSFER_ENCODING].p, "chunked", 7)))
+		return 501;
 	return 0;
 }
 

@@ -275,12 +275,17 @@ static long open_within(const struct httpd_config *cfg, const char *path,
 	return link_open(cfg, pfd < 0 ? -errno : pfd, how);
 }
 
+/* Whether openat2's result res is a link RESOLVE_BENEATH refused that is
+ * to be walked again within DIR (not under --follow-symlinks). */
+static bool link_walk(const struct httpd_config *cfg, long res)
+{
+	return res == -EXDEV && !cfg->follow_symlinks;
+}
+
 /* openat2 by the resolution rules; res is its result so far. */
 static long open_res(const struct httpd_config *cfg, const struct resp *r, long res)
 {
-	if (res == -EXDEV && !cfg->follow_symlinks)
-		return open_within(cfg, rel(r), &r->how);
-	return res;
+	return link_walk(cfg, res) ? open_within(cfg, rel(r), &r->how) : res;
 }
 
 static long open_now(const struct httpd_config *cfg, const struct resp *r)
@@ -416,7 +421,7 @@ static long open_res_lazy(struct conn *c, long res)
 	struct resp *r = c->resp;
 	const struct httpd_config *cfg = c->srv->cfg;
 
-	if (res != -EXDEV || cfg->follow_symlinks)
+	if (!link_walk(cfg, res))
 		return res;
 	r->kind = K_OPEN_LINK;
 	res = LAZY(c, SYS_openat2, cfg->rootfd, rel(r), &link_how, sizeof(link_how));

@@ -36,6 +36,36 @@ static int cancel_locked(struct aio_req *r)
 	return 1;
 }
 
+/*
+ * A fork's child and its parent's requests on fd (or cb alone; struct
+ * aio_orphan): a waiting one is cancelled as glibc's child cancels it
+ * (ECANCELED, notified), a running one never is. One whose aiocb was
+ * reused since is forgotten, unless it was running: glibc's child keeps
+ * that in its list of fd for ever.
+ */
+static void orphans_cancel_locked(int fd, struct aiocb *cb, int *canceled,
+				  int *notcanceled)
+{
+	for (unsigned i = 0; i < E->norphans;) {
+		struct aio_orphan *o = &E->orphans[i];
+
+		if (o->fd != fd || (cb && o->cb != cb)) {
+			i++;
+			continue;
+		}
+		if (!o->queued) {
+			(*notcanceled)++;
+			i++;
+			continue;
+		}
+		if (cb_state(o->cb) == ST_ORPHAN) {
+			aio__complete(o->cb, -ECANCELED);
+			(*canceled)++;
+		}
+		*o = E->orphans[--E->norphans];
+	}
+}
+
 UAIO_API int uaio_cancel(int fd, struct aiocb *cb)
 {
 	int canceled = 0, notcanceled = 0;
@@ -44,8 +74,12 @@ UAIO_API int uaio_cancel(int fd, struct aiocb *cb)
 		return posix_ret(-EBADF);
 	if (cb && cb->aio_fildes != fd)
 		return posix_ret(-EINVAL);
-	if (cb && cb_state(cb) == ST_ORPHAN)
-		return AIO_NOTCANCELED;
+	if (cb && cb_state(cb) == ST_ORPHAN) {
+		aio__lock();
+		orphans_cancel_locked(fd, cb, &canceled, &notcanceled);
+		aio__unlock();
+		return canceled ? AIO_CANCELED : AIO_NOTCANCELED;
+	}
 	if (cb && cb_state(cb) != ST_LIVE) {
 		/* glibc looks an aiocb marked in progress up in its lists:
 		 * one that is not there (a copy of a live one) is EINVAL. */
@@ -69,6 +103,7 @@ UAIO_API int uaio_cancel(int fd, struct aiocb *cb)
 	} else {
 		struct aio_req *r;
 
+		orphans_cancel_locked(fd, NULL, &canceled, &notcanceled);
 		UAIO_SLAB_FOREACH(&E->reqs, r) {
 			if (r->state == RS_FREE || r->cb->aio_fildes != fd)
 				continue;

@@ -60,16 +60,17 @@ void aio__cond_wait(pthread_cond_t *cv)
 }
 
 /* A signal is about to be queued to the process: under the lock, this
- * thread takes none until aio__unlock. */
-void aio__signals_hold(void)
+ * thread takes none until aio__unlock. Whether this thread holds it. */
+bool aio__signals_hold(void)
 {
 	sigset_t all;
 
 	if (!lock_self.locked || lock_self.held)
-		return;
+		return lock_self.locked;
 	sigfillset(&all);
 	pthread_sigmask(SIG_BLOCK, &all, &lock_self.old);
 	lock_self.held = true;
+	return true;
 }
 
 /* ------------------------------------------------------ hints */
@@ -239,15 +240,32 @@ static void fork_parent(void)
 	aio__unlock();
 }
 
-/* The child inherits no requests: its copies of our aiocbs become unknown
- * ones, and the engine starts afresh on first need. */
+/* The parent's requests in flight become orphans (struct aio_orphan), as
+ * many as there is memory for; the rest stay in progress, uncancellable. */
+static void orphans_adopt(void)
+{
+	struct aio_orphan *o;
+	struct aio_req *r;
+	size_t n = E->norphans + E->nreq;
+
+	o = n ? realloc(E->orphans, n * sizeof(*o)) : NULL;
+	if (o)
+		E->orphans = o;
+	UAIO_SLAB_FOREACH(&E->reqs, r) {
+		if (r->state == RS_FREE || !r->cb || cb_state(r->cb) != ST_LIVE)
+			continue;
+		atomic_store(&priv(r->cb)->state, tag(r->cb, ST_ORPHAN));
+		if (o && E->norphans < n)
+			o[E->norphans++] = (struct aio_orphan){
+				r->cb, r->cb->aio_fildes, r->state == RS_QUEUED };
+	}
+}
+
+/* The child inherits no requests: the engine starts afresh on first need,
+ * and its copies of our aiocbs become orphans. */
 static void fork_child(void)
 {
-	struct aio_req *r;
-
-	UAIO_SLAB_FOREACH(&E->reqs, r)
-		if (r->state != RS_FREE && r->cb && cb_state(r->cb) == ST_LIVE)
-			atomic_store(&priv(r->cb)->state, tag(r->cb, ST_ORPHAN));
+	orphans_adopt();
 	uaio__slab_destroy(&E->reqs);
 	E->nreq = 0;
 	for (int i = 0; i < SERIAL_BUCKETS; i++) {

@@ -244,6 +244,19 @@ struct lio_ctx {
 	size_t mbytes;
 };
 
+/*
+ * In a child of fork(): a request of the parent's that was in flight. As
+ * in glibc's child, which keeps its parent's lists but not the helpers
+ * that ran them: one that was waiting in this layer can be cancelled,
+ * one that was running never ends, and aio_cancel of its descriptor
+ * number says so (AIO_NOTCANCELED).
+ */
+struct aio_orphan {
+	struct aiocb *cb;
+	int fd;				/* its aio_fildes at the fork */
+	bool queued;
+};
+
 struct aio_engine {
 	pthread_mutex_t mu;
 	uaio_loop *loop;		/* created with the engine thread */
@@ -259,6 +272,8 @@ struct aio_engine {
 	struct aio_serial *serial[SERIAL_BUCKETS];
 	struct aio_fdw **fdw;
 	unsigned nfdw;
+	struct aio_orphan *orphans;	/* a fork's child: the parent's requests */
+	unsigned norphans;
 	/* Hints by descriptor number, in pages made on first use. */
 	struct aio_hint *_Atomic hints[HINT_PAGES];
 
@@ -352,7 +367,7 @@ void aio__lock(void);
 bool aio__trylock(void);
 void aio__unlock(void);
 void aio__cond_wait(pthread_cond_t *cv);
-void aio__signals_hold(void);
+bool aio__signals_hold(void);
 void aio__publish(struct aiocb *cb, long res);
 bool aio__sev_notifies(const struct sigevent *sev);
 void aio__complete(struct aiocb *cb, long res);

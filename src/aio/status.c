@@ -54,12 +54,32 @@ bool aio__sev_notifies(const struct sigevent *sev)
 		(sev->sigev_notify == SIGEV_SIGNAL && sev->sigev_signo));
 }
 
-/* A request's end: status, then waiters, then its notification. */
+/* Blocks this thread's signals, so that a handler cannot run (or leave by
+ * longjmp) between a request's signal and the waking of its waiters:
+ * under the engine lock until aio__unlock (false), else until the caller
+ * puts *old back (true). */
+static bool signals_block(sigset_t *old)
+{
+	sigset_t all;
+
+	if (aio__signals_hold())
+		return false;
+	sigfillset(&all);
+	return pthread_sigmask(SIG_BLOCK, &all, old) == 0;
+}
+
+/*
+ * A request's end, in glibc's order: status, then its notification (the
+ * signal queued, the thread started), then its waiters. A program whose
+ * aio_suspend (or LIO_WAIT lio_listio) returned for a request finds the
+ * request's signal pending already.
+ */
 void aio__complete(struct aiocb *cb, long res)
 {
 	struct sigevent sev;
 	struct uaio_note *held = NULL;
-	bool notify = aio__sev_notifies(&cb->aio_sigevent);
+	bool notify = aio__sev_notifies(&cb->aio_sigevent), restore = false;
+	sigset_t old;
 	int e;
 
 	/* glibc: a signal that cannot be queued becomes the status. */
@@ -74,16 +94,17 @@ void aio__complete(struct aiocb *cb, long res)
 		uaio__notify_begin(&sev, &held);
 	}
 	aio__publish(cb, res);
-	aio__seq_bump();
 	if (notify && sev.sigev_notify == SIGEV_SIGNAL)
-		aio__signals_hold();
+		restore = signals_block(&old);
 	/* glibc: a notification that cannot be delivered (a full signal
 	 * queue) becomes the request's status, after the fact. */
 	if (notify && (e = uaio__notify_end(&sev, held)) < 0) {
 		cb->__return_value = -1;
 		__atomic_store_n(&cb->__error_code, -e, __ATOMIC_RELEASE);
-		aio__seq_bump();
 	}
+	aio__seq_bump();
+	if (restore)
+		pthread_sigmask(SIG_SETMASK, &old, NULL);
 }
 
 /* ------------------------------------------- error, return, suspend */

@@ -266,11 +266,35 @@ static int ring_wait(struct aio_thread *t, const struct timespec *deadline)
 		ts.tv_nsec = left % 1000000000;
 		arg.ts = (uint64_t)(uintptr_t)&ts;
 	}
-	/* Runs this thread's task work, which posts its completions; a
-	 * handled signal ends it with EINTR, SA_RESTART or not. */
+	/* Runs this thread's task work, which posts its completions; any
+	 * signal ends it with EINTR, SA_RESTART or not (wait_restarts). */
 	r = syscall(__NR_io_uring_enter, t->ring.ring_fd, 0, 1,
 		    IORING_ENTER_GETEVENTS | IORING_ENTER_EXT_ARG, &arg, sizeof(arg));
 	return r < 0 ? -errno : 0;
+}
+
+/*
+ * io_uring's wait ends with EINTR whatever the signal, where the kernel
+ * restarts glibc's futex wait: untimed, after a handler with SA_RESTART;
+ * timed or not, after a stop and continue (no handler ran). Which signal
+ * it was is not known: the wait goes on when every signal this thread
+ * could have taken would have restarted it.
+ */
+static bool wait_restarts(bool timed)
+{
+	struct sigaction sa;
+	sigset_t mask;
+
+	if (pthread_sigmask(SIG_SETMASK, NULL, &mask))
+		return false;
+	for (int s = 1; s < NSIG; s++) {
+		if (sigismember(&mask, s) == 1 || sigaction(s, NULL, &sa) < 0 ||
+		    sa.sa_handler == SIG_DFL || sa.sa_handler == SIG_IGN)
+			continue;
+		if (timed || !(sa.sa_flags & SA_RESTART))
+			return false;
+	}
+	return true;
 }
 
 /*
@@ -341,6 +365,8 @@ bool aio__own_wait(const struct aiocb *const list[], int nent,
 			break;
 		aio__unlock();
 		r = ring_wait_cancelable(t, deadline, nested);
+		if (r == -EINTR && wait_restarts(deadline != NULL))
+			r = 0;
 		aio__lock();
 		if (r == -ETIME || r == -EINTR)
 			continue;	/* reap once more, then stop */

@@ -2,7 +2,8 @@
 /*
  * fork(): the child inherits no requests (its copies of the parent's
  * aiocbs stay in progress for ever, as under glibc, whose child has no
- * helper thread to finish them) and uses AIO afresh, notification included,
+ * helper thread to finish them; those that were waiting their turn can be
+ * cancelled, as there) and uses AIO afresh, notification included,
  * while the parent's requests carry on; exit() with requests in flight
  * does not hang.
  */
@@ -65,6 +66,55 @@ static void child_afresh(void)
 	close(p[1]);
 }
 
+/* glibc's child keeps its parent's lists: a request that was waiting its
+ * turn is cancelled there (ECANCELED, notified), one that was running
+ * never ends, and aio_cancel of its descriptor number says
+ * AIO_NOTCANCELED, even once the number is another file's. */
+static void child_cancel(void)
+{
+	int p[2], err, st;
+	char b[8], c[8];
+	sigset_t set;
+
+	sigemptyset(&set);
+	sigaddset(&set, SIGRTMIN);
+	CHECK(pthread_sigmask(SIG_BLOCK, &set, NULL) == 0);
+	CHECK(pipe(p) == 0);
+	struct aiocb running = t_cb(p[0], b, 4, 0), queued = t_cb(p[0], c, 4, 0);
+	queued.aio_sigevent.sigev_notify = SIGEV_SIGNAL;
+	queued.aio_sigevent.sigev_signo = SIGRTMIN;
+	CHECK_EQ(uaio_read(&running), 0);
+	CHECK_EQ(uaio_read(&queued), 0);
+	fflush(NULL);
+	pid_t kid = fork();
+	CHECK(kid >= 0);
+	if (kid == 0) {
+		struct timespec zero = { 0, 0 };
+
+		CHECK_EQ(uaio_cancel(p[0], &queued), AIO_CANCELED);
+		CHECK_EQ(uaio_error(&queued), ECANCELED);
+		CHECK_EQ(uaio_return(&queued), -1);
+		CHECK_EQ(sigtimedwait(&set, NULL, &zero), SIGRTMIN);
+		CHECK_EQ(uaio_cancel(p[0], &running), AIO_NOTCANCELED);
+		CHECK_EQ(uaio_cancel(p[0], NULL), AIO_NOTCANCELED);
+		int fd = t_tmpfile();
+		CHECK(dup2(fd, p[0]) == p[0]);
+		CHECK_EQ(uaio_cancel(p[0], NULL), AIO_NOTCANCELED);
+		CHECK_EQ(uaio_cancel(fd, NULL), AIO_ALLDONE);
+		CHECK_EQ(uaio_error(&running), EINPROGRESS);
+		_exit(0);
+	}
+	CHECK(waitpid(kid, &st, 0) == kid);
+	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	CHECK(write(p[1], "12345678", 8) == 8);
+	CHECK_EQ(t_wait(&running, &err), 4);
+	CHECK_EQ(t_wait(&queued, &err), 4);
+	CHECK(!memcmp(b, "1234", 4) && !memcmp(c, "5678", 4));
+	CHECK_EQ(sigwaitinfo(&set, NULL), SIGRTMIN);
+	close(p[0]);
+	close(p[1]);
+}
+
 /* LeakSanitizer's exit-time check stops every thread with ptrace; the
  * kernel's io_uring workers, busy here with the write, cannot be stopped
  * and the check may hang (a sanitizer limitation, not this library's).
@@ -108,6 +158,7 @@ int main(void)
 {
 	t_watchdog(60);
 	RUN(child_afresh);
+	RUN(child_cancel);
 	RUN(exit_in_flight);
 	return T_EXIT_PASS;
 }

@@ -111,6 +111,70 @@ static void signal_inline(void)
 	close(fd);
 }
 
+/* ---- the signal is pending once aio_suspend returns ---- */
+
+struct late_writer {
+	sem_t go;
+	int fd, n;
+};
+
+static void *late_writer_main(void *arg)
+{
+	struct late_writer *w = arg;
+
+	for (int i = 0; i < w->n; i++) {
+		while (sem_wait(&w->go) < 0)
+			CHECK(errno == EINTR);
+		usleep(50);	/* the waiter is asleep in aio_suspend by now */
+		CHECK(write(w->fd, "x", 1) == 1);
+	}
+	return NULL;
+}
+
+/* glibc queues a request's signal before it wakes the request's waiters:
+ * a program may take the signal (sigtimedwait, no timeout) as soon as
+ * its aio_suspend returned. A race where that order is wrong: many
+ * rounds. */
+static void signal_before_waiters(void)
+{
+	struct late_writer w = { .n = 1000 };
+	struct timespec zero = { 0, 0 };
+	sigset_t set, old;
+	int p[2], missed = 0;
+	pthread_t t;
+	char b;
+
+	sigemptyset(&set);
+	sigaddset(&set, SIG_B);
+	CHECK(pthread_sigmask(SIG_BLOCK, &set, &old) == 0);
+	CHECK(pipe(p) == 0);
+	CHECK(sem_init(&w.go, 0, 0) == 0);
+	w.fd = p[1];
+	CHECK(pthread_create(&t, NULL, late_writer_main, &w) == 0);
+	for (int i = 0; i < w.n; i++) {
+		struct aiocb cb = t_cb(p[0], &b, 1, 0);
+		const struct aiocb *l[1] = { &cb };
+
+		cb.aio_sigevent.sigev_notify = SIGEV_SIGNAL;
+		cb.aio_sigevent.sigev_signo = SIG_B;
+		CHECK_EQ(uaio_read(&cb), 0);
+		sem_post(&w.go);
+		while (uaio_error(&cb) == EINPROGRESS)
+			CHECK(uaio_suspend(l, 1, NULL) == 0 || errno == EINTR);
+		if (sigtimedwait(&set, NULL, &zero) != SIG_B) {
+			missed++;
+			CHECK(sigwaitinfo(&set, NULL) == SIG_B);
+		}
+		CHECK_EQ(uaio_return(&cb), 1);
+	}
+	CHECK_EQ(missed, 0);
+	pthread_join(t, NULL);
+	sem_destroy(&w.go);
+	CHECK(pthread_sigmask(SIG_SETMASK, &old, NULL) == 0);
+	close(p[0]);
+	close(p[1]);
+}
+
 /* ---- SIGEV_THREAD while the caller waits on a semaphore ---- */
 
 struct tnote {
@@ -347,6 +411,7 @@ int main(void)
 	RUN(thread_attrs_reused);
 	RUN(signal_while_sleeping);
 	RUN(signal_inline);
+	RUN(signal_before_waiters);
 	RUN(lio_nowait_signal);
 	return T_EXIT_PASS;
 }

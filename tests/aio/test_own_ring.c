@@ -5,7 +5,9 @@
  * and it reaps them itself while it sleeps there; when it does not (it
  * polls aio_error, or waits on a list that also holds other requests),
  * the engine thread reaps them. A thread that never waits in aio_suspend
- * (sigtimedwait for the notification) does not get a ring. Each way the
+ * (sigtimedwait for the notification) does not get a ring. A handled
+ * signal ends its sleep there as it ends glibc's (SA_RESTART: not at all,
+ * untimed). Each way the
  * data, the status and the notification must be right. On the epoll
  * backend there are no own rings: the same requests go through the loop,
  * and the results must be the same.
@@ -330,6 +332,64 @@ static void suspend_signal_submits(void)
 	free(b);
 }
 
+/* A handled signal with SA_RESTART during an untimed wait on the ring:
+ * glibc's wait (a futex the kernel restarts) goes on, so aio_suspend
+ * returns only when the request is done. The request: an fsync of dirty
+ * pages, long enough for the signal to come while it runs. */
+static volatile sig_atomic_t restart_hits;
+
+static void on_restart_sig(int sig)
+{
+	(void)sig;
+	restart_hits++;
+}
+
+struct kick {
+	pthread_t to;
+	struct aiocb *cb;
+	int in_progress;
+};
+
+static void *kick_main(void *arg)
+{
+	struct kick *k = arg;
+
+	usleep(1000);
+	k->in_progress = uaio_error(k->cb) == EINPROGRESS;
+	pthread_kill(k->to, SIGUSR2);
+	return NULL;
+}
+
+static void suspend_sa_restart(void)
+{
+	struct sigaction sa = { .sa_handler = on_restart_sig, .sa_flags = SA_RESTART };
+	size_t len = 16u << 20;
+	char *big = malloc(len);
+	int fd = t_tmpfile(), err, hits = 0;
+
+	CHECK(big && sigaction(SIGUSR2, &sa, NULL) == 0);
+	memset(big, 'r', len);
+	for (int i = 0; i < 5 && !hits; i++) {
+		struct aiocb cb = t_cb(fd, NULL, 0, 0);
+		const struct aiocb *l[1] = { &cb };
+		struct kick k = { pthread_self(), &cb, 0 };
+		pthread_t t;
+
+		CHECK(pwrite(fd, big, len, 0) == (ssize_t)len);
+		CHECK_EQ(uaio_fsync(O_SYNC, &cb), 0);
+		CHECK(pthread_create(&t, NULL, kick_main, &k) == 0);
+		CHECK_EQ(uaio_suspend(l, 1, NULL), 0);
+		pthread_join(t, NULL);
+		CHECK_EQ(t_wait(&cb, &err), 0);
+		hits += k.in_progress;
+	}
+	fprintf(stderr, "    rounds with the signal during the fsync: %d\n", hits);
+	CHECK(restart_hits > 0);
+	signal(SIGUSR2, SIG_DFL);
+	close(fd);
+	free(big);
+}
+
 int main(void)
 {
 	t_watchdog(120);
@@ -342,6 +402,7 @@ int main(void)
 	RUN(timeout_on_own_list);
 	RUN(after_fork);
 	RUN(suspend_signal_submits);
+	RUN(suspend_sa_restart);
 	RUN(suspend_reaps_itself);
 	return T_EXIT_PASS;
 }

@@ -498,6 +498,16 @@ SETUP='mkdir s; echo a >s/f; ln s/f s/hl'
 both -M -a --reflink=always s e
 [ -e "$T/u/e/hl" ] && [ "$(stat -c %h "$T/u/e/hl")" != 1 ] && [ "$(stat -c %h "$T/g/e/hl")" = 1 ] &&
   fail "--reflink=always: a name was linked to a copy that failed"
+# A file whose clone failed keeps the mode it was made with (under -a
+# no group or other bits, even where it was ours from the start); cp 9.1
+# tries the clone whatever the source or destination (a device fails).
+SETUP='mkdir s; echo a >s/a; chmod 664 s/a; echo b >s/b'
+both -a --reflink=always s x
+if [ $root = 1 ]; then
+  SETUP='echo a >a; mknod nul c 1 3'
+  both --reflink=always nul x
+  both --reflink=always a nul
+fi
 # Names as cp's file_name_concat makes them: trailing slashes become one.
 SETUP='mkdir -p x d/sub; echo a >f'
 both -v f x//
@@ -815,5 +825,13 @@ uaio-cp --help >"$T/out" 2>"$T/err" || fail "--help exit status $?"
 [ -s "$T/err" ] && { cat "$T/err"; fail "--help wrote to stderr"; }
 uaio-cp --version >"$T/out" 2>"$T/err" || fail "--version exit status $?"
 [ -s "$T/out" ] || fail "--version printed nothing"
+# Output that stdout could not take: cp's close_stdout, status 1.
+if [ -w /dev/full ]; then
+  for a in --help --version; do
+    uaio-cp $a >/dev/full 2>"$T/err" && fail "$a >/dev/full: exit 0"
+    grep -qx "uaio-cp: write error: No space left on device" "$T/err" ||
+      { cat "$T/err"; fail "$a >/dev/full: no write error"; }
+  done
+fi
 ok "--help, --version"
 exit $failed

@@ -156,6 +156,8 @@ struct cp_run {
 
 /* main.c / opts.c */
 int cp_parse(struct cp_run *r, int argc, char **argv, int *first);
+/* 1 after saying "write error" if stdout lost output, else 0 */
+int cp_close_stdout(const char *prog);
 
 /* quote.c: a name as cp prints it (valid until CP_QUOTE_SLOTS more) */
 const char *q(struct cp_run *r, const char *s);	/* quoteaf: most messages */

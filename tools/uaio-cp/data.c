@@ -212,6 +212,15 @@ static void count(struct cp_job *j, uint64_t n)
 
 static void job_release(struct cp_job *j);
 
+/* A new file that failed keeps the mode cp made it with: under -p's
+ * owner, without group and other bits, which a file made already ours
+ * (CP_HAS_OWNER) was given at once. Any thread. */
+static void failed_mode(const struct cp_job *j)
+{
+	if (j->is_new && (j->has & CP_HAS_OWNER) && (j->create_mode & 077))
+		(void)!fchmod(j->dfd, j->create_mode & ~(mode_t)077 & ~j->r->umask);
+}
+
 static void job_end(struct cp_job *j)
 {
 	struct cp_run *r = j->r;
@@ -226,6 +235,7 @@ static void job_end(struct cp_job *j)
 		 * several chunks in flight the written part need not be a
 		 * prefix, so none of it is kept. */
 		(void)!ftruncate(j->dfd, 0);
+		failed_mode(j);
 	} else {
 		cp_meta_apply(r, j->sfd, j->src, j->dfd, j->dst, &j->st, j->is_new,
 			      j->omitted, -1, j->has, &j->notes);
@@ -530,9 +540,10 @@ static long whole_copy(void *arg)
 	long ret = whole_data(j);
 
 	if (j->dfd >= 0) {
-		if (ret < 0 && !j->stream_dst)
+		if (ret < 0 && !j->stream_dst) {
 			(void)!ftruncate(j->dfd, 0);
-		else
+			failed_mode(j);
+		} else
 			cp_meta_apply(j->r, j->sfd, j->src, j->dfd, j->dst, &j->st,
 				      j->is_new, j->omitted, -1, j->has, &j->notes);
 		if (close(j->dfd) < 0 && ret >= 0)
@@ -624,14 +635,17 @@ static void batch_add(struct cp_run *r, struct cp_job *j)
 		batch_flush(r);
 }
 
-/* Whether FICLONE is not to be tried: not asked for, not a regular file,
- * or (under auto) this source device refused it before. */
+/* Whether FICLONE is not to be tried: not asked for, not a regular file
+ * (but --reflink=always tries, and fails, as cp 9.1 does), or (under
+ * auto) this source device refused it before. */
 static bool no_clone(const struct cp_job *j)
 {
 	const struct cp_run *r = j->r;
 
+	if (r->o.reflink == REFLINK_ALWAYS)
+		return false;
 	return r->o.reflink == REFLINK_NEVER || r->o.sparse != SPARSE_AUTO ||
-	       !S_ISREG(j->st.st_mode) ||
+	       !S_ISREG(j->st.st_mode) || j->stream_dst ||
 	       (r->o.reflink == REFLINK_AUTO && r->clone_dev == j->st.st_dev &&
 		!r->clone_ok);
 }
@@ -748,7 +762,7 @@ int cp_file(struct cp_run *r, struct cp_dir *dir, const char *src,
 	j->cursor = j->counted = 0;
 	j->create_mode = create_mode;
 	/* pread(2) cannot read a fifo or a device: those take the ring path. */
-	if (j->stream_dst ||
+	if ((j->stream_dst && r->o.reflink != REFLINK_ALWAYS) ||
 	    ((uint64_t)st->st_size <= SMALL_MAX && r->small != SMALL_URING &&
 	     S_ISREG(st->st_mode) &&
 	     r->o.sparse != SPARSE_ALWAYS && !looks_sparse(j) && no_clone(j))) {

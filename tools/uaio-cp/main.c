@@ -156,9 +156,5 @@ int main(int argc, char **argv)
 	seen_free(&r.made);
 	uaio_loop_free(r.l);
 	cp_quote_free(&r);
-	if (fflush(stdout) != 0 || ferror(stdout)) {
-		fprintf(stderr, "%s: write error: %s\n", r.prog, strerror(errno));
-		return 1;
-	}
-	return r.status;
+	return cp_close_stdout(r.prog) ? 1 : r.status;
 }

@@ -280,6 +280,14 @@ static int ring_wait(struct aio_thread *t, const struct timespec *deadline)
  * it was is not known: the wait goes on when every signal this thread
  * could have taken would have restarted it.
  */
+/* A fault the thread makes itself, never one that reaches a sleeping
+ * thread: its handler (a sanitizer's, a crash reporter's) has no say. */
+static bool fault_signal(int s)
+{
+	return s == SIGSEGV || s == SIGBUS || s == SIGFPE || s == SIGILL ||
+	       s == SIGTRAP || s == SIGSYS;
+}
+
 static bool wait_restarts(bool timed)
 {
 	struct sigaction sa;
@@ -288,7 +296,8 @@ static bool wait_restarts(bool timed)
 	if (pthread_sigmask(SIG_SETMASK, NULL, &mask))
 		return false;
 	for (int s = 1; s < NSIG; s++) {
-		if (sigismember(&mask, s) == 1 || sigaction(s, NULL, &sa) < 0 ||
+		if (sigismember(&mask, s) == 1 || fault_signal(s) ||
+		    sigaction(s, NULL, &sa) < 0 ||
 		    sa.sa_handler == SIG_DFL || sa.sa_handler == SIG_IGN)
 			continue;
 		if (timed || !(sa.sa_flags & SA_RESTART))

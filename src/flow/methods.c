@@ -20,6 +20,14 @@
 
 #define PAGECACHE_CHUNK	(4u << 20)	/* bytes per copy_file_range step */
 #define PIPE_BYTES	(1u << 20)	/* the flow's own pipe */
+/* File to file, each drain is one write into the sink's page cache, and
+ * ext4 (6.16+) gives a write that large a folio of its size: 1 MiB
+ * writes take order-8 blocks, which on a VM that reports free memory to
+ * its host are mostly blocks the host took back, so every first touch
+ * faults there. 481 MiB onto a fresh ext4 after another copier's run:
+ * 0.31-0.34 s (0.6 s CPU) through 1 MiB, 0.12-0.14 s (0.23-0.26 s)
+ * through 256 KiB, 0.13-0.15 s through 64-128 KiB (docs/flows.md). */
+#define FILE_PIPE_BYTES	(256u << 10)
 
 static bool is_file(const struct flow_ep *e)
 {
@@ -202,6 +210,11 @@ static bool splice_fits(const uaio_flow *f)
 		 uaio_loop_backend(f->l) != UAIO_BACKEND_URING);
 }
 
+static bool files_only(const uaio_flow *f)
+{
+	return f->src.seek && f->dst.seek;
+}
+
 static bool direct(const uaio_flow *f)
 {
 	return f->src.kind == EK_PIPE || f->dst.kind == EK_PIPE;
@@ -221,7 +234,8 @@ static int splice_setup(uaio_flow *f)
 			return -errno;
 		}
 		/* Past pipe-max-size (unprivileged) the default 64 KiB stays. */
-		sz = fcntl(r->pfd[1], F_SETPIPE_SZ, (int)step_len(f, PIPE_BYTES));
+		sz = fcntl(r->pfd[1], F_SETPIPE_SZ,
+			   (int)step_len(f, files_only(f) ? FILE_PIPE_BYTES : PIPE_BYTES));
 		if (sz < 0)
 			sz = fcntl(r->pfd[1], F_GETPIPE_SZ);
 		r->pipesz = sz > 0 ? (uint32_t)sz : 65536;
@@ -352,11 +366,6 @@ static void splice_out_done(uaio_op *op, int res, void *data)
  * pipe, where io_uring would run each half on io-wq as an op of its own.
  * 1 GiB warm onto a second ext4: 0.27 s of CPU against 0.42 s as io_uring
  * ops and 0.37-0.49 s through kbuf (docs/flows.md). */
-static bool files_only(const uaio_flow *f)
-{
-	return f->src.seek && f->dst.seek;
-}
-
 static long do_files_step(void *arg)
 {
 	uaio_flow *f = arg;

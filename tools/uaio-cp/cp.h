@@ -126,7 +126,7 @@ struct cp_run {
 	int buf_index;		/* their uaio_buf_register index, or -1 */
 	int small;		/* how small files are copied: SMALL_* */
 	/* SMALL_WORK: small files go to the loop's workers a batch at a
-	 * time (data.c, cp_batch) */
+	 * time (whole.c, cp_batch) */
 	struct cp_batch *batches, *free_batches, *pending;
 	unsigned batches_out;	/* handed to the workers, not back yet */
 	unsigned batch_max;	/* files per batch */

@@ -4,7 +4,7 @@
  * extended attributes, then the mode, in GNU cp 9.1's order (copy_reg and
  * the end of copy_internal), on the open descriptor when there is one.
  * Each is one short inode update: a small file's run on the worker that
- * copied its data, in the same hand-off (data.c); directories, links and
+ * copied its data, in the same hand-off (whole.c); directories, links and
  * special files on the loop's thread. Either way the calls only note
  * their failures, and the loop's thread prints them (cp_notes_report),
  * since messages and the exit status are the run's.

@@ -342,7 +342,7 @@ static long work_list(void *arg)
 static long open_res_lazy(struct conn *c, long res);
 
 /* A background call is over (worker or laio): back on the loop thread. */
-static void complete(struct conn *c, long res)
+void files_complete(struct conn *c, long res)
 {
 	struct resp *r = c->resp;
 	struct file *f = NULL;
@@ -381,7 +381,7 @@ static void complete(struct conn *c, long res)
 
 static void work_done(uaio_op *op, int res, void *data)
 {
-	complete(data, uaio_op_result_long(op));
+	files_complete(data, uaio_op_result_long(op));
 }
 
 static int to_pool(struct conn *c, long (*fn)(void *))
@@ -393,10 +393,6 @@ static int to_pool(struct conn *c, long (*fn)(void *))
 	c->waiting = true;
 	return -EINPROGRESS;
 }
-
-static void hub_lock(struct server *s);
-static void hub_unlock(struct server *s);
-static void hub_register(struct server *s, void *h, struct conn *c);
 
 /* laio's answer: inline result, or registered with the hub. The hub's
  * lock spans the call and the registration, so no other thread's
@@ -521,116 +517,4 @@ ssize_t files_list(struct conn *c, files_read_cb cb)
 	if (c->srv->cfg->disk_io != DISK_BLOCKING)
 		return to_pool(c, work_list);
 	return work_list(c);
-}
-
-/* ---------------------------------------------------------------- hub */
-
-struct hub_ent {
-	void *h;
-	struct server *s;
-	struct conn *c;
-	long res;
-	struct hub_ent *next;
-};
-
-struct laio_hub {
-	pthread_mutex_t mu;
-	struct hub_ent *b[256];
-};
-
-struct laio_hub *hub_new(void)
-{
-	struct laio_hub *h = calloc(1, sizeof(*h));
-
-	if (h)
-		pthread_mutex_init(&h->mu, NULL);
-	return h;
-}
-
-void hub_free(struct laio_hub *h)
-{
-	if (!h)
-		return;
-	for (int i = 0; i < 256; i++)
-		for (struct hub_ent *e = h->b[i], *n; e; e = n) {
-			n = e->next;
-			free(e);
-		}
-	pthread_mutex_destroy(&h->mu);
-	free(h);
-}
-
-static void hub_lock(struct server *s)
-{
-	pthread_mutex_lock(&s->cfg->hub->mu);
-}
-
-static void hub_unlock(struct server *s)
-{
-	pthread_mutex_unlock(&s->cfg->hub->mu);
-}
-
-static unsigned hslot(void *h)
-{
-	return (unsigned)(((uintptr_t)h >> 4) * 2654435761u) & 255;
-}
-
-static void deliver(void *arg)
-{
-	struct hub_ent *e = arg;
-	struct conn *c = e->c;
-	long res = e->res;
-
-	free(e);
-	complete(c, res);
-}
-
-/* Under the hub's lock. */
-static void hub_register(struct server *s, void *h, struct conn *c)
-{
-	struct laio_hub *hub = s->cfg->hub;
-	struct hub_ent *e = malloc(sizeof(*e));
-
-	if (!e)
-		abort();	/* a lost completion would strand the connection */
-	*e = (struct hub_ent){ .h = h, .s = s, .c = c };
-	e->next = hub->b[hslot(h)];
-	hub->b[hslot(h)] = e;
-}
-
-void hub_poll(struct server *s)
-{
-	struct laio_hub *hub = s->cfg->hub;
-	static const struct timespec zero = { 0, 0 };
-	struct laio_completion cs[64];
-	struct hub_ent *got[64];
-	int n;
-
-	do {
-		hub_lock(s);
-		n = laio_poll(cs, 64, &zero);
-		for (int i = 0; i < n; i++) {
-			struct hub_ent **pp;
-
-			for (pp = &hub->b[hslot(cs[i].laio_handle)]; *pp;
-			     pp = &(*pp)->next)
-				if ((*pp)->h == cs[i].laio_handle)
-					break;
-			if ((got[i] = *pp)) {
-				*pp = got[i]->next;
-				got[i]->res = cs[i].laio_return_value < 0 ?
-						      -(long)cs[i].laio_errno :
-						      cs[i].laio_return_value;
-			}
-		}
-		hub_unlock(s);
-		for (int i = 0; i < n; i++) {
-			if (!got[i])
-				continue;	/* not ours: cannot happen */
-			if (got[i]->s == s)
-				deliver(got[i]);
-			else if (uaio_loop_post(got[i]->s->loop, deliver, got[i]) < 0)
-				abort();
-		}
-	} while (n == 64);
 }

@@ -198,12 +198,23 @@ bool files_cached(struct conn *c, struct file *f, uint64_t off, uint64_t len);
 ssize_t files_list(struct conn *c, files_read_cb cb);
 void file_put(struct server *s, struct file *f);
 
+/* A background call of c's (worker or laio) is over: its result, on the
+ * loop thread. */
+void files_complete(struct conn *c, long res);
+
+/* --------------------------------------------------------------- hub.c */
+
 /* laio mode: background calls of all threads come back through one
  * laio_poll(); the hub routes each to the thread that made it. */
 struct laio_hub *hub_new(void);
 void hub_free(struct laio_hub *h);
 /* The server's laio_fd() watch fired. */
 void hub_poll(struct server *s);
+/* The lock spans a lazy call and, if it went to the background, the
+ * registration of its handle: no laio_poll() sees it before. */
+void hub_lock(struct server *s);
+void hub_unlock(struct server *s);
+void hub_register(struct server *s, void *h, struct conn *c);
 
 /* ---------------------------------------------------------- respond.c */
 
@@ -292,7 +303,10 @@ void conn_sweep(struct server *s, uint64_t now_ms);
 
 void respond(struct conn *c);
 void respond_error(struct conn *c, int status);
+/* send.c: sends what is left of c's response */
 void resp_continue(struct conn *c);
+/* The response is over (ok: all sent): logged, the connection goes on. */
+void resp_finish(struct conn *c, bool ok);
 void resp_free(struct conn *c);
 /* Closing: cancels a flow in flight; resp_idle says when nothing is owed. */
 void resp_cancel(struct conn *c);

@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * What to answer, and sending it. A response is a list of segments:
- * memory (the head, multipart part headers, a listing) and file ranges.
- * A file range's first HTTPD_BODY_BUF bytes are read by the --disk-io
- * mode and go out with the head in one sendmsg; the rest of a larger range
+ * What to answer. A response is a list of segments: memory (the head,
+ * multipart part headers, a listing) and file ranges, sent by send.c. A
+ * file range's first HTTPD_BODY_BUF bytes are read by the --disk-io mode
+ * and go out with the head in one sendmsg; the rest of a larger range
  * goes by flow (sendfile or splice in the kernel, never through this
  * process). In laio mode a larger range the page cache holds goes by flow
  * whole: sendfile, inline, without the copy a read makes.
@@ -29,7 +29,6 @@ const char *const resp_reason[600] = {
 };
 
 static void on_opened(struct conn *c, struct file *f, int err);
-static void on_read(struct conn *c, ssize_t res);
 
 static struct resp *resp_get(struct conn *c)
 {
@@ -84,7 +83,7 @@ void resp_free(struct conn *c)
 	c->resp = NULL;
 }
 
-static void finish(struct conn *c, bool ok)
+void resp_finish(struct conn *c, bool ok)
 {
 	struct resp *r = c->resp;
 
@@ -458,174 +457,4 @@ static void serve_file(struct conn *c)
 		}
 	}
 	start_send(c);
-}
-
-/* ------------------------------------------------------------ sending */
-
-static void flow_progress(uaio_flow *fl, uint64_t bytes, void *data)
-{
-	struct conn *c = data;
-
-	c->deadline_ms = server_now_ms(c->srv) + c->srv->cfg->send_timeout_ms;
-}
-
-static void flow_done(uaio_flow *fl, int64_t res, int side, void *data)
-{
-	struct conn *c = data;
-	struct resp *r = c->resp;
-	struct seg *sg = &r->seg[r->cur];
-
-	r->flow = NULL;
-	if (c->state == C_CLOSING) {
-		conn_released(c);
-		return;
-	}
-	if (res != (int64_t)(sg->len - sg->loaded)) {
-		/* The file shrank, or the client went away. */
-		finish(c, false);
-		return;
-	}
-	r->bytes += (uint64_t)res;
-	r->cur++;
-	r->flow_next = false;
-	resp_continue(c);
-}
-
-static int start_flow(struct conn *c)
-{
-	struct resp *r = c->resp;
-	struct seg *sg = &r->seg[r->cur];
-	struct uaio_flow_params p = {
-		.src = { .type = UAIO_FLOW_FD, .fd = r->f->fd,
-			 .off = (int64_t)(sg->off + sg->loaded), .buf_index = -1 },
-		.dst = { .type = UAIO_FLOW_FD, .fd = c->fd, .off = -1,
-			 .buf_index = -1 },
-		.len = sg->len - sg->loaded,
-		.mode = UAIO_FLOW_AUTO,
-		.progress = flow_progress,
-		.progress_ns = 1000000000ull,
-		.done = flow_done,
-		.data = c,
-	};
-
-	return uaio_flow_start(c->srv->loop, &p, &r->flow);
-}
-
-/* A chunk of seg[cur] was read (n bytes; a read may come back short when
- * only part of it was cached): it joins the iovec, and the rest, if any,
- * goes by flow. 0 bytes means the file shrank. */
-static bool took(struct resp *r, ssize_t n)
-{
-	struct seg *sg = &r->seg[r->cur];
-
-	if (n <= 0)
-		return false;
-	sg->loaded = (uint32_t)n;
-	r->iov[r->iovcnt++] = (struct iovec){ r->body + r->body_used, (size_t)n };
-	r->body_used += (size_t)n;
-	r->bytes += (uint64_t)n;
-	if ((uint64_t)n < sg->len)
-		r->flow_next = true;
-	else
-		r->cur++;
-	return true;
-}
-
-/* Collects memory segments and first chunks of file segments into the
- * iovec until the buffer is full or a file range needs a flow. Returns
- * -EINPROGRESS when a read went to the background. */
-static int gather(struct conn *c)
-{
-	struct resp *r = c->resp;
-	struct server *s = c->srv;
-
-	while (r->cur < r->nseg && r->iovcnt < RESP_SEGS) {
-		struct seg *sg = &r->seg[r->cur];
-		size_t want;
-		ssize_t n;
-
-		if (!sg->file) {
-			if (sg->len)
-				r->iov[r->iovcnt++] = (struct iovec){ (void *)sg->mem, sg->len };
-			if (r->cur > 0)		/* seg[0] is the head */
-				r->bytes += sg->len;
-			r->cur++;
-			continue;
-		}
-		if (sg->len == 0) {
-			r->cur++;
-			continue;
-		}
-		want = HTTPD_BODY_BUF - r->body_used;
-		if (want > sg->len)
-			want = sg->len;
-		if (want == 0)
-			break;
-		/* A range longer than one read, already cached: all of it by
-		 * flow (sendfile, inline), none of it copied through here. */
-		if (sg->len > HTTPD_BODY_BUF && !sg->loaded &&
-		    files_cached(c, r->f, sg->off, want)) {
-			r->flow_next = true;
-			break;
-		}
-		if (!r->body && !(r->body = server_buf(s, true)))
-			return -ENOMEM;
-		n = files_read(c, r->f, r->body + r->body_used, want, sg->off, on_read);
-		if (n == -EINPROGRESS)
-			return (int)n;
-		if (!took(r, n))
-			return n < 0 ? (int)n : -ENODATA;	/* the file shrank */
-		if (r->flow_next)
-			break;
-	}
-	return 0;
-}
-
-static void on_read(struct conn *c, ssize_t n)
-{
-	if (!took(c->resp, n)) {
-		finish(c, false);
-		return;
-	}
-	resp_continue(c);
-}
-
-void resp_continue(struct conn *c)
-{
-	struct resp *r = c->resp;
-
-	for (;;) {
-		int rc;
-
-		if (!r->flow_next && r->cur < r->nseg) {
-			rc = gather(c);
-			if (rc == -EINPROGRESS)
-				return;
-			if (rc < 0) {
-				finish(c, false);
-				return;
-			}
-		}
-		if (r->iovcnt) {
-			rc = conn_send(c, r->iov, &r->iovcnt, r->flow_next);
-			if (rc < 0) {
-				finish(c, false);
-				return;
-			}
-			if (rc == 0) {
-				conn_want_write(c);
-				return;
-			}
-			r->body_used = 0;
-		}
-		if (r->flow_next) {
-			if (start_flow(c) < 0)
-				finish(c, false);
-			return;
-		}
-		if (r->cur >= r->nseg) {
-			finish(c, true);
-			return;
-		}
-	}
 }

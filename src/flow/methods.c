@@ -21,13 +21,12 @@
 #define PAGECACHE_CHUNK	(4u << 20)	/* bytes per copy_file_range step */
 #define PIPE_BYTES	(1u << 20)	/* the flow's own pipe */
 /* File to file, each drain is one write into the sink's page cache, and
- * ext4 (6.16+) gives a write that large a folio of its size: 1 MiB
- * writes take order-8 blocks, which on a VM that reports free memory to
- * its host are mostly blocks the host took back, so every first touch
- * faults there. 481 MiB onto a fresh ext4 after another copier's run:
- * 0.31-0.34 s (0.6 s CPU) through 1 MiB, 0.12-0.14 s (0.23-0.26 s)
- * through 256 KiB, 0.13-0.15 s through 64-128 KiB (docs/flows.md). */
-#define FILE_PIPE_BYTES	(256u << 10)
+ * ext4 (6.16+) gives a write that large a folio of its size. On this VM,
+ * which reports free memory to its host, large folios come mostly from
+ * blocks the host took back, so every first touch faults there; which
+ * sizes suffer moves with the VM's state (1 MiB always, 256 KiB at
+ * times), 64-128 KiB never did (docs/flows.md). */
+#define FILE_PIPE_BYTES	(128u << 10)
 
 static bool is_file(const struct flow_ep *e)
 {

@@ -44,6 +44,7 @@ struct pipe_run {
 	uint32_t rseq, tseq, wseq;	/* next to read, tap, write (ordered sinks) */
 	unsigned reading;
 	bool writing;		/* ordered sinks: a write in flight */
+	bool map;		/* mmap mode, and the source has a size to map */
 	struct slot s[];
 };
 
@@ -90,12 +91,15 @@ static int pipeline_setup(uaio_flow *f)
 	r->next_pos = f->taken;
 	if (mm) {
 		/* Mapping past the end of the file would fault: the flow ends
-		 * where the source ends now. */
+		 * where the source ends now. A file that says size 0 may still
+		 * have bytes (/proc, sysfs): it is read, as kbuf reads it. */
 		uint64_t size = source_size(f);
 
-		if (f->want > size)
+		r->map = size > 0;
+		if (r->map && f->want > size)
 			f->want = size;
-	} else if (f->src.kind != EK_MEM && f->dst.kind != EK_MEM) {
+	}
+	if (!r->map && f->src.kind != EK_MEM && f->dst.kind != EK_MEM) {
 		r->mem = mmap(NULL, bytes, PROT_READ | PROT_WRITE,
 			      MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 		if (r->mem == MAP_FAILED) {
@@ -211,7 +215,7 @@ static int start_chunk(uaio_flow *f, struct slot *s, uint32_t n)
 		s->buf = f->src.mem + pos;
 		s->got = n;
 		s->st = S_FILLED;
-	} else if (f->cur == UAIO_FLOW_MMAP) {
+	} else if (r->map) {
 		int64_t off = f->src.off + (int64_t)pos;
 		long pg = sysconf(_SC_PAGESIZE);
 		uint32_t delta = (uint32_t)(off % pg);

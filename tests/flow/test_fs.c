@@ -100,7 +100,7 @@ static void test_proc(void)
 
 	CHECK(n > 0);
 	close(fd);
-	for (int mode = UAIO_FLOW_AUTO; mode <= UAIO_FLOW_PAGECACHE; mode++) {
+	for (int mode = UAIO_FLOW_AUTO; mode <= UAIO_FLOW_MMAP; mode++) {
 		int a = open("/proc/version", O_RDONLY), b = t_tmpfile("/var/tmp");
 		const char *m;
 

@@ -61,6 +61,30 @@ grep -qx "$F: $dir/nope: No such file or directory" "$dir/err" || { cat "$dir/er
 expect_rc 1 "$F" copy --mode=mmap - "$dir/x" </dev/null
 echo "usage and errors: ok"
 
+# Early exits leave no temporary file; sizes and ports that do not fit
+# are refused (were wrapped); a bad peer is refused before any wait.
+mkdir "$dir/e"
+expect_rc 2 "$F" recv bogus:: "$dir/e/o"
+expect_rc 2 "$F" recv 99999 "$dir/e/o"
+echo x | "$F" copy --mode=mmap - "$dir/e/o" 2>/dev/null
+[ -z "$(ls -A "$dir/e")" ] || { ls -la "$dir/e"; fail "files left by early exits"; }
+expect_rc 2 "$F" --chunk=17179869185G copy a b
+expect_rc 2 "$F" --rate=' -1' copy a b
+expect_rc 2 timeout 10 "$F" forward 0 nohostport
+# mmap of a file that says size 0 but has bytes (/proc) copies them.
+expect_rc 0 "$F" copy --mode=mmap /proc/self/status "$dir/e/st"
+[ -s "$dir/e/st" ] || fail "copy --mode=mmap /proc/self/status copied nothing"
+rm -f "$dir/e/st"
+# A signal while waiting for a peer: "interrupted", exit 1, nothing left.
+sport=$((30000 + $$ % 20000))
+"$F" recv "127.0.0.1:$sport" "$dir/e/o" 2>"$dir/e.err" & sp=$!; pids="$pids $sp"
+i=0; while [ $i -lt 200 ] && ! ss -ltn 2>/dev/null | grep -q ":$sport "; do i=$((i + 1)); sleep 0.05; done
+kill -TERM $sp; wait $sp; rc=$?
+[ $rc -eq 1 ] || fail "recv waiting for a peer, SIGTERM: exit $rc, not 1"
+grep -qx "$F: interrupted" "$dir/e.err" || { cat "$dir/e.err"; fail "no 'interrupted' after SIGTERM"; }
+[ -z "$(ls -A "$dir/e")" ] || { ls -la "$dir/e"; fail "temporary left after SIGTERM"; }
+echo "early exits, limits, signals while waiting: ok"
+
 # A failed transfer leaves no file that looks complete (nor a temporary).
 if [ "$(id -u)" = 0 ] && mnt=$(mktemp -d /tmp/uaio-flow-full-XXXXXX) && mount -t tmpfs -o size=1m tmpfs "$mnt" 2>/dev/null; then
   for m in auto kbuf pagecache; do

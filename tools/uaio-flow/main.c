@@ -11,6 +11,7 @@
  * and renamed only when every byte has arrived.
  */
 #define _GNU_SOURCE
+#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
@@ -51,7 +52,14 @@ struct leg {
 	int64_t res;
 	int side;
 	int shut_fd;		/* shut for writing when this leg ends (-1) */
+	uint64_t bytes;		/* moved, once the flow has ended */
 	char method[32];
+};
+
+/* A file being created: written as tmp, renamed to path at the end. */
+struct outfile {
+	char *path, *tmp;
+	int fd;
 };
 
 struct tool {
@@ -65,6 +73,60 @@ struct tool {
 	struct timespec t0;
 	uint64_t shown_ns;
 };
+
+/*
+ * What exit() and a signal need to know, the only state outside the
+ * tool object: the temporary file to remove on any early exit (exit(3)
+ * runs remove_partial), and the signal that came while the tool waited
+ * in a blocking call (accept, connect, a FIFO's open) with INT, TERM and
+ * HUP unblocked; in the loop they are read from a signalfd instead.
+ */
+static struct outfile *exit_partial;
+static volatile sig_atomic_t exit_signal;
+
+static void remove_partial(void)
+{
+	if (exit_partial && exit_partial->tmp)
+		unlink(exit_partial->tmp);
+}
+
+static void on_async_signal(int sig)
+{
+	exit_signal = sig;
+}
+
+static void stop_signals(int how)
+{
+	sigset_t set;
+
+	sigemptyset(&set);
+	sigaddset(&set, SIGINT);
+	sigaddset(&set, SIGTERM);
+	sigaddset(&set, SIGHUP);
+	sigprocmask(how, &set, NULL);
+}
+
+static void interrupted_exit(void)
+{
+	fprintf(stderr, "%s: interrupted\n", ME);
+	exit(1);
+}
+
+/* Around a call that may wait for a peer for ever: a signal makes it
+ * fail with EINTR, and the tool exits as interrupted. */
+static void blocking_begin(void)
+{
+	stop_signals(SIG_UNBLOCK);	/* one that waited is handled here */
+	if (exit_signal)
+		interrupted_exit();
+}
+
+static void blocking_end(void)
+{
+	stop_signals(SIG_BLOCK);
+	if (exit_signal)
+		interrupted_exit();
+}
 
 static void usage(FILE *out)
 {
@@ -99,6 +161,8 @@ static void die_usage(const char *fmt, const char *arg)
 
 static void fail(const char *what, int err)
 {
+	if (exit_signal)
+		interrupted_exit();
 	fprintf(stderr, "%s: %s: %s\n", ME, what, strerror(err));
 	exit(1);
 }
@@ -108,15 +172,22 @@ static int parse_size(const char *s, uint64_t *out)
 	char *end;
 	unsigned long long v;
 
+	unsigned shift = 0;
+
+	if (!isdigit((unsigned char)*s))	/* no sign, no blanks */
+		return -1;
 	errno = 0;
 	v = strtoull(s, &end, 10);
-	if (errno || end == s || *s == '-')
+	if (errno || end == s)
 		return -1;
 	switch (*end) {
-	case 'k': case 'K': v <<= 10; end++; break;
-	case 'm': case 'M': v <<= 20; end++; break;
-	case 'g': case 'G': v <<= 30; end++; break;
+	case 'k': case 'K': shift = 10; end++; break;
+	case 'm': case 'M': shift = 20; end++; break;
+	case 'g': case 'G': shift = 30; end++; break;
 	}
+	if (v > (ULLONG_MAX >> shift))
+		return -1;
+	v <<= shift;
 	if (*end == 'i' && end[1] == 'B')
 		end += 2;
 	else if (*end == 'B')
@@ -157,38 +228,80 @@ static int split_hostport(char *s, char **host, char **port, bool passive)
 	return 0;
 }
 
+/* A numeric port must fit in 16 bits (getaddrinfo would take 99999 as
+ * 34463); a service name is getaddrinfo's to check. */
+static bool port_ok(const char *port)
+{
+	char *end;
+	unsigned long v;
+
+	if (!*port)
+		return false;
+	if (!isdigit((unsigned char)*port))
+		return true;
+	errno = 0;
+	v = strtoul(port, &end, 10);
+	return !errno && !*end && v <= 65535;
+}
+
+/* The syntax of an address, checked before anything waits on it. */
+static void check_spec(const char *spec, bool passive)
+{
+	char *buf = strdup(spec), *host, *port;
+
+	if (!buf)
+		fail(spec, ENOMEM);
+	if (split_hostport(buf, &host, &port, passive) < 0 || !port_ok(port))
+		die_usage(passive ? "bad address '%s' (want [ADDR:]PORT)" :
+			  "bad address '%s' (want HOST:PORT)", spec);
+	free(buf);
+}
+
 static int net_fd(const char *spec, bool passive)
 {
 	char *buf = strdup(spec), *host, *port;
 	struct addrinfo hints = { .ai_socktype = SOCK_STREAM,
 				  .ai_flags = passive ? AI_PASSIVE : 0 }, *res, *a;
-	int fd = -1, r, one = 1, err = 0;
+	int fd = -1, r, one = 1, zero = 0, err = 0;
+	/* A listener on every address: IPv6's, which takes IPv4 too, first. */
+	bool any = false;
 
-	if (split_hostport(buf, &host, &port, passive) < 0 || !*port)
-		die_usage(passive ? "bad address '%s' (want [ADDR:]PORT)" :
-			  "bad address '%s' (want HOST:PORT)", spec);
+	check_spec(spec, passive);
+	split_hostport(buf, &host, &port, passive);
+	any = passive && !host;
 	if ((r = getaddrinfo(host, port, &hints, &res))) {
+		if (r == EAI_SERVICE)
+			die_usage("bad port in '%s'", spec);
 		fprintf(stderr, "%s: %s: %s\n", ME, spec, gai_strerror(r));
 		exit(1);
 	}
-	for (a = res; a && fd < 0; a = a->ai_next) {
-		fd = socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC, a->ai_protocol);
-		if (fd < 0) {
-			err = errno;
-			continue;
+	for (int pass = any ? 0 : 1; pass < 2 && fd < 0; pass++)
+		for (a = res; a && fd < 0; a = a->ai_next) {
+			if (pass == 0 && a->ai_family != AF_INET6)
+				continue;
+			fd = socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC, a->ai_protocol);
+			if (fd < 0) {
+				err = errno;
+				continue;
+			}
+			if (passive) {
+				setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+				if (a->ai_family == AF_INET6 && any)
+					setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &zero, sizeof(zero));
+				r = bind(fd, a->ai_addr, a->ai_addrlen) || listen(fd, 1);
+			} else {
+				blocking_begin();
+				r = connect(fd, a->ai_addr, a->ai_addrlen);
+				err = errno;
+				blocking_end();
+				errno = err;
+			}
+			if (r) {
+				err = errno;
+				close(fd);
+				fd = -1;
+			}
 		}
-		if (passive) {
-			setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-			r = bind(fd, a->ai_addr, a->ai_addrlen) || listen(fd, 1);
-		} else {
-			r = connect(fd, a->ai_addr, a->ai_addrlen);
-		}
-		if (r) {
-			err = errno;
-			close(fd);
-			fd = -1;
-		}
-	}
 	freeaddrinfo(res);
 	free(buf);
 	if (fd < 0)
@@ -198,8 +311,13 @@ static int net_fd(const char *spec, bool passive)
 
 static int accept_one(int ls, const char *spec)
 {
-	int fd = accept4(ls, NULL, NULL, SOCK_CLOEXEC);
+	int fd, err;
 
+	blocking_begin();
+	fd = accept4(ls, NULL, NULL, SOCK_CLOEXEC);
+	err = errno;
+	blocking_end();
+	errno = err;
 	if (fd < 0)
 		fail(spec, errno);
 	close(ls);
@@ -208,15 +326,22 @@ static int accept_one(int ls, const char *spec)
 
 /* ------------------------------------------------------------- files */
 
-/* A file being created: written as tmp, renamed to path at the end. */
-struct outfile {
-	char *path, *tmp;
-	int fd;
-};
+/* A FIFO's open waits for its other end. */
+static int open_waiting(const char *path, int flags)
+{
+	int fd, err;
+
+	blocking_begin();
+	fd = open(path, flags | O_CLOEXEC);
+	err = errno;
+	blocking_end();
+	errno = err;
+	return fd;
+}
 
 static int open_in(const char *path)
 {
-	int fd = strcmp(path, "-") ? open(path, O_RDONLY | O_CLOEXEC) : 0;
+	int fd = strcmp(path, "-") ? open_waiting(path, O_RDONLY) : 0;
 
 	if (fd < 0)
 		fail(path, errno);
@@ -241,13 +366,18 @@ static void open_out(struct outfile *o, const char *dst, const char *src, mode_t
 
 		free(o->path);
 		if (!src || !strcmp(src, "-"))
-			die_usage("cannot name a file in directory '%s' after stdin", dst);
+			die_usage(src ? "cannot name a file in directory '%s' after stdin" :
+				  "cannot name a file in directory '%s' after a connection", dst);
 		if (asprintf(&o->path, "%s/%s", dst, basename(s)) < 0)
 			fail(dst, ENOMEM);
 		free(s);
-	} else if (stat(dst, &st) == 0 && !S_ISREG(st.st_mode)) {
-		if ((o->fd = open(dst, O_WRONLY | O_CLOEXEC)) < 0)
-			fail(dst, errno);
+		/* What is there under that name decides, as for DST itself. */
+		if (stat(o->path, &st) == 0 && S_ISDIR(st.st_mode))
+			fail(o->path, EISDIR);
+	}
+	if (stat(o->path, &st) == 0 && !S_ISREG(st.st_mode)) {
+		if ((o->fd = open_waiting(o->path, O_WRONLY)) < 0)
+			fail(o->path, errno);
 		return;
 	}
 	copy = strdup(o->path);
@@ -264,6 +394,7 @@ static void open_out(struct outfile *o, const char *dst, const char *src, mode_t
 		o->tmp = NULL;
 		fail(o->path, e);
 	}
+	exit_partial = o;
 	/* As a new file gets it: the mode asked for, less the umask. */
 	{
 		mode_t um = umask(0);
@@ -291,7 +422,9 @@ static int close_out(struct outfile *o, bool ok)
 		if (!ok)
 			unlink(o->tmp);
 		free(o->tmp);
+		o->tmp = NULL;
 	}
+	exit_partial = NULL;
 	free(o->path);
 	return r;
 }
@@ -314,7 +447,7 @@ static void show_progress(struct tool *t, bool last)
 	if (!t->o.progress || !t->tty)
 		return;
 	for (int i = 0; i < t->nlegs; i++)
-		b += t->legs[i].f ? uaio_flow_bytes(t->legs[i].f) : 0;
+		b += t->legs[i].f ? uaio_flow_bytes(t->legs[i].f) : t->legs[i].bytes;
 	s = now_s() - ((double)t->t0.tv_sec + t->t0.tv_nsec / 1e9);
 	fprintf(stderr, "\r%s: %llu bytes, %.1f s, %.1f MB/s%s", ME, (unsigned long long)b,
 		s, s > 0 ? b / s / 1e6 : 0.0, last ? "\n" : "   ");
@@ -341,6 +474,7 @@ static void on_done(uaio_flow *f, int64_t res, int side, void *data)
 
 	g->res = res;
 	g->side = side;
+	g->bytes = uaio_flow_bytes(f);
 	g->running = false;
 	snprintf(g->method, sizeof(g->method), "%s/%s",
 		 uaio_flow_mode_name(uaio_flow_mode(f)), m);
@@ -454,9 +588,15 @@ static bool run(struct tool *t)
 static void tool_init(struct tool *t)
 {
 	struct uaio_loop_params p = { 0 };
+	struct sigaction sa = { .sa_handler = on_async_signal };	/* no SA_RESTART */
 	sigset_t set;
 
 	signal(SIGPIPE, SIG_IGN);
+	atexit(remove_partial);
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGHUP, &sa, NULL);
 	t->tty = isatty(2);
 	if (!(t->l = uaio_loop_new(&p)))
 		fail("event loop", errno);
@@ -504,8 +644,10 @@ static int cmd_send(struct tool *t, const char *file, const char *peer)
 		/* Every byte arrived when the receiver, having read them all,
 		 * closes its end. */
 		shutdown(s, SHUT_WR);
+		blocking_begin();
 		while (read(s, &c, 1) > 0)
 			;
+		blocking_end();
 	}
 	close(s);
 	return ok ? 0 : 1;
@@ -517,8 +659,10 @@ static int cmd_recv(struct tool *t, const char *local, const char *file)
 	int s;
 	bool ok;
 
+	int ls = net_fd(local, true);	/* a bad address before any file */
+
 	open_out(&o, file, NULL, 0666);
-	s = accept_one(net_fd(local, true), local);
+	s = accept_one(ls, local);
 	start_leg(t, s, o.fd, "connection", o.path, -1);
 	ok = run(t);
 	close(s);
@@ -527,9 +671,12 @@ static int cmd_recv(struct tool *t, const char *local, const char *file)
 
 static int cmd_forward(struct tool *t, const char *local, const char *peer)
 {
-	int a = accept_one(net_fd(local, true), local), b = net_fd(peer, false);
+	int a, b;
 	bool ok;
 
+	check_spec(peer, false);
+	a = accept_one(net_fd(local, true), local);
+	b = net_fd(peer, false);
 	start_leg(t, a, b, local, peer, b);
 	start_leg(t, b, a, peer, local, a);
 	ok = run(t);

@@ -677,6 +677,19 @@ if [ $root = 1 ] && mkdir "$T/full" && mount -t tmpfs -o size=1m tmpfs "$T/full"
     enospc $prog -a big tree "$mnt/"
     enospc $prog -a big biglink "$mnt/"
   done
+  # Source and copy on one file system: copy_file_range fails, and cp
+  # 9.1 says "error copying" (uaio-cp said "error writing").
+  umount "$mnt"
+  mount -t tmpfs -o size=5m tmpfs "$mnt" || fail "mounting a tmpfs"
+  mkdir "$mnt/s" && head -c 3000000 /dev/urandom >"$mnt/s/a" || fail "source on the tmpfs"
+  for prog in cp uaio-cp; do
+    rm -rf "$mnt/o"
+    (cd "$mnt" && exec $prog -r s o) 2>"$T/ns.err" </dev/null
+    rc=$?
+    [ $rc = 1 ] || { cat "$T/ns.err"; fail "$prog -r on one full tmpfs: exit $rc, not 1"; }
+    grep -qx "$prog: error copying 's/a' to 'o/a': No space left on device" "$T/ns.err" ||
+      { cat "$T/ns.err"; fail "$prog -r on one full tmpfs: not cp's message"; }
+  done
   umount "$mnt"
   mnt=
   ok "ENOSPC: exit 1, 'No space left on device', no full-size file with other contents"

@@ -7,6 +7,7 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <string.h>
 #include <unistd.h>
 #include "job.h"
 
@@ -173,7 +174,14 @@ static void on_flow_done(uaio_flow *f, int64_t res, int side, void *data)
 {
 	struct cp_job *j = data;
 
-	(void)f;
+	if (res < 0 && !strcmp(uaio_flow_method(f), "copy_file_range")) {
+		/* cp 9.1's sparse_copy says so of any copy_file_range failure */
+		cp_err(j->r, (int)-res, "error copying %s to %s", q(j->r, j->src),
+		       q(j->r, j->dst));
+		j->failed = true;
+		cp_job_end(j);
+		return;
+	}
 	if (res < 0) {
 		cp_job_fail(j, (int)res, side == UAIO_FLOW_SIDE_SRC);
 		return;

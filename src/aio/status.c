@@ -211,30 +211,10 @@ static int glibc_deadline(const struct timespec *rel, struct timespec *d)
 	return 0;
 }
 
-/* Waits for one of list to finish: 0, -EAGAIN at the deadline, -EINTR. */
-static int wait_any(const struct aiocb *const list[], int nent,
-		    const struct timespec *deadline)
-{
-	for (;;) {
-		unsigned snap = atomic_load(&E->seq);
-		int ct, r;
-
-		if (aio__any_done(list, nent))
-			return 0;
-		ct = aio__cancel_async();
-		r = seq_wait(snap, deadline);
-		aio__cancel_restore(ct);
-		if (r == -ETIMEDOUT)
-			return aio__any_done(list, nent) ? 0 : -EAGAIN;
-		if (r == -EINTR)
-			return r;
-	}
-}
-
 static int suspend(const struct aiocb *const list[], int nent,
 		   const struct timespec *timeout)
 {
-	struct timespec deadline, *dl = timeout ? &deadline : NULL;
+	struct timespec deadline;
 	int r = 0;
 
 	/* As glibc: nothing to wait for returns at once, and a timeout that
@@ -245,13 +225,26 @@ static int suspend(const struct aiocb *const list[], int nent,
 		return 0;
 	if (timeout && (r = glibc_deadline(timeout, &deadline)) < 0)
 		return posix_ret(r);
-	if (aio__own_wait(list, nent, dl, &r))
+	if (aio__own_wait(list, nent, timeout ? &deadline : NULL, &r))
 		return posix_ret(r);
 	atomic_fetch_add(&E->waiters, 1);
-	/* The wait in a function of its own: nothing of this frame is live
-	 * across the cleanup's setjmp. */
 	pthread_cleanup_push(waiter_gone, NULL);
-	r = wait_any(list, nent, dl);
+	for (;;) {
+		unsigned snap = atomic_load(&E->seq);
+		int ct;
+
+		if (aio__any_done(list, nent))
+			break;
+		ct = aio__cancel_async();
+		r = seq_wait(snap, timeout ? &deadline : NULL);
+		aio__cancel_restore(ct);
+		if (r == -ETIMEDOUT) {
+			r = aio__any_done(list, nent) ? 0 : -EAGAIN;
+			break;
+		}
+		if (r == -EINTR)
+			break;
+	}
 	pthread_cleanup_pop(1);
 	return posix_ret(r);
 }

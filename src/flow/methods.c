@@ -190,6 +190,9 @@ struct splice_run {
 	uint64_t asked;		/* the in step's length */
 	uint32_t pipesz;
 	bool in_poll, out_poll;	/* the op is a readiness wait */
+	/* The sink refused splice while a fill was in flight: the error the
+	 * flow fails with (to fall back) once that fill is back. */
+	int refused;
 	/* File to file, a worker's step: what it took and gave, and the
 	 * side that failed. */
 	uint64_t step_in, step_out;
@@ -312,6 +315,17 @@ static int wait_ready(uaio_flow *f, uaio_op *op, int fd, short ev)
 	return ret;
 }
 
+/* A seekable source is read at explicit offsets: what sits in the flow's
+ * pipe, taken but not moved, is read again by the next method. */
+static void give_back(uaio_flow *f)
+{
+	struct splice_run *r = f->run;
+
+	r->inpipe = 0;
+	f->taken = f->moved;
+	f->flags &= ~FF_EOF;
+}
+
 static void splice_in_done(uaio_op *op, int res, void *data)
 {
 	uaio_flow *f = data;
@@ -319,6 +333,14 @@ static void splice_in_done(uaio_op *op, int res, void *data)
 
 	f->inflight--;
 	r->asked = 0;
+	if (r->refused) {
+		res = r->refused;
+		r->refused = 0;
+		give_back(f);
+		flow__fail(f, res, UAIO_FLOW_SIDE_DST);
+		flow__step_done(f);
+		return;
+	}
 	if (res > 0) {
 		flow__taken(f, (uint64_t)res);
 		if (direct(f))
@@ -354,6 +376,16 @@ static void splice_out_done(uaio_op *op, int res, void *data)
 	} else if (res == -EAGAIN) {
 		if ((res = wait_ready(f, &r->out, f->dst.fd, POLLOUT)) < 0)
 			flow__fail(f, res, UAIO_FLOW_SIDE_DST);
+	} else if (flow__fallback_err(res) && f->src.seek && !direct(f)) {
+		/* A sink without splice support (/dev/full and most character
+		 * devices): the bytes go back, and kbuf takes over. */
+		if (uaio_op_pending(&r->in) && !r->in_poll) {
+			r->refused = res;
+			flow__cancel_op(f, &r->in);
+		} else {
+			give_back(f);
+			flow__fail(f, res, UAIO_FLOW_SIDE_DST);
+		}
 	} else {
 		flow__fail(f, res ? res : -EIO, UAIO_FLOW_SIDE_DST);
 	}

@@ -84,6 +84,11 @@ kill -TERM $sp; wait $sp; rc=$?
 grep -qx "$F: interrupted" "$dir/e.err" || { cat "$dir/e.err"; fail "no 'interrupted' after SIGTERM"; }
 [ -z "$(ls -A "$dir/e")" ] || { ls -la "$dir/e"; fail "temporary left after SIGTERM"; }
 echo "early exits, limits, signals while waiting: ok"
+# A sink without splice support (/dev/full): auto falls back to kbuf, so
+# the error is the device's own (was EINVAL from the splice).
+expect_rc 1 "$F" copy "$dir/src" /dev/full
+grep -qx "$F: /dev/full: write: No space left on device" "$dir/err" || { cat "$dir/err"; fail "/dev/full: no fallback to kbuf"; }
+echo "a sink that refuses splice falls back: ok"
 
 # A failed transfer leaves no file that looks complete (nor a temporary).
 if [ "$(id -u)" = 0 ] && mnt=$(mktemp -d /tmp/uaio-flow-full-XXXXXX) && mount -t tmpfs -o size=1m tmpfs "$mnt" 2>/dev/null; then

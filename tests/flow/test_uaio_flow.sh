@@ -89,6 +89,14 @@ echo "early exits, limits, signals while waiting: ok"
 expect_rc 1 "$F" copy "$dir/src" /dev/full
 grep -qx "$F: /dev/full: write: No space left on device" "$dir/err" || { cat "$dir/err"; fail "/dev/full: no fallback to kbuf"; }
 echo "a sink that refuses splice falls back: ok"
+# A closed stdin or stdout named as -: EBADF (the loop took its number
+# and the message said EINVAL).
+"$F" copy - "$dir/e/o" <&- 2>"$dir/err"; rc=$?
+[ $rc = 1 ] && grep -qx "$F: -: Bad file descriptor" "$dir/err" || { cat "$dir/err"; fail "copy - with stdin closed: exit $rc"; }
+"$F" copy "$dir/one" - >&- 2>"$dir/err"; rc=$?
+[ $rc = 1 ] && grep -qx "$F: -: Bad file descriptor" "$dir/err" || { cat "$dir/err"; fail "copy to - with stdout closed: exit $rc"; }
+[ -z "$(ls -A "$dir/e")" ] || { ls -la "$dir/e"; fail "files left with stdin closed"; }
+echo "closed stdin/stdout: ok"
 
 # A failed transfer leaves no file that looks complete (nor a temporary).
 if [ "$(id -u)" = 0 ] && mnt=$(mktemp -d /tmp/uaio-flow-full-XXXXXX) && mount -t tmpfs -o size=1m tmpfs "$mnt" 2>/dev/null; then

@@ -68,6 +68,9 @@ struct tool {
 	struct leg legs[2];
 	int nlegs, running;
 	bool interrupted, tty;
+	/* stdin, stdout closed when the tool started: held on /dev/null so
+	 * that no descriptor of ours takes their number, and refused as - */
+	bool closed[2];
 	uaio_watch sigw;
 	int sigfd;
 	struct timespec t0;
@@ -339,10 +342,12 @@ static int open_waiting(const char *path, int flags)
 	return fd;
 }
 
-static int open_in(const char *path)
+static int open_in(const struct tool *t, const char *path)
 {
 	int fd = strcmp(path, "-") ? open_waiting(path, O_RDONLY) : 0;
 
+	if (fd == 0 && t->closed[0])
+		fail("-", EBADF);
 	if (fd < 0)
 		fail(path, errno);
 	return fd;
@@ -350,7 +355,8 @@ static int open_in(const char *path)
 
 /* DST may be -, an existing device or fifo (written in place), a
  * directory (SRC's name inside it), or a file to create or replace. */
-static void open_out(struct outfile *o, const char *dst, const char *src, mode_t mode)
+static void open_out(const struct tool *t, struct outfile *o, const char *dst,
+		     const char *src, mode_t mode)
 {
 	struct stat st;
 	char *copy, *base, *dir;
@@ -358,6 +364,8 @@ static void open_out(struct outfile *o, const char *dst, const char *src, mode_t
 	o->tmp = NULL;
 	o->path = strdup(dst);
 	if (!strcmp(dst, "-")) {
+		if (t->closed[1])
+			fail("-", EBADF);
 		o->fd = 1;
 		return;
 	}
@@ -591,6 +599,12 @@ static void tool_init(struct tool *t)
 	struct sigaction sa = { .sa_handler = on_async_signal };	/* no SA_RESTART */
 	sigset_t set;
 
+	for (int fd = 0; fd < 2; fd++)
+		if (fcntl(fd, F_GETFD) < 0 && errno == EBADF) {
+			t->closed[fd] = true;
+			if (open("/dev/null", fd ? O_WRONLY : O_RDONLY) != fd)
+				fail("/dev/null", errno ? errno : EBADF);
+		}
 	signal(SIGPIPE, SIG_IGN);
 	atexit(remove_partial);
 	sigemptyset(&sa.sa_mask);
@@ -619,14 +633,14 @@ static int cmd_copy(struct tool *t, const char *src, const char *dst)
 {
 	struct outfile o;
 	struct stat st;
-	int in = open_in(src);
+	int in = open_in(t, src);
 	bool ok;
 
 	if (fstat(in, &st) < 0)
 		fail(src, errno);
 	if (S_ISDIR(st.st_mode))
 		fail(src, EISDIR);
-	open_out(&o, dst, src, S_ISREG(st.st_mode) ? st.st_mode : 0666);
+	open_out(t, &o, dst, src, S_ISREG(st.st_mode) ? st.st_mode : 0666);
 	start_leg(t, in, o.fd, src, o.path, -1);
 	ok = run(t);
 	return close_out(&o, ok) == 0 && ok ? 0 : 1;
@@ -634,7 +648,7 @@ static int cmd_copy(struct tool *t, const char *src, const char *dst)
 
 static int cmd_send(struct tool *t, const char *file, const char *peer)
 {
-	int in = open_in(file), s = net_fd(peer, false);
+	int in = open_in(t, file), s = net_fd(peer, false);
 	char c;
 	bool ok;
 
@@ -661,7 +675,7 @@ static int cmd_recv(struct tool *t, const char *local, const char *file)
 
 	int ls = net_fd(local, true);	/* a bad address before any file */
 
-	open_out(&o, file, NULL, 0666);
+	open_out(t, &o, file, NULL, 0666);
 	s = accept_one(ls, local);
 	start_leg(t, s, o.fd, "connection", o.path, -1);
 	ok = run(t);

@@ -379,7 +379,7 @@ static void splice_out_done(uaio_op *op, int res, void *data)
 	} else if (flow__fallback_err(res) && f->src.seek && !direct(f)) {
 		/* A sink without splice support (/dev/full and most character
 		 * devices): the bytes go back, and kbuf takes over. */
-		if (uaio_op_pending(&r->in) && !r->in_poll) {
+		if (uaio_op_pending(&r->in)) {	/* a fill: a file is never polled */
 			r->refused = res;
 			flow__cancel_op(f, &r->in);
 		} else {

@@ -124,11 +124,15 @@ static void blocking_begin(void)
 		interrupted_exit();
 }
 
+/* errno stays the blocking call's. */
 static void blocking_end(void)
 {
+	int err = errno;
+
 	stop_signals(SIG_BLOCK);
 	if (exit_signal)
 		interrupted_exit();
+	errno = err;
 }
 
 static void usage(FILE *out)
@@ -266,11 +270,11 @@ static int net_fd(const char *spec, bool passive)
 	struct addrinfo hints = { .ai_socktype = SOCK_STREAM,
 				  .ai_flags = passive ? AI_PASSIVE : 0 }, *res, *a;
 	int fd = -1, r, one = 1, zero = 0, err = 0;
-	/* A listener on every address: IPv6's, which takes IPv4 too, first. */
-	bool any = false;
+	bool any;
 
 	check_spec(spec, passive);
 	split_hostport(buf, &host, &port, passive);
+	/* A listener on every address: IPv6's, which takes IPv4 too, first. */
 	any = passive && !host;
 	if ((r = getaddrinfo(host, port, &hints, &res))) {
 		if (r == EAI_SERVICE)
@@ -295,9 +299,7 @@ static int net_fd(const char *spec, bool passive)
 			} else {
 				blocking_begin();
 				r = connect(fd, a->ai_addr, a->ai_addrlen);
-				err = errno;
 				blocking_end();
-				errno = err;
 			}
 			if (r) {
 				err = errno;
@@ -314,13 +316,11 @@ static int net_fd(const char *spec, bool passive)
 
 static int accept_one(int ls, const char *spec)
 {
-	int fd, err;
+	int fd;
 
 	blocking_begin();
 	fd = accept4(ls, NULL, NULL, SOCK_CLOEXEC);
-	err = errno;
 	blocking_end();
-	errno = err;
 	if (fd < 0)
 		fail(spec, errno);
 	close(ls);
@@ -332,13 +332,11 @@ static int accept_one(int ls, const char *spec)
 /* A FIFO's open waits for its other end. */
 static int open_waiting(const char *path, int flags)
 {
-	int fd, err;
+	int fd;
 
 	blocking_begin();
 	fd = open(path, flags | O_CLOEXEC);
-	err = errno;
 	blocking_end();
-	errno = err;
 	return fd;
 }
 

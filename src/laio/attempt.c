@@ -34,10 +34,48 @@ bool laio__is_write_nr(long nr)
 	return false;
 }
 
+bool laio__is_read_nr(long nr)
+{
+	switch (nr) {
+	case SYS_read: case SYS_readv: case SYS_pread64: case SYS_preadv:
+	case SYS_preadv2:
+		return true;
+	}
+	return false;
+}
+
+/* The offset of a positioned call's next byte (-1: the file position). */
+int64_t laio__call_off(const struct laio_call *r)
+{
+	switch (r->nr) {
+	case SYS_pread64: case SYS_pwrite64: case SYS_preadv: case SYS_pwritev:
+	case SYS_preadv2: case SYS_pwritev2:
+		return r->a[3] < 0 ? -1 : r->a[3] + (int64_t)r->done;
+	}
+	return -1;
+}
+
+/* The msghdr a sendmsg/recvmsg goes on with: the caller's, or ours once
+ * part of it has moved. */
+struct msghdr *laio__call_msg(struct laio_call *r)
+{
+	return r->msg ? &r->msg->h : (struct msghdr *)r->a[1];
+}
+
+void laio__call_free_parts(struct laio_call *r)
+{
+	free(r->iov);
+	free(r->msg);
+	r->iov = NULL;
+	r->msg = NULL;
+}
+
 /* The current iov of a read/write-class call (single buffers as iov1). */
 const struct iovec *laio__call_iov(struct laio_call *r, struct iovec *iov1,
 				    int *cnt)
 {
+	const struct msghdr *m;
+
 	if (r->iov) {
 		*cnt = r->iovcnt;
 		return r->iov;
@@ -49,6 +87,10 @@ const struct iovec *laio__call_iov(struct laio_call *r, struct iovec *iov1,
 		iov1->iov_len = (size_t)r->a[2] - r->done;
 		*cnt = 1;
 		return iov1;
+	case SYS_recvmsg: case SYS_sendmsg:
+		m = laio__call_msg(r);
+		*cnt = (int)m->msg_iovlen;
+		return m->msg_iov;
 	}
 	*cnt = (int)r->a[2];
 	return (const struct iovec *)r->a[1];
@@ -68,8 +110,8 @@ long laio__try_nowait(struct laio_call *r)
 
 	switch (r->nr) {
 	case SYS_recvfrom:
-		return uaio__sysret(recvfrom(fd, (void *)a[1], (size_t)a[2],
-				       (int)a[3] | MSG_DONTWAIT,
+		return uaio__sysret(recvfrom(fd, (char *)a[1] + r->done,
+				       (size_t)a[2] - r->done, (int)a[3] | MSG_DONTWAIT,
 				       (struct sockaddr *)a[4], (socklen_t *)a[5]));
 	case SYS_sendto:
 		return uaio__sysret(sendto(fd, (char *)a[1] + r->done,
@@ -77,10 +119,10 @@ long laio__try_nowait(struct laio_call *r)
 				     (int)a[3] | MSG_DONTWAIT,
 				     (const struct sockaddr *)a[4], (socklen_t)a[5]));
 	case SYS_recvmsg:
-		return uaio__sysret(recvmsg(fd, (struct msghdr *)a[1],
+		return uaio__sysret(recvmsg(fd, laio__call_msg(r),
 				      (int)a[2] | MSG_DONTWAIT));
 	case SYS_sendmsg:
-		return uaio__sysret(sendmsg(fd, (const struct msghdr *)a[1],
+		return uaio__sysret(sendmsg(fd, laio__call_msg(r),
 				      (int)a[2] | MSG_DONTWAIT));
 	}
 	iov = laio__call_iov(r, &iov1, &cnt);
@@ -88,15 +130,15 @@ long laio__try_nowait(struct laio_call *r)
 	case SYS_read: case SYS_readv:
 		return uaio__rw(fd, false, iov, cnt, -1, RWF_NOWAIT);
 	case SYS_pread64: case SYS_preadv:
-		return uaio__rw(fd, false, iov, cnt, a[3], RWF_NOWAIT);
+		return uaio__rw(fd, false, iov, cnt, laio__call_off(r), RWF_NOWAIT);
 	case SYS_preadv2:
-		return uaio__rw(fd, false, iov, cnt, a[3], (int)a[5] | RWF_NOWAIT);
+		return uaio__rw(fd, false, iov, cnt, laio__call_off(r), (int)a[5] | RWF_NOWAIT);
 	case SYS_write: case SYS_writev:
 		return uaio__rw(fd, true, iov, cnt, -1, RWF_NOWAIT);
 	case SYS_pwrite64: case SYS_pwritev:
-		return uaio__rw(fd, true, iov, cnt, a[3] + (long)r->done, RWF_NOWAIT);
+		return uaio__rw(fd, true, iov, cnt, laio__call_off(r), RWF_NOWAIT);
 	case SYS_pwritev2:
-		return uaio__rw(fd, true, iov, cnt, a[3], (int)a[5] | RWF_NOWAIT);
+		return uaio__rw(fd, true, iov, cnt, laio__call_off(r), (int)a[5] | RWF_NOWAIT);
 	}
 	return -ENOSYS;
 }
@@ -111,17 +153,32 @@ bool laio__fd_isreg(struct laio_call *r)
 	return r->ftype == CF_ISREG;
 }
 
-/* Drops the first n bytes of the remaining writev iovs (continuation). */
+/* Drops the first n bytes of the remaining iovs (continuation). A
+ * sendmsg or recvmsg goes on with a msghdr of ours: what the first part
+ * carried besides data (ancillary data; the peer's address, received) is
+ * not sent or received again. */
 int laio__iov_advance(struct laio_call *r, size_t n)
 {
 	struct iovec iov1;
 	const struct iovec *iov;
 	int cnt, i;
 	struct iovec *copy;
+	bool msg = r->nr == SYS_sendmsg || r->nr == SYS_recvmsg;
 
 	iov = laio__call_iov(r, &iov1, &cnt);
 	if (iov == &iov1)
 		return 0;	/* single buffer: r->done is enough */
+	if (msg && !r->msg) {
+		if (!(r->msg = malloc(sizeof(*r->msg))))
+			return -ENOMEM;
+		r->msg->h = *(const struct msghdr *)r->a[1];
+		r->msg->h.msg_control = NULL;
+		r->msg->h.msg_controllen = 0;
+		if (r->nr == SYS_recvmsg) {
+			r->msg->h.msg_name = NULL;
+			r->msg->h.msg_namelen = 0;
+		}
+	}
 	/* The caller's iovecs are theirs: skip in a copy. */
 	copy = malloc(sizeof(*copy) * (size_t)(cnt ? cnt : 1));
 	if (!copy)
@@ -132,31 +189,66 @@ int laio__iov_advance(struct laio_call *r, size_t n)
 	free(r->iov);
 	r->iov = copy;
 	r->iovcnt = cnt - i;
+	if (msg) {
+		r->msg->h.msg_iov = copy;
+		r->msg->h.msg_iovlen = (size_t)(cnt - i);
+	}
 	return 0;
 }
 
-/* A write to a pipe or socket that blocks writes everything: continue. */
-bool laio__continue_write(struct laio_call *r, long res)
+static bool blocking_fd(int fd)
+{
+	int fl = fcntl(fd, F_GETFL);
+
+	return fl >= 0 && !(fl & O_NONBLOCK);
+}
+
+static bool stream_socket(int fd)
+{
+	int type;
+	socklen_t len = sizeof(type);
+
+	return getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &len) == 0 &&
+	       type == SOCK_STREAM;
+}
+
+/* After moving part of its count, does the call go on for the rest, as
+ * the plain call would? A blocking write to a pipe or socket writes it
+ * all. A read of a regular file is short only at its end, so a first try
+ * that stopped at a page not in the cache goes on (the ring's reads of
+ * files are whole already). A blocking stream socket's MSG_WAITALL
+ * receive waits for all of it. */
+static bool goes_on(struct laio_call *r, bool first_try)
+{
+	if (laio__is_write_nr(r->nr))
+		return !laio__fd_isreg(r);
+	if (laio__is_read_nr(r->nr))
+		return first_try && laio__fd_isreg(r);
+	if (r->nr == SYS_recvfrom || r->nr == SYS_recvmsg)
+		return (r->nr == SYS_recvfrom ? r->a[3] : r->a[2]) & MSG_WAITALL &&
+		       stream_socket((int)r->a[0]) && blocking_fd((int)r->a[0]);
+	return false;
+}
+
+/* The call moved res bytes: true when it goes on for the rest (r->done
+ * and the iovs advanced past them). */
+bool laio__continue(struct laio_call *r, long res, bool first_try)
 {
 	struct iovec iov1;
+	const struct iovec *iov;
+	size_t left = 0;
 	int cnt;
 
-	if (res <= 0 || !laio__is_write_nr(r->nr) || r->nr == SYS_sendmsg ||
-	    laio__fd_isreg(r))
+	if (res <= 0 || !(laio__is_write_nr(r->nr) || laio__is_read_nr(r->nr) ||
+			  r->nr == SYS_recvfrom || r->nr == SYS_recvmsg))
 		return false;
-	laio__call_iov(r, &iov1, &cnt);
-	{
-		size_t left = 0;
-		const struct iovec *iov = laio__call_iov(r, &iov1, &cnt);
-
-		for (int i = 0; i < cnt; i++)
-			left += iov[i].iov_len;
-		if ((size_t)res >= left)
-			return false;
-	}
+	iov = laio__call_iov(r, &iov1, &cnt);
+	for (int i = 0; i < cnt; i++)
+		left += iov[i].iov_len;
+	if ((size_t)res >= left || !goes_on(r, first_try))
+		return false;
 	if (laio__iov_advance(r, (size_t)res) < 0)
 		return false;
 	r->done += (size_t)res;
 	return true;
 }
-

@@ -45,21 +45,31 @@ static int submit_rw_op(struct laio_call *r)
 
 	r->kind = K_OP;
 	switch (r->nr) {
-	case SYS_recvfrom:
-		if (a[4])
-			return -EOPNOTSUPP;
-		return uaio_op_recv(l, &r->op, fd, (void *)a[1], (size_t)a[2],
-				    (int)a[3], laio__op_cb, r);
-	case SYS_sendto:
-		if (a[4])
-			return -EOPNOTSUPP;
-		return uaio_op_send(l, &r->op, fd, (char *)a[1] + r->done,
-				    (size_t)a[2] - r->done, (int)a[3], laio__op_cb, r);
+	case SYS_recvfrom: case SYS_sendto:
+		if (!a[4])
+			break;
+		if (r->nr == SYS_recvfrom && !a[5])
+			return -EOPNOTSUPP;	/* the kernel's EFAULT, after the data */
+		if (!r->msg && !(r->msg = calloc(1, sizeof(*r->msg))))
+			return -ENOMEM;
+		/* With an address: the ring's recvmsg/sendmsg. */
+		r->msg->iov1.iov_base = (char *)a[1] + r->done;
+		r->msg->iov1.iov_len = (size_t)a[2] - r->done;
+		r->msg->h.msg_iov = &r->msg->iov1;
+		r->msg->h.msg_iovlen = 1;
+		r->msg->h.msg_name = (void *)a[4];
+		r->msg->h.msg_namelen = r->nr == SYS_sendto ? (socklen_t)a[5] :
+					*(socklen_t *)a[5];
+		if (r->nr == SYS_recvfrom)
+			return uaio_op_recvmsg(l, &r->op, fd, &r->msg->h, (int)a[3],
+					       laio__op_cb, r);
+		return uaio_op_sendmsg(l, &r->op, fd, &r->msg->h, (int)a[3],
+				       laio__op_cb, r);
 	case SYS_recvmsg:
-		return uaio_op_recvmsg(l, &r->op, fd, (struct msghdr *)a[1],
+		return uaio_op_recvmsg(l, &r->op, fd, laio__call_msg(r),
 				       (int)a[2], laio__op_cb, r);
 	case SYS_sendmsg:
-		return uaio_op_sendmsg(l, &r->op, fd, (const struct msghdr *)a[1],
+		return uaio_op_sendmsg(l, &r->op, fd, laio__call_msg(r),
 				       (int)a[2], laio__op_cb, r);
 	case SYS_preadv2: case SYS_pwritev2:
 		if (a[5])
@@ -68,26 +78,34 @@ static int submit_rw_op(struct laio_call *r)
 	}
 	iov = laio__call_iov(r, &iov1, &cnt);
 	switch (r->nr) {
+	case SYS_recvfrom:
+		return uaio_op_recv(l, &r->op, fd, iov1.iov_base, iov1.iov_len,
+				    (int)a[3], laio__op_cb, r);
+	case SYS_sendto:
+		return uaio_op_send(l, &r->op, fd, iov1.iov_base, iov1.iov_len,
+				    (int)a[3], laio__op_cb, r);
 	case SYS_read:
 		return uaio_op_read(l, &r->op, fd, iov1.iov_base, iov1.iov_len,
 				    -1, laio__op_cb, r);
 	case SYS_pread64:
 		return uaio_op_read(l, &r->op, fd, iov1.iov_base, iov1.iov_len,
-				    a[3], laio__op_cb, r);
+				    laio__call_off(r), laio__op_cb, r);
 	case SYS_write:
 		return uaio_op_write(l, &r->op, fd, iov1.iov_base, iov1.iov_len,
 				     -1, laio__op_cb, r);
 	case SYS_pwrite64:
 		return uaio_op_write(l, &r->op, fd, iov1.iov_base, iov1.iov_len,
-				     a[3] + (long)r->done, laio__op_cb, r);
+				     laio__call_off(r), laio__op_cb, r);
 	case SYS_readv:
 		return uaio_op_readv(l, &r->op, fd, iov, cnt, -1, laio__op_cb, r);
 	case SYS_preadv: case SYS_preadv2:
-		return uaio_op_readv(l, &r->op, fd, iov, cnt, a[3], laio__op_cb, r);
+		return uaio_op_readv(l, &r->op, fd, iov, cnt, laio__call_off(r),
+				     laio__op_cb, r);
 	case SYS_writev:
 		return uaio_op_writev(l, &r->op, fd, iov, cnt, -1, laio__op_cb, r);
 	case SYS_pwritev: case SYS_pwritev2:
-		return uaio_op_writev(l, &r->op, fd, iov, cnt, a[3], laio__op_cb, r);
+		return uaio_op_writev(l, &r->op, fd, iov, cnt, laio__call_off(r),
+				      laio__op_cb, r);
 	}
 	return -EOPNOTSUPP;
 }
@@ -107,6 +125,16 @@ int laio__submit_rw_bg(struct laio_call *r)
 	return ret;
 }
 
+/* The result of a call that ended with res, after r->done bytes moved
+ * by its earlier parts: those bytes, as a plain call interrupted after a
+ * partial transfer returns them. */
+static long with_done(const struct laio_call *r, long res)
+{
+	if (res >= 0)
+		return res + (long)r->done;
+	return r->done ? (long)r->done : res;
+}
+
 /* Resubmits r from its own callback unless a cancel asked otherwise. */
 static void resubmit(struct laio_call *r, int (*fn)(struct laio_call *))
 {
@@ -117,7 +145,7 @@ static void resubmit(struct laio_call *r, int (*fn)(struct laio_call *))
 	ret = r->flags & CF_CANCEL_REQ ? -ECANCELED : fn(r);
 	pthread_mutex_unlock(&laio__engine.mu);
 	if (ret < 0)
-		laio__call_finish(r, ret);
+		laio__call_finish(r, with_done(r, ret));
 }
 
 /* -ECANCELED that laio_cancel() did not ask for: the thread that issued
@@ -138,15 +166,13 @@ void laio__op_cb(uaio_op *op, int res, void *data)
 
 	if (orphaned(r, res))
 		return;
-	if (laio__continue_write(r, res)) {
+	if (laio__continue(r, res, false)) {
 		resubmit(r, laio__submit_rw_bg);
 		return;
 	}
-	if (res >= 0)
-		res += (int)r->done;
-	else if (r->done && res != -ECANCELED)
-		res = (int)r->done;
-	laio__call_finish(r, res);
+	if (res >= 0 && r->nr == SYS_recvfrom && r->msg)
+		*(socklen_t *)r->a[5] = r->msg->h.msg_namelen;
+	laio__call_finish(r, with_done(r, res));
 }
 
 static void poll_cb(uaio_op *op, int res, void *data)
@@ -157,21 +183,17 @@ static void poll_cb(uaio_op *op, int res, void *data)
 	if (orphaned(r, res))
 		return;
 	if (res < 0) {
-		laio__call_finish(r, r->done && res != -ECANCELED ? (long)r->done : res);
+		laio__call_finish(r, with_done(r, res));
 		return;
 	}
 	v = laio__try_nowait(r);
-	if (v == -EAGAIN || v == -EOPNOTSUPP || laio__continue_write(r, v)) {
+	if (v == -EAGAIN || v == -EOPNOTSUPP || laio__continue(r, v, false)) {
 		if (v == -EAGAIN || v == -EOPNOTSUPP)
 			r->retries++;
 		resubmit(r, laio__submit_rw_bg);
 		return;
 	}
-	if (v >= 0)
-		v += (long)r->done;
-	else if (r->done)
-		v = (long)r->done;
-	laio__call_finish(r, v);
+	laio__call_finish(r, with_done(r, v));
 }
 
 static void work_cb(uaio_op *op, int res, void *data)

@@ -9,6 +9,7 @@
  * helper pool; an unknown number runs inline (ENOSYS).
  */
 #define _GNU_SOURCE
+#include <linux/futex.h>
 #include <stdio.h>
 
 #include "laio/engine.h"
@@ -193,11 +194,80 @@ struct laio_row {
 	int (*ring)(struct laio_call *r);	/* the background io_uring op */
 };
 
-static long rw_call(long nr, const long *a)
+/* What one call may move, as the kernel counts (MAX_RW_COUNT; sockets
+ * INT_MAX): larger counts are cut to it, not refused. */
+#define RW_MAX	(INT_MAX & ~4095L)
+#define USER_TOP ((1ul << 47) - 4096)
+
+static bool nonblocking(int fd)
 {
-	struct laio_call tmp, *r;
-	long res;
-	int fl;
+	int fl = fcntl(fd, F_GETFL);
+
+	return fl >= 0 && (fl & O_NONBLOCK);
+}
+
+/* After the first try of a read/write-class call (res): inline when it
+ * is done, else on to the background with what it has moved. */
+static long rw_after_try(struct laio_call *tmp, long res)
+{
+	struct laio_call *r;
+	long nr = tmp->nr;
+
+	while (res > 0 && laio__continue(tmp, res, true)) {
+		/* A file's read stopped at a page not cached, or at its end:
+		 * a second try tells (0: the end). */
+		if (laio__is_read_nr(nr)) {
+			res = laio__try_nowait(tmp);
+			continue;
+		}
+		/* A write to the caller's O_NONBLOCK pipe or socket ends here. */
+		if (laio__is_write_nr(nr) && nonblocking((int)tmp->a[0])) {
+			res = 0;
+			break;
+		}
+		goto background;
+	}
+	if (tmp->done) {
+		if (res == -EAGAIN || res == -EOPNOTSUPP)
+			goto background;
+		laio__call_free_parts(tmp);
+		return laio__ret_inline(res >= 0 ? res + (long)tmp->done : (long)tmp->done);
+	}
+	if (UAIO_LIKELY(res != -EAGAIN && res != -EOPNOTSUPP))
+		return laio__ret_inline(res);
+	/* A caller's O_NONBLOCK pipe or socket does not block. */
+	if (res == -EAGAIN && nonblocking((int)tmp->a[0]) && !laio__fd_isreg(tmp))
+		return laio__ret_inline(-EAGAIN);
+background:
+	if (laio__engine_get() < 0 || !(r = laio__call_new(nr, tmp->a))) {
+		laio__call_free_parts(tmp);
+		return laio__ret_inline(tmp->done ? (long)tmp->done : -EAGAIN);
+	}
+	r->done = tmp->done;
+	r->iov = tmp->iov;
+	r->iovcnt = tmp->iovcnt;
+	r->msg = tmp->msg;
+	r->ftype = tmp->ftype;
+	if (r->msg && r->iov)
+		r->msg->h.msg_iov = r->iov;
+	if (res == -EOPNOTSUPP)
+		r->retries = 4;	/* polling cannot tell: use the op */
+	return laio__go_background(r, laio__submit_rw_bg);
+}
+
+static void tmp_init(struct laio_call *tmp, long nr, const long *a)
+{
+	tmp->nr = nr;
+	memcpy(tmp->a, a, sizeof(tmp->a));
+	tmp->done = 0;
+	tmp->iov = NULL;
+	tmp->msg = NULL;
+	tmp->ftype = 0;
+}
+
+static long rw_call(long nr, long *a)
+{
+	struct laio_call tmp;
 
 	/* The kernel would refuse these forms before blocking. */
 	if ((nr == SYS_pread64 || nr == SYS_pwrite64 || nr == SYS_preadv ||
@@ -213,46 +283,24 @@ static long rw_call(long nr, const long *a)
 						 a[4], a[5])));
 	if ((nr == SYS_recvmsg || nr == SYS_sendmsg) && (a[2] & MSG_DONTWAIT))
 		return laio__ret_inline(uaio__sysret(syscall(nr, a[0], a[1], a[2])));
-
-	tmp.nr = nr;
-	memcpy(tmp.a, a, sizeof(tmp.a));
-	tmp.done = 0;
-	tmp.iov = NULL;
-	tmp.ftype = 0;
-	res = laio__try_nowait(&tmp);
-	if (UAIO_LIKELY(res != -EAGAIN && res != -EOPNOTSUPP)) {
-		/* A blocking write to a pipe or socket writes it all. */
-		if (res > 0 && laio__is_write_nr(nr) && nr != SYS_sendmsg &&
-		    laio__continue_write(&tmp, res)) {
-			fl = fcntl((int)a[0], F_GETFL);
-			if (fl >= 0 && !(fl & O_NONBLOCK))
-				goto background;
-			free(tmp.iov);
-			return laio__ret_inline(res);
-		}
-		return laio__ret_inline(res);
+	switch (nr) {
+	case SYS_read: case SYS_write: case SYS_pread64: case SYS_pwrite64:
+		if ((unsigned long)a[2] <= RW_MAX)
+			break;
+		/* The kernel checks the whole span first (access_ok: below
+		 * the top of user space, 4-level paging), then cuts. */
+		if ((unsigned long)a[2] > USER_TOP ||
+		    (unsigned long)a[1] > USER_TOP - (unsigned long)a[2])
+			return laio__ret_inline(-EFAULT);
+		a[2] = RW_MAX;
+		break;
+	case SYS_recvfrom: case SYS_sendto:
+		if ((unsigned long)a[2] > INT_MAX)
+			a[2] = INT_MAX;
+		break;
 	}
-	if (res == -EAGAIN) {
-		/* A caller's O_NONBLOCK pipe or socket does not block. */
-		fl = fcntl((int)a[0], F_GETFL);
-		if (fl >= 0 && (fl & O_NONBLOCK) && !laio__fd_isreg(&tmp))
-			return laio__ret_inline(-EAGAIN);
-	}
-	tmp.done = 0;
-	free(tmp.iov);
-	tmp.iov = NULL;
-background:
-	if (laio__engine_get() < 0 || !(r = laio__call_new(nr, a))) {
-		free(tmp.iov);
-		return laio__ret_inline(-EAGAIN);
-	}
-	r->done = tmp.done;
-	r->iov = tmp.iov;
-	r->iovcnt = tmp.iovcnt;
-	r->ftype = tmp.ftype;
-	if (res == -EOPNOTSUPP)
-		r->retries = 4;	/* polling cannot tell: use the op */
-	return laio__go_background(r, laio__submit_rw_bg);
+	tmp_init(&tmp, nr, a);
+	return rw_after_try(&tmp, laio__try_nowait(&tmp));
 }
 
 static long open_call(long nr, long *a)
@@ -350,10 +398,24 @@ static long c_splice(const struct laio_row *row, long nr, long *a)
 
 static long c_inline(const struct laio_row *row, long nr, long *a)
 {
+	/* fork(3): its handlers leave the child none of the parent's calls */
+	if (nr == SYS_fork)
+		return laio__ret_inline(uaio__sysret(fork()));
 	return laio__ret_inline(uaio__sysret(syscall(nr, a[0], a[1], a[2], a[3], a[4], a[5])));
 }
 
-enum { C_RW, C_CONN, C_OPEN, C_RING, C_SPLICE, C_INLINE, C_COUNT };
+/* A PI futex belongs to the thread that locks it, and a wake cannot
+ * block: in the caller. A wait goes to the helper pool. */
+static long c_futex(const struct laio_row *row, long nr, long *a)
+{
+	switch ((int)a[1] & FUTEX_CMD_MASK) {
+	case FUTEX_WAIT: case FUTEX_WAIT_BITSET:
+		return pool_call(nr, a);
+	}
+	return c_inline(row, nr, a);
+}
+
+enum { C_RW, C_CONN, C_OPEN, C_RING, C_SPLICE, C_FUTEX, C_INLINE, C_COUNT };
 
 /* What each class does; docs/laio.md's table is made of these and the
  * rows (laio__class_table). */
@@ -363,7 +425,7 @@ static const struct laio_class {
 } laio_classes[C_COUNT] = {
 	[C_RW] = { "data: files, pipes, sockets, ttys",
 		   "`preadv2/pwritev2(RWF_NOWAIT)` (files: the page cache; buffered writes only where the file system takes `RWF_NOWAIT`: XFS, btrfs, not ext4 or tmpfs), `MSG_DONTWAIT`",
-		   "files: an io_uring read or write. Pipes and sockets: the call as an io_uring op (`LAIO_BG=op`, the default), or an io_uring poll then a non-blocking retry (`LAIO_BG=poll`); a blocking write that moves part of its bytes continues until all are written, as `write(2)` would; on a descriptor the caller made `O_NONBLOCK`, `EAGAIN` is returned inline",
+		   "files: an io_uring read or write. Pipes and sockets: the call as an io_uring op (`LAIO_BG=op`, the default), or an io_uring poll then a non-blocking retry (`LAIO_BG=poll`); with an address, `recvfrom` and `sendto` as ring `recvmsg`/`sendmsg`. A call goes on from where it stopped as the plain call would: a blocking write (`sendmsg` too) writes everything; a file's read that the cache answered in part reads the rest (a file's read is short only at its end); a blocking stream socket's `MSG_WAITALL` receive waits for all of it. On a descriptor the caller made `O_NONBLOCK`, `EAGAIN` is returned inline",
 		   c_rw },
 	[C_CONN] = { "connections",
 		     "on an `O_NONBLOCK` socket the call itself (it cannot block)",
@@ -381,9 +443,13 @@ static const struct laio_class {
 		       "without offsets: submitted to the ring (io_uring does not update the caller's offsets)",
 		       "without offsets: stays on the ring; with offsets: the helper pool",
 		       c_splice },
+	[C_FUTEX] = { "futex",
+		      "all but the waits: the PI operations (the lock's owner is the calling thread), wakes, requeues",
+		      "`FUTEX_WAIT`, `FUTEX_WAIT_BITSET`: the helper pool",
+		      c_futex },
 	[C_INLINE] = { "always inline",
 		       "the call itself",
-		       "— (it cannot block, or only makes sense in the calling thread)",
+		       "— (it cannot block, or only makes sense in the calling thread; `fork` is fork(3), so the child starts with none of the parent's calls)",
 		       c_inline },
 };
 
@@ -438,6 +504,7 @@ static const struct laio_row laio_rows[] = {
 	ROW(madvise, C_RING, NULL, s_madvise)
 	ROW(tee, C_RING, NULL, s_tee) ROW(shutdown, C_RING, NULL, s_shutdown)
 	ROW(splice, C_SPLICE, NULL, s_splice)
+	ROW(futex, C_FUTEX, NULL, NULL)
 	/* process and thread lifecycle */
 	INLINE(exit) INLINE(exit_group) INLINE(fork) INLINE(vfork) INLINE(clone)
 	INLINE(execve) INLINE(execveat)
@@ -453,6 +520,12 @@ static const struct laio_row laio_rows[] = {
 	INLINE(arch_prctl)
 #endif
 	INLINE(prctl) INLINE(personality) INLINE(seccomp) INLINE(unshare) INLINE(setns)
+#ifdef SYS_landlock_restrict_self
+	INLINE(landlock_restrict_self)
+#endif
+	/* bound to the calling thread (perf_event_open pid 0) or task (a
+	 * ring's submitter) */
+	INLINE(perf_event_open) INLINE(io_uring_setup) INLINE(io_uring_register)
 	/* signal state of the calling thread */
 	INLINE(rt_sigprocmask) INLINE(rt_sigaction) INLINE(rt_sigreturn)
 	INLINE(sigaltstack) INLINE(rt_sigpending) INLINE(rt_sigsuspend)
@@ -539,17 +612,24 @@ long laio_syscall(long nr, ...)
 	va_end(ap);
 
 	/* The hot cases, read(2) and pread(2) that do not block: one raw
-	 * syscall (no cancellation-point wrapper), nothing else. A part of a
-	 * pread from the cache is left to the full path. */
-	if (UAIO_LIKELY(nr == SYS_read || (nr == SYS_pread64 && a[3] >= 0))) {
+	 * syscall (no cancellation-point wrapper), nothing else. */
+	if (UAIO_LIKELY((nr == SYS_read || (nr == SYS_pread64 && a[3] >= 0)) &&
+			(unsigned long)a[2] <= RW_MAX)) {
 		struct iovec iov = { (void *)a[1], (size_t)a[2] };
 		long r = syscall(SYS_preadv2, a[0], &iov, 1, nr == SYS_read ? -1L : a[3], 0L,
 				 RWF_NOWAIT);
 
-		if (r < 0 ? errno != EAGAIN && errno != EOPNOTSUPP
-			  : nr == SYS_read || r == 0 || r == a[2]) {
+		if (r < 0 ? errno != EAGAIN && errno != EOPNOTSUPP : r == 0 || r == a[2]) {
 			laio__last = NULL;
 			return r;
+		}
+		/* Part of it: a pipe's or socket's answer, or a file's read
+		 * that stopped at a page not cached. */
+		if (r > 0) {
+			struct laio_call tmp;
+
+			tmp_init(&tmp, nr, a);
+			return rw_after_try(&tmp, r);
 		}
 	}
 

@@ -45,7 +45,7 @@ static void engine_fork_child(void)
 		uaio_loop_free(e->loop);
 	e->loop = NULL;
 	UAIO_SLAB_FOREACH(&e->calls, r)
-		free(r->iov);
+		laio__call_free_parts(r);
 	uaio__slab_destroy(&e->calls);
 	e->cq_head = e->cq_tail = NULL;
 	e->ncq = e->outstanding = 0;
@@ -131,8 +131,7 @@ static struct laio_call *call_alloc_locked(void)
 
 void laio__call_release_locked(struct laio_call *r)
 {
-	free(r->iov);
-	r->iov = NULL;
+	laio__call_free_parts(r);
 	r->magic = 0;
 	r->phase = PH_FREE;
 	r->flags = 0;
@@ -152,6 +151,8 @@ struct laio_call *laio__call_new(long nr, const long *a)
 	memcpy(r->a, a, sizeof(r->a));
 	r->ret = 0;
 	r->done = 0;
+	r->iov = NULL;
+	r->msg = NULL;
 	r->iovcnt = 0;
 	r->flags = 0;
 	r->ftype = 0;
@@ -279,9 +280,14 @@ int laio_poll(struct laio_completion *c, int n, const struct timespec *timeout)
 	}
 	if (!atomic_load_explicit(&e->ready, memory_order_acquire))
 		return 0;
-	if (timeout)
-		deadline = timeout->tv_sec || timeout->tv_nsec ?
-			   uaio__now_ns() + timeout->tv_sec * 1000000000ll + timeout->tv_nsec : 0;
+	if (timeout && (timeout->tv_sec || timeout->tv_nsec)) {
+		now = uaio__now_ns();
+		/* Past what the clock can count (about 292 years): no deadline. */
+		if (timeout->tv_sec < (INT64_MAX - now) / 1000000000 - 1)
+			deadline = now + timeout->tv_sec * 1000000000ll + timeout->tv_nsec;
+	} else if (timeout) {
+		deadline = 0;
+	}
 	pthread_mutex_lock(&e->mu);
 	for (;;) {
 		if (e->ncq) {

@@ -71,6 +71,14 @@ enum {
 #define CF_ISREG	0x08	/* fd is a regular file (known) */
 #define CF_NOTREG	0x10	/* fd is not a regular file (known) */
 
+/* A socket call continued by a msghdr of ours: recvfrom/sendto with an
+ * address (the ring's form of them), or what is left of a sendmsg or a
+ * MSG_WAITALL recvmsg. */
+struct laio_msg {
+	struct msghdr h;
+	struct iovec iov1;
+};
+
 struct laio_call {
 	uaio_op op;
 	uaio_op cop;			/* the cancel op */
@@ -79,7 +87,8 @@ struct laio_call {
 	long a[6];
 	long ret;			/* result or -errno */
 	size_t done;			/* bytes already written (continuation) */
-	struct iovec *iov;		/* writev continuation: remaining iovs */
+	struct iovec *iov;		/* continuation: the remaining iovs */
+	struct laio_msg *msg;		/* or NULL */
 	/* Issues the current op again: io_uring cancels a request when the
 	 * thread that issued it (whichever ran the loop) exits. */
 	int (*submit)(struct laio_call *r);
@@ -140,7 +149,11 @@ const struct iovec *laio__call_iov(struct laio_call *r, struct iovec *iov1, int 
 long laio__try_nowait(struct laio_call *r);
 bool laio__fd_isreg(struct laio_call *r);
 int laio__iov_advance(struct laio_call *r, size_t n);
-bool laio__continue_write(struct laio_call *r, long res);
+bool laio__continue(struct laio_call *r, long res, bool first_try);
+int64_t laio__call_off(const struct laio_call *r);
+struct msghdr *laio__call_msg(struct laio_call *r);
+void laio__call_free_parts(struct laio_call *r);
+bool laio__is_read_nr(long nr);
 
 /* background.c */
 int laio__submit_work(struct laio_call *r);

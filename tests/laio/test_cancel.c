@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* laio_cancel(): one completion per call, ECANCELED when in time. */
 #include "laio/laio_util.h"
+#include <fcntl.h>
 #include <pthread.h>
 
 static void cancel_blocked_read(void)
@@ -134,12 +135,39 @@ static void cancel_pool(void)
 	CHECK(cancelled > 0);
 }
 
+/* A write cancelled after part of it moved returns that part, as
+ * write(2) interrupted after a partial transfer does. */
+static void cancel_partial_write(void)
+{
+	int p[2];
+	size_t big = 256 << 10, in = 0;
+	char *w = calloc(1, big), sink[4096];
+	struct laio_completion c;
+	ssize_t n;
+	void *h;
+
+	CHECK(pipe(p) == 0);
+	h = BG(laio_syscall(SYS_write, p[1], w, big));
+	CHECK_EQ(laio_cancel(h), 0);
+	c = wait_one(h);
+	CHECK(fcntl(p[0], F_SETFL, O_NONBLOCK) == 0);
+	while ((n = read(p[0], sink, sizeof(sink))) > 0)
+		in += (size_t)n;
+	CHECK(in > 0 && in < big);
+	CHECK_EQ(c.laio_return_value, (long)in);
+	CHECK_EQ(c.laio_errno, 0);
+	close(p[0]);
+	close(p[1]);
+	free(w);
+}
+
 static void all(void)
 {
 	RUN(cancel_blocked_read);
 	RUN(cancel_finished);
 	RUN(cancel_queued);
 	RUN(cancel_pool);
+	RUN(cancel_partial_write);
 }
 
 int main(void)

@@ -134,6 +134,55 @@ static void evicted_reads(void)
 	close(fd);
 }
 
+/* Any outcome of a call: inline or its completion. */
+static long result_of(long r)
+{
+	if (r == -1 && errno == EINPROGRESS)
+		return wait_one(laio_gethandle()).laio_return_value;
+	return r;
+}
+
+/* A read of a file whose first half is cached: the whole count, as
+ * read(2) gives (a file's read is short only at its end), whether the
+ * rest comes inline or in the background. */
+static void half_cached_reads(void)
+{
+	int fd = open(path, O_RDONLY);
+	size_t len = 1 << 20;
+	char *b = malloc(len), *half = malloc(len / 2);
+	struct iovec iov[2] = { { b, len / 2 }, { b + len / 2, len / 2 } };
+
+	CHECK(fd >= 0);
+	CHECK(posix_fadvise(fd, 0, 0, POSIX_FADV_RANDOM) == 0);	/* no readahead */
+	for (int k = 0; k < 3; k++) {
+		if (!evict(fd)) {
+			fprintf(stderr, "    (page cache eviction did not take: not tested)\n");
+			break;
+		}
+		CHECK_EQ(pread(fd, half, len / 2, 0), (long)(len / 2));
+		memset(b, 0, len);
+		errno = 0;
+		if (k == 0) {
+			CHECK_EQ(result_of(laio_syscall(SYS_pread64, fd, b, len, 0)), (long)len);
+		} else if (k == 1) {
+			CHECK(lseek(fd, 0, SEEK_SET) == 0);
+			CHECK_EQ(result_of(laio_syscall(SYS_read, fd, b, len)), (long)len);
+			CHECK_EQ(lseek(fd, 0, SEEK_CUR), (long)len);
+		} else {
+			CHECK_EQ(result_of(laio_syscall(SYS_preadv, fd, iov, 2, 0)), (long)len);
+		}
+		for (size_t i = 0; i < len; i += 4093)
+			CHECK_EQ(b[i], expect_byte((unsigned)i));
+	}
+	/* short at the end only */
+	CHECK_EQ(result_of(laio_syscall(SYS_pread64, fd, b, 4096, FSIZE - 100)), 100);
+	CHECK(lseek(fd, FSIZE - 10, SEEK_SET) == FSIZE - 10);
+	CHECK_EQ(result_of(laio_syscall(SYS_read, fd, b, 4096)), 10);
+	close(fd);
+	free(b);
+	free(half);
+}
+
 static void writes(void)
 {
 	char p2[160];
@@ -246,6 +295,7 @@ static void all(void)
 {
 	RUN(cached_reads);
 	RUN(evicted_reads);
+	RUN(half_cached_reads);
 	RUN(writes);
 	RUN(paths);
 	RUN(splice_tee_madvise);

@@ -152,6 +152,14 @@ static void bad_fd(void)
 	errno = 0;
 	CHECK_EQ(INL(laio_syscall(SYS_pread64, p[0], &b, 1, 0)), -1);
 	CHECK_EQ(errno, ESPIPE);
+	/* a count past the address space: the kernel's EFAULT (it checks the
+	 * span before cutting the count), not preadv2's EINVAL */
+	errno = 0;
+	CHECK_EQ(INL(laio_syscall(SYS_read, p[0], &b, -1L)), -1);
+	CHECK_EQ(errno, EFAULT);
+	/* a large count within it is cut: the byte there */
+	static char big[8192];
+	CHECK_EQ(INL(laio_syscall(SYS_read, p[0], big, 1L << 40)), 1);
 	close(p[0]);
 	close(p[1]);
 }

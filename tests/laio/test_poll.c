@@ -63,6 +63,17 @@ static void timeouts(void)
 	CHECK_EQ(laio_poll(c, 2, &t10s), 1);
 	CHECK(c[0].laio_handle == h);
 	pthread_join(th, NULL);
+	/* a timeout past what the clock counts waits as NULL does (it
+	 * wrapped to a deadline in the past: 0 at once) */
+	for (int k = 0; k < 2; k++) {
+		struct timespec huge = { k ? 18446744073L : 9223372036L, 0 };
+
+		h = BG(laio_syscall(SYS_read, p[0], &b, 1));
+		CHECK(pthread_create(&th, NULL, late_writer, &p[1]) == 0);
+		CHECK_EQ(laio_poll(c, 2, &huge), 1);
+		CHECK(c[0].laio_handle == h);
+		pthread_join(th, NULL);
+	}
 	/* n smaller than what is ready: the rest waits for the next call */
 	void *h1 = BG(laio_syscall(SYS_read, p[0], &b, 1));
 	char b2;

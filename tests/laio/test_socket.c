@@ -175,6 +175,134 @@ static void tcp_accept_connect(void)
 	close((int)as); close(cs); close(ls);
 }
 
+/* MSG_WAITALL on a blocking stream: the whole count, as recv(2) waits
+ * for it; with part of it buffered the call goes on in the background. */
+static void waitall(void)
+{
+	int s[2];
+	char buf[100];
+	struct msghdr m = { 0 };
+	struct iovec iov[2] = { { buf, 60 }, { buf + 60, 40 } };
+	void *h;
+
+	CHECK(socketpair(AF_UNIX, SOCK_STREAM, 0, s) == 0);
+	for (int k = 0; k < 2; k++) {
+		memset(buf, 0, sizeof(buf));
+		CHECK(write(s[1], "0123456789", 10) == 10);
+		if (k == 0) {
+			h = BG(laio_syscall(SYS_recvfrom, s[0], buf, 100, MSG_WAITALL, NULL, NULL));
+		} else {
+			m.msg_iov = iov;
+			m.msg_iovlen = 2;
+			h = BG(laio_syscall(SYS_recvmsg, s[0], &m, MSG_WAITALL));
+		}
+		for (int i = 1; i < 10; i++)
+			CHECK(write(s[1], "0123456789", 10) == 10);
+		CHECK_EQ(wait_one(h).laio_return_value, 100);
+		for (int i = 0; i < 100; i++)
+			CHECK_EQ(buf[i], '0' + i % 10);
+	}
+	/* a datagram socket's MSG_WAITALL is one datagram */
+	close(s[0]);
+	close(s[1]);
+	CHECK(socketpair(AF_UNIX, SOCK_DGRAM, 0, s) == 0);
+	CHECK(write(s[1], "dgram", 5) == 5);
+	CHECK_EQ(INL(laio_syscall(SYS_recvfrom, s[0], buf, 100, MSG_WAITALL, NULL, NULL)), 5);
+	close(s[0]);
+	close(s[1]);
+}
+
+/* sendmsg on a blocking stream sends everything, as sendmsg(2) does;
+ * the ancillary data goes once, with the first part. */
+static void big_sendmsg(void)
+{
+	int s[2], passed = -1;
+	size_t big = 1 << 20, got = 0;
+	char *w = malloc(big), *r = malloc(big);
+	struct iovec iov[2] = { { w, big / 4 }, { w + big / 4, big - big / 4 } };
+	union { struct cmsghdr h; char b[CMSG_SPACE(sizeof(int))]; } cm;
+	struct msghdr m = { .msg_iov = iov, .msg_iovlen = 2, .msg_control = cm.b,
+			    .msg_controllen = sizeof(cm.b) };
+	struct cmsghdr *c = CMSG_FIRSTHDR(&m);
+	void *h;
+	long res = -1;
+
+	c->cmsg_level = SOL_SOCKET;
+	c->cmsg_type = SCM_RIGHTS;
+	c->cmsg_len = CMSG_LEN(sizeof(int));
+	memcpy(CMSG_DATA(c), &(int){ 0 }, sizeof(int));
+	for (size_t i = 0; i < big; i++)
+		w[i] = (char)(i * 13 + 5);
+	CHECK(socketpair(AF_UNIX, SOCK_STREAM, 0, s) == 0);
+	errno = 0;
+	res = laio_syscall(SYS_sendmsg, s[1], &m, 0);
+	h = res == -1 && errno == EINPROGRESS ? laio_gethandle() : NULL;
+	if (!h)
+		CHECK_EQ(res, (long)big);
+	while (got < big) {
+		union { struct cmsghdr h; char b[CMSG_SPACE(sizeof(int))]; } rc;
+		struct iovec ri = { r + got, big - got };
+		struct msghdr rm = { .msg_iov = &ri, .msg_iovlen = 1, .msg_control = rc.b,
+				     .msg_controllen = sizeof(rc.b) };
+		ssize_t n = recvmsg(s[0], &rm, MSG_DONTWAIT);
+
+		if (n > 0) {
+			struct cmsghdr *rh = CMSG_FIRSTHDR(&rm);
+
+			if (rh && rh->cmsg_type == SCM_RIGHTS) {
+				CHECK_EQ(passed, -1);	/* once */
+				memcpy(&passed, CMSG_DATA(rh), sizeof(int));
+				CHECK(passed >= 0);
+			}
+			got += (size_t)n;
+		}
+		struct laio_completion lc;
+		struct timespec t = { 0, 1000000 };
+		if (h && laio_poll(&lc, 1, &t) == 1) {
+			CHECK(lc.laio_handle == h);
+			CHECK_EQ(lc.laio_return_value, (long)big);
+			h = NULL;
+		}
+	}
+	CHECK(!memcmp(w, r, big));
+	if (h)
+		CHECK_EQ(wait_one(h).laio_return_value, (long)big);
+	CHECK(passed >= 0);
+	close(passed);
+	close(s[0]);
+	close(s[1]);
+	free(w);
+	free(r);
+}
+
+/* recvfrom with an address goes on the ring (as recvmsg), so a cancel
+ * ends it at once and no pool thread waits. */
+static void recvfrom_addr_cancel(void)
+{
+	int a = socket(AF_INET, SOCK_DGRAM, 0);
+	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	struct sockaddr_in from[12];
+	socklen_t fl[12];
+	char buf[12][8];
+	void *h[12];
+
+	CHECK(a >= 0 && bind(a, (struct sockaddr *)&sa, sizeof(sa)) == 0);
+	/* more than the pool has threads: a pool call behind them would wait */
+	for (int i = 0; i < 12; i++) {
+		fl[i] = sizeof(from[i]);
+		h[i] = BG(laio_syscall(SYS_recvfrom, a, buf[i], 8, 0, &from[i], &fl[i]));
+	}
+	void *hs = BG(laio_syscall(SYS_nanosleep, &(struct timespec){ 0, 1000000 }, NULL));
+	CHECK_EQ(wait_one(hs).laio_return_value, 0);
+	for (int i = 0; i < 12; i++) {
+		CHECK_EQ(laio_cancel(h[i]), 0);
+		struct laio_completion c = wait_one(h[i]);
+		CHECK_EQ(c.laio_return_value, -1);
+		CHECK_EQ(c.laio_errno, ECANCELED);
+	}
+	close(a);
+}
+
 static void all(void)
 {
 	if (getenv("ONLY_TCP")) { RUN(tcp_accept_connect); return; }
@@ -182,6 +310,9 @@ static void all(void)
 	RUN(big_send);
 	RUN(udp_addr);
 	RUN(tcp_accept_connect);
+	RUN(waitall);
+	RUN(big_sendmsg);
+	RUN(recvfrom_addr_cancel);
 }
 
 int main(void)

@@ -3,6 +3,7 @@
  * to whichever thread polls, with per-thread handles. */
 #include "laio/laio_util.h"
 #include <pthread.h>
+#include <linux/futex.h>
 #include <stdatomic.h>
 
 enum { T = 4, M = 1500, HBITS = 16 };
@@ -144,8 +145,28 @@ static void many_threads(void)
 	CHECK_EQ(laio_poll(&c, 1, &z), 0);
 }
 
+/* Calls that belong to the calling thread run in it: a PI futex's owner
+ * is the thread that locked it, and only that one may unlock it. */
+static void thread_bound(void)
+{
+	static uint32_t word;
+	pid_t tid = (pid_t)syscall(SYS_gettid);
+
+	CHECK_EQ(INL(laio_syscall(SYS_futex, &word, FUTEX_LOCK_PI, 0, NULL, NULL, 0)), 0);
+	CHECK_EQ(word & FUTEX_TID_MASK, (uint32_t)tid);
+	CHECK_EQ(INL(laio_syscall(SYS_futex, &word, FUTEX_UNLOCK_PI, 0, NULL, NULL, 0)), 0);
+	CHECK_EQ(word, 0);
+	/* a wake cannot block; a wait goes to the pool (EAGAIN: value moved) */
+	CHECK_EQ(INL(laio_syscall(SYS_futex, &word, FUTEX_WAKE, 1, NULL, NULL, 0)), 0);
+	void *h = BG(laio_syscall(SYS_futex, &word, FUTEX_WAIT, 1, NULL, NULL, 0));
+	struct laio_completion c = wait_one(h);
+	CHECK_EQ(c.laio_return_value, -1);
+	CHECK_EQ(c.laio_errno, EAGAIN);
+}
+
 int main(void)
 {
 	RUN_MECHS(many_threads);
+	RUN(thread_bound);
 	return T_EXIT_PASS;
 }

@@ -230,6 +230,26 @@ static bool blocks_on_disk(int fd)
 				       S_ISDIR(st.st_mode));
 }
 
+/* Ops queued on a descriptor the caller closed: its number may name
+ * another file now, which epoll does not watch (it dropped the old one
+ * with its last close). They end as io_uring would end an op on a
+ * closed descriptor; the queue starts over for the new file. */
+static void drop_stale(uaio_loop *l, int fd, struct uaio_fdq *q)
+{
+	struct epoll_event ev = { .events = q->reg, .data.u64 = (uint64_t)fd };
+	uaio_op *lists[2] = { q->rh, q->wh }, *op, *next;
+
+	if (!q->reg || epoll_ctl(E(l)->epfd, EPOLL_CTL_MOD, fd, &ev) == 0 || errno != ENOENT)
+		return;
+	q->rh = q->rt = q->wh = q->wt = NULL;
+	q->reg = 0;
+	for (int i = 0; i < 2; i++)
+		for (op = lists[i]; op; op = next) {
+			next = op->next;
+			uaio__complete(l, op, -EBADF);
+		}
+}
+
 static int enqueue(uaio_loop *l, uaio_op *op)
 {
 	struct uaio_fdq *q = fdq(l, op->fd);
@@ -237,6 +257,8 @@ static int enqueue(uaio_loop *l, uaio_op *op)
 
 	if (!q)
 		return -ENOMEM;
+	if (q->rh || q->wh)
+		drop_stale(l, op->fd, q);
 	if (uaio__op_read_side(op))
 		q_push(&q->rh, &q->rt, op);
 	else
@@ -355,7 +377,10 @@ static int ep_cancel(uaio_loop *l, uaio_op *op, uaio_op *t)
 
 static int ep_cancel_fd(uaio_loop *l, uaio_op *op)
 {
-	uaio__complete(l, op, cancel_fd_ops(l, op->fd));
+	int n = cancel_fd_ops(l, op->fd);
+
+	/* io_uring looks the descriptor up first */
+	uaio__complete(l, op, !n && fcntl(op->fd, F_GETFD) < 0 ? -EBADF : n);
 	return 0;
 }
 
@@ -369,7 +394,7 @@ static int ep_self(uaio_loop *l, uaio_op *op)
 		uaio__complete(l, op, 0);
 		return 0;
 	case OP_TIMEOUT: {
-		int r = uaio__heap_push(l, (uint64_t)uaio__now_ns() + op->off,
+		int r = uaio__heap_push(l, uaio__deadline((uint64_t)uaio__now_ns(), op->off),
 					(uintptr_t)op | 1);
 
 		op->state = OS_TIMERQ;
@@ -387,8 +412,10 @@ static int ep_self(uaio_loop *l, uaio_op *op)
 		return ep_close(l, op);
 	case OP_CONNECT: {
 		int fl = fcntl(op->fd, F_GETFL);
-		if (fl < 0)
-			return -EBADF;
+		if (fl < 0) {
+			uaio__complete(l, op, -EBADF);	/* as io_uring's */
+			return 0;
+		}
 		/* A blocking socket would block the loop: a worker waits. */
 		if (!(fl & O_NONBLOCK))
 			return uaio__workers_submit(l, op);
@@ -421,8 +448,13 @@ static int ep_submit(uaio_loop *l, uaio_op *op)
 	if (e && e->q && (uaio__op_read_side(op) ? e->q->rh || (e->q->reg & EPOLLIN)
 					   : e->q->wh || (e->q->reg & EPOLLOUT)))
 		return enqueue(l, op);
-	if (op->opcode == OP_ACCEPT_MULTI)
+	if (op->opcode == OP_ACCEPT_MULTI) {
+		if ((r = uaio__accept_refused(op->fd)) < 0) {
+			uaio__complete(l, op, r);
+			return 0;
+		}
 		return enqueue(l, op);
+	}
 	r = attempt(op);
 	if (r == -EAGAIN || (r == -EOPNOTSUPP && is_rw(op))) {
 		if (is_rw(op) && blocks_on_disk(op->fd))

@@ -190,6 +190,12 @@ extern const struct uaio_backend uaio__epoll_backend;
 
 /* Thread-safe loops take the loop lock around submission state. */
 extern __thread uaio_loop *uaio__held;
+/* now + after, saturated: a deadline past the clock's range is never. */
+static inline uint64_t uaio__deadline(uint64_t now, uint64_t after)
+{
+	return after > UINT64_MAX - now ? UINT64_MAX : now + after;
+}
+
 static inline bool uaio__lock(uaio_loop *l)
 {
 	if (!l->threadsafe || uaio__held == l)

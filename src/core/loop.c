@@ -224,6 +224,8 @@ int uaio__run_done(uaio_loop *l)
 		}
 		next = op->next;
 		op->state = OS_IDLE;
+		/* its last: a multishot op's later results were dispatched */
+		op->xflags &= ~OX_MORE;
 		lk = uaio__lock(l);
 		l->inflight--;
 		uaio__unlock(l, lk);
@@ -350,9 +352,9 @@ static int run_timers(uaio_loop *l)
 		uaio_timer *t = (uaio_timer *)p;
 		if (t->period) {
 			/* Fell behind by more than a period: skip, don't burst. */
-			t->when += t->period;
+			t->when = uaio__deadline(t->when, t->period);
 			if (t->when <= l->now)
-				t->when = l->now + t->period;
+				t->when = uaio__deadline(l->now, t->period);
 			uaio__heap_push(l, t->when, p);
 		}
 		t->cb(t);
@@ -542,9 +544,10 @@ UAIO_API int uaio_loop_run_once(uaio_loop *l, int64_t timeout_ns)
 	if (n || l->done_head || l->closing) {
 		timeout_ns = 0;
 	} else if (l->nheap) {
-		int64_t until = (int64_t)(l->heap[0].when - loop_now(l));
-		if (until < 0)
-			until = 0;
+		uint64_t when = l->heap[0].when, now = loop_now(l);
+		int64_t until = when <= now ? 0 : when - now > INT64_MAX ? INT64_MAX :
+			(int64_t)(when - now);
+
 		if (timeout_ns < 0 || until < timeout_ns)
 			timeout_ns = until;
 	}

@@ -393,34 +393,54 @@ static long try_sendmsg(uaio_op *op)
 	return uaio__sysret(sendmsg(op->fd, A(op), (int)op->rw_flags | MSG_DONTWAIT | MSG_NOSIGNAL));
 }
 
+/* What accept(2) answers a socket that is not listening (it would
+ * never be readable for us): 0 when it listens. */
+long uaio__accept_refused(int fd)
+{
+	int v = 0;
+	socklen_t len = sizeof(v);
+
+	if (getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &v, &len) < 0)
+		return -errno;
+	if (v)
+		return 0;
+	len = sizeof(v);
+	if (getsockopt(fd, SOL_SOCKET, SO_TYPE, &v, &len) < 0)
+		return -errno;
+	return v == SOCK_STREAM || v == SOCK_SEQPACKET ? -EINVAL : -EOPNOTSUPP;
+}
+
+/* The listening socket may be a blocking one: accept once it is ready. */
 static long try_accept(uaio_op *op)
 {
 	short rv = ready(op->fd, POLLIN);
+	long r;
 
 	if (rv & POLLNVAL)
 		return -EBADF;
 	if (!rv)
-		return -EAGAIN;
+		return (r = uaio__accept_refused(op->fd)) ? r : -EAGAIN;
 	return uaio__sysret(accept4(op->fd, A(op), A2(op), (int)op->rw_flags));
 }
 
-/* A connect in progress: done once writable, with SO_ERROR's result. */
+/* A connect in progress, once writable: connect(2) again says how it
+ * ended, and leaves the socket as io_uring's connect does (a later
+ * connect gets EISCONN). */
 static long try_connect(uaio_op *op)
 {
-	int err = 0;
-	socklen_t len = sizeof(err);
-
 	if (!ready(op->fd, POLLOUT))
 		return -EAGAIN;
-	if (getsockopt(op->fd, SOL_SOCKET, SO_ERROR, &err, &len) < 0)
-		return -errno;
-	return -err;
+	if (connect(op->fd, A(op), op->len) == 0 || errno == EISCONN)
+		return 0;
+	return errno == EALREADY || errno == EINPROGRESS ? -EAGAIN : -errno;
 }
 
 static long try_poll(uaio_op *op)
 {
 	short rv = ready(op->fd, (short)op->len);
 
+	if (rv & POLLNVAL)
+		return -EBADF;	/* as io_uring's poll of a closed descriptor */
 	return rv ? rv : -EAGAIN;
 }
 

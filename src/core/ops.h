@@ -120,6 +120,9 @@ struct uaio_opdef {
 
 extern const struct uaio_opdef uaio__opdefs[OP_COUNT];
 
+/* accept(2)'s answer to a socket that does not listen, or 0 */
+long uaio__accept_refused(int fd);
+
 static inline const struct uaio_opdef *uaio__opdef(const uaio_op *op)
 {
 	return &uaio__opdefs[op->opcode < OP_COUNT ? op->opcode : OP_NONE];

@@ -7,6 +7,7 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <limits.h>
 #include <sys/epoll.h>
 #include <time.h>
 
@@ -41,7 +42,9 @@ bool uaio__epoll_fire(uaio_loop *l, int fd, uint32_t events, unsigned need)
 
 	if (!w || !(w->state & WS_ACTIVE) || (w->state & (WS_STOPPING | need)) != need)
 		return false;
-	return uaio__fire(l, w, (int32_t)events, FIRED_WATCH_LT);
+	/* An edge is reported once: a stopped dispatch must keep it. */
+	return uaio__fire(l, w, (int32_t)events,
+			  w->events & UAIO_EDGE ? FIRED_WATCH : FIRED_WATCH_LT);
 }
 
 int uaio__epoll_wait(int epfd, struct epoll_event *evs, int max, int64_t timeout_ns)
@@ -56,7 +59,8 @@ int uaio__epoll_wait(int epfd, struct epoll_event *evs, int max, int64_t timeout
 		ts.tv_nsec = timeout_ns % 1000000000;
 		n = epoll_pwait2(epfd, evs, max, &ts, NULL);
 		if (n < 0 && errno == ENOSYS)	/* before 5.11: millisecond waits */
-			n = epoll_wait(epfd, evs, max, (int)((timeout_ns + 999999) / 1000000));
+			n = epoll_wait(epfd, evs, max, timeout_ns / 1000000 >= INT_MAX ? INT_MAX :
+				       (int)((timeout_ns + 999999) / 1000000));
 	}
 	if (n < 0)
 		return errno == EINTR ? 0 : -errno;

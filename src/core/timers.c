@@ -98,7 +98,7 @@ UAIO_API int uaio_timer_start(uaio_loop *l, uaio_timer *t, uint64_t timeout_ns,
 		return -EINVAL;
 	if (t->heap_index != UINT32_MAX)
 		uaio__heap_remove(l, t->heap_index);
-	t->when = (uint64_t)uaio__now_ns() + timeout_ns;
+	t->when = uaio__deadline((uint64_t)uaio__now_ns(), timeout_ns);
 	t->period = period_ns;
 	return uaio__heap_push(l, t->when, (uintptr_t)t);
 }

@@ -1,0 +1,276 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The same answers on both backends (run under each by the suite): the
+ * cases a backend-differential review found the epoll fallback answering
+ * otherwise than io_uring.
+ */
+#define _GNU_SOURCE
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <stdbool.h>
+#include <sys/socket.h>
+#include <uaio/loop.h>
+#include "test.h"
+
+static uaio_loop *L;
+
+struct res {
+	int n, res;
+	bool more;
+};
+
+static void on_res(uaio_op *op, int res, void *data)
+{
+	struct res *r = data;
+
+	r->n++;
+	r->res = res;
+	r->more = uaio_op_more(op);
+}
+
+/* Runs the loop until r has a result (bounded: a hang fails). */
+static int result(struct res *r)
+{
+	for (int i = 0; i < 500 && !r->n; i++)
+		uaio_loop_run_once(L, 10 * 1000000);
+	CHECK_EQ(r->n, 1);
+	return r->res;
+}
+
+static int listener(struct sockaddr_in *a)
+{
+	int s = socket(AF_INET, SOCK_STREAM, 0);
+	socklen_t al = sizeof(*a);
+
+	*a = (struct sockaddr_in){ .sin_family = AF_INET,
+				   .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	CHECK(s >= 0 && bind(s, (struct sockaddr *)a, sizeof(*a)) == 0);
+	CHECK(listen(s, 64) == 0 && getsockname(s, (struct sockaddr *)a, &al) == 0);
+	return s;
+}
+
+/* A multishot accept cancelled from its own callback, with more
+ * connections in the same batch: its last callback says so (more 0),
+ * and nothing follows it. */
+static int ms_more, ms_final, ms_after;
+static uaio_op ms_cancel;
+
+static void on_accept(uaio_op *op, int res, void *data)
+{
+	static struct res cr;
+
+	if (ms_final)
+		ms_after++;
+	if (res >= 0)
+		close(res);
+	if (!uaio_op_more(op)) {
+		ms_final++;
+		CHECK_EQ(res, -ECANCELED);
+		return;
+	}
+	if (ms_more++ == 0)
+		CHECK_OK(uaio_op_cancel(L, &ms_cancel, op, on_res, &cr));
+}
+
+static void multishot_cancel_in_callback(void)
+{
+	struct sockaddr_in a;
+	int s = listener(&a), c[10];
+	uaio_op op = { 0 };
+
+	CHECK_OK(uaio_op_accept_multishot(L, &op, s, 0, on_accept, NULL));
+	uaio_loop_run_once(L, 0);
+	for (int i = 0; i < 10; i++) {
+		c[i] = socket(AF_INET, SOCK_STREAM, 0);
+		CHECK(connect(c[i], (struct sockaddr *)&a, sizeof(a)) == 0);
+	}
+	for (int i = 0; i < 500 && !ms_final; i++)
+		uaio_loop_run_once(L, 10 * 1000000);
+	uaio_loop_run_once(L, 0);
+	CHECK_EQ(ms_final, 1);
+	CHECK_EQ(ms_after, 0);
+	CHECK(ms_more >= 1);
+	for (int i = 0; i < 10; i++)
+		close(c[i]);
+	close(s);
+}
+
+/* Two edge-triggered watches ready in one wait, the first handler stops
+ * the loop: the second edge is dispatched by the next iteration (an edge
+ * is not reported again). */
+static int edge_hits[2];
+static uaio_watch edge_w[2];
+
+static int on_edge(uaio_watch *w)
+{
+	char b[16];
+
+	while (read(w->fd, b, sizeof(b)) > 0)
+		;
+	edge_hits[w == &edge_w[1]]++;
+	uaio_loop_stop(L);
+	return 0;
+}
+
+static void edge_after_stop(void)
+{
+	static const struct uaio_handler h = { .handle_input = on_edge };
+	int p[2][2];
+
+	for (int i = 0; i < 2; i++) {
+		CHECK(pipe2(p[i], O_NONBLOCK) == 0);
+		CHECK_OK(uaio_watch_start(L, &edge_w[i], p[i][0], UAIO_READABLE | UAIO_EDGE,
+					  &h, NULL));
+	}
+	uaio_loop_run_once(L, 0);
+	CHECK(write(p[0][1], "a", 1) == 1 && write(p[1][1], "b", 1) == 1);
+	for (int k = 0; k < 50 && edge_hits[0] + edge_hits[1] < 2; k++)
+		uaio_loop_run_once(L, 100 * 1000000);
+	CHECK_EQ(edge_hits[0], 1);
+	CHECK_EQ(edge_hits[1], 1);
+	for (int i = 0; i < 2; i++) {
+		uaio_watch_stop(L, &edge_w[i]);
+		uaio_loop_run_once(L, 0);
+		close(p[i][0]);
+		close(p[i][1]);
+	}
+}
+
+/* accept(2)'s own answers, never a wait that cannot end. */
+static void accept_not_listening(void)
+{
+	int u = socket(AF_INET, SOCK_DGRAM, 0), sv[2];
+	struct res r1 = { 0 }, r2 = { 0 }, r3 = { 0 };
+	uaio_op op1 = { 0 }, op2 = { 0 }, op3 = { 0 };
+
+	CHECK(u >= 0 && socketpair(AF_UNIX, SOCK_STREAM, 0, sv) == 0);
+	CHECK_OK(uaio_op_accept(L, &op1, u, NULL, NULL, 0, on_res, &r1));
+	CHECK_EQ(result(&r1), -EOPNOTSUPP);
+	CHECK_OK(uaio_op_accept_multishot(L, &op2, u, 0, on_res, &r2));
+	CHECK_EQ(result(&r2), -EOPNOTSUPP);
+	CHECK(!r2.more);
+	CHECK_OK(uaio_op_accept(L, &op3, sv[0], NULL, NULL, 0, on_res, &r3));
+	CHECK_EQ(result(&r3), -EINVAL);
+	close(u);
+	close(sv[0]);
+	close(sv[1]);
+}
+
+/* A closed descriptor: EBADF through the callback, as io_uring's. */
+static void closed_fd(void)
+{
+	int p[2];
+	struct res r1 = { 0 }, r2 = { 0 }, r3 = { 0 };
+	uaio_op op1 = { 0 }, op2 = { 0 }, op3 = { 0 };
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK),
+				 .sin_port = htons(9) };
+
+	CHECK(pipe(p) == 0);
+	close(p[0]);
+	close(p[1]);
+	CHECK_OK(uaio_op_poll(L, &op1, p[0], POLLIN, on_res, &r1));
+	CHECK_EQ(result(&r1), -EBADF);
+	CHECK_OK(uaio_op_connect(L, &op2, p[0], (struct sockaddr *)&a, sizeof(a), on_res, &r2));
+	CHECK_EQ(result(&r2), -EBADF);
+	CHECK_OK(uaio_op_cancel_fd(L, &op3, p[0], on_res, &r3));
+	CHECK_EQ(result(&r3), -EBADF);
+}
+
+/* A finished connect leaves the socket connected: connecting again is
+ * EISCONN. */
+static void connect_again(void)
+{
+	struct sockaddr_in a;
+	int s = listener(&a), c = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
+	struct res r1 = { 0 }, r2 = { 0 };
+	uaio_op op1 = { 0 }, op2 = { 0 };
+
+	CHECK(c >= 0);
+	CHECK_OK(uaio_op_connect(L, &op1, c, (struct sockaddr *)&a, sizeof(a), on_res, &r1));
+	CHECK_EQ(result(&r1), 0);
+	CHECK_OK(uaio_op_connect(L, &op2, c, (struct sockaddr *)&a, sizeof(a), on_res, &r2));
+	CHECK_EQ(result(&r2), -EISCONN);
+	close(c);
+	close(s);
+}
+
+/* Deadlines past the clock's range never come (they wrapped to the
+ * past and fired at once). */
+static int far_fired;
+
+static void on_far(uaio_timer *t)
+{
+	far_fired++;
+}
+
+static void far_deadlines(void)
+{
+	uaio_timer t[3];
+	uint64_t far[3] = { UINT64_MAX, (uint64_t)-1000000000, (1ull << 63) + (1ull << 30) };
+	struct res r = { 0 };
+	uaio_op op = { 0 };
+
+	for (int i = 0; i < 3; i++) {
+		uaio_timer_init(&t[i], on_far, NULL);
+		CHECK_OK(uaio_timer_start(L, &t[i], far[i], 0));
+	}
+	CHECK_OK(uaio_op_timeout(L, &op, UINT64_MAX, on_res, &r));
+	for (int i = 0; i < 5; i++)
+		uaio_loop_run_once(L, 1000000);
+	CHECK_EQ(far_fired, 0);
+	CHECK_EQ(r.n, 0);
+	for (int i = 0; i < 3; i++)
+		CHECK_OK(uaio_timer_stop(L, &t[i]));
+	uaio_op c = { 0 };
+	struct res cr = { 0 };
+	CHECK_OK(uaio_op_cancel(L, &c, &op, on_res, &cr));
+	CHECK_EQ(result(&r), -ECANCELED);
+}
+
+/* A read left on a descriptor the caller closed does not hold up the
+ * next file to get that number: its read gets its data. */
+static void closed_and_reused(void)
+{
+	int p[2], q[2];
+	char old[4], nw[4] = { 0 };
+	struct res r1 = { 0 }, r2 = { 0 };
+	uaio_op op1 = { 0 }, op2 = { 0 };
+
+	CHECK(pipe(p) == 0);
+	CHECK_OK(uaio_op_read(L, &op1, p[0], old, sizeof(old), -1, on_res, &r1));
+	uaio_loop_run_once(L, 0);
+	close(p[0]);
+	CHECK(pipe(q) == 0);
+	CHECK_EQ(q[0], p[0]);	/* the number came back */
+	CHECK_OK(uaio_op_read(L, &op2, q[0], nw, sizeof(nw), -1, on_res, &r2));
+	CHECK(write(q[1], "new", 3) == 3);
+	CHECK_EQ(result(&r2), 3);
+	CHECK(!memcmp(nw, "new", 3));
+	/* the old read: pending on the old file (io_uring holds it) or EBADF
+	 * (epoll lost it); either way it ends when its writer goes */
+	close(p[1]);
+	CHECK(result(&r1) == 0 || r1.res == -EBADF);
+	close(q[0]);
+	close(q[1]);
+}
+
+/* PARITY_ONLY=name runs one case (to see each fail alone). */
+#define ONE(fn) do { const char *o = getenv("PARITY_ONLY"); \
+	if (!o || !strcmp(o, #fn)) RUN(fn); } while (0)
+
+int main(void)
+{
+	t_watchdog(120);
+	t_banner("test_parity");
+	L = t_loop_new(0);
+	ONE(multishot_cancel_in_callback);
+	ONE(edge_after_stop);
+	ONE(accept_not_listening);
+	ONE(closed_fd);
+	ONE(connect_again);
+	ONE(far_deadlines);
+	ONE(closed_and_reused);
+	uaio_loop_free(L);
+	return T_EXIT_PASS;
+}

@@ -194,115 +194,6 @@ struct laio_row {
 	int (*ring)(struct laio_call *r);	/* the background io_uring op */
 };
 
-/* What one call may move, as the kernel counts (MAX_RW_COUNT; sockets
- * INT_MAX): larger counts are cut to it, not refused. */
-#define RW_MAX	(INT_MAX & ~4095L)
-#define USER_TOP ((1ul << 47) - 4096)
-
-static bool nonblocking(int fd)
-{
-	int fl = fcntl(fd, F_GETFL);
-
-	return fl >= 0 && (fl & O_NONBLOCK);
-}
-
-/* After the first try of a read/write-class call (res): inline when it
- * is done, else on to the background with what it has moved. */
-static long rw_after_try(struct laio_call *tmp, long res)
-{
-	struct laio_call *r;
-	long nr = tmp->nr;
-
-	while (res > 0 && laio__continue(tmp, res, true)) {
-		/* A file's read stopped at a page not cached, or at its end:
-		 * a second try tells (0: the end). */
-		if (laio__is_read_nr(nr)) {
-			res = laio__try_nowait(tmp);
-			continue;
-		}
-		/* A write to the caller's O_NONBLOCK pipe or socket ends here. */
-		if (laio__is_write_nr(nr) && nonblocking((int)tmp->a[0])) {
-			res = 0;
-			break;
-		}
-		goto background;
-	}
-	if (tmp->done) {
-		if (res == -EAGAIN || res == -EOPNOTSUPP)
-			goto background;
-		laio__call_free_parts(tmp);
-		return laio__ret_inline(res >= 0 ? res + (long)tmp->done : (long)tmp->done);
-	}
-	if (UAIO_LIKELY(res != -EAGAIN && res != -EOPNOTSUPP))
-		return laio__ret_inline(res);
-	/* A caller's O_NONBLOCK pipe or socket does not block. */
-	if (res == -EAGAIN && nonblocking((int)tmp->a[0]) && !laio__fd_isreg(tmp))
-		return laio__ret_inline(-EAGAIN);
-background:
-	if (laio__engine_get() < 0 || !(r = laio__call_new(nr, tmp->a))) {
-		laio__call_free_parts(tmp);
-		return laio__ret_inline(tmp->done ? (long)tmp->done : -EAGAIN);
-	}
-	r->done = tmp->done;
-	r->iov = tmp->iov;
-	r->iovcnt = tmp->iovcnt;
-	r->msg = tmp->msg;
-	r->ftype = tmp->ftype;
-	if (r->msg && r->iov)
-		r->msg->h.msg_iov = r->iov;
-	if (res == -EOPNOTSUPP)
-		r->retries = 4;	/* polling cannot tell: use the op */
-	return laio__go_background(r, laio__submit_rw_bg);
-}
-
-static void tmp_init(struct laio_call *tmp, long nr, const long *a)
-{
-	tmp->nr = nr;
-	memcpy(tmp->a, a, sizeof(tmp->a));
-	tmp->done = 0;
-	tmp->iov = NULL;
-	tmp->msg = NULL;
-	tmp->ftype = 0;
-}
-
-static long rw_call(long nr, long *a)
-{
-	struct laio_call tmp;
-
-	/* The kernel would refuse these forms before blocking. */
-	if ((nr == SYS_pread64 || nr == SYS_pwrite64 || nr == SYS_preadv ||
-	     nr == SYS_pwritev) && a[3] < 0)
-		return laio__ret_inline(-EINVAL);
-	if ((nr == SYS_preadv2 || nr == SYS_pwritev2) && a[3] < -1)
-		return laio__ret_inline(-EINVAL);
-	if ((nr == SYS_preadv2 || nr == SYS_pwritev2) && (a[5] & RWF_NOWAIT))
-		return laio__ret_inline(uaio__sysret(syscall(nr, a[0], a[1], a[2], a[3],
-						 a[4], a[5])));
-	if ((nr == SYS_recvfrom || nr == SYS_sendto) && (a[3] & MSG_DONTWAIT))
-		return laio__ret_inline(uaio__sysret(syscall(nr, a[0], a[1], a[2], a[3],
-						 a[4], a[5])));
-	if ((nr == SYS_recvmsg || nr == SYS_sendmsg) && (a[2] & MSG_DONTWAIT))
-		return laio__ret_inline(uaio__sysret(syscall(nr, a[0], a[1], a[2])));
-	switch (nr) {
-	case SYS_read: case SYS_write: case SYS_pread64: case SYS_pwrite64:
-		if ((unsigned long)a[2] <= RW_MAX)
-			break;
-		/* The kernel checks the whole span first (access_ok: below
-		 * the top of user space, 4-level paging), then cuts. */
-		if ((unsigned long)a[2] > USER_TOP ||
-		    (unsigned long)a[1] > USER_TOP - (unsigned long)a[2])
-			return laio__ret_inline(-EFAULT);
-		a[2] = RW_MAX;
-		break;
-	case SYS_recvfrom: case SYS_sendto:
-		if ((unsigned long)a[2] > INT_MAX)
-			a[2] = INT_MAX;
-		break;
-	}
-	tmp_init(&tmp, nr, a);
-	return rw_after_try(&tmp, laio__try_nowait(&tmp));
-}
-
 static long open_call(long nr, long *a)
 {
 	/* Cached lookups complete in the caller (what io_uring tries too). */
@@ -364,7 +255,7 @@ static long pool_call(long nr, const long *a)
 
 static long c_rw(const struct laio_row *row, long nr, long *a)
 {
-	return rw_call(nr, a);
+	return laio__rw_call(nr, a);
 }
 
 /* io_uring waits even on the caller's O_NONBLOCK socket, where the
@@ -614,7 +505,7 @@ long laio_syscall(long nr, ...)
 	/* The hot cases, read(2) and pread(2) that do not block: one raw
 	 * syscall (no cancellation-point wrapper), nothing else. */
 	if (UAIO_LIKELY((nr == SYS_read || (nr == SYS_pread64 && a[3] >= 0)) &&
-			(unsigned long)a[2] <= RW_MAX)) {
+			(unsigned long)a[2] <= LAIO_RW_MAX)) {
 		struct iovec iov = { (void *)a[1], (size_t)a[2] };
 		long r = syscall(SYS_preadv2, a[0], &iov, 1, nr == SYS_read ? -1L : a[3], 0L,
 				 RWF_NOWAIT);
@@ -628,8 +519,8 @@ long laio_syscall(long nr, ...)
 		if (r > 0) {
 			struct laio_call tmp;
 
-			tmp_init(&tmp, nr, a);
-			return rw_after_try(&tmp, r);
+			laio__tmp_init(&tmp, nr, a);
+			return laio__rw_after_try(&tmp, r);
 		}
 	}
 

@@ -12,7 +12,8 @@
  * the engine's completion queue.
  *
  * Files: calls.c (the table of calls, laio_syscall), attempt.c (tries in
- * the caller), background.c (what continues on the loop), engine.c (the
+ * the caller, going on after a part, the read/write class's way to the
+ * background), background.c (what continues on the loop), engine.c (the
  * engine, records, laio_poll / laio_fd / laio_gethandle / laio_cancel).
  */
 #ifndef UAIO_LAIO_ENGINE_H
@@ -154,6 +155,12 @@ int64_t laio__call_off(const struct laio_call *r);
 struct msghdr *laio__call_msg(struct laio_call *r);
 void laio__call_free_parts(struct laio_call *r);
 bool laio__is_read_nr(long nr);
+/* What one call may move, as the kernel counts (MAX_RW_COUNT; sockets
+ * INT_MAX): larger counts are cut to it, not refused. */
+#define LAIO_RW_MAX	(INT_MAX & ~4095L)
+void laio__tmp_init(struct laio_call *tmp, long nr, const long *a);
+long laio__rw_after_try(struct laio_call *tmp, long res);
+long laio__rw_call(long nr, long *a);
 
 /* background.c */
 int laio__submit_work(struct laio_call *r);

@@ -31,7 +31,11 @@ static void *worker_main(void *arg)
 {
 	uaio_loop *l = arg;
 	struct uaio_workers *w = &l->workers;
+	bool ours;
 
+	/* Cancelled only inside a system call of the loop's own ops (see
+	 * uaio__workers_stop). */
+	pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, NULL);
 	pthread_mutex_lock(&w->mu);
 	for (;;) {
 		uaio_op *op;
@@ -50,7 +54,12 @@ static void *worker_main(void *arg)
 		op->state = OS_RUNNING;
 		pthread_mutex_unlock(&w->mu);
 
+		ours = op->opcode != OP_WORK;
+		if (ours)
+			pthread_setcancelstate(PTHREAD_CANCEL_ENABLE, NULL);
 		op->off = (uint64_t)uaio__op_exec(op);
+		if (ours)
+			pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, NULL);
 
 		pthread_mutex_lock(&l->inbox_lock);
 		op->next = NULL;
@@ -191,6 +200,13 @@ void uaio__workers_stop(uaio_loop *l, bool join)
 	w->head = w->tail = NULL;
 	pthread_cond_broadcast(&w->cv);
 	pthread_mutex_unlock(&w->mu);
+	/* A thread in one of the loop's own system calls may wait there for
+	 * ever (a FIFO with no writer, a connect to a full backlog): the
+	 * loop is going, so the call is cancelled there, as io_uring cancels
+	 * its own. Idle threads and the caller's work functions run on to
+	 * their end (their cancel state is off). */
+	for (unsigned i = 0; join && i < w->nthreads; i++)
+		pthread_cancel(w->tids[i]);
 	for (unsigned i = 0; join && i < w->nthreads; i++)
 		pthread_join(w->tids[i], NULL);
 	w->nthreads = 0;

@@ -485,6 +485,12 @@ static void run_queue(uaio_loop *l, uaio_op **h, uaio_op **t)
 		if (op->opcode == OP_ACCEPT_MULTI && !uaio__fired_room(l))
 			break;
 		r = attempt(op);
+		/* Queued behind another without its own first try: a file
+		 * that refuses RWF_NOWAIT (a named FIFO) is learnt here. */
+		if (r == -EOPNOTSUPP && is_rw(op) && !(op->xflags & OX_PLAIN)) {
+			op->xflags |= OX_PLAIN;
+			r = attempt(op);
+		}
 		if (r == -EAGAIN)
 			break;
 		if (op->opcode == OP_ACCEPT_MULTI && r >= 0) {

@@ -6,6 +6,7 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <limits.h>
 #include <fcntl.h>
 #include <liburing.h>
 #include <poll.h>
@@ -356,9 +357,28 @@ static long try_rw(uaio_op *op)
 
 	if (plain && !ready(op->fd, wr ? POLLOUT : POLLIN))
 		return -EAGAIN;
+	struct iovec cut[16];
+
 	if (op->opcode == OP_READV || op->opcode == OP_WRITEV) {
 		iov = A(op);
 		n = (int)op->len;
+	}
+	/* Readiness promises room for one atomic write (a pipe's free page),
+	 * not for more: a plain write of more could block the loop (a FIFO
+	 * whose reader has stopped). A part is what such a write returns. */
+	if (plain && wr) {
+		size_t left = PIPE_BUF;
+		int k = 0;
+
+		for (int i = 0; i < n && left && k < 16; i++) {
+			if (!iov[i].iov_len)
+				continue;
+			cut[k].iov_base = iov[i].iov_base;
+			cut[k].iov_len = iov[i].iov_len < left ? iov[i].iov_len : left;
+			left -= cut[k++].iov_len;
+		}
+		iov = cut;
+		n = k;
 	}
 	for (;;) {
 		int fl = plain ? 0 : RWF_NOWAIT;

@@ -107,6 +107,43 @@ static void uncache(struct file_cache *fc, struct file *f)
 	file_put(fc->s, f);
 }
 
+void files_sweep(struct file_cache *fc)
+{
+	uint64_t now;
+
+	if (!fc || !fc->n)
+		return;
+	now = server_now_ms(fc->s);
+	for (struct file *f = fc->tail, *p; f; f = p) {
+		p = f->lprev;
+		if (now - f->checked_ms >= fc->s->cfg->cache_valid_ms)
+			uncache(fc, f);
+	}
+}
+
+void files_forget(struct file_cache *fc, struct file *f)
+{
+	struct file *e;
+
+	if (!fc || !f || !f->path)
+		return;
+	for (e = fc->bucket[hash(f->path) & fc->mask]; e && e != f; e = e->hnext)
+		;
+	if (e)
+		uncache(fc, f);
+}
+
+/* Out of descriptors: the least recently used half of the cache goes
+ * (a response still sending one keeps it open until it is done). */
+static bool files_shed(struct file_cache *fc)
+{
+	unsigned n = (fc->n + 1) / 2;
+
+	for (unsigned i = 0; i < n && fc->tail; i++)
+		uncache(fc, fc->tail);
+	return n > 0;
+}
+
 void files_free(struct file_cache *fc)
 {
 	if (!fc)
@@ -365,6 +402,8 @@ void files_complete(struct conn *c, long res)
 			   (res = open_res_lazy(c, res)) == -EINPROGRESS) {
 			return;
 		}
+		if (res == -EMFILE || res == -ENFILE)
+			files_shed(c->srv->files);	/* for the next open */
 		if (res < 0)
 			err = (int)res;
 		else if (c->srv->cfg->disk_io == DISK_THREADS)
@@ -456,12 +495,17 @@ int files_open(struct conn *c, struct file **out, files_open_cb cb)
 		return to_pool(c, work_open);
 	case DISK_BLOCKING:
 		fd = open_now(s->cfg, r);
+		if ((fd == -EMFILE || fd == -ENFILE) && files_shed(fc))
+			fd = open_now(s->cfg, r);
 		if (fd < 0)
 			return (int)fd;
 		break;
 	default:
 		fd = LAZY(c, SYS_openat2, s->cfg->rootfd, rel(r), &r->how,
 			  sizeof(r->how));
+		if ((fd == -EMFILE || fd == -ENFILE) && files_shed(fc))
+			fd = LAZY(c, SYS_openat2, s->cfg->rootfd, rel(r), &r->how,
+				  sizeof(r->how));
 		if (fd != -EINPROGRESS)
 			fd = open_res_lazy(c, fd);
 		if (fd < 0)

@@ -182,6 +182,11 @@ typedef void (*files_read_cb)(struct conn *c, ssize_t res);
 struct file_cache;
 struct file_cache *files_new(struct server *s);
 void files_free(struct file_cache *fc);
+/* Closes the entries past their trust (they would be opened afresh
+ * anyway): a deleted file's space comes back, descriptors go free. */
+void files_sweep(struct file_cache *fc);
+/* A file found changed (shorter than its entry says): out of the cache. */
+void files_forget(struct file_cache *fc, struct file *f);
 /* Finds or opens c->resp->path (relative to the root) by the --disk-io
  * mode: 0 and *out (a reference), -errno, or -EINPROGRESS and cb later. */
 int files_open(struct conn *c, struct file **out, files_open_cb cb);
@@ -322,6 +327,7 @@ struct server {
 	int lfd;
 	uaio_op accept_op, close_op;
 	bool accepting, draining, stopped;
+	uint64_t drain_ms;		/* when the stop began */
 	uaio_timer sweep, retry;
 	uaio_watch laio_watch;
 	bool laio_watching;
@@ -362,6 +368,7 @@ void log_request(struct server *s, const struct conn *c, int status,
 		 uint64_t bytes);
 void log_flush(struct server *s);
 bool log_idle(const struct log *lg);
+void log_give_up(struct log *lg);
 void log_free(struct log *lg);
 
 /* ---------------------------------------------------------- listing.c */

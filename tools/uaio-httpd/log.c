@@ -24,8 +24,9 @@ struct log {
 	size_t len[2], done;
 	int cur;			/* the buffer being filled */
 	bool busy;			/* the other one is being written */
-	uaio_op op;
+	uaio_op op, cancel;
 	uint64_t dropped;
+	int err;			/* the first write error, said once */
 	time_t stamp_sec;
 	char stamp[32];
 };
@@ -61,6 +62,19 @@ bool log_idle(const struct log *lg)
 	return !lg->busy && lg->len[lg->cur] == 0;
 }
 
+/* The lines of buffer w from byte from on are lost (a write failed, or
+ * was given up at the stop): counted, and the first error said. */
+static void lost(struct log *lg, int w, size_t from, int err)
+{
+	for (size_t i = from; i < lg->len[w]; i++)
+		lg->dropped += lg->buf[w][i] == '\n';
+	if (err && !lg->err) {
+		lg->err = err;
+		fprintf(stderr, "%s: writing the access log: %s; its lines are dropped\n",
+			HTTPD_ME, strerror(err));
+	}
+}
+
 static void written(uaio_op *op, int res, void *data)
 {
 	struct log *lg = data;
@@ -68,10 +82,13 @@ static void written(uaio_op *op, int res, void *data)
 
 	if (res > 0 && lg->done + (size_t)res < lg->len[w]) {
 		lg->done += (size_t)res;	/* short: the rest */
-		uaio_op_write(lg->s->loop, &lg->op, lg->fd, lg->buf[w] + lg->done,
-			      lg->len[w] - lg->done, -1, written, lg);
-		return;
+		if (uaio_op_write(lg->s->loop, &lg->op, lg->fd, lg->buf[w] + lg->done,
+				  lg->len[w] - lg->done, -1, written, lg) == 0)
+			return;
+		res = -EIO;
 	}
+	if (res <= 0)
+		lost(lg, w, lg->done, res == -ECANCELED || res == 0 ? 0 : -res);
 	lg->len[w] = 0;
 	lg->busy = false;
 	if (lg->len[lg->cur] >= LOG_FLUSH || lg->s->draining)
@@ -82,18 +99,31 @@ static void written(uaio_op *op, int res, void *data)
 void log_flush(struct server *s)
 {
 	struct log *lg = s->log;
-	int w = lg->cur;
+	int w, r;
 
-	if (!lg || lg->busy || lg->len[w] == 0)
+	if (!lg || lg->busy || lg->len[w = lg->cur] == 0)
 		return;
 	lg->cur ^= 1;
 	lg->busy = true;
 	lg->done = 0;
-	if (uaio_op_write(s->loop, &lg->op, lg->fd, lg->buf[w], lg->len[w], -1,
-			  written, lg) < 0) {
+	if ((r = uaio_op_write(s->loop, &lg->op, lg->fd, lg->buf[w], lg->len[w], -1,
+			       written, lg)) < 0) {
+		lost(lg, w, 0, -r);
 		lg->busy = false;
 		lg->len[w] = 0;
 	}
+}
+
+static void cancelled(uaio_op *op, int res, void *data)
+{
+}
+
+/* Stopping, and the log's write has not come back (a FIFO nobody
+ * reads, a hung disk): it is given up, its lines counted as dropped. */
+void log_give_up(struct log *lg)
+{
+	if (lg->busy && !uaio_op_pending(&lg->cancel))
+		uaio_op_cancel(lg->s->loop, &lg->cancel, &lg->op, cancelled, lg);
 }
 
 void log_request(struct server *s, const struct conn *c, int status,

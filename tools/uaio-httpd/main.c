@@ -168,6 +168,14 @@ struct worker {
 	pid_t pid;
 };
 
+/* The access log's file. Non-blocking: a FIFO with no reader is ENXIO
+ * at once (it would hold this thread in open, deaf to SIGTERM), and a
+ * full one never holds a write. */
+static int log_open(const char *path)
+{
+	return open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NONBLOCK, 0644);
+}
+
 /* The access log's file, opened again by name (after a rotation) under
  * the descriptor the loops write to, in one dup2: no line goes missing
  * between the two files. */
@@ -177,7 +185,7 @@ static void log_reopen(const struct httpd_config *cfg)
 
 	if (!cfg->log_path || !strcmp(cfg->log_path, "-") || cfg->log_fd < 0)
 		return;
-	fd = open(cfg->log_path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+	fd = log_open(cfg->log_path);
 	if (fd < 0 || dup3(fd, cfg->log_fd, O_CLOEXEC) < 0)
 		fprintf(stderr, "%s: cannot reopen %s: %s\n", HTTPD_ME, cfg->log_path,
 			strerror(errno));
@@ -298,8 +306,7 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	if (cfg.log_path) {
-		cfg.log_fd = strcmp(cfg.log_path, "-") ? open(cfg.log_path,
-			O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644) : STDOUT_FILENO;
+		cfg.log_fd = strcmp(cfg.log_path, "-") ? log_open(cfg.log_path) : STDOUT_FILENO;
 		if (cfg.log_fd < 0) {
 			fprintf(stderr, "%s: cannot open '%s': %s\n", HTTPD_ME,
 				cfg.log_path, strerror(errno));
@@ -312,12 +319,18 @@ int main(int argc, char **argv)
 		rl.rlim_cur = rl.rlim_max;
 		setrlimit(RLIMIT_NOFILE, &rl);
 	}
-	if (!max_conns) {
+	{
 		unsigned long per = (getrlimit(RLIMIT_NOFILE, &rl) == 0 ?
 				     (unsigned long)rl.rlim_cur : 1024) / cfg.threads;
 
+		/* The open-file cache holds a descriptor an entry: a quarter of
+		 * a thread's share at most, so it cannot starve connections
+		 * and opens (a 1024 limit, a 4096-entry cache). */
+		if (cfg.cache_entries > per / 4)
+			cfg.cache_entries = (unsigned)(per / 4);
 		per = per > 64 + cfg.cache_entries ? (per - 64 - cfg.cache_entries) / 3 : 16;
-		max_conns = per < 16 ? 16 : per > 1000000 ? 1000000 : (unsigned)per;
+		if (!max_conns)
+			max_conns = per < 16 ? 16 : per > 1000000 ? 1000000 : (unsigned)per;
 	}
 	cfg.max_conns = max_conns;
 	cfg.mime = mime_load("/etc/mime.types");

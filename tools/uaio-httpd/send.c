@@ -29,6 +29,8 @@ static void flow_done(uaio_flow *fl, int64_t res, int side, void *data)
 	}
 	if (res != (int64_t)(sg->len - sg->loaded)) {
 		/* The file shrank, or the client went away. */
+		if (res >= 0)
+			files_forget(c->srv->files, r->f);
 		resp_finish(c, false);
 		return;
 	}
@@ -122,8 +124,11 @@ static int gather(struct conn *c)
 		n = files_read(c, r->f, r->body + r->body_used, want, sg->off, on_read);
 		if (n == -EINPROGRESS)
 			return (int)n;
-		if (!took(r, n))
-			return n < 0 ? (int)n : -ENODATA;	/* the file shrank */
+		if (!took(r, n)) {
+			if (n == 0)	/* the file shrank: not for the next one */
+				files_forget(s->files, r->f);
+			return n < 0 ? (int)n : -ENODATA;
+		}
 		if (r->flow_next)
 			break;
 	}
@@ -133,6 +138,8 @@ static int gather(struct conn *c)
 static void on_read(struct conn *c, ssize_t n)
 {
 	if (!took(c->resp, n)) {
+		if (n == 0)
+			files_forget(c->srv->files, c->resp->f);
 		resp_finish(c, false);
 		return;
 	}

@@ -116,8 +116,14 @@ static void on_sweep(uaio_timer *t)
 	struct server *s = t->data;
 
 	conn_sweep(s, server_now_ms(s));
+	files_sweep(s->files);
 	if (s->log)
 		log_flush(s);
+	/* Stopping: a log write that does not come back (a FIFO nobody
+	 * reads) holds the stop no longer than a lingering close may. */
+	if (s->draining && s->log && !log_idle(s->log) &&
+	    server_now_ms(s) - s->drain_ms >= HTTPD_LINGER_MS)
+		log_give_up(s->log);
 }
 
 static int on_laio(uaio_watch *w)
@@ -187,6 +193,7 @@ void server_drain(void *arg)
 	if (s->draining)
 		return;
 	s->draining = true;
+	s->drain_ms = server_now_ms(s);
 	s->accepting = false;
 	uaio_timer_stop(s->loop, &s->retry);
 	uaio_op_close(s->loop, &s->close_op, s->lfd, lfd_closed, s);

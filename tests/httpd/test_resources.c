@@ -1,0 +1,230 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * uaio-httpd when resources run short or files change: the open-file
+ * cache within a small RLIMIT_NOFILE, descriptors of deleted files given
+ * back, a file found shorter than its cache entry, an access log on a
+ * FIFO that has no reader or stops reading.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "client.h"
+
+#define NFILES 100
+static char *root;
+
+static void setup(void)
+{
+	char name[32], body[32];
+
+	root = ht_mkdir("root");
+	for (int i = 0; i < NFILES; i++) {
+		snprintf(name, sizeof(name), "f%d.txt", i);
+		snprintf(body, sizeof(body), "file %d\n", i);
+		ht_put(root, name, body, strlen(body));
+	}
+}
+
+/* With RLIMIT_NOFILE 64 (soft and hard), more distinct files than that
+ * are served: the cache keeps to a share of the descriptors. (The cache
+ * took them all: 503 for every file past about 48, for ever.) */
+static void t_small_nofile(void)
+{
+	pid_t pid;
+	int st;
+
+	fflush(NULL);
+	pid = fork();
+	FATAL(pid >= 0, "fork");
+	if (pid == 0) {
+		struct rlimit rl = { 64, 64 };
+		struct ht_server s;
+		struct ht_resp r;
+		int ok = 0;
+
+		if (setrlimit(RLIMIT_NOFILE, &rl) < 0)
+			_exit(3);
+		ht_start(&s, root, NULL);
+		for (int i = 0; i < NFILES; i++) {
+			char path[32];
+
+			snprintf(path, sizeof(path), "/f%d.txt", i);
+			if (ht_get(s.port, path, "", &r) == HT_OK && r.status == 200)
+				ok++;
+			else
+				fprintf(stderr, "    %s: status %d\n", path, r.status);
+			ht_resp_free(&r);
+		}
+		ht_stop(&s);
+		_exit(ok == NFILES ? 0 : 1);
+	}
+	FATAL(waitpid(pid, &st, 0) == pid, "waitpid");
+	EXPECT(WIFEXITED(st) && WEXITSTATUS(st) == 0,
+	       "RLIMIT_NOFILE 64: every one of %d files served (child status %d)", NFILES,
+	       WIFEXITED(st) ? WEXITSTATUS(st) : -1);
+}
+
+static int deleted_fds(pid_t pid)
+{
+	char dir[64], p[PATH_MAX], t[PATH_MAX];
+	int n = 0;
+
+	snprintf(dir, sizeof(dir), "/proc/%d/fd", (int)pid);
+	for (int fd = 0; fd < 1024; fd++) {
+		ssize_t k;
+
+		snprintf(p, sizeof(p), "%s/%d", dir, fd);
+		if ((k = readlink(p, t, sizeof(t) - 1)) <= 0)
+			continue;
+		t[k] = 0;
+		n += strstr(t, "(deleted)") != NULL;
+	}
+	return n;
+}
+
+/* A file removed after it was served is not held open by the cache: its
+ * space comes back (it was held until the path was asked for again). */
+static void t_deleted_released(void)
+{
+	struct ht_server s;
+	struct ht_resp r;
+	unsigned char *data = ht_random(1 << 20, 9);
+	int held = -1;
+
+	ht_put(root, "gone.bin", data, 1 << 20);
+	free(data);
+	ht_start(&s, root, NULL);
+	EXPECT(ht_get(s.port, "/gone.bin", "", &r) == HT_OK && r.status == 200, "GET");
+	ht_resp_free(&r);
+	EXPECT(unlink(ht_join(root, "gone.bin")) == 0, "unlink");
+	for (int i = 0; i < 100 && (held = deleted_fds(s.pid)); i++)
+		usleep(100000);
+	EXPECT(held == 0, "a removed file still held open 10 s later (%d)", held);
+	ht_stop(&s);
+}
+
+/* A file cut to 0 bytes while its cache entry says otherwise: that one
+ * response ends early, and the next request sees the file as it is. */
+static void t_shrunk_entry(void)
+{
+	struct ht_server s;
+	struct ht_resp r;
+	unsigned char *data = ht_random(300000, 10);
+	char *path = ht_join(root, "shrink.bin");
+
+	ht_put(root, "shrink.bin", data, 300000);
+	free(data);
+	ht_start(&s, root, NULL);
+	EXPECT(ht_get(s.port, "/shrink.bin", "", &r) == HT_OK && r.status == 200 &&
+	       r.body_len == 300000, "first GET");
+	ht_resp_free(&r);
+	EXPECT(truncate(path, 0) == 0, "truncate");
+	ht_get(s.port, "/shrink.bin", "", &r);	/* cut short, or 200 with 0 */
+	ht_resp_free(&r);
+	EXPECT(ht_get(s.port, "/shrink.bin", "", &r) == HT_OK && r.status == 200 &&
+	       r.clen == 0, "the GET after a short one: 200 and 0 bytes, got %d, length %lld",
+	       r.status, r.clen);
+	ht_resp_free(&r);
+	ht_stop(&s);
+}
+
+/* --log on a FIFO nobody reads: refused at start (open would wait for
+ * a reader, deaf to signals). */
+static void t_log_fifo_no_reader(void)
+{
+	char *fifo = ht_join(ht_scratch(), "noreader.fifo"), *err;
+	const char *a[] = { "", "--port", "0", "--addr", "127.0.0.1", "--log", fifo, root, NULL };
+	struct ht_server s;
+
+	FATAL(mkfifo(fifo, 0600) == 0, "mkfifo");
+	ht_spawn(&s, a);
+	if (!ht_wait(&s, 10000)) {
+		ht_kill(&s);
+		EXPECT(0, "--log FIFO without a reader: still running after 10 s");
+		return;
+	}
+	EXPECT(WIFEXITED(s.status) && WEXITSTATUS(s.status) == 1, "exit status 1 expected");
+	err = ht_slurp(s.err, NULL);
+	EXPECT(err && strstr(err, "uaio-httpd: cannot open"), "stderr: '%.200s'", err ? err : "");
+	free(err);
+	unlink(fifo);
+}
+
+/* The log's reader stops reading: requests go on being served (lines
+ * are dropped), SIGTERM still ends the server, and the dropped lines
+ * are counted. Then a reader that goes away: the error is said once. */
+static void t_log_fifo_stalled(void)
+{
+	char *fifo = ht_join(ht_scratch(), "stalled.fifo"), *err, target[2100];
+	struct ht_server s;
+	struct ht_resp r;
+	struct ht_conn *c;
+	int rd, ok = 0;
+
+	FATAL(mkfifo(fifo, 0600) == 0, "mkfifo");
+	rd = open(fifo, O_RDWR | O_CLOEXEC);	/* a reader that never reads */
+	FATAL(rd >= 0, "open fifo");
+	ht_start(&s, root, "--log", fifo, NULL);
+	memset(target, 'q', sizeof(target));
+	memcpy(target, "/f1.txt?", 8);
+	target[sizeof(target) - 1] = 0;
+	c = ht_connect(s.port);
+	/* 2 KiB lines: the FIFO's 64 KiB fill after a few dozen */
+	for (int i = 0; i < 300; i++) {
+		if (ht_sendf(c, "GET %s HTTP/1.1\r\nHost: x\r\n\r\n", target) < 0 ||
+		    ht_read(c, &r, 0) != HT_OK)
+			break;
+		ok += r.status == 200;
+		ht_resp_free(&r);
+	}
+	ht_close(c);
+	EXPECT(ok == 300, "served %d of 300 with the log stalled", ok);
+	EXPECT(ht_stop(&s) == 0, "SIGTERM with the log's write stalled: exit 0");
+	err = ht_slurp(s.err, NULL);
+	EXPECT(err && strstr(err, "access log lines dropped"), "stderr: '%.300s'", err ? err : "");
+	free(err);
+	close(rd);
+
+	/* the reader goes away: EPIPE, said once */
+	rd = open(fifo, O_RDWR | O_CLOEXEC);
+	ht_start(&s, root, "--log", fifo, NULL);
+	close(rd);
+	for (int i = 0; i < 3; i++) {
+		EXPECT(ht_get(s.port, "/f2.txt", "", &r) == HT_OK && r.status == 200, "GET");
+		ht_resp_free(&r);
+		usleep(1200000);	/* past a log flush */
+	}
+	EXPECT(ht_stop(&s) == 0, "exit 0");
+	err = ht_slurp(s.err, NULL);
+	EXPECT(err && strstr(err, "writing the access log: Broken pipe"),
+	       "stderr: '%.300s'", err ? err : "");
+	{
+		const char *m = err ? strstr(err, "writing the access log") : NULL;
+
+		EXPECT(m && !strstr(m + 1, "writing the access log"),
+		       "the error said once: '%.300s'", err ? err : "");
+	}
+	free(err);
+	unlink(fifo);
+}
+
+int main(void)
+{
+	ht_init("httpd/test_resources", 300);
+	setup();
+	RUN(t_deleted_released);
+	RUN(t_shrunk_entry);
+	RUN(t_log_fifo_no_reader);
+	RUN(t_log_fifo_stalled);
+	RUN(t_small_nofile);	/* last: its child's server files share names with ours */
+	return ht_finish();
+}

@@ -312,8 +312,11 @@ static void always_remove(uaio_loop *l, uaio_watch *w)
 	}
 }
 
+/* Watches are the owner's, but on a thread-safe loop other threads'
+ * ops share the descriptor's registration: changed under the lock. */
 static void ep_watch_stop(uaio_loop *l, uaio_watch *w)
 {
+	bool lk = uaio__lock(l);
 	struct uaio_fdent *e = uaio__fdent(l, w->fd, false);
 	int fd = w->fd;
 
@@ -324,6 +327,7 @@ static void ep_watch_stop(uaio_loop *l, uaio_watch *w)
 		epoll_ctl(E(l)->epfd, EPOLL_CTL_DEL, fd, NULL);
 	uaio__watch_finish(l, w, 0);
 	update_reg(l, fd);
+	uaio__unlock(l, lk);
 }
 
 static int ep_close(uaio_loop *l, uaio_op *op)
@@ -529,19 +533,23 @@ static void handle_fd(uaio_loop *l, int fd, uint32_t events)
 static int ep_watch_arm(uaio_loop *l, uaio_watch *w)
 {
 	struct epoll_state *es = E(l);
+	bool lk;
 	int r;
 
 	if (w->state & WS_ALWAYS)
 		return 0;
+	lk = uaio__lock(l);
 	r = update_reg(l, w->fd);
 	if (r == -EPERM) {
 		/* Regular files are always ready, as poll(2) says. */
-		if (UAIO_GROW(es->always, es->capalways, (size_t)es->nalways + 1) < 0)
-			return -ENOMEM;
-		es->always[es->nalways++] = w;
-		w->state |= WS_ALWAYS;
-		return 0;
+		r = UAIO_GROW(es->always, es->capalways, (size_t)es->nalways + 1) < 0 ?
+		    -ENOMEM : 0;
+		if (!r) {
+			es->always[es->nalways++] = w;
+			w->state |= WS_ALWAYS;
+		}
 	}
+	uaio__unlock(l, lk);
 	return r;
 }
 
@@ -621,8 +629,12 @@ static int ep_pin(uaio_loop *l, int fd)
  * registration of the duplicate after close(): drop it first. */
 static void ep_unpin(uaio_loop *l, int pinned)
 {
-	struct uaio_fdent *e = uaio__fdent(l, pinned, false);
+	struct uaio_fdent *e;
 
+	/* Ops still queued on the handle (unpinned too early) end, as the
+	 * ring's would on a closed file, instead of waiting for ever. */
+	cancel_fd_ops(l, pinned);
+	e = uaio__fdent(l, pinned, false);
 	if (e && e->q) {
 		epoll_ctl(E(l)->epfd, EPOLL_CTL_DEL, pinned, NULL);
 		e->q->reg = 0;

@@ -325,16 +325,19 @@ UAIO_API int uaio_loop_post(uaio_loop *l, void (*fn)(void *), void *data)
 
 /* ------------------------------------------------------------------ run */
 
-/* Timers due: callbacks run, periodic ones start again. */
+/* Timers due: callbacks run, periodic ones start again. On a thread-safe
+ * loop the heap is shared with other threads' timeout ops (epoll), so it
+ * is read and changed under the lock. */
 static int run_timers(uaio_loop *l)
 {
 	int n = 0;
 
-	if (!l->nheap)
+	if (!l->threadsafe && !l->nheap)
 		return 0;
 	loop_now(l);
-	while (l->nheap && l->heap[0].when <= l->now && !l->stop) {
+	while (!l->stop) {
 		bool lk = uaio__lock(l);
+		uaio_timer *t;
 		uintptr_t p;
 
 		if (!l->nheap || l->heap[0].when > l->now) {
@@ -348,8 +351,7 @@ static int run_timers(uaio_loop *l)
 			uaio__unlock(l, lk);
 			continue;
 		}
-		uaio__unlock(l, lk);
-		uaio_timer *t = (uaio_timer *)p;
+		t = (uaio_timer *)p;
 		if (t->period) {
 			/* Fell behind by more than a period: skip, don't burst. */
 			t->when = uaio__deadline(t->when, t->period);
@@ -357,6 +359,7 @@ static int run_timers(uaio_loop *l)
 				t->when = uaio__deadline(l->now, t->period);
 			uaio__heap_push(l, t->when, p);
 		}
+		uaio__unlock(l, lk);
 		t->cb(t);
 		n++;
 	}
@@ -543,13 +546,20 @@ UAIO_API int uaio_loop_run_once(uaio_loop *l, int64_t timeout_ns)
 		return n;
 	if (n || l->done_head || l->closing) {
 		timeout_ns = 0;
-	} else if (l->nheap) {
-		uint64_t when = l->heap[0].when, now = loop_now(l);
-		int64_t until = when <= now ? 0 : when - now > INT64_MAX ? INT64_MAX :
-			(int64_t)(when - now);
+	} else {
+		bool lk = uaio__lock(l);
+		bool any = l->nheap;
+		uint64_t when = any ? l->heap[0].when : 0, now;
+		int64_t until;
 
-		if (timeout_ns < 0 || until < timeout_ns)
-			timeout_ns = until;
+		uaio__unlock(l, lk);
+		if (any) {
+			now = loop_now(l);
+			until = when <= now ? 0 : when - now > INT64_MAX ? INT64_MAX :
+				(int64_t)(when - now);
+			if (timeout_ns < 0 || until < timeout_ns)
+				timeout_ns = until;
+		}
 	}
 	r = l->be->wait(l, timeout_ns);
 	if (r < 0)

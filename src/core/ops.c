@@ -343,6 +343,64 @@ static short ready(int fd, short events)
 	return poll(&p, 1, 0) == 1 ? p.revents : 0;
 }
 
+/* A plain write to a file that refuses RWF_NOWAIT (a named FIFO, a tty),
+ * ready for writing: readiness promises room for one atomic write (a
+ * pipe's free page), not more, so it goes PIPE_BUF at a time while the
+ * file stays ready; a write of more at once could block the loop (a FIFO
+ * whose reader stopped). What moved before it stopped is the result. */
+static long plain_write(int fd, const struct iovec *iov, int n, off_t off)
+{
+	long done = 0;
+	int i = 0;
+	size_t at = 0;
+
+	while (i < n) {
+		struct iovec cut[16];
+		size_t left = PIPE_BUF;
+		int k = 0;
+		ssize_t r;
+
+		for (int j = i; j < n && left && k < 16; j++) {
+			size_t from = j == i ? at : 0, len = iov[j].iov_len - from;
+
+			if (!len)
+				continue;
+			cut[k].iov_base = (char *)iov[j].iov_base + from;
+			cut[k].iov_len = len < left ? len : left;
+			left -= cut[k++].iov_len;
+		}
+		if (!k)
+			break;
+		if (done && !ready(fd, POLLOUT))
+			break;
+		r = pwritev2(fd, cut, k, off, 0);
+		if (r < 0 && errno == ESPIPE && off != -1) {
+			off = -1;	/* a stream ignores the offset, as under io_uring */
+			continue;
+		}
+		if (r <= 0)
+			return done ? done : r < 0 ? -errno : 0;
+		done += r;
+		for (size_t m = (size_t)r; m && i < n;) {	/* advance (i, at) */
+			size_t rest = iov[i].iov_len - at;
+
+			if (m < rest) {
+				at += m;
+				m = 0;
+			} else {
+				m -= rest;
+				i++;
+				at = 0;
+			}
+		}
+		while (i < n && iov[i].iov_len == at) {
+			i++;
+			at = 0;
+		}
+	}
+	return done;
+}
+
 /* A file or stream read or write without blocking: RWF_NOWAIT, or, on a
  * file that refuses it (OX_PLAIN), readiness first and then plain I/O. */
 static long try_rw(uaio_op *op)
@@ -357,29 +415,12 @@ static long try_rw(uaio_op *op)
 
 	if (plain && !ready(op->fd, wr ? POLLOUT : POLLIN))
 		return -EAGAIN;
-	struct iovec cut[16];
-
 	if (op->opcode == OP_READV || op->opcode == OP_WRITEV) {
 		iov = A(op);
 		n = (int)op->len;
 	}
-	/* Readiness promises room for one atomic write (a pipe's free page),
-	 * not for more: a plain write of more could block the loop (a FIFO
-	 * whose reader has stopped). A part is what such a write returns. */
-	if (plain && wr) {
-		size_t left = PIPE_BUF;
-		int k = 0;
-
-		for (int i = 0; i < n && left && k < 16; i++) {
-			if (!iov[i].iov_len)
-				continue;
-			cut[k].iov_base = iov[i].iov_base;
-			cut[k].iov_len = iov[i].iov_len < left ? iov[i].iov_len : left;
-			left -= cut[k++].iov_len;
-		}
-		iov = cut;
-		n = k;
-	}
+	if (plain && wr)
+		return plain_write(op->fd, iov, n, off);
 	for (;;) {
 		int fl = plain ? 0 : RWF_NOWAIT;
 		r = wr ? pwritev2(op->fd, iov, n, off, fl) : preadv2(op->fd, iov, n, off, fl);

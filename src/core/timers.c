@@ -91,26 +91,40 @@ UAIO_API void uaio_timer_init(uaio_timer *t, uaio_timer_cb cb, void *data)
 	t->heap_index = UINT32_MAX;
 }
 
+/* Timers are the owner's, but on a thread-safe epoll loop other threads'
+ * timeout ops share the heap: it changes under the lock. */
 UAIO_API int uaio_timer_start(uaio_loop *l, uaio_timer *t, uint64_t timeout_ns,
 			      uint64_t period_ns)
 {
+	bool lk;
+	int r;
+
 	if (!l || !t || !t->cb)
 		return -EINVAL;
+	lk = uaio__lock(l);
 	if (t->heap_index != UINT32_MAX)
 		uaio__heap_remove(l, t->heap_index);
 	t->when = uaio__deadline((uint64_t)uaio__now_ns(), timeout_ns);
 	t->period = period_ns;
-	return uaio__heap_push(l, t->when, (uintptr_t)t);
+	r = uaio__heap_push(l, t->when, (uintptr_t)t);
+	uaio__unlock(l, lk);
+	return r;
 }
 
 UAIO_API int uaio_timer_stop(uaio_loop *l, uaio_timer *t)
 {
+	bool lk;
+	int r = 0;
+
 	if (!l || !t)
 		return -EINVAL;
+	lk = uaio__lock(l);
 	if (t->heap_index == UINT32_MAX)
-		return -ENOENT;
-	uaio__heap_remove(l, t->heap_index);
-	return 0;
+		r = -ENOENT;
+	else
+		uaio__heap_remove(l, t->heap_index);
+	uaio__unlock(l, lk);
+	return r;
 }
 
 UAIO_API int uaio_timer_pending(const uaio_timer *t)

@@ -185,6 +185,11 @@ static void prep(struct io_uring_sqe *sqe, uaio_op *op)
 	io_uring_sqe_set_data64(sqe, ud(op, TAG_OP));
 }
 
+static bool is_cancel(const uaio_op *op)
+{
+	return op->opcode == OP_CANCEL || op->opcode == OP_CANCEL_FD;
+}
+
 static void pending_push(uaio_loop *l, uaio_op *op, bool front)
 {
 	op->state = OS_PENDING;
@@ -286,6 +291,17 @@ static int uring_submit(uaio_loop *l, uaio_op *op)
 		return 0;
 	}
 	issuer = is_issuer(l);
+	/* A cancel needs one completion of room and makes room: it goes
+	 * ahead of ops waiting for room (behind them, a full ring would
+	 * never hear of it). */
+	if (is_cancel(op) && (!issuer || start(l, op) == -EAGAIN)) {
+		pending_push(l, op, true);
+		if (!issuer)
+			uaio__wake(l);
+		return 0;
+	}
+	if (is_cancel(op))
+		return 0;
 	/* FIFO behind waiting ops; other threads hand over to the issuer. */
 	if (l->pending_head || !issuer || start(l, op) == -EAGAIN) {
 		pending_push(l, op, false);
@@ -378,7 +394,7 @@ static void refill(uaio_loop *l)
 {
 	struct uring_state *u = U(l);
 
-	while (l->pending_head && u->kops + 2 <= u->cq_cap) {
+	while (l->pending_head && (u->kops + 2 <= u->cq_cap || is_cancel(l->pending_head))) {
 		uaio_op *op = l->pending_head;
 		l->pending_head = op->next;
 		if (!l->pending_head)

@@ -182,8 +182,13 @@ int laio__iov_advance(struct laio_call *r, size_t n)
 	}
 	/* The caller's iovecs are theirs: skip in a copy. */
 	copy = malloc(sizeof(*copy) * (size_t)(cnt ? cnt : 1));
-	if (!copy)
+	if (!copy) {
+		if (msg && !r->iov) {	/* made just now */
+			free(r->msg);
+			r->msg = NULL;
+		}
 		return -ENOMEM;
+	}
 	memcpy(copy, iov, sizeof(*copy) * (size_t)cnt);
 	i = uaio__iov_skip(copy, cnt, n);
 	memmove(copy, copy + i, sizeof(*copy) * (size_t)(cnt - i));
@@ -197,11 +202,12 @@ int laio__iov_advance(struct laio_call *r, size_t n)
 	return 0;
 }
 
-static bool blocking_fd(int fd)
+/* The caller made fd non-blocking (unknown: no). */
+static bool nonblocking(int fd)
 {
 	int fl = fcntl(fd, F_GETFL);
 
-	return fl >= 0 && !(fl & O_NONBLOCK);
+	return fl >= 0 && (fl & O_NONBLOCK);
 }
 
 static bool stream_socket(int fd)
@@ -225,9 +231,13 @@ static bool goes_on(struct laio_call *r, bool first_try)
 		return !laio__fd_isreg(r);
 	if (laio__is_read_nr(r->nr))
 		return first_try && laio__fd_isreg(r);
+	/* (recvmsg with room for ancillary data stops at it, as the kernel
+	 * stops at passed descriptors: its part is the result) */
+	if (r->nr == SYS_recvmsg && ((const struct msghdr *)r->a[1])->msg_control)
+		return false;	/* (msg_controllen is what the part received) */
 	if (r->nr == SYS_recvfrom || r->nr == SYS_recvmsg)
 		return (r->nr == SYS_recvfrom ? r->a[3] : r->a[2]) & MSG_WAITALL &&
-		       stream_socket((int)r->a[0]) && blocking_fd((int)r->a[0]);
+		       stream_socket((int)r->a[0]) && !nonblocking((int)r->a[0]);
 	return false;
 }
 
@@ -256,14 +266,13 @@ bool laio__continue(struct laio_call *r, long res, bool first_try)
 
 /* ------------------------------------------- read/write-class calls */
 
+/* The top of user space the kernel's access_ok checks against (x86-64,
+ * 4-level paging); elsewhere a count past it is cut like any other. */
+#ifdef __x86_64__
 #define USER_TOP ((1ul << 47) - 4096)
-
-static bool nonblocking(int fd)
-{
-	int fl = fcntl(fd, F_GETFL);
-
-	return fl >= 0 && (fl & O_NONBLOCK);
-}
+#else
+#define USER_TOP (~0ul)
+#endif
 
 /* After the first try of a read/write-class call (res): inline when it
  * is done, else on to the background with what it has moved. */

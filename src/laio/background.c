@@ -14,8 +14,25 @@ static long work_fn(void *arg)
 {
 	struct laio_call *r = arg;
 	const long *a = r->a;
+	struct iovec iov1;
+	const struct iovec *iov;
+	int cnt;
 
-	return uaio__sysret(syscall(r->nr, a[0], a[1], a[2], a[3], a[4], a[5]));
+	if (!r->done)
+		return uaio__sysret(syscall(r->nr, a[0], a[1], a[2], a[3], a[4], a[5]));
+	/* What is left of a call that moved a part before (work_cb adds
+	 * that part): from where it stopped, never from the start. */
+	switch (r->nr) {
+	case SYS_recvfrom: case SYS_sendto:
+		return uaio__sysret(syscall(r->nr, a[0], a[1] + (long)r->done,
+					    a[2] - (long)r->done, a[3], a[4], a[5]));
+	case SYS_recvmsg: case SYS_sendmsg:
+		return uaio__sysret(syscall(r->nr, a[0], (long)laio__call_msg(r), a[2]));
+	}
+	iov = laio__call_iov(r, &iov1, &cnt);
+	return uaio__sysret(syscall(laio__is_write_nr(r->nr) ? SYS_pwritev2 : SYS_preadv2,
+				    a[0], (long)iov, (long)cnt, (long)laio__call_off(r), 0L,
+				    r->nr == SYS_preadv2 || r->nr == SYS_pwritev2 ? a[5] : 0L));
 }
 
 int laio__submit_work(struct laio_call *r)
@@ -198,7 +215,7 @@ static void poll_cb(uaio_op *op, int res, void *data)
 
 static void work_cb(uaio_op *op, int res, void *data)
 {
-	laio__call_finish(data, uaio_op_result_long(op));
+	laio__call_finish(data, with_done(data, uaio_op_result_long(op)));
 }
 
 /* Starts r in the background (submit(r) queues its first op). */

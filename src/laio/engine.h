@@ -87,7 +87,7 @@ struct laio_call {
 	long nr;
 	long a[6];
 	long ret;			/* result or -errno */
-	size_t done;			/* bytes already written (continuation) */
+	size_t done;			/* bytes its earlier parts moved */
 	struct iovec *iov;		/* continuation: the remaining iovs */
 	struct laio_msg *msg;		/* or NULL */
 	/* Issues the current op again: io_uring cancels a request when the

@@ -316,6 +316,55 @@ static void fifo_writes(void)
 	unlink(path);
 }
 
+/* More long timeouts in flight than the ring has room for, then a cancel
+ * of each: every one ends (a cancel waited behind ops waiting for room,
+ * for ever, on io_uring). */
+#define FULL_N 4100
+
+static void cancel_when_full(void)
+{
+	static uaio_op t[FULL_N], c[FULL_N];
+	static struct res tr[FULL_N], cr[FULL_N];
+	int done = 0;
+
+	memset(tr, 0, sizeof(tr));
+	memset(cr, 0, sizeof(cr));
+	for (int i = 0; i < FULL_N; i++)
+		CHECK_OK(uaio_op_timeout(L, &t[i], 60 * 1000000000ull, on_res, &tr[i]));
+	uaio_loop_run_once(L, 0);
+	for (int i = 0; i < FULL_N; i++)
+		CHECK_OK(uaio_op_cancel(L, &c[i], &t[i], on_res, &cr[i]));
+	for (int k = 0; k < 1000 && done < 2 * FULL_N; k++) {
+		uaio_loop_run_once(L, 10 * 1000000);
+		done = 0;
+		for (int i = 0; i < FULL_N; i++)
+			done += tr[i].n + cr[i].n;
+	}
+	CHECK_EQ(done, 2 * FULL_N);
+	for (int i = 0; i < FULL_N; i++)
+		CHECK_EQ(tr[i].res, -ECANCELED);
+}
+
+/* A handle unpinned with a read still queued on it (misuse, but): the
+ * read ends, instead of waiting on a descriptor the epoll backend closed. */
+static void unpin_with_op(void)
+{
+	int p[2], h;
+	char b[4];
+	struct res r = { 0 };
+	uaio_op op = { 0 };
+
+	CHECK(pipe(p) == 0);
+	CHECK((h = uaio_file_pin(L, p[0])) >= 0);
+	CHECK_OK(uaio_op_read(L, &op, h, b, sizeof(b), -1, on_res, &r));
+	uaio_loop_run_once(L, 0);
+	uaio_file_unpin(L, h);
+	CHECK(write(p[1], "x", 1) == 1);
+	close(p[1]);
+	CHECK(result(&r) == 1 || r.res == -ECANCELED);
+	close(p[0]);
+}
+
 /* PARITY_ONLY=name runs one case (to see each fail alone). */
 #define ONE(fn) do { const char *o = getenv("PARITY_ONLY"); \
 	if (!o || !strcmp(o, #fn)) RUN(fn); } while (0)
@@ -334,6 +383,8 @@ int main(void)
 	ONE(closed_and_reused);
 	ONE(free_with_blocked_call);
 	ONE(fifo_writes);
+	ONE(cancel_when_full);
+	ONE(unpin_with_op);
 	uaio_loop_free(L);
 	return T_EXIT_PASS;
 }

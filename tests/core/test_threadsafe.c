@@ -13,6 +13,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
+#include <string.h>
 #include <time.h>
 
 static uaio_loop *L;
@@ -83,11 +84,93 @@ static void from_another_thread(void)
 	uaio_loop_free(L);
 }
 
+/* The driver's own timers, started again from their callbacks, while
+ * other threads submit timeout ops: on the epoll backend both live in
+ * the loop's heap, which the driver changed without the lock (a timeout
+ * op was lost: a hang). Every op ends -ETIME. */
+static uaio_timer own[4];
+static atomic_int heap_done, heap_bad;
+
+static void on_own(uaio_timer *t)
+{
+	uaio_timer_start(L, t, 1000 + (uint64_t)(t - own) * 700, 0);
+}
+
+static void on_tmo(uaio_op *op, int res, void *data)
+{
+	(void)op;
+	(void)data;
+	if (res != -ETIME)
+		atomic_fetch_add(&heap_bad, 1);
+	atomic_fetch_add(&heap_done, 1);
+}
+
+static void *heap_driver(void *arg)
+{
+	(void)arg;
+	for (int i = 0; i < 4; i++) {
+		uaio_timer_init(&own[i], on_own, NULL);
+		uaio_timer_start(L, &own[i], 1000 * (uint64_t)i, i & 1 ? 1500 : 0);
+	}
+	while (!atomic_load(&stop))
+		uaio_loop_run_once(L, -1);
+	for (int i = 0; i < 4; i++)
+		uaio_timer_stop(L, &own[i]);
+	return NULL;
+}
+
+#define HEAP_OPS 64
+
+static void *heap_submitter(void *arg)
+{
+	uaio_op *ops = arg;
+
+	for (int r = 0; r < 20; r++) {
+		int pend = 1;
+
+		memset(ops, 0, HEAP_OPS * sizeof(*ops));
+		for (int i = 0; i < HEAP_OPS; i++)
+			CHECK_OK(uaio_op_timeout(L, &ops[i], 1000 * (uint64_t)(i % 13) + 1000,
+						 on_tmo, NULL));
+		for (int k = 0; k < 20000 && pend; k++) {
+			pend = 0;
+			for (int i = 0; i < HEAP_OPS; i++)
+				pend += uaio_op_pending(&ops[i]);
+			if (pend)
+				usleep(500);
+		}
+		CHECK_EQ(pend, 0);
+	}
+	return NULL;
+}
+
+static void timers_beside_other_threads(void)
+{
+	static uaio_op ops[2][HEAP_OPS], nop;
+	static atomic_int nop_res = 1;
+	pthread_t d, s[2];
+
+	atomic_store(&stop, false);
+	L = t_loop_new(UAIO_LOOP_THREADSAFE);
+	CHECK(pthread_create(&d, NULL, heap_driver, NULL) == 0);
+	for (int i = 0; i < 2; i++)
+		CHECK(pthread_create(&s[i], NULL, heap_submitter, ops[i]) == 0);
+	for (int i = 0; i < 2; i++)
+		CHECK(pthread_join(s[i], NULL) == 0);
+	CHECK_EQ(atomic_load(&heap_done), 2 * 20 * HEAP_OPS);
+	CHECK_EQ(atomic_load(&heap_bad), 0);
+	atomic_store(&stop, true);
+	CHECK_OK(uaio_op_nop(L, &nop, on, &nop_res));
+	CHECK(pthread_join(d, NULL) == 0);
+	uaio_loop_free(L);
+}
+
 int main(int argc, char **argv)
 {
 	(void)argc;
-	t_watchdog(60);
+	t_watchdog(120);
 	t_banner(argv[0]);
 	RUN(from_another_thread);
+	RUN(timers_beside_other_threads);
 	return T_EXIT_PASS;
 }

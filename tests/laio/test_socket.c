@@ -202,6 +202,38 @@ static void waitall(void)
 		for (int i = 0; i < 100; i++)
 			CHECK_EQ(buf[i], '0' + i % 10);
 	}
+	/* with room for ancillary data, a part is the result (a later part
+	 * may carry descriptors, where the kernel stops): none is lost */
+	{
+		int p[2], got = -1;
+		union { struct cmsghdr h; char b[CMSG_SPACE(sizeof(int))]; } cm, rc;
+		struct iovec one = { buf, 10 };
+		struct msghdr rm = { .msg_iov = &one, .msg_iovlen = 1, .msg_control = rc.b,
+				     .msg_controllen = sizeof(rc.b) };
+		struct iovec sv = { "cd", 2 };
+		struct msghdr sm = { .msg_iov = &sv, .msg_iovlen = 1, .msg_control = cm.b,
+				     .msg_controllen = sizeof(cm.b) };
+		struct cmsghdr *h;
+
+		CHECK(pipe(p) == 0);
+		CHECK(write(s[1], "ab", 2) == 2);
+		CHECK_EQ(INL(laio_syscall(SYS_recvmsg, s[0], &rm, MSG_WAITALL)), 2);
+		h = CMSG_FIRSTHDR(&sm);
+		h->cmsg_level = SOL_SOCKET;
+		h->cmsg_type = SCM_RIGHTS;
+		h->cmsg_len = CMSG_LEN(sizeof(int));
+		memcpy(CMSG_DATA(h), &p[0], sizeof(int));
+		CHECK(sendmsg(s[1], &sm, 0) == 2);
+		rm.msg_controllen = sizeof(rc.b);
+		CHECK_EQ(INL(laio_syscall(SYS_recvmsg, s[0], &rm, MSG_WAITALL)), 2);
+		h = CMSG_FIRSTHDR(&rm);
+		CHECK(h && h->cmsg_type == SCM_RIGHTS);
+		memcpy(&got, CMSG_DATA(h), sizeof(int));
+		CHECK(got >= 0);
+		close(got);
+		close(p[0]);
+		close(p[1]);
+	}
 	/* a datagram socket's MSG_WAITALL is one datagram */
 	close(s[0]);
 	close(s[1]);

@@ -119,7 +119,9 @@ static void cancelled(uaio_op *op, int res, void *data)
 }
 
 /* Stopping, and the log's write has not come back (a FIFO nobody
- * reads, a hung disk): it is given up, its lines counted as dropped. */
+ * reads): it is cancelled, its lines counted as dropped; asked again at
+ * each sweep, since a short write's rest is a new op. A write the kernel
+ * is running (a slow disk) cannot be cancelled, and is waited for. */
 void log_give_up(struct log *lg)
 {
 	if (lg->busy && !uaio_op_pending(&lg->cancel))

@@ -325,47 +325,6 @@ UAIO_API int uaio_loop_post(uaio_loop *l, void (*fn)(void *), void *data)
 
 /* ------------------------------------------------------------------ run */
 
-/* Timers due: callbacks run, periodic ones start again. On a thread-safe
- * loop the heap is shared with other threads' timeout ops (epoll), so it
- * is read and changed under the lock. */
-static int run_timers(uaio_loop *l)
-{
-	int n = 0;
-
-	if (!l->threadsafe && !l->nheap)
-		return 0;
-	loop_now(l);
-	while (!l->stop) {
-		bool lk = uaio__lock(l);
-		uaio_timer *t;
-		uintptr_t p;
-
-		if (!l->nheap || l->heap[0].when > l->now) {
-			uaio__unlock(l, lk);
-			break;
-		}
-		p = l->heap[0].p;
-		uaio__heap_remove(l, 0);
-		if (p & 1) {	/* epoll backend's timeout op */
-			uaio__complete(l, (uaio_op *)(p & ~(uintptr_t)1), -ETIME);
-			uaio__unlock(l, lk);
-			continue;
-		}
-		t = (uaio_timer *)p;
-		if (t->period) {
-			/* Fell behind by more than a period: skip, don't burst. */
-			t->when = uaio__deadline(t->when, t->period);
-			if (t->when <= l->now)
-				t->when = uaio__deadline(l->now, t->period);
-			uaio__heap_push(l, t->when, p);
-		}
-		uaio__unlock(l, lk);
-		t->cb(t);
-		n++;
-	}
-	return n;
-}
-
 static int run_closing(uaio_loop *l)
 {
 	int n = 0;
@@ -396,7 +355,7 @@ static inline int run_ready(uaio_loop *l)
 	int n = 0;
 
 	if (l->nheap)
-		n += run_timers(l);
+		n += uaio__run_timers(l);
 	if (l->done_head && !l->stop)
 		n += uaio__run_done(l);
 	if (l->closing && !l->stop)

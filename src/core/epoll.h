@@ -1,0 +1,51 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The epoll backend's private header: its state and what its two files
+ * share (epoll.c: the backend's entry points; epoll_fdq.c: the ops
+ * queued per descriptor and the one epoll registration each has).
+ */
+#ifndef UAIO_CORE_EPOLL_H
+#define UAIO_CORE_EPOLL_H
+
+#include <sys/epoll.h>
+
+#include "core/internal.h"
+
+#define WAKE_KEY	UINT64_MAX
+#define MAX_EVENTS	256
+
+struct uaio_fdq {
+	uaio_op *rh, *rt;	/* read-side ops, FIFO */
+	uaio_op *wh, *wt;	/* write-side ops, FIFO */
+	uint32_t reg;		/* events registered with epoll */
+	bool idle_marked;	/* on idle[]: maybe deregister next round */
+};
+
+struct epoll_state {
+	int epfd;
+	uaio_watch **always;	/* regular-file watches: always ready */
+	unsigned nalways, capalways;
+	int *idle;		/* fds whose queue emptied this round */
+	unsigned nidle, capidle;
+	unsigned npinned, pin_budget;	/* uaio_file_pin duplicates */
+	struct epoll_event evs[MAX_EVENTS];
+	/* evs[next..nevs) came from epoll but found l->fired full: an
+	 * edge-triggered watch would never hear of them again. */
+	int next, nevs;
+};
+
+#define E(l) ((struct epoll_state *)(l)->bs)
+
+/* epoll_fdq.c */
+int uaio__ep_update_reg(uaio_loop *l, int fd);
+void uaio__ep_flush_idle(uaio_loop *l);
+bool uaio__ep_q_unlink(uaio_op **h, uaio_op **t, uaio_op *op);
+uint64_t uaio__ep_rw_total(const uaio_op *op);
+bool uaio__ep_is_rw(const uaio_op *op);
+long uaio__ep_attempt(uaio_op *op);
+bool uaio__ep_blocks_on_disk(int fd);
+int uaio__ep_enqueue(uaio_loop *l, uaio_op *op);
+int uaio__ep_cancel_fd_ops(uaio_loop *l, int fd);
+void uaio__ep_handle_fd(uaio_loop *l, int fd, uint32_t events);
+
+#endif

@@ -1,0 +1,296 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The epoll backend's descriptor queues: ops on a pollable descriptor
+ * that would block wait in a FIFO per side (read, write), and the
+ * descriptor has one epoll registration, the union of what its queues
+ * and its watch wait for. An event runs the queue's head while it makes
+ * progress.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include "core/epoll.h"
+
+static uint32_t want_mask(const struct uaio_fdent *e)
+{
+	uint32_t want = 0;
+
+	if (e->w && (e->w->state & WS_ACTIVE) && !(e->w->state & WS_ALWAYS)) {
+		want = uaio__watch_mask(e->w);
+		if ((e->w->events & UAIO_EDGE) && want)
+			want |= EPOLLET;
+	}
+	if (e->q && e->q->rh)
+		want |= EPOLLIN | EPOLLRDHUP;
+	if (e->q && e->q->wh)
+		want |= EPOLLOUT;
+	/* Queued ops are retried until EAGAIN only while level-triggered. */
+	if (e->q && (e->q->rh || e->q->wh))
+		want &= ~EPOLLET;
+	return want;
+}
+
+/* The fd's one epoll registration: its mask is kept in the fdq if there is
+ * one, else in the watch (no allocation for watch-only fds). */
+static uint32_t reg_of(const struct uaio_fdent *e)
+{
+	return e->q ? e->q->reg : e->w ? e->w->armed : 0;
+}
+
+/* Registers the union of what the watch and the queued ops wait for.
+ * force re-issues an unchanged mask: see uaio__ep_enqueue(). */
+static int update_reg_force(uaio_loop *l, int fd, bool force)
+{
+	struct uaio_fdent *e = uaio__fdent(l, fd, false);
+	uint32_t want, have;
+	int r;
+
+	if (!e)
+		return 0;
+	want = want_mask(e);
+	have = reg_of(e);
+	if (want == have && !(force && want))
+		return 0;
+	if ((r = uaio__epoll_set(E(l)->epfd, fd, have, want, (uint64_t)fd)) < 0)
+		return r;
+	if (e->q)
+		e->q->reg = want;
+	if (e->w)
+		e->w->armed = want;
+	return 0;
+}
+
+int uaio__ep_update_reg(uaio_loop *l, int fd)
+{
+	return update_reg_force(l, fd, false);
+}
+
+/* Deregistering an fd whose queue just emptied waits a round: the
+ * callback usually queues the next op on it at once (saves two
+ * epoll_ctl calls per op). */
+static void mark_idle(uaio_loop *l, int fd, struct uaio_fdq *q)
+{
+	struct epoll_state *es = E(l);
+
+	if (q->idle_marked)
+		return;
+	if (UAIO_GROW(es->idle, es->capidle, (size_t)es->nidle + 1) < 0) {
+		uaio__ep_update_reg(l, fd);
+		return;
+	}
+	es->idle[es->nidle++] = fd;
+	q->idle_marked = true;
+}
+
+void uaio__ep_flush_idle(uaio_loop *l)
+{
+	struct epoll_state *es = E(l);
+
+	for (unsigned i = 0; i < es->nidle; i++) {
+		struct uaio_fdent *e = uaio__fdent(l, es->idle[i], false);
+		if (e && e->q && e->q->idle_marked) {
+			e->q->idle_marked = false;
+			uaio__ep_update_reg(l, es->idle[i]);
+		}
+	}
+	es->nidle = 0;
+}
+
+static struct uaio_fdq *fdq(uaio_loop *l, int fd)
+{
+	struct uaio_fdent *e = uaio__fdent(l, fd, true);
+
+	if (!e)
+		return NULL;
+	if (!e->q && (e->q = calloc(1, sizeof(*e->q))) && e->w)
+		e->q->reg = e->w->armed;
+	return e->q;
+}
+
+static void q_push(uaio_op **h, uaio_op **t, uaio_op *op)
+{
+	op->next = NULL;
+	if (*t)
+		(*t)->next = op;
+	else
+		*h = op;
+	*t = op;
+}
+
+bool uaio__ep_q_unlink(uaio_op **h, uaio_op **t, uaio_op *op)
+{
+	uaio_op *prev = NULL;
+
+	for (uaio_op **pp = h; *pp; prev = *pp, pp = &(*pp)->next) {
+		if (*pp == op) {
+			*pp = op->next;
+			if (*t == op)
+				*t = prev;
+			return true;
+		}
+	}
+	return false;
+}
+
+uint64_t uaio__ep_rw_total(const uaio_op *op)
+{
+	const struct iovec *iov = (const struct iovec *)(uintptr_t)op->addr;
+	uint64_t n = 0;
+
+	if (op->opcode != OP_READV && op->opcode != OP_WRITEV)
+		return op->len;
+	for (uint32_t i = 0; i < op->len; i++)
+		n += iov[i].iov_len;
+	return n;
+}
+
+bool uaio__ep_is_rw(const uaio_op *op)
+{
+	return uaio__opdef(op)->flags & OPF_RW;
+}
+
+/* One non-blocking try: result, or -EAGAIN to keep waiting. */
+long uaio__ep_attempt(uaio_op *op)
+{
+	const struct uaio_opdef *d = uaio__opdef(op);
+
+	return d->try_ ? d->try_(op) : -EINVAL;
+}
+
+bool uaio__ep_blocks_on_disk(int fd)
+{
+	struct stat st;
+
+	return fstat(fd, &st) == 0 && (S_ISREG(st.st_mode) || S_ISBLK(st.st_mode) ||
+				       S_ISDIR(st.st_mode));
+}
+
+/* Ops queued on a descriptor the caller closed: its number may name
+ * another file now, which epoll does not watch (it dropped the old one
+ * with its last close). They end as io_uring would end an op on a
+ * closed descriptor; the queue starts over for the new file. */
+static void drop_stale(uaio_loop *l, int fd, struct uaio_fdq *q)
+{
+	struct epoll_event ev = { .events = q->reg, .data.u64 = (uint64_t)fd };
+	uaio_op *lists[2] = { q->rh, q->wh }, *op, *next;
+
+	if (!q->reg || epoll_ctl(E(l)->epfd, EPOLL_CTL_MOD, fd, &ev) == 0 || errno != ENOENT)
+		return;
+	q->rh = q->rt = q->wh = q->wt = NULL;
+	q->reg = 0;
+	for (int i = 0; i < 2; i++)
+		for (op = lists[i]; op; op = next) {
+			next = op->next;
+			uaio__complete(l, op, -EBADF);
+		}
+}
+
+int uaio__ep_enqueue(uaio_loop *l, uaio_op *op)
+{
+	struct uaio_fdq *q = fdq(l, op->fd);
+	int r;
+
+	if (!q)
+		return -ENOMEM;
+	if (q->rh || q->wh)
+		drop_stale(l, op->fd, q);
+	if (uaio__op_read_side(op))
+		q_push(&q->rh, &q->rt, op);
+	else
+		q_push(&q->wh, &q->wt, op);
+	op->state = OS_FDQ;
+	/* A registration kept past an emptied queue (mark_idle) may be
+	 * stale: the caller can have closed the fd and got the number back
+	 * for another file, which epoll does not watch. MOD revalidates it
+	 * (ENOENT -> ADD) at one syscall instead of the DEL + ADD saved. */
+	r = update_reg_force(l, op->fd, q->idle_marked);
+	q->idle_marked = false;
+	if (r < 0) {
+		if (uaio__op_read_side(op))
+			uaio__ep_q_unlink(&q->rh, &q->rt, op);
+		else
+			uaio__ep_q_unlink(&q->wh, &q->wt, op);
+		op->state = OS_IDLE;
+		/* Not pollable after all (EPERM): let a worker block on it. */
+		return r == -EPERM ? uaio__workers_submit(l, op) : r;
+	}
+	return 0;
+}
+
+int uaio__ep_cancel_fd_ops(uaio_loop *l, int fd)
+{
+	struct uaio_fdent *e = uaio__fdent(l, fd, false);
+	int n = 0;
+
+	if (e && e->q) {
+		uaio_op *lists[2] = { e->q->rh, e->q->wh }, *op, *next;
+		e->q->rh = e->q->rt = e->q->wh = e->q->wt = NULL;
+		for (int i = 0; i < 2; i++)
+			for (op = lists[i]; op; op = next, n++) {
+				next = op->next;
+				uaio__complete(l, op, -ECANCELED);
+			}
+		uaio__ep_update_reg(l, fd);
+	}
+	return n + uaio__workers_cancel_fd(l, fd);
+}
+
+
+/* Runs the queue of one side while its head makes progress: results go
+ * to the done list, a multishot op's to l->fired (while there is room). */
+static void run_queue(uaio_loop *l, uaio_op **h, uaio_op **t)
+{
+	while (*h) {
+		uaio_op *op = *h;
+		long r;
+
+		if (op->opcode == OP_ACCEPT_MULTI && !uaio__fired_room(l))
+			break;
+		r = uaio__ep_attempt(op);
+		/* Queued behind another without its own first try: a file
+		 * that refuses RWF_NOWAIT (a named FIFO) is learnt here. */
+		if (r == -EOPNOTSUPP && uaio__ep_is_rw(op) && !(op->xflags & OX_PLAIN)) {
+			op->xflags |= OX_PLAIN;
+			r = uaio__ep_attempt(op);
+		}
+		if (r == -EAGAIN)
+			break;
+		if (op->opcode == OP_ACCEPT_MULTI && r >= 0) {
+			uaio__fire(l, op, (int32_t)r, FIRED_OP_MORE);
+			continue;
+		}
+		*h = op->next;
+		if (!*h)
+			*t = NULL;
+		uaio__complete(l, op, r);
+	}
+}
+
+/* One descriptor's readiness: its queued ops run, its watch's readiness
+ * goes to l->fired, and its epoll registration follows what is wanted. */
+void uaio__ep_handle_fd(uaio_loop *l, int fd, uint32_t events)
+{
+	/* Other threads may grow the fd table of a thread-safe loop. */
+	bool lk = uaio__lock(l);
+	struct uaio_fdent *e = uaio__fdent(l, fd, false);
+
+	if (e && e->q) {
+		if (events & (EPOLLIN | EPOLLHUP | EPOLLERR | EPOLLRDHUP))
+			run_queue(l, &e->q->rh, &e->q->rt);
+		if (events & (EPOLLOUT | EPOLLHUP | EPOLLERR))
+			run_queue(l, &e->q->wh, &e->q->wt);
+	}
+	uaio__epoll_fire(l, fd, events, 0);
+	if (e && e->q && !(want_mask(e) & ~reg_of(e)))
+		mark_idle(l, fd, e->q);	/* only less wanted: next round */
+	else
+		uaio__ep_update_reg(l, fd);
+	uaio__unlock(l, lk);
+}

@@ -241,8 +241,6 @@ static inline bool uaio__on_driver(const uaio_loop *l)
 struct uaio_fdent *uaio__fdent(uaio_loop *l, int fd, bool grow);
 int uaio__heap_push(uaio_loop *l, uint64_t when, uintptr_t p);
 void uaio__heap_remove(uaio_loop *l, uint32_t idx);
-/* Runs the timers (and epoll timeout ops) that are due; their count. */
-int uaio__run_timers(uaio_loop *l);
 /* reactor.c: the epoll reactor of both backends. */
 struct epoll_event;
 /* The epoll mask for a watch's events (UAIO_READABLE / UAIO_WRITABLE);

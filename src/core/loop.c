@@ -2,9 +2,9 @@
 /*
  * The loop core: creation and backend choice, the run loop, timers (a
  * binary min-heap), deferred completions, watches' common logic, the
- * cross-thread inbox, and the cancellation both backends share. Timers'
- * heap is in timers.c, watches in watch.c, pins in pin.c, the uaio_op_*
- * packers in pack.c, the op table in ops.h. Backends only move ops into
+ * cross-thread inbox. Timers' heap is in timers.c, watches in watch.c,
+ * pins in pin.c, the cancellation both backends share in cancel.c, the
+ * uaio_op_* packers in pack.c, the op table in ops.h. Backends only move ops into
  * and out of the kernel.
  */
 #define _GNU_SOURCE
@@ -325,6 +325,47 @@ UAIO_API int uaio_loop_post(uaio_loop *l, void (*fn)(void *), void *data)
 
 /* ------------------------------------------------------------------ run */
 
+/* Timers due: callbacks run, periodic ones start again. On a thread-safe
+ * loop the heap is shared with other threads' timeout ops (epoll), so it
+ * is read and changed under the lock. */
+static int run_timers(uaio_loop *l)
+{
+	int n = 0;
+
+	if (!l->threadsafe && !l->nheap)
+		return 0;
+	loop_now(l);
+	while (!l->stop) {
+		bool lk = uaio__lock(l);
+		uaio_timer *t;
+		uintptr_t p;
+
+		if (!l->nheap || l->heap[0].when > l->now) {
+			uaio__unlock(l, lk);
+			break;
+		}
+		p = l->heap[0].p;
+		uaio__heap_remove(l, 0);
+		if (p & 1) {	/* epoll backend's timeout op */
+			uaio__complete(l, (uaio_op *)(p & ~(uintptr_t)1), -ETIME);
+			uaio__unlock(l, lk);
+			continue;
+		}
+		t = (uaio_timer *)p;
+		if (t->period) {
+			/* Fell behind by more than a period: skip, don't burst. */
+			t->when = uaio__deadline(t->when, t->period);
+			if (t->when <= l->now)
+				t->when = uaio__deadline(l->now, t->period);
+			uaio__heap_push(l, t->when, p);
+		}
+		uaio__unlock(l, lk);
+		t->cb(t);
+		n++;
+	}
+	return n;
+}
+
 static int run_closing(uaio_loop *l)
 {
 	int n = 0;
@@ -355,7 +396,7 @@ static inline int run_ready(uaio_loop *l)
 	int n = 0;
 
 	if (l->nheap)
-		n += uaio__run_timers(l);
+		n += run_timers(l);
 	if (l->done_head && !l->stop)
 		n += uaio__run_done(l);
 	if (l->closing && !l->stop)
@@ -549,71 +590,4 @@ UAIO_API int uaio_loop_run(uaio_loop *l)
 		return loop_alive(l) ? 1 : 0;
 	}
 	return 0;
-}
-
-/* ------------------------------------------------------------- proactor */
-
-/*
- * The part of cancelling target that both backends share (under the
- * lock): an op still queued by the loop or the worker pool, or one with
- * nothing left to cancel. 0 cancelled, -ENOENT nothing to cancel (or a
- * worker already runs it), 1 the backend's to cancel (in the kernel, on
- * an fd queue, a timer).
- */
-int uaio__cancel_here(uaio_loop *l, uaio_op *target)
-{
-	switch (target->state) {
-	case OS_PENDING:
-		return uaio__cancel_local(l, target);
-	case OS_WORKQ:
-	case OS_RUNNING:
-		return uaio__workers_cancel(l, target);
-	case OS_KERNEL:
-	case OS_FDQ:
-	case OS_TIMERQ:
-		return 1;
-	}
-	return -ENOENT;
-}
-
-/* Removes target from the loop's own queues (not yet in any kernel or
- * worker): 0 if found and cancelled, -ENOENT otherwise. Under the lock. */
-int uaio__cancel_local(uaio_loop *l, uaio_op *target)
-{
-	uaio_op **pp, *prev = NULL;
-
-	if (target->state != OS_PENDING)
-		return -ENOENT;
-	for (pp = &l->pending_head; *pp; prev = *pp, pp = &(*pp)->next) {
-		if (*pp == target) {
-			*pp = target->next;
-			if (l->pending_tail == target)
-				l->pending_tail = prev;
-			uaio__complete(l, target, -ECANCELED);
-			return 0;
-		}
-	}
-	return -ENOENT;
-}
-
-int uaio__cancel_local_fd(uaio_loop *l, int fd)
-{
-	uaio_op **pp = &l->pending_head, *prev = NULL;
-	int n = 0;
-
-	while (*pp) {
-		uaio_op *op = *pp;
-		if (op->fd == fd && op->opcode != OP_CLOSE &&
-		    op->opcode != OP_CANCEL && op->opcode != OP_CANCEL_FD) {
-			*pp = op->next;
-			if (l->pending_tail == op)
-				l->pending_tail = prev;
-			uaio__complete(l, op, -ECANCELED);
-			n++;
-		} else {
-			prev = op;
-			pp = &op->next;
-		}
-	}
-	return n;
 }

@@ -1,9 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Timers: a binary min-heap of (deadline, sequence) in one array that grows
- * by doubling; equal deadlines fire in start order. The loop's iteration
- * runs them (uaio__run_timers); the epoll backend keeps its timeout ops
- * here too.
+ * by doubling; equal deadlines fire in start order. The loop runs them
+ * (run_timers in loop.c); the epoll backend keeps its timeout ops here too.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -131,45 +130,4 @@ UAIO_API int uaio_timer_stop(uaio_loop *l, uaio_timer *t)
 UAIO_API int uaio_timer_pending(const uaio_timer *t)
 {
 	return t->heap_index != UINT32_MAX;
-}
-
-/* Timers due: callbacks run, periodic ones start again. On a thread-safe
- * loop the heap is shared with other threads' timeout ops (epoll), so it
- * is read and changed under the lock. */
-int uaio__run_timers(uaio_loop *l)
-{
-	int n = 0;
-
-	if (!l->threadsafe && !l->nheap)
-		return 0;
-	uaio_loop_now(l);
-	while (!l->stop) {
-		bool lk = uaio__lock(l);
-		uaio_timer *t;
-		uintptr_t p;
-
-		if (!l->nheap || l->heap[0].when > l->now) {
-			uaio__unlock(l, lk);
-			break;
-		}
-		p = l->heap[0].p;
-		uaio__heap_remove(l, 0);
-		if (p & 1) {	/* epoll backend's timeout op */
-			uaio__complete(l, (uaio_op *)(p & ~(uintptr_t)1), -ETIME);
-			uaio__unlock(l, lk);
-			continue;
-		}
-		t = (uaio_timer *)p;
-		if (t->period) {
-			/* Fell behind by more than a period: skip, don't burst. */
-			t->when = uaio__deadline(t->when, t->period);
-			if (t->when <= l->now)
-				t->when = uaio__deadline(l->now, t->period);
-			uaio__heap_push(l, t->when, p);
-		}
-		uaio__unlock(l, lk);
-		t->cb(t);
-		n++;
-	}
-	return n;
 }

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* A call that would block continues on the loop: as an io_uring op, a
  * readiness poll and a retry, or on the helper pool; its completion goes
- * to the engine's queue. */
+ * to the engine's queue. The read/write class gets here from its first
+ * try (laio__rw_after_try), with what that try moved. */
 #define _GNU_SOURCE
 #include "laio/engine.h"
 
@@ -290,3 +291,109 @@ long laio__try_ring(long nr, const long *a, int (*submit)(struct laio_call *))
 	return laio__ret_background(r);
 }
 
+/* ------------------------------------------- read/write-class calls */
+
+/* The top of user space the kernel's access_ok checks against (x86-64,
+ * 4-level paging); elsewhere a count past it is cut like any other. */
+#ifdef __x86_64__
+#define USER_TOP ((1ul << 47) - 4096)
+#else
+#define USER_TOP (~0ul)
+#endif
+
+/* After the first try of a read/write-class call (res): inline when it
+ * is done, else on to the background with what it has moved. */
+long laio__rw_after_try(struct laio_call *tmp, long res)
+{
+	struct laio_call *r;
+	long nr = tmp->nr;
+
+	while (res > 0 && laio__continue(tmp, res, true)) {
+		/* A file's read stopped at a page not cached, or at its end:
+		 * a second try tells (0: the end). */
+		if (laio__is_read_nr(nr)) {
+			res = laio__try_nowait(tmp);
+			continue;
+		}
+		/* A write to the caller's O_NONBLOCK pipe or socket ends here. */
+		if (laio__is_write_nr(nr) && laio__nonblocking((int)tmp->a[0])) {
+			res = 0;
+			break;
+		}
+		goto background;
+	}
+	if (tmp->done) {
+		if (res == -EAGAIN || res == -EOPNOTSUPP)
+			goto background;
+		laio__call_free_parts(tmp);
+		return laio__ret_inline(res >= 0 ? res + (long)tmp->done : (long)tmp->done);
+	}
+	if (UAIO_LIKELY(res != -EAGAIN && res != -EOPNOTSUPP))
+		return laio__ret_inline(res);
+	/* A caller's O_NONBLOCK pipe or socket does not block. */
+	if (res == -EAGAIN && laio__nonblocking((int)tmp->a[0]) && !laio__fd_isreg(tmp))
+		return laio__ret_inline(-EAGAIN);
+background:
+	if (laio__engine_get() < 0 || !(r = laio__call_new(nr, tmp->a))) {
+		laio__call_free_parts(tmp);
+		return laio__ret_inline(tmp->done ? (long)tmp->done : -EAGAIN);
+	}
+	r->done = tmp->done;
+	r->iov = tmp->iov;
+	r->iovcnt = tmp->iovcnt;
+	r->msg = tmp->msg;
+	r->ftype = tmp->ftype;
+	if (r->msg && r->iov)
+		r->msg->h.msg_iov = r->iov;
+	if (res == -EOPNOTSUPP)
+		r->retries = 4;	/* polling cannot tell: use the op */
+	return laio__go_background(r, laio__submit_rw_bg);
+}
+
+void laio__tmp_init(struct laio_call *tmp, long nr, const long *a)
+{
+	tmp->nr = nr;
+	memcpy(tmp->a, a, sizeof(tmp->a));
+	tmp->done = 0;
+	tmp->iov = NULL;
+	tmp->msg = NULL;
+	tmp->ftype = 0;
+}
+
+long laio__rw_call(long nr, long *a)
+{
+	struct laio_call tmp;
+
+	/* The kernel would refuse these forms before blocking. */
+	if ((nr == SYS_pread64 || nr == SYS_pwrite64 || nr == SYS_preadv ||
+	     nr == SYS_pwritev) && a[3] < 0)
+		return laio__ret_inline(-EINVAL);
+	if ((nr == SYS_preadv2 || nr == SYS_pwritev2) && a[3] < -1)
+		return laio__ret_inline(-EINVAL);
+	if ((nr == SYS_preadv2 || nr == SYS_pwritev2) && (a[5] & RWF_NOWAIT))
+		return laio__ret_inline(uaio__sysret(syscall(nr, a[0], a[1], a[2], a[3],
+						 a[4], a[5])));
+	if ((nr == SYS_recvfrom || nr == SYS_sendto) && (a[3] & MSG_DONTWAIT))
+		return laio__ret_inline(uaio__sysret(syscall(nr, a[0], a[1], a[2], a[3],
+						 a[4], a[5])));
+	if ((nr == SYS_recvmsg || nr == SYS_sendmsg) && (a[2] & MSG_DONTWAIT))
+		return laio__ret_inline(uaio__sysret(syscall(nr, a[0], a[1], a[2])));
+	switch (nr) {
+	case SYS_read: case SYS_write: case SYS_pread64: case SYS_pwrite64:
+		if ((unsigned long)a[2] <= LAIO_RW_MAX)
+			break;
+		/* The kernel checks the whole span first (access_ok: below
+		 * the top of user space, 4-level paging), then cuts. */
+		if ((unsigned long)a[2] > USER_TOP ||
+		    (unsigned long)a[1] > USER_TOP - (unsigned long)a[2])
+			return laio__ret_inline(-EFAULT);
+		a[2] = LAIO_RW_MAX;
+		break;
+	case SYS_recvfrom: case SYS_sendto:
+		if ((unsigned long)a[2] > INT_MAX)
+			a[2] = INT_MAX;
+		break;
+	}
+	laio__tmp_init(&tmp, nr, a);
+	return laio__rw_after_try(&tmp, laio__try_nowait(&tmp));
+}

@@ -129,6 +129,15 @@ static struct laio_call *call_alloc_locked(void)
 	return uaio__slab_get(s);
 }
 
+/* The copies a continued call made of the caller's iovecs and msghdr. */
+void laio__call_free_parts(struct laio_call *r)
+{
+	free(r->iov);
+	free(r->msg);
+	r->iov = NULL;
+	r->msg = NULL;
+}
+
 void laio__call_release_locked(struct laio_call *r)
 {
 	laio__call_free_parts(r);

@@ -12,8 +12,7 @@
  * the engine's completion queue.
  *
  * Files: calls.c (the table of calls, laio_syscall), attempt.c (tries in
- * the caller, going on after a part, the read/write class's way to the
- * background), background.c (what continues on the loop), engine.c (the
+ * the caller, going on after a part), background.c (what continues on the loop), engine.c (the
  * engine, records, laio_poll / laio_fd / laio_gethandle / laio_cancel).
  */
 #ifndef UAIO_LAIO_ENGINE_H
@@ -138,6 +137,7 @@ int laio__engine_get(void);
 struct laio_call *laio__call_new(long nr, const long *a);
 void laio__call_release_locked(struct laio_call *r);
 void laio__call_finish(struct laio_call *r, long res);
+void laio__call_free_parts(struct laio_call *r);
 void laio__outstanding_dec_locked(void);
 void laio__efd_sync_locked(void);
 void laio__drive_locked(int64_t timeout_ns);
@@ -153,14 +153,12 @@ int laio__iov_advance(struct laio_call *r, size_t n);
 bool laio__continue(struct laio_call *r, long res, bool first_try);
 int64_t laio__call_off(const struct laio_call *r);
 struct msghdr *laio__call_msg(struct laio_call *r);
-void laio__call_free_parts(struct laio_call *r);
 bool laio__is_read_nr(long nr);
+bool laio__nonblocking(int fd);
 /* What one call may move, as the kernel counts (MAX_RW_COUNT; sockets
  * INT_MAX): larger counts are cut to it, not refused. */
 #define LAIO_RW_MAX	(INT_MAX & ~4095L)
-void laio__tmp_init(struct laio_call *tmp, long nr, const long *a);
-long laio__rw_after_try(struct laio_call *tmp, long res);
-long laio__rw_call(long nr, long *a);
+
 
 /* background.c */
 int laio__submit_work(struct laio_call *r);
@@ -168,5 +166,8 @@ int laio__submit_rw_bg(struct laio_call *r);
 void laio__op_cb(uaio_op *op, int res, void *data);
 long laio__go_background(struct laio_call *r, int (*submit)(struct laio_call *));
 long laio__try_ring(long nr, const long *a, int (*submit)(struct laio_call *));
+void laio__tmp_init(struct laio_call *tmp, long nr, const long *a);
+long laio__rw_after_try(struct laio_call *tmp, long res);
+long laio__rw_call(long nr, long *a);
 
 #endif

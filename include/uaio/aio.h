@@ -47,8 +47,9 @@ ssize_t uaio_return(struct aiocb *cb);
  * Tuning, like glibc's aio_init(): aio_num (when > 0) sets the limit of
  * requests in flight per process (default UAIO_AIO_MAX_DEFAULT; beyond it
  * submissions fail with EAGAIN); aio_threads (when > 0) sets the worker
- * pool size of the fallback backend, if called before the first request.
- * The other fields are accepted and ignored.
+ * pool size of the fallback backend, if called before the first request;
+ * aio_idle_time (when > 0) how many seconds the engine thread stays after
+ * the last request ends (default 1). The other fields are ignored.
  */
 void uaio_init(const struct aioinit *init);
 

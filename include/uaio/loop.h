@@ -38,13 +38,13 @@ typedef struct uaio_timer uaio_timer;
 /* ------------------------------------------------------------------ loop */
 
 enum uaio_backend_kind {
-	UAIO_BACKEND_AUTO = 0,	/* io_uring if usable, else epoll; env UAIO_BACKEND overrides */
+	UAIO_BACKEND_AUTO = 0,	/* never returned: names uaio_loop_new's choice (io_uring if usable, else epoll; env UAIO_BACKEND overrides) */
 	UAIO_BACKEND_URING = 1,
 	UAIO_BACKEND_EPOLL = 2,	/* epoll + small worker pool */
 };
 
 /* uaio_loop_new() flags */
-#define UAIO_LOOP_FORCE_EPOLL	(1u << 0)	/* same as backend = EPOLL */
+#define UAIO_LOOP_FORCE_EPOLL	(1u << 0)	/* the epoll backend, whatever UAIO_BACKEND says */
 #define UAIO_LOOP_FORCE_URING	(1u << 1)	/* fail with the ring's error instead of falling back */
 #define UAIO_LOOP_SQPOLL	(1u << 2)	/* ask for a kernel SQ polling thread */
 /*
@@ -109,7 +109,7 @@ void uaio_loop_unlock(uaio_loop *l);
 
 /* Cross-thread post: runs fn(data) on the loop's thread and wakes it.
  * Safe from any thread and from signal-free contexts; allocates a node.
- * Returns 0 or -ENOMEM. */
+ * Returns 0, -EINVAL (no loop or fn) or -ENOMEM. */
 int uaio_loop_post(uaio_loop *l, void (*fn)(void *data), void *data);
 
 /* --------------------------------------------------------------- Reactor */

@@ -45,9 +45,19 @@ static const struct uaio_backend *pick_backend(const struct uaio_loop_params *p)
 
 UAIO_API uaio_loop *uaio_loop_new(const struct uaio_loop_params *p)
 {
-	uaio_loop *l = calloc(1, sizeof(*l));
+	const unsigned known = UAIO_LOOP_FORCE_EPOLL | UAIO_LOOP_FORCE_URING |
+			       UAIO_LOOP_SQPOLL | UAIO_LOOP_THREADSAFE;
+	uaio_loop *l;
 	int ret;
 
+	/* As io_uring_setup: a flag this library does not know is refused,
+	 * not ignored, so a caller learns its request was not honoured. */
+	if (p && ((p->flags & ~known) ||
+		  (p->flags & UAIO_LOOP_FORCE_EPOLL && p->flags & UAIO_LOOP_FORCE_URING))) {
+		errno = EINVAL;
+		return NULL;
+	}
+	l = calloc(1, sizeof(*l));
 	if (!l)
 		return NULL;
 	l->flags = p ? p->flags : 0;

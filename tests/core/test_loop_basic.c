@@ -57,6 +57,16 @@ static void test_backend_choice(void)
 		fprintf(stderr, "    io_uring unavailable: %s\n", strerror(errno));
 	}
 
+	/* A flag it does not know, or two that contradict, are refused. */
+	p.flags = 1u << 20;
+	errno = 0;
+	CHECK(uaio_loop_new(&p) == NULL);
+	CHECK_EQ(errno, EINVAL);
+	p.flags = UAIO_LOOP_FORCE_EPOLL | UAIO_LOOP_FORCE_URING;
+	errno = 0;
+	CHECK(uaio_loop_new(&p) == NULL);
+	CHECK_EQ(errno, EINVAL);
+
 }
 
 static void test_empty_loop(void)

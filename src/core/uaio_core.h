@@ -12,11 +12,9 @@
 #define UAIO_LIKELY(x) __builtin_expect(!!(x), 1)
 #define UAIO_UNLIKELY(x) __builtin_expect(!!(x), 0)
 
-#ifdef UAIO_BUILDING_SHARED
+/* Everything else is hidden, in the static library too, so that the
+ * installed libuaio.a can make the internal names local. */
 #define UAIO_API __attribute__((visibility("default")))
-#else
-#define UAIO_API
-#endif
 
 /* pthread_create() for the library's own threads (workers, the AIO engine
  * and SIGEV_THREAD notification threads): they start with every signal blocked, so that

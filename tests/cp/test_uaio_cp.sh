@@ -382,8 +382,18 @@ fi
 SETUP='echo f >f; mkdir d'
 uaio-cp --pa f d >"$T/out" 2>"$T/err" && fail "--pa (--parents) accepted"
 grep -qx "uaio-cp: --parents is not supported" "$T/err" || { cat "$T/err"; fail "--pa: not named as --parents"; }
+# An option uaio-cp lacks is refused only after the line was read and the
+# operands checked, so what cp says first is said first.
+SETUP='echo f >f'
+both -i --bogus f g
+both -i -k f g
+both -i
+both --suffix new old
+both --parents f
+uaio-cp -i --help >"$T/out" 2>"$T/err" || fail "-i --help: exit status $?"
+grep -q '^Usage: ' "$T/out" || fail "-i --help: no help"
 SETUP=:
-ok "quoting of names, abbreviated options and values, -p after a failed time, -a into set-group-ID, -u links"
+ok "quoting of names, abbreviated options and values, -p after a failed time, -a into set-group-ID, -u links, options uaio-cp lacks"
 
 # Operands one after another, as cp: a later one that reads what an
 # earlier one is writing waits for it (another name of a destination, a

@@ -37,6 +37,7 @@ struct cp_opts {
 	bool recursive, verbose, no_clobber, update, force, progress;
 	bool no_target_dir, one_fs, remove_dest, strip_slashes;
 	const char *target_dir;
+	int unsupported;	/* the first option uaio-cp lacks, or 0 */
 	int deref;		/* DEREF_* */
 	int reflink, sparse;
 	bool p_mode, p_owner, p_times, p_links, p_xattr;
@@ -156,6 +157,7 @@ struct cp_run {
 
 /* main.c / opts.c */
 int cp_parse(struct cp_run *r, int argc, char **argv, int *first);
+void cp_refuse_unsupported(struct cp_run *r);
 /* 1 after saying "write error" if stdout lost output, else 0 */
 int cp_close_stdout(const char *prog);
 

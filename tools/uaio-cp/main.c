@@ -112,6 +112,8 @@ int main(int argc, char **argv)
 	n = cp_parse(&r, argc, argv, &first);
 	files = argv + first;
 	target = target_of(&r, files, &n);
+	if (r.o.unsupported)
+		cp_refuse_unsupported(&r);
 
 	r.umask = umask(0);
 	umask(r.umask);

@@ -394,8 +394,13 @@ static void expand_longs(struct cp_run *r, int argc, char **argv)
 	}
 }
 
-static void unsupported(struct cp_run *r, int c)
+/* Said only once the whole line is read and the operands checked, so
+ * that --help, --version, an unknown option or a missing operand answer
+ * as cp's would; the option's argument, if any, was taken as cp takes it. */
+void cp_refuse_unsupported(struct cp_run *r)
 {
+	int c = r->o.unsupported;
+
 	static const struct { int c; const char *name; } names[] = {
 		{ 'b', "-b/--backup" }, { 'i', "-i/--interactive" },
 		{ 'l', "-l/--link" }, { 's', "-s/--symbolic-link" },
@@ -460,8 +465,8 @@ int cp_parse(struct cp_run *r, int argc, char **argv, int *first)
 		case 'Z':
 			/* Without SELinux there is no context to set, as cp
 			 * finds; with it, uaio-cp cannot set one. */
-			if (access("/sys/fs/selinux", F_OK) == 0)
-				unsupported(r, c);
+			if (access("/sys/fs/selinux", F_OK) == 0 && !o->unsupported)
+				o->unsupported = c;
 			if (optarg)
 				fprintf(stderr, "%s: warning: ignoring --context; it "
 					"requires an SELinux-enabled kernel\n", r->prog);
@@ -505,7 +510,8 @@ int cp_parse(struct cp_run *r, int argc, char **argv, int *first)
 			exit(cp_close_stdout(r->prog));
 		case 'b': case 'i': case 'l': case 's': case 'S':
 		case OPT_ATTR_ONLY: case OPT_COPY_CONTENTS: case OPT_PARENTS:
-			unsupported(r, c);
+			if (!o->unsupported)
+				o->unsupported = c;
 			break;
 		default:
 			try_help(r);

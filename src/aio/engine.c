@@ -20,56 +20,113 @@ struct aio_engine aio__engine = {
 
 /* ------------------------------------------------------ the lock */
 
-/* This thread's part in the engine's lock: whether it holds it, and the
- * signal mask to put back when it lets go (engine.h, aio__lock). */
+/* This thread's part in the engine's lock: its thread id (cached), how
+ * many times over it holds the lock (a signal handler that interrupted it
+ * there and submits, or forks), and the signal mask to put back when it
+ * lets go (engine.h, aio__lock). */
 static __thread struct {
-	bool locked, held;
+	pid_t tid;
+	bool held, fork_loop, moving;	/* moving: in pthread_mutex_(un)lock */
+	unsigned depth, held_depth;
 	sigset_t old;
 } lock_self;
 
-void aio__lock(void)
+/*
+ * Whether this thread holds the lock: glibc records the owner in the
+ * mutex right after taking the lock word and clears it right before
+ * letting it go. A handler that interrupted this thread in between (it
+ * was taking or letting go: moving) finds the word taken and no owner:
+ * that is this thread's hold, which it must not wait for. (A flag of our
+ * own, a call away from those points, left windows wide enough that a
+ * fork every 3 ms from SIGALRM hung one run in three.)
+ */
+static bool self_holds(void)
 {
-	pthread_mutex_lock(&E->mu);
-	lock_self.locked = true;
+	pid_t owner = __atomic_load_n(&E->mu.__data.__owner, __ATOMIC_RELAXED);
+
+	if (!lock_self.tid)
+		lock_self.tid = gettid();
+	if (owner == lock_self.tid)
+		return true;
+	return lock_self.moving && owner == 0 &&
+	       __atomic_load_n(&E->mu.__data.__lock, __ATOMIC_RELAXED) != 0;
 }
 
+/*
+ * Recursive for this thread, as glibc's __aio_requests_mutex is: a
+ * handler that runs on a thread holding the lock may call aio_read,
+ * aio_error or fork() (async-signal-safe), and must not wait for itself.
+ * Like glibc's, such a nested call sees the structures as the code it
+ * interrupted left them.
+ */
+void aio__lock(void)
+{
+	bool was;
+
+	if (self_holds()) {
+		lock_self.depth++;
+		return;
+	}
+	was = lock_self.moving;
+	lock_self.moving = true;
+	pthread_mutex_lock(&E->mu);
+	lock_self.moving = was;
+}
+
+/* Fails where this thread holds the lock already: its caller (a wait)
+ * must not go on as if nobody were in the middle of a change. */
 bool aio__trylock(void)
 {
-	if (pthread_mutex_trylock(&E->mu))
+	bool was, got;
+
+	if (self_holds())
 		return false;
-	lock_self.locked = true;
-	return true;
+	was = lock_self.moving;
+	lock_self.moving = true;
+	got = pthread_mutex_trylock(&E->mu) == 0;
+	lock_self.moving = was;
+	return got;
 }
 
 void aio__unlock(void)
 {
-	bool held = lock_self.held;
+	bool restore = lock_self.held && lock_self.held_depth == lock_self.depth;
 
-	lock_self.locked = lock_self.held = false;
-	pthread_mutex_unlock(&E->mu);
-	if (held)
+	if (restore)
+		lock_self.held = false;
+	if (lock_self.depth) {
+		lock_self.depth--;
+	} else {
+		lock_self.moving = true;
+		pthread_mutex_unlock(&E->mu);
+		lock_self.moving = false;
+	}
+	if (restore)
 		pthread_sigmask(SIG_SETMASK, &lock_self.old, NULL);
 }
 
-/* A handler that ran while the wait had let the lock go took and left
- * it: the flag says again that this thread holds it. */
+/* Never nested (a thread's exit). While it waits the lock is not this
+ * thread's: a handler run meanwhile takes it as any other caller. */
 void aio__cond_wait(pthread_cond_t *cv)
 {
 	pthread_cond_wait(cv, &E->mu);
-	lock_self.locked = true;
 }
 
 /* A signal is about to be queued to the process: under the lock, this
- * thread takes none until aio__unlock. Whether this thread holds it. */
+ * thread takes none until the matching aio__unlock. Whether this thread
+ * holds the lock. */
 bool aio__signals_hold(void)
 {
 	sigset_t all;
 
-	if (!lock_self.locked || lock_self.held)
-		return lock_self.locked;
+	if (!self_holds())
+		return false;
+	if (lock_self.held)
+		return true;
 	sigfillset(&all);
 	pthread_sigmask(SIG_BLOCK, &all, &lock_self.old);
 	lock_self.held = true;
+	lock_self.held_depth = lock_self.depth;
 	return true;
 }
 
@@ -226,17 +283,22 @@ static void mutex_init_adaptive(pthread_mutex_t *mu)
 	pthread_mutexattr_destroy(&a);
 }
 
+/* A fork from a handler that interrupted this thread under the lock
+ * (depth > 0) leaves the loop's lock alone: the interrupted code may
+ * hold it. The child frees the loop without taking it anyway. */
 static void fork_prepare(void)
 {
 	aio__lock();
-	if (E->loop)
+	lock_self.fork_loop = E->loop && !lock_self.depth;
+	if (lock_self.fork_loop)
 		uaio_loop_lock(E->loop);
 }
 
 static void fork_parent(void)
 {
-	if (E->loop)
+	if (lock_self.fork_loop)
 		uaio_loop_unlock(E->loop);
+	lock_self.fork_loop = false;
 	aio__unlock();
 }
 
@@ -283,14 +345,24 @@ static void fork_child(void)
 	E->fdw = NULL;
 	E->nfdw = 0;
 	if (E->loop) {
-		uaio_loop_unlock(E->loop);
+		if (lock_self.fork_loop)
+			uaio_loop_unlock(E->loop);
 		uaio_loop_free(E->loop);	/* child-safe: no locks, no joins */
 		E->loop = NULL;
 	}
 	atomic_store(&E->waiters, 0);
+	E->lone = NULL;		/* their threads are the parent's */
 	aio__threads_fork_child();
 	mutex_init_adaptive(&E->mu);
-	lock_self.locked = false;
+	/* Forked by a handler that interrupted this thread under the lock:
+	 * the code it returns to still holds it (fork_prepare's hold goes). */
+	lock_self.fork_loop = false;
+	lock_self.tid = 0;	/* the child's thread has an id of its own */
+	lock_self.moving = false;
+	if (lock_self.depth) {
+		pthread_mutex_lock(&E->mu);
+		lock_self.depth--;
+	}
 	if (lock_self.held) {
 		lock_self.held = false;
 		pthread_sigmask(SIG_SETMASK, &lock_self.old, NULL);

@@ -68,6 +68,7 @@
 #define RW_MAX		((size_t)INT_MAX & ~(size_t)4095)
 #define CHUNK_REQS	512
 #define SERIAL_BUCKETS	256
+#define SPARE_RECORDS	16	/* freed serial and fdw records kept (each) */
 /*
  * The most one submitting call copies itself (a request, or a whole
  * lio_listio): about one small copy, so that submission returns promptly
@@ -257,6 +258,8 @@ struct aio_orphan {
 	bool queued;
 };
 
+struct aio_lone;
+
 struct aio_engine {
 	pthread_mutex_t mu;
 	uaio_loop *loop;		/* created with the engine thread */
@@ -272,6 +275,15 @@ struct aio_engine {
 	struct aio_serial *serial[SERIAL_BUCKETS];
 	struct aio_fdw **fdw;
 	unsigned nfdw;
+	/* Records kept for reuse, so that a steady stream of requests calls
+	 * no malloc: a signal handler that forks while this thread is inside
+	 * one would wait in fork for glibc's malloc lock for ever. */
+	/* Requests running on threads of their own (no descriptor for the
+	 * engine: submit.c), which aio_cancel must count as in progress. */
+	struct aio_lone *lone;
+	struct aio_serial *serial_spare[SPARE_RECORDS];
+	struct aio_fdw *fdw_spare[SPARE_RECORDS];
+	unsigned nserial_spare, nfdw_spare;
 	struct aio_orphan *orphans;	/* a fork's child: the parent's requests */
 	unsigned norphans;
 	/* Hints by descriptor number, in pages made on first use. */
@@ -370,6 +382,7 @@ void aio__cond_wait(pthread_cond_t *cv);
 bool aio__signals_hold(void);
 void aio__publish(struct aiocb *cb, long res);
 bool aio__sev_notifies(const struct sigevent *sev);
+bool aio__lone_running_locked(int fd, const struct aiocb *cb);
 void aio__complete(struct aiocb *cb, long res);
 
 /* engine.c */

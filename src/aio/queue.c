@@ -30,9 +30,12 @@ struct aio_serial *aio__serial_get_locked(int fd, const struct stat *st, bool cr
 
 	if (s || !create)
 		return s;
-	s = calloc(1, sizeof(*s));
-	if (!s)
+	if (E->nserial_spare) {
+		s = E->serial_spare[--E->nserial_spare];
+		memset(s, 0, sizeof(*s));
+	} else if (!(s = calloc(1, sizeof(*s)))) {
 		return NULL;
+	}
 	s->fd = fd;
 	s->dev = st->st_dev;
 	s->ino = st->st_ino;
@@ -49,7 +52,10 @@ void aio__serial_maybe_free_locked(struct aio_serial *s)
 		return;
 	pp = serial_slot(s->fd, s->dev, s->ino);
 	*pp = s->hnext;
-	free(s);
+	if (E->nserial_spare < SPARE_RECORDS)
+		E->serial_spare[E->nserial_spare++] = s;
+	else
+		free(s);
 	atomic_fetch_sub(&E->nserial, 1);
 }
 
@@ -75,7 +81,12 @@ struct aio_fdw *aio__fdw_get_locked(int fd, bool create)
 		return NULL;
 	if (UAIO_GROW(E->fdw, E->nfdw, (size_t)fd + 1) < 0)
 		return NULL;
-	w = calloc(1, sizeof(*w));
+	if (E->nfdw_spare) {
+		w = E->fdw_spare[--E->nfdw_spare];
+		memset(w, 0, sizeof(*w));
+	} else {
+		w = calloc(1, sizeof(*w));
+	}
 	if (w)
 		w->fd = fd;
 	E->fdw[fd] = w;
@@ -87,7 +98,10 @@ void aio__fdw_maybe_free_locked(struct aio_fdw *w)
 	if (w->writes || w->barriers)
 		return;
 	E->fdw[w->fd] = NULL;
-	free(w);
+	if (E->nfdw_spare < SPARE_RECORDS)
+		E->fdw_spare[E->nfdw_spare++] = w;
+	else
+		free(w);
 }
 
 /* ------------------------------------------------- issue and end */

@@ -145,15 +145,34 @@ static bool attempt_final(struct aiocb *cb, int kind, long res, bool stream,
  * out of submission order. 0, or the engine's error when no thread can
  * be made either.
  */
-struct lone {
+struct aio_lone {
+	struct aio_lone *next;
 	struct aiocb *cb;
-	int kind;
+	int kind, fd;
 	struct aio_lio *g;
 };
 
+static void lone_unlink_locked(struct aio_lone *l)
+{
+	struct aio_lone **pp = &E->lone;
+
+	while (*pp != l)
+		pp = &(*pp)->next;
+	*pp = l->next;
+}
+
+/* Whether a request on fd (cb alone, if not NULL) runs on its own thread. */
+bool aio__lone_running_locked(int fd, const struct aiocb *cb)
+{
+	for (struct aio_lone *l = E->lone; l; l = l->next)
+		if (l->fd == fd && (!cb || l->cb == cb))
+			return true;
+	return false;
+}
+
 static void *lone_main(void *arg)
 {
-	struct lone l = *(struct lone *)arg;
+	struct aio_lone l = *(struct aio_lone *)arg;
 	struct aiocb *cb = l.cb;
 	uint64_t done = priv(cb)->done;
 	char *buf = (char *)cb->aio_buf + done;
@@ -161,7 +180,6 @@ static void *lone_main(void *arg)
 	off_t off = cb->aio_offset + (off_t)done;
 	long r;
 
-	free(arg);
 	if (l.g) {
 		/* The list's last entry: its thread is made first (see
 		 * aio__req_release_locked). */
@@ -175,29 +193,36 @@ static void *lone_main(void *arg)
 	switch (l.kind) {
 	case K_READ:
 		r = pread(cb->aio_fildes, buf, len, off);
-		if (r < 0 && errno == ESPIPE)
+		if (r < 0 && errno == ESPIPE) {
+			cb->__return_value = -1;	/* as glibc's helper: see aio__serial_started */
 			r = read(cb->aio_fildes, buf, len);
+		}
 		break;
 	case K_WRITE:
 		r = pwrite(cb->aio_fildes, buf, len, off);
-		if (r < 0 && errno == ESPIPE)
+		if (r < 0 && errno == ESPIPE) {
+			cb->__return_value = -1;
 			r = write(cb->aio_fildes, buf, len);
+		}
 		break;
 	default:
 		r = l.kind == K_DSYNC ? fdatasync(cb->aio_fildes) : fsync(cb->aio_fildes);
 	}
 	aio__complete(cb, r < 0 ? -errno : r + (long)done);
-	if (l.g) {
-		aio__lock();
+	/* Counted as running until now: a cancel just after the status is
+	 * out says AIO_NOTCANCELED, never AIO_ALLDONE before it is. */
+	aio__lock();
+	lone_unlink_locked(arg);
+	if (l.g)
 		aio__lio_put_locked(l.g, true);
-		aio__unlock();
-	}
+	aio__unlock();
+	free(arg);
 	return NULL;
 }
 
 static int lone_thread(struct aiocb *cb, int kind, struct aio_lio *g, int err)
 {
-	struct lone *l;
+	struct aio_lone *l;
 	pthread_attr_t a;
 	pthread_t t;
 	int r;
@@ -206,24 +231,28 @@ static int lone_thread(struct aiocb *cb, int kind, struct aio_lio *g, int err)
 		return err;
 	l->cb = cb;
 	l->kind = kind;
+	l->fd = cb->aio_fildes;
 	l->g = g;
+	aio__lock();
+	l->next = E->lone;
+	E->lone = l;
 	if (g) {
-		aio__lock();
 		g->pending++;
 		g->refs++;
-		aio__unlock();
 	}
+	aio__unlock();
 	pthread_attr_init(&a);
 	pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
 	r = uaio__thread_start(&t, &a, lone_main, l);
 	pthread_attr_destroy(&a);
 	if (r < 0) {
+		aio__lock();
+		lone_unlink_locked(l);
 		if (g) {
-			aio__lock();
 			g->pending--;
 			g->refs--;
-			aio__unlock();
 		}
+		aio__unlock();
 		free(l);
 		return err;
 	}

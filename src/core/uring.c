@@ -596,8 +596,13 @@ static int uring_fd(const uaio_loop *l)
 	struct uring_state *u = U(l);
 	struct epoll_event ev = { .events = EPOLLIN };
 
-	if (!l->threadsafe)
-		return uring__ep_setup((uaio_loop *)l) == 0 ? u->epfd : u->ring.ring_fd;
+	/* Not the ring's own fd when the set cannot be made: completions
+	 * that come by task work do not make it readable. */
+	if (!l->threadsafe) {
+		int r = uring__ep_setup((uaio_loop *)l);
+
+		return r < 0 ? r : u->epfd;
+	}
 	/* A thread-safe loop's other threads queue submissions for the
 	 * driver and say so on the wake eventfd, which the ring's fd does
 	 * not report until the driver has armed its read of it. */

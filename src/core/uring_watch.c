@@ -19,6 +19,7 @@ int uring__ep_setup(uaio_loop *l)
 {
 	struct uring_state *u = U(l);
 	struct epoll_event ev = { .events = EPOLLIN | EPOLLET, .data.u64 = EV_KEY };
+	bool registered = false;
 	int r;
 
 	if (u->epfd >= 0)
@@ -27,9 +28,11 @@ int uring__ep_setup(uaio_loop *l)
 	u->evfd = uaio__fd_own(eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
 	if (u->epfd < 0 || u->evfd < 0)
 		r = -errno;
-	else if ((r = io_uring_register_eventfd(&u->ring, u->evfd)) == 0 &&
-		 epoll_ctl(u->epfd, EPOLL_CTL_ADD, u->evfd, &ev) < 0)
-		r = -errno;
+	else if ((r = io_uring_register_eventfd(&u->ring, u->evfd)) == 0) {
+		registered = true;
+		if (epoll_ctl(u->epfd, EPOLL_CTL_ADD, u->evfd, &ev) < 0)
+			r = -errno;
+	}
 	/* The wake eventfd joins the set itself: a ring read of it completes
 	 * through task work, whose eventfd signal the kernel may fold into
 	 * earlier pending work and never send (workers' results were lost
@@ -43,6 +46,10 @@ int uring__ep_setup(uaio_loop *l)
 			uring__cancel_wake(l);
 	}
 	if (r < 0) {
+		/* Else the ring keeps the closed eventfd: every later try
+		 * would fail with EBUSY. */
+		if (registered)
+			io_uring_unregister_eventfd(&u->ring);
 		if (u->epfd >= 0)
 			uaio__fd_close(u->epfd);
 		if (u->evfd >= 0)

@@ -256,9 +256,10 @@ static void closed_and_reused(void)
 	close(q[1]);
 }
 
-/* uaio_loop_free with an op stuck in a blocking call (the epoll
- * backend's worker opening a FIFO that has no writer; io_uring opens it
- * at once): the loop goes, the call with it, no callback. */
+/* uaio_loop_free with an op stuck in a blocking call (a worker opening a
+ * FIFO that has no writer): the loop goes, the call with it, no callback.
+ * (io_uring's worker completes such an open when the ring goes, with a
+ * descriptor nobody reaps: uaio_loop(7).) */
 static void free_with_blocked_call(void)
 {
 	char path[64];

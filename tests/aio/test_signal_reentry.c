@@ -1,0 +1,151 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * A signal handler that runs on a thread in the middle of an AIO call
+ * may itself submit (the "resubmit from the SIGEV_SIGNAL handler"
+ * pattern) or fork (async-signal-safe), as under glibc, whose request
+ * lock is recursive and whose steady-state submission calls no malloc.
+ * Before: the handler waited for the lock its own thread held (or, in
+ * fork, for the malloc lock the interrupted calloc held): a hang, which
+ * the watchdog turns into a failure. Counts, not time, bound each case.
+ */
+#include "aio/aio_util.h"
+#include <pthread.h>
+
+static int A[2], B[2];
+static volatile sig_atomic_t nsig, stop, forks;
+
+static void on_read_signal(int s, siginfo_t *si, void *u)
+{
+	struct aiocb *cb = si->si_value.sival_ptr;
+	int e = errno;
+
+	(void)s;
+	(void)u;
+	if (uaio_error(cb) == 0 && uaio_return(cb) == 1)
+		nsig++;
+	if (!stop && uaio_read(cb) != 0)
+		_exit(3);
+	errno = e;
+}
+
+static void *drain(void *arg)
+{
+	char b[4096];
+
+	(void)arg;
+	while (read(A[0], b, sizeof(b)) > 0)
+		;
+	return NULL;
+}
+
+static void *feed(void *arg)
+{
+	(void)arg;
+	while (!stop) {
+		if (write(B[1], "x", 1) != 1)
+			break;
+		usleep(50);
+	}
+	return NULL;
+}
+
+/* One write at a time on a pipe, waited for with uaio_suspend. */
+static void write_one(int fd, off_t off, const void *buf, size_t n)
+{
+	struct aiocb w = t_cb(fd, (void *)buf, n, off);
+	const struct aiocb *l[1] = { &w };
+
+	CHECK_EQ(uaio_write(&w), 0);
+	while (uaio_error(&w) == EINPROGRESS)
+		uaio_suspend(l, 1, NULL);
+	CHECK_EQ(uaio_return(&w), (ssize_t)n);
+}
+
+static void handler_resubmits(void)
+{
+	static struct aiocb rcb;
+	static char rb[1];
+	struct sigaction sa = { .sa_sigaction = on_read_signal,
+				.sa_flags = SA_SIGINFO | SA_RESTART };
+	pthread_t t1, t2;
+	long n = 0;
+
+	CHECK(pipe(A) == 0 && pipe(B) == 0);
+	CHECK(sigaction(SIGRTMIN, &sa, NULL) == 0);
+	rcb = t_cb(B[0], rb, 1, 0);
+	rcb.aio_sigevent.sigev_notify = SIGEV_SIGNAL;
+	rcb.aio_sigevent.sigev_signo = SIGRTMIN;
+	rcb.aio_sigevent.sigev_value.sival_ptr = &rcb;
+	CHECK(pthread_create(&t1, NULL, drain, NULL) == 0);
+	CHECK(pthread_create(&t2, NULL, feed, NULL) == 0);
+	CHECK_EQ(uaio_read(&rcb), 0);
+	while (nsig < 2000 || n < 2000)
+		write_one(A[1], 0, "y", 1), n++;
+	stop = 1;
+	CHECK(pthread_join(t2, NULL) == 0);
+	close(A[1]);
+	CHECK(pthread_join(t1, NULL) == 0);
+	signal(SIGRTMIN, SIG_IGN);
+	close(B[1]);
+	/* The last resubmitted read ends at end of file. */
+	const struct aiocb *l[1] = { &rcb };
+	while (uaio_error(&rcb) == EINPROGRESS)
+		uaio_suspend(l, 1, NULL);
+	close(A[0]);
+	close(B[0]);
+}
+
+static void on_tick(int s)
+{
+	int e = errno;
+	pid_t c;
+
+	(void)s;
+	c = fork();
+	if (c == 0)
+		_exit(0);
+	if (c > 0 && waitpid(c, NULL, 0) == c)
+		forks++;
+	errno = e;
+}
+
+/* A fork from a handler every millisecond, on a file and on a pipe. */
+static void handler_forks(void)
+{
+	struct sigaction sa = { .sa_handler = on_tick, .sa_flags = SA_RESTART };
+	struct sigevent sev = { .sigev_notify = SIGEV_SIGNAL,
+				.sigev_signo = SIGRTMIN + 1 };
+	struct itimerspec its = { { 0, 1000000 }, { 0, 1000000 } };
+	int fd = t_tmpfile(), p[2];
+	pthread_t t;
+	timer_t tm;
+	long n = 0;
+
+	CHECK(pipe(p) == 0);
+	A[0] = p[0];
+	CHECK(pthread_create(&t, NULL, drain, NULL) == 0);
+	CHECK(sigaction(SIGRTMIN + 1, &sa, NULL) == 0);
+	CHECK(timer_create(CLOCK_MONOTONIC, &sev, &tm) == 0);
+	CHECK(timer_settime(tm, 0, &its, NULL) == 0);
+	while (forks < 600 || n < 2000) {
+		write_one(fd, (n % 256) * 16, "0123456789abcdef", 16);
+		write_one(p[1], 0, "z", 1);
+		n++;
+	}
+	its.it_value.tv_nsec = 0;
+	CHECK(timer_settime(tm, 0, &its, NULL) == 0);
+	CHECK(timer_delete(tm) == 0);
+	signal(SIGRTMIN + 1, SIG_IGN);
+	close(p[1]);
+	CHECK(pthread_join(t, NULL) == 0);
+	close(p[0]);
+	close(fd);
+}
+
+int main(void)
+{
+	t_watchdog(120);
+	RUN(handler_resubmits);
+	RUN(handler_forks);
+	return T_EXIT_PASS;
+}

@@ -383,6 +383,7 @@ bool aio__signals_hold(void);
 void aio__publish(struct aiocb *cb, long res);
 bool aio__sev_notifies(const struct sigevent *sev);
 bool aio__lone_running_locked(int fd, const struct aiocb *cb);
+int aio__lone_thread(struct aiocb *cb, int kind, struct aio_lio *g, int err);
 void aio__complete(struct aiocb *cb, long res);
 
 /* engine.c */

@@ -11,13 +11,13 @@
  * and renamed only when every byte has arrived.
  */
 #define _GNU_SOURCE
+#include "tool.h"
+
 #include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
-#include <libgen.h>
 #include <limits.h>
-#include <netdb.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -32,51 +32,6 @@
 #include <uaio/flow.h>
 #include <uaio/loop.h>
 
-#define PROG	"uaio-flow"
-/* Messages name the program as it was invoked, as GNU tools do. */
-#define ME	program_invocation_name
-#define VERSION	"0.1"
-
-struct opts {
-	int mode;
-	size_t chunk;
-	uint64_t rate;
-	bool stats, progress;
-};
-
-/* One direction of data: its flow, its names for messages, its result. */
-struct leg {
-	const char *src_name, *dst_name;
-	uaio_flow *f;
-	bool running;
-	int64_t res;
-	int side;
-	int shut_fd;		/* shut for writing when this leg ends (-1) */
-	uint64_t bytes;		/* moved, once the flow has ended */
-	char method[32];
-};
-
-/* A file being created: written as tmp, renamed to path at the end. */
-struct outfile {
-	char *path, *tmp;
-	int fd;
-};
-
-struct tool {
-	uaio_loop *l;
-	struct opts o;
-	struct leg legs[2];
-	int nlegs, running;
-	bool interrupted, tty;
-	/* stdin, stdout closed when the tool started: held on /dev/null so
-	 * that no descriptor of ours takes their number, and refused as - */
-	bool closed[2];
-	uaio_watch sigw;
-	int sigfd;
-	struct timespec t0;
-	uint64_t shown_ns;
-};
-
 /*
  * What exit() and a signal need to know, the only state outside the
  * tool object: the temporary file to remove on any early exit (exit(3)
@@ -86,6 +41,11 @@ struct tool {
  */
 static struct outfile *exit_partial;
 static volatile sig_atomic_t exit_signal;
+
+void partial_set(struct outfile *o)
+{
+	exit_partial = o;
+}
 
 static void remove_partial(void)
 {
@@ -117,7 +77,7 @@ static void interrupted_exit(void)
 
 /* Around a call that may wait for a peer for ever: a signal makes it
  * fail with EINTR, and the tool exits as interrupted. */
-static void blocking_begin(void)
+void blocking_begin(void)
 {
 	stop_signals(SIG_UNBLOCK);	/* one that waited is handled here */
 	if (exit_signal)
@@ -125,7 +85,7 @@ static void blocking_begin(void)
 }
 
 /* errno stays the blocking call's. */
-static void blocking_end(void)
+void blocking_end(void)
 {
 	int err = errno;
 
@@ -158,7 +118,7 @@ static void usage(FILE *out)
 "1 when the transfer failed, 2 on bad usage.\n");
 }
 
-static void die_usage(const char *fmt, const char *arg)
+void die_usage(const char *fmt, const char *arg)
 {
 	fprintf(stderr, "%s: ", ME);
 	fprintf(stderr, fmt, arg);
@@ -166,7 +126,7 @@ static void die_usage(const char *fmt, const char *arg)
 	exit(2);
 }
 
-static void fail(const char *what, int err)
+void fail(const char *what, int err)
 {
 	if (exit_signal)
 		interrupted_exit();
@@ -203,236 +163,6 @@ static int parse_size(const char *s, uint64_t *out)
 		return -1;
 	*out = v;
 	return 0;
-}
-
-/* ---------------------------------------------------------- addresses */
-
-/* "HOST:PORT", "[V6]:PORT", or for listeners "PORT" alone. */
-static int split_hostport(char *s, char **host, char **port, bool passive)
-{
-	char *c = strrchr(s, ':');
-
-	if (s[0] == '[') {
-		char *e = strchr(s, ']');
-
-		if (!e || e[1] != ':')
-			return -1;
-		*e = 0;
-		*host = s + 1;
-		*port = e + 2;
-		return 0;
-	}
-	if (!c) {
-		if (!passive)
-			return -1;
-		*host = NULL;
-		*port = s;
-		return 0;
-	}
-	*c = 0;
-	*host = *s ? s : NULL;
-	*port = c + 1;
-	return 0;
-}
-
-/* A numeric port must fit in 16 bits (getaddrinfo would take 99999 as
- * 34463); a service name is getaddrinfo's to check. */
-static bool port_ok(const char *port)
-{
-	char *end;
-	unsigned long v;
-
-	if (!*port)
-		return false;
-	if (!isdigit((unsigned char)*port))
-		return true;
-	errno = 0;
-	v = strtoul(port, &end, 10);
-	return !errno && !*end && v <= 65535;
-}
-
-/* The syntax of an address, checked before anything waits on it. */
-static void check_spec(const char *spec, bool passive)
-{
-	char *buf = strdup(spec), *host, *port;
-
-	if (!buf)
-		fail(spec, ENOMEM);
-	if (split_hostport(buf, &host, &port, passive) < 0 || !port_ok(port))
-		die_usage(passive ? "bad address '%s' (want [ADDR:]PORT)" :
-			  "bad address '%s' (want HOST:PORT)", spec);
-	free(buf);
-}
-
-static int net_fd(const char *spec, bool passive)
-{
-	char *buf = strdup(spec), *host, *port;
-	struct addrinfo hints = { .ai_socktype = SOCK_STREAM,
-				  .ai_flags = passive ? AI_PASSIVE : 0 }, *res, *a;
-	int fd = -1, r, one = 1, zero = 0, err = 0;
-	bool any;
-
-	check_spec(spec, passive);
-	split_hostport(buf, &host, &port, passive);
-	/* A listener on every address: IPv6's, which takes IPv4 too, first. */
-	any = passive && !host;
-	if ((r = getaddrinfo(host, port, &hints, &res))) {
-		if (r == EAI_SERVICE)
-			die_usage("bad port in '%s'", spec);
-		fprintf(stderr, "%s: %s: %s\n", ME, spec, gai_strerror(r));
-		exit(1);
-	}
-	for (int pass = any ? 0 : 1; pass < 2 && fd < 0; pass++)
-		for (a = res; a && fd < 0; a = a->ai_next) {
-			if (pass == 0 && a->ai_family != AF_INET6)
-				continue;
-			fd = socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC, a->ai_protocol);
-			if (fd < 0) {
-				err = errno;
-				continue;
-			}
-			if (passive) {
-				setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-				if (a->ai_family == AF_INET6 && any)
-					setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &zero, sizeof(zero));
-				r = bind(fd, a->ai_addr, a->ai_addrlen) || listen(fd, 1);
-			} else {
-				blocking_begin();
-				r = connect(fd, a->ai_addr, a->ai_addrlen);
-				blocking_end();
-			}
-			if (r) {
-				err = errno;
-				close(fd);
-				fd = -1;
-			}
-		}
-	freeaddrinfo(res);
-	free(buf);
-	if (fd < 0)
-		fail(spec, err);
-	return fd;
-}
-
-static int accept_one(int ls, const char *spec)
-{
-	int fd;
-
-	blocking_begin();
-	fd = accept4(ls, NULL, NULL, SOCK_CLOEXEC);
-	blocking_end();
-	if (fd < 0)
-		fail(spec, errno);
-	close(ls);
-	return fd;
-}
-
-/* ------------------------------------------------------------- files */
-
-/* A FIFO's open waits for its other end. */
-static int open_waiting(const char *path, int flags)
-{
-	int fd;
-
-	blocking_begin();
-	fd = open(path, flags | O_CLOEXEC);
-	blocking_end();
-	return fd;
-}
-
-static int open_in(const struct tool *t, const char *path)
-{
-	int fd = strcmp(path, "-") ? open_waiting(path, O_RDONLY) : 0;
-
-	if (fd == 0 && t->closed[0])
-		fail("-", EBADF);
-	if (fd < 0)
-		fail(path, errno);
-	return fd;
-}
-
-/* DST may be -, an existing device or fifo (written in place), a
- * directory (SRC's name inside it), or a file to create or replace. */
-static void open_out(const struct tool *t, struct outfile *o, const char *dst,
-		     const char *src, mode_t mode)
-{
-	struct stat st;
-	char *copy, *base, *dir;
-
-	o->tmp = NULL;
-	o->path = strdup(dst);
-	if (!strcmp(dst, "-")) {
-		if (t->closed[1])
-			fail("-", EBADF);
-		o->fd = 1;
-		return;
-	}
-	if (stat(dst, &st) == 0 && S_ISDIR(st.st_mode)) {
-		char *s = strdup(src ? src : "-");
-
-		free(o->path);
-		if (!src || !strcmp(src, "-"))
-			die_usage(src ? "cannot name a file in directory '%s' after stdin" :
-				  "cannot name a file in directory '%s' after a connection", dst);
-		if (asprintf(&o->path, "%s/%s", dst, basename(s)) < 0)
-			fail(dst, ENOMEM);
-		free(s);
-		/* What is there under that name decides, as for DST itself. */
-		if (stat(o->path, &st) == 0 && S_ISDIR(st.st_mode))
-			fail(o->path, EISDIR);
-	}
-	if (stat(o->path, &st) == 0 && !S_ISREG(st.st_mode)) {
-		if ((o->fd = open_waiting(o->path, O_WRONLY)) < 0)
-			fail(o->path, errno);
-		return;
-	}
-	copy = strdup(o->path);
-	base = strdup(o->path);
-	dir = dirname(copy);
-	if (asprintf(&o->tmp, "%s/.%s.uaio-XXXXXX", dir, basename(base)) < 0)
-		fail(o->path, ENOMEM);
-	free(copy);
-	free(base);
-	if ((o->fd = mkostemp(o->tmp, O_CLOEXEC)) < 0) {
-		int e = errno;
-
-		free(o->tmp);
-		o->tmp = NULL;
-		fail(o->path, e);
-	}
-	exit_partial = o;
-	/* As a new file gets it: the mode asked for, less the umask. */
-	{
-		mode_t um = umask(0);
-
-		umask(um);
-		fchmod(o->fd, mode & ~um & 07777);
-	}
-}
-
-static int close_out(struct outfile *o, bool ok)
-{
-	int r = 0;
-
-	if (o->fd > 2 && close(o->fd) < 0 && ok) {
-		fprintf(stderr, "%s: %s: %s\n", ME, o->path, strerror(errno));
-		ok = false;
-		r = -1;
-	}
-	if (o->tmp) {
-		if (ok && rename(o->tmp, o->path) < 0) {
-			fprintf(stderr, "%s: %s: %s\n", ME, o->path, strerror(errno));
-			r = -1;
-			ok = false;
-		}
-		if (!ok)
-			unlink(o->tmp);
-		free(o->tmp);
-		o->tmp = NULL;
-	}
-	exit_partial = NULL;
-	free(o->path);
-	return r;
 }
 
 /* ---------------------------------------------------------- the flows */

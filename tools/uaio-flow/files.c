@@ -1,0 +1,119 @@
+/* SPDX-License-Identifier: MIT */
+/* uaio-flow: files read, and files made under a temporary name. */
+#include "tool.h"
+
+#include <fcntl.h>
+#include <libgen.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+/* ------------------------------------------------------------- files */
+
+/* A FIFO's open waits for its other end. */
+static int open_waiting(const char *path, int flags)
+{
+	int fd;
+
+	blocking_begin();
+	fd = open(path, flags | O_CLOEXEC);
+	blocking_end();
+	return fd;
+}
+
+int open_in(const struct tool *t, const char *path)
+{
+	int fd = strcmp(path, "-") ? open_waiting(path, O_RDONLY) : 0;
+
+	if (fd == 0 && t->closed[0])
+		fail("-", EBADF);
+	if (fd < 0)
+		fail(path, errno);
+	return fd;
+}
+
+/* DST may be -, an existing device or fifo (written in place), a
+ * directory (SRC's name inside it), or a file to create or replace. */
+void open_out(const struct tool *t, struct outfile *o, const char *dst,
+		     const char *src, mode_t mode)
+{
+	struct stat st;
+	char *copy, *base, *dir;
+
+	o->tmp = NULL;
+	o->path = strdup(dst);
+	if (!strcmp(dst, "-")) {
+		if (t->closed[1])
+			fail("-", EBADF);
+		o->fd = 1;
+		return;
+	}
+	if (stat(dst, &st) == 0 && S_ISDIR(st.st_mode)) {
+		char *s = strdup(src ? src : "-");
+
+		free(o->path);
+		if (!src || !strcmp(src, "-"))
+			die_usage(src ? "cannot name a file in directory '%s' after stdin" :
+				  "cannot name a file in directory '%s' after a connection", dst);
+		if (asprintf(&o->path, "%s/%s", dst, basename(s)) < 0)
+			fail(dst, ENOMEM);
+		free(s);
+		/* What is there under that name decides, as for DST itself. */
+		if (stat(o->path, &st) == 0 && S_ISDIR(st.st_mode))
+			fail(o->path, EISDIR);
+	}
+	if (stat(o->path, &st) == 0 && !S_ISREG(st.st_mode)) {
+		if ((o->fd = open_waiting(o->path, O_WRONLY)) < 0)
+			fail(o->path, errno);
+		return;
+	}
+	copy = strdup(o->path);
+	base = strdup(o->path);
+	dir = dirname(copy);
+	if (asprintf(&o->tmp, "%s/.%s.uaio-XXXXXX", dir, basename(base)) < 0)
+		fail(o->path, ENOMEM);
+	free(copy);
+	free(base);
+	if ((o->fd = mkostemp(o->tmp, O_CLOEXEC)) < 0) {
+		int e = errno;
+
+		free(o->tmp);
+		o->tmp = NULL;
+		fail(o->path, e);
+	}
+	partial_set(o);
+	/* As a new file gets it: the mode asked for, less the umask. */
+	{
+		mode_t um = umask(0);
+
+		umask(um);
+		fchmod(o->fd, mode & ~um & 07777);
+	}
+}
+
+int close_out(struct outfile *o, bool ok)
+{
+	int r = 0;
+
+	if (o->fd > 2 && close(o->fd) < 0 && ok) {
+		fprintf(stderr, "%s: %s: %s\n", ME, o->path, strerror(errno));
+		ok = false;
+		r = -1;
+	}
+	if (o->tmp) {
+		if (ok && rename(o->tmp, o->path) < 0) {
+			fprintf(stderr, "%s: %s: %s\n", ME, o->path, strerror(errno));
+			r = -1;
+			ok = false;
+		}
+		if (!ok)
+			unlink(o->tmp);
+		free(o->tmp);
+		o->tmp = NULL;
+	}
+	partial_set(NULL);
+	free(o->path);
+	return r;
+}

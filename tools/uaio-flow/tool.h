@@ -1,0 +1,81 @@
+/* SPDX-License-Identifier: MIT */
+/* uaio-flow's parts: the tool object, and what main.c, net.c and files.c
+ * call of one another. */
+#ifndef UAIO_FLOW_TOOL_H
+#define UAIO_FLOW_TOOL_H
+#define _GNU_SOURCE
+#include <errno.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <sys/types.h>
+#include <time.h>
+#include <uaio/flow.h>
+#include <uaio/loop.h>
+
+#define PROG	"uaio-flow"
+/* Messages name the program as it was invoked, as GNU tools do. */
+#define ME	program_invocation_name
+#define VERSION	"0.1"
+
+struct opts {
+	int mode;
+	size_t chunk;
+	uint64_t rate;
+	bool stats, progress;
+};
+
+/* One direction of data: its flow, its names for messages, its result. */
+struct leg {
+	const char *src_name, *dst_name;
+	uaio_flow *f;
+	bool running;
+	int64_t res;
+	int side;
+	int shut_fd;		/* shut for writing when this leg ends (-1) */
+	uint64_t bytes;		/* moved, once the flow has ended */
+	char method[32];
+};
+
+/* A file being created: written as tmp, renamed to path at the end. */
+struct outfile {
+	char *path, *tmp;
+	int fd;
+};
+
+struct tool {
+	uaio_loop *l;
+	struct opts o;
+	struct leg legs[2];
+	int nlegs, running;
+	bool interrupted, tty;
+	/* stdin, stdout closed when the tool started: held on /dev/null so
+	 * that no descriptor of ours takes their number, and refused as - */
+	bool closed[2];
+	uaio_watch sigw;
+	int sigfd;
+	struct timespec t0;
+	uint64_t shown_ns;
+};
+
+/* main.c */
+void fail(const char *what, int err) __attribute__((noreturn));
+void die_usage(const char *fmt, const char *arg) __attribute__((noreturn));
+void blocking_begin(void);
+void blocking_end(void);
+/* The file to remove on an early exit (NULL: none). */
+void partial_set(struct outfile *o);
+
+/* net.c: "HOST:PORT", "[V6]:PORT", or for listeners "[ADDR:]PORT" */
+void check_spec(const char *spec, bool passive);
+int net_fd(const char *spec, bool passive);
+int accept_one(int ls, const char *spec);
+
+/* files.c */
+int open_in(const struct tool *t, const char *path);
+void open_out(const struct tool *t, struct outfile *o, const char *dst,
+	      const char *src, mode_t mode);
+int close_out(struct outfile *o, bool ok);
+
+#endif

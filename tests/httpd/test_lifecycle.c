@@ -12,7 +12,11 @@
 #include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <signal.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -70,6 +74,8 @@ static void t_usage(void)
 	const char *a11[] = { "", "-p", "0", "-a", "127.0.0.1", root, root, NULL };
 	const char *a12[] = { "", "--disk-io=nope", root, NULL };
 	const char *a13[] = { "", "--port", NULL };
+	/* milliseconds past an unsigned: it wrapped to a 0.03 s timeout */
+	const char *a14[] = { "", "--idle-timeout", "4294967.296", root, NULL };
 
 	run_expect(a1, 2, "no DIR");
 	run_expect(a2, 2, "nonexistent DIR");
@@ -84,6 +90,7 @@ static void t_usage(void)
 	run_expect(a11, 2, "two DIR operands");
 	run_expect(a12, 2, "--disk-io=nope");
 	run_expect(a13, 2, "--port without its value");
+	run_expect(a14, 2, "--idle-timeout past 49 days");
 	free(file);
 	free(missing);
 }
@@ -444,6 +451,220 @@ static void t_log(void)
 	free(logf);
 }
 
+/* Waits until port answers GET /small.txt (1), or s exits (0). */
+static int serving(struct ht_server *s, int port)
+{
+	for (int i = 0; i < 300; i++) {
+		if (still_serving(port))
+			return 1;
+		if (!ht_alive(s))
+			return 0;
+		usleep(100000);
+	}
+	return 0;
+}
+
+/* A server stopped by SIGTERM has let its port go when its process is
+ * reaped: one started at once on that port serves (io_uring freed the
+ * listening socket with the ring, some ms after exit: the new one found
+ * the port in use in 9 of 10 tries). */
+static void t_restart(void)
+{
+	int port = ht_free_port();
+	char ps[16];
+	const char *a[] = { "", "-q", "-p", ps, "-a", "127.0.0.1", root, NULL };
+
+	snprintf(ps, sizeof(ps), "%d", port);
+	for (int i = 0; i < 3; i++) {
+		struct ht_server s;
+
+		ht_spawn(&s, a);
+		FATAL(serving(&s, port), "restart %d: port %d not served", i, port);
+		ht_stop(&s);
+	}
+}
+
+/* --threads N shares the port among its own loops, never with another
+ * server already on it (SO_REUSEPORT would have joined its group). */
+static void t_port_taken(void)
+{
+	int port = ht_free_port();
+	char ps[16];
+	const char *a[] = { "", "-q", "-t", "2", "-p", ps, "-a", "127.0.0.1", root, NULL };
+	struct ht_server s;
+
+	snprintf(ps, sizeof(ps), "%d", port);
+	ht_spawn(&s, a);
+	FATAL(serving(&s, port), "-t 2 -p %d: not served", port);
+	run_expect(a, 1, "a second -t 2 server on a port in use");
+	ht_stop(&s);
+}
+
+/* --help and --version that cannot be written: 'write error', exit 1. */
+static void t_help_full(void)
+{
+	static const char *opt[] = { "--help", "--version" };
+
+	for (int i = 0; i < 2; i++) {
+		int st;
+		pid_t p = fork();
+
+		FATAL(p >= 0, "fork");
+		if (p == 0) {
+			int fd = open("/dev/full", O_WRONLY);
+
+			if (fd < 0 || dup2(fd, 1) < 0)
+				_exit(126);
+			execl(ht_bin(), "uaio-httpd", opt[i], (char *)NULL);
+			_exit(127);
+		}
+		FATAL(waitpid(p, &st, 0) == p, "waitpid");
+		EXPECT(WIFEXITED(st) && WEXITSTATUS(st) == 1,
+		       "%s >/dev/full: exit 1 expected, got %d", opt[i],
+		       WIFEXITED(st) ? WEXITSTATUS(st) : -1);
+	}
+}
+
+/* A second SIGTERM while a response holds the stop ends the server at
+ * once, by the signal (it was ignored: only SIGKILL helped). */
+static void t_second_sigterm(void)
+{
+	struct ht_server s;
+	struct ht_conn *c;
+
+	ht_start(&s, root, "--header-timeout", "300", NULL);
+	c = ht_connect(s.port);
+	ht_sends(c, "GET /small.txt HTTP/1.1\r\nHo");	/* holds the drain */
+	usleep(200000);
+	kill(s.pid, SIGTERM);
+	usleep(300000);
+	FATAL(ht_alive(&s), "the half request did not hold the stop");
+	kill(s.pid, SIGTERM);
+	if (!ht_wait(&s, 10000)) {
+		ht_kill(&s);
+		EXPECT(0, "still running 10 s after a second SIGTERM");
+	} else {
+		EXPECT(WIFSIGNALED(s.status) && WTERMSIG(s.status) == SIGTERM,
+		       "a second SIGTERM: death by SIGTERM expected");
+	}
+	ht_close(c);
+}
+
+/* A DIR that files cannot be opened under is refused at start (O_PATH
+ * needs no permission: it was served with 403 for everything). Run as
+ * nobody; root may search any directory. */
+static void t_dir_unsearchable(void)
+{
+	char top[] = "/tmp/uaio-httpd-perm-XXXXXX", dir[64];
+	int st;
+	pid_t p;
+
+	FATAL(mkdtemp(top) && chmod(top, 0755) == 0, "mkdtemp");
+	snprintf(dir, sizeof(dir), "%s/noexec", top);
+	FATAL(mkdir(dir, 0644) == 0 && chmod(dir, 0644) == 0, "mkdir");
+	p = fork();
+	FATAL(p >= 0, "fork");
+	if (p == 0) {
+		int nul = open("/dev/null", O_WRONLY);
+
+		dup2(nul, 1);
+		dup2(nul, 2);
+		if (setgroups(0, NULL) < 0 || setresgid(65534, 65534, 65534) < 0 ||
+		    setresuid(65534, 65534, 65534) < 0)
+			_exit(77);
+		execl(ht_bin(), "uaio-httpd", "-q", "-p", "0", dir, (char *)NULL);
+		_exit(127);
+	}
+	FATAL(waitpid(p, &st, 0) == p, "waitpid");
+	if (!(WIFEXITED(st) && WEXITSTATUS(st) == 77))
+		EXPECT(WIFEXITED(st) && WEXITSTATUS(st) == 2,
+		       "a DIR without search permission: exit 2 expected, got %d",
+		       WIFEXITED(st) ? WEXITSTATUS(st) : -1);
+	rmdir(dir);
+	rmdir(top);
+}
+
+/* --threads 4 logging to a pipe a slow reader drains: every line whole.
+ * A write of up to 64 KiB to a pipe is not atomic, and the loops' pieces
+ * interleaved (4-10 torn lines in 250 here); lines dropped while both
+ * buffers are busy are counted, and allowed. */
+static void t_log_pipe_threads(void)
+{
+	int port = ht_free_port(), pfd[2], bad = 0, lines = 0;
+	char ps[16], *buf = NULL, *line, *save;
+	size_t len = 0, cap = 0;
+	struct ht_server s;
+	regex_t rx;
+	pid_t kids[8];
+
+	snprintf(ps, sizeof(ps), "%d", port);
+	FATAL(pipe(pfd) == 0, "pipe");
+	memset(&s, 0, sizeof(s));
+	fflush(NULL);
+	s.pid = fork();
+	FATAL(s.pid >= 0, "fork");
+	if (s.pid == 0) {
+		int nul = open("/dev/null", O_WRONLY);
+
+		dup2(pfd[1], 1);
+		dup2(nul, 2);
+		close(pfd[0]);
+		execl(ht_bin(), "uaio-httpd", "-q", "-t", "4", "-p", ps, "-a", "127.0.0.1",
+		      "--log=-", root, (char *)NULL);
+		_exit(127);
+	}
+	close(pfd[1]);
+	FATAL(serving(&s, port), "-t 4 --log=-: port %d not served", port);
+	for (int k = 0; k < 8; k++) {
+		kids[k] = fork();
+		FATAL(kids[k] >= 0, "fork");
+		if (kids[k] == 0) {
+			char path[1700];
+			int n = snprintf(path, sizeof(path), "/small.txt?c%03dr", k);
+
+			for (int i = 0; i < 200; i++) {
+				struct ht_resp r;
+
+				snprintf(path + n, sizeof(path) - (size_t)n, "%04d", i);
+				memset(path + n + 4, 'x', 1500);
+				path[n + 4 + 1500] = 0;
+				ht_get(port, path, NULL, &r);
+				ht_resp_free(&r);
+			}
+			_exit(0);
+		}
+	}
+	for (int k = 0; k < 8; k++)
+		waitpid(kids[k], NULL, 0);
+	kill(s.pid, SIGTERM);
+	for (;;) {
+		ssize_t r;
+
+		if (cap - len < 65536) {
+			cap = cap ? cap * 2 : 1 << 20;
+			FATAL((buf = realloc(buf, cap + 1)) != NULL, "realloc");
+		}
+		r = read(pfd[0], buf + len, cap - len);
+		if (r <= 0)
+			break;
+		len += (size_t)r;
+	}
+	close(pfd[0]);
+	FATAL(ht_wait(&s, 30000), "the server did not exit");
+	buf = buf ? buf : calloc(1, 1);
+	buf[len] = 0;
+	FATAL(regcomp(&rx, "^[^ ]+ - - \\[[^]]+\\] \"GET /small\\.txt(\\?c[0-9]{3}r[0-9]{4}x{1500})? "
+		      "HTTP/1\\.1\" 200 [0-9]+$", REG_EXTENDED | REG_NOSUB) == 0, "regcomp");
+	for (line = strtok_r(buf, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+		lines++;
+		if (regexec(&rx, line, 0, NULL, 0) != 0 && bad++ < 3)
+			fprintf(stderr, "    torn: '%.120s'\n", line);
+	}
+	regfree(&rx);
+	EXPECT(lines > 0 && bad == 0, "%d of %d log lines torn", bad, lines);
+	free(buf);
+}
+
 int main(void)
 {
 	ht_init("httpd/test_lifecycle", 550);
@@ -460,5 +681,11 @@ int main(void)
 	RUN(t_log_reopen);
 	RUN(t_log_escape);
 	RUN(t_log);
+	RUN(t_restart);
+	RUN(t_port_taken);
+	RUN(t_help_full);
+	RUN(t_second_sigterm);
+	RUN(t_dir_unsearchable);
+	RUN(t_log_pipe_threads);
 	return ht_finish();
 }

@@ -327,6 +327,11 @@ struct server {
 	int lfd;
 	uaio_op accept_op, close_op;
 	bool accepting, draining, stopped;
+	/* The listening socket is free only once its accept has ended and
+	 * its close is done: the loop waits for both before it stops (a
+	 * ring torn down with them pending let the port go some ms after
+	 * exit, and a restart found it in use). */
+	bool accept_live, lfd_open;
 	uint64_t drain_ms;		/* when the stop began */
 	uaio_timer sweep, retry;
 	uaio_watch laio_watch;

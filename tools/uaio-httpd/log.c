@@ -4,11 +4,15 @@
  * formatted into one of two buffers, and a full buffer (or the sweep,
  * once a second) goes out as one write on the loop while the other
  * fills. When both are busy, lines are dropped and counted, never waited
- * for.
+ * for. To a pipe or socket (shared by --threads loops), a write is whole
+ * lines of at most PIPE_BUF bytes, which the kernel keeps in one piece:
+ * the loops' lines never tear one another.
  */
 #define _GNU_SOURCE 1	/* program_invocation_name */
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
+#include <sys/stat.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -22,6 +26,7 @@ struct log {
 	int fd;
 	char *buf[2];
 	size_t len[2], done;
+	size_t atom;			/* PIPE_BUF to a pipe or socket, else 0 */
 	int cur;			/* the buffer being filled */
 	bool busy;			/* the other one is being written */
 	uaio_op op, cancel;
@@ -75,15 +80,37 @@ static void lost(struct log *lg, int w, size_t from, int err)
 	}
 }
 
+/* What of b's n bytes goes out in one write: all of it, or to a pipe
+ * the whole lines that fit in PIPE_BUF (a longer line alone). */
+static size_t piece(const struct log *lg, const char *b, size_t n)
+{
+	const char *nl;
+
+	if (!lg->atom || n <= lg->atom)
+		return n;
+	if ((nl = memrchr(b, '\n', lg->atom)))
+		return (size_t)(nl - b) + 1;
+	nl = memchr(b, '\n', n);
+	return nl ? (size_t)(nl - b) + 1 : n;
+}
+
+static void written(uaio_op *op, int res, void *data);
+
+static int write_piece(struct log *lg, int w)
+{
+	return uaio_op_write(lg->s->loop, &lg->op, lg->fd, lg->buf[w] + lg->done,
+			     piece(lg, lg->buf[w] + lg->done, lg->len[w] - lg->done), -1,
+			     written, lg);
+}
+
 static void written(uaio_op *op, int res, void *data)
 {
 	struct log *lg = data;
 	int w = lg->cur ^ 1;
 
 	if (res > 0 && lg->done + (size_t)res < lg->len[w]) {
-		lg->done += (size_t)res;	/* short: the rest */
-		if (uaio_op_write(lg->s->loop, &lg->op, lg->fd, lg->buf[w] + lg->done,
-				  lg->len[w] - lg->done, -1, written, lg) == 0)
+		lg->done += (size_t)res;	/* the next piece, or a short write's rest */
+		if (write_piece(lg, w) == 0)
 			return;
 		res = -EIO;
 	}
@@ -106,8 +133,13 @@ void log_flush(struct server *s)
 	lg->cur ^= 1;
 	lg->busy = true;
 	lg->done = 0;
-	if ((r = uaio_op_write(s->loop, &lg->op, lg->fd, lg->buf[w], lg->len[w], -1,
-			       written, lg)) < 0) {
+	{
+		struct stat st;	/* asked each time: SIGHUP may reopen another kind */
+
+		lg->atom = fstat(lg->fd, &st) == 0 && (S_ISFIFO(st.st_mode) || S_ISSOCK(st.st_mode)) ?
+			   PIPE_BUF : 0;
+	}
+	if ((r = write_piece(lg, w)) < 0) {
 		lost(lg, w, 0, -r);
 		lg->busy = false;
 		lg->len[w] = 0;

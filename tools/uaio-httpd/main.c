@@ -80,7 +80,8 @@ static unsigned seconds_ms(const char *s, const char *what)
 
 	errno = 0;
 	v = strtod(s, &end);
-	if (errno || end == s || *end || !(v > 0) || v > 86400 * 365) {
+	/* Kept in milliseconds in an unsigned: about 49 days at most. */
+	if (errno || end == s || *end || !(v > 0) || v > UINT_MAX / 1000) {
 		char m[96];
 
 		snprintf(m, sizeof(m), "invalid %s: '%%s'", what);
@@ -89,9 +90,33 @@ static unsigned seconds_ms(const char *s, const char *what)
 	return (unsigned)(v * 1000 + 0.5) ? (unsigned)(v * 1000 + 0.5) : 1;
 }
 
-/* A listening socket on addr:port; *port gets the port when it was 0. */
-static int listen_on(const char *addr, int *port, bool reuseport, char *shown,
-		     size_t shown_sz)
+/* Whether addr is free for a socket of our own alone: a socket with
+ * SO_REUSEPORT would join another server's group on the port (of the
+ * same user) and take part of its connections. */
+static bool port_free(const struct addrinfo *a, int *err)
+{
+	int fd = socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC, 0), one = 1, zero = 0;
+	bool ok;
+
+	if (fd < 0) {
+		*err = errno;
+		return false;
+	}
+	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	if (a->ai_family == AF_INET6)
+		setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &zero, sizeof(zero));
+	ok = bind(fd, a->ai_addr, a->ai_addrlen) == 0;
+	if (!ok)
+		*err = errno;
+	close(fd);
+	return ok;
+}
+
+/* A listening socket on addr:port; *port gets the port when it was 0.
+ * first: the first of --threads sockets sharing the port, which must
+ * find it free. */
+static int listen_on(const char *addr, int *port, bool reuseport, bool first,
+		     char *shown, size_t shown_sz)
 {
 	struct addrinfo hints = { .ai_socktype = SOCK_STREAM,
 				  .ai_flags = AI_PASSIVE | AI_NUMERICSERV };
@@ -108,6 +133,8 @@ static int listen_on(const char *addr, int *port, bool reuseport, char *shown,
 	for (int pass = 0; pass < 2 && fd < 0; pass++)
 		for (a = ai; a; a = a->ai_next) {
 			if (!addr && (a->ai_family == AF_INET6) != (pass == 0))
+				continue;
+			if (reuseport && first && *port && !port_free(a, &err))
 				continue;
 			fd = socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC, 0);
 			if (fd < 0) {
@@ -211,6 +238,30 @@ static void *worker_main(void *arg)
 	return NULL;
 }
 
+/* As GNU tools end: output that did not reach stdout is an error. */
+static int stdout_done(void)
+{
+	if (fclose(stdout) != 0) {
+		fprintf(stderr, "%s: write error: %s\n", HTTPD_ME, strerror(errno));
+		return 1;
+	}
+	return 0;
+}
+
+/* Descriptors 0-2 closed when the server starts are held on /dev/null,
+ * so that no socket or log takes their number (stderr's messages and a
+ * --log=- would land in a client's socket). */
+static void hold_std_fds(void)
+{
+	for (int fd = 0; fd < 3; fd++)
+		if (fcntl(fd, F_GETFD) < 0 && errno == EBADF) {
+			int n = open("/dev/null", fd ? O_WRONLY : O_RDONLY);
+
+			if (n >= 0 && n != fd)
+				close(n);
+		}
+}
+
 enum { O_LIST = 256, O_FOLLOW, O_MAXCONNS, O_CACHE, O_IDLE, O_HEADER, O_SEND,
        O_HELP, O_VERSION };
 
@@ -250,6 +301,18 @@ int main(int argc, char **argv)
 	bool draining = false, failed = false;
 	int opt;
 
+	/* Signals are taken by the main thread only, from the start: one
+	 * that comes while the server starts waits for it (a SIGTERM then
+	 * stops it as any other; a SIGHUP killed it). */
+	hold_std_fds();
+	signal(SIGPIPE, SIG_IGN);
+	sigemptyset(&set);
+	sigaddset(&set, SIGTERM);
+	sigaddset(&set, SIGINT);
+	sigaddset(&set, SIGUSR1);
+	sigaddset(&set, SIGHUP);
+	pthread_sigmask(SIG_BLOCK, &set, NULL);
+
 	while ((opt = getopt_long(argc, argv, "p:a:t:l:d:q", longopts, NULL)) != -1) {
 		switch (opt) {
 		case 'p': cfg.port = (int)number(optarg, "port", 65535); break;
@@ -276,12 +339,14 @@ int main(int argc, char **argv)
 		case O_IDLE: cfg.idle_timeout_ms = seconds_ms(optarg, "idle timeout"); break;
 		case O_HEADER: cfg.header_timeout_ms = seconds_ms(optarg, "header timeout"); break;
 		case O_SEND: cfg.send_timeout_ms = seconds_ms(optarg, "send timeout"); break;
-		case O_HELP: usage(stdout); return 0;
+		case O_HELP:
+			usage(stdout);
+			return stdout_done();
 		case O_VERSION:
 			printf(HTTPD_NAME " (uaio) " HTTPD_VERSION "\n"
 			       "HTTP parsing: llhttp %d.%d.%d\n", LLHTTP_VERSION_MAJOR,
 			       LLHTTP_VERSION_MINOR, LLHTTP_VERSION_PATCH);
-			return 0;
+			return stdout_done();
 		default:
 			fprintf(stderr, "Try '%s --help' for more information.\n", HTTPD_ME);
 			return 2;
@@ -296,6 +361,13 @@ int main(int argc, char **argv)
 	cfg.root = argv[optind];
 	cfg.rootfd = open(cfg.root, O_PATH | O_DIRECTORY | O_CLOEXEC);
 	if (cfg.rootfd < 0) {
+		fprintf(stderr, "%s: cannot serve '%s': %s\n", HTTPD_ME, cfg.root,
+			strerror(errno));
+		return 2;
+	}
+	/* O_PATH needs no permission: that files can be opened under DIR
+	 * (and, with --list, that it can be read) is asked of it now. */
+	if (faccessat(AT_FDCWD, cfg.root, X_OK | (cfg.list ? R_OK : 0), AT_EACCESS) < 0) {
 		fprintf(stderr, "%s: cannot serve '%s': %s\n", HTTPD_ME, cfg.root,
 			strerror(errno));
 		return 2;
@@ -338,14 +410,6 @@ int main(int argc, char **argv)
 		perror(HTTPD_ME);
 		return 1;
 	}
-	/* Signals are taken by the main thread only. */
-	signal(SIGPIPE, SIG_IGN);
-	sigemptyset(&set);
-	sigaddset(&set, SIGTERM);
-	sigaddset(&set, SIGINT);
-	sigaddset(&set, SIGUSR1);
-	sigaddset(&set, SIGHUP);
-	pthread_sigmask(SIG_BLOCK, &set, NULL);
 
 	ws = calloc(cfg.threads, sizeof(*ws));
 	if (!ws) {
@@ -353,7 +417,7 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	for (unsigned i = 0; i < cfg.threads; i++) {
-		ws[i].lfd = listen_on(cfg.addr, &cfg.port, cfg.threads > 1, shown,
+		ws[i].lfd = listen_on(cfg.addr, &cfg.port, cfg.threads > 1, i == 0, shown,
 				      sizeof(shown));
 		ws[i].cfg = &cfg;
 		ws[i].mu = &mu;
@@ -395,6 +459,14 @@ int main(int argc, char **argv)
 		if (sig == SIGHUP || (sig == SIGUSR1 && si.si_pid != getpid())) {
 			log_reopen(&cfg);
 			continue;
+		}
+		/* A second SIGTERM or SIGINT while responses finish: the
+		 * signal's own default action, at once. */
+		if (draining && (sig == SIGTERM || sig == SIGINT)) {
+			signal(sig, SIG_DFL);
+			pthread_sigmask(SIG_UNBLOCK, &set, NULL);
+			raise(sig);
+			_exit(1);
 		}
 		/* A loop that ends before SIGTERM has failed: stop the rest. */
 		if (sig == SIGUSR1 && !draining)

@@ -90,8 +90,13 @@ static void on_accept(uaio_op *op, int res, void *data)
 		else
 			conn_accepted(s, res, NULL);
 	}
-	if (uaio_op_more(op) || !s->accepting)
+	if (uaio_op_more(op))
 		return;
+	s->accept_live = false;
+	if (!s->accepting) {
+		server_maybe_stop(s);
+		return;
+	}
 	if (res == -EMFILE || res == -ENFILE || res == -ENOBUFS || res == -ENOMEM)
 		uaio_timer_start(s->loop, &s->retry, 100000000ull, 0);	/* let some close */
 	else
@@ -100,10 +105,13 @@ static void on_accept(uaio_op *op, int res, void *data)
 
 static void arm_accept(struct server *s)
 {
-	if (s->accepting &&
-	    uaio_op_accept_multishot(s->loop, &s->accept_op, s->lfd, SOCK_CLOEXEC | SOCK_NONBLOCK,
+	if (!s->accepting)
+		return;
+	if (uaio_op_accept_multishot(s->loop, &s->accept_op, s->lfd, SOCK_CLOEXEC | SOCK_NONBLOCK,
 				     on_accept, s) < 0)
 		uaio_timer_start(s->loop, &s->retry, 100000000ull, 0);
+	else
+		s->accept_live = true;
 }
 
 static void on_retry(uaio_timer *t)
@@ -169,6 +177,7 @@ int server_init(struct server *s, const struct httpd_config *cfg, int lfd)
 			s->laio_watching = true;
 	}
 	s->accepting = true;
+	s->lfd_open = true;
 	arm_accept(s);
 	return 0;
 }
@@ -182,6 +191,12 @@ int server_run(struct server *s)
 
 static void lfd_closed(uaio_op *op, int res, void *data)
 {
+	struct server *s = data;
+
+	(void)op;
+	(void)res;
+	s->lfd_open = false;
+	server_maybe_stop(s);
 }
 
 /* SIGTERM: stop accepting, close idle connections, let the others finish
@@ -196,14 +211,17 @@ void server_drain(void *arg)
 	s->drain_ms = server_now_ms(s);
 	s->accepting = false;
 	uaio_timer_stop(s->loop, &s->retry);
-	uaio_op_close(s->loop, &s->close_op, s->lfd, lfd_closed, s);
+	if (uaio_op_close(s->loop, &s->close_op, s->lfd, lfd_closed, s) < 0) {
+		close(s->lfd);
+		s->lfd_open = false;
+	}
 	conn_sweep(s, server_now_ms(s));
 	server_maybe_stop(s);
 }
 
 void server_maybe_stop(struct server *s)
 {
-	if (!s->draining || s->nconns || s->stopped)
+	if (!s->draining || s->nconns || s->stopped || s->accept_live || s->lfd_open)
 		return;
 	if (s->log) {
 		log_flush(s);

@@ -27,22 +27,37 @@ def smoke():
 
 
 def run_cmd(argv, env=None, timeout=600, cwd=None):
-    """Runs argv, returns its stdout; raises BenchError on failure."""
+    """Runs argv, returns its stdout; raises BenchError on failure.
+
+    The command runs in a session of its own: on a timeout its whole
+    process group goes (fio's job processes, aiobench's children), not
+    only the direct child. A library that LD_PRELOAD names but ld.so
+    could not load makes the run a failure: the program would otherwise
+    run on glibc and its numbers count as the library's."""
     full_env = None
     if env:
         full_env = dict(os.environ)
         full_env.update({k: str(v) for k, v in env.items()})
+    cmd = ' '.join(map(str, argv))
+    p = subprocess.Popen([str(a) for a in argv], env=full_env, cwd=cwd,
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         text=True, start_new_session=True)
     try:
-        p = subprocess.run([str(a) for a in argv], env=full_env, cwd=cwd,
-                           stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                           text=True, timeout=timeout)
+        out, err = p.communicate(timeout=timeout)
     except subprocess.TimeoutExpired as e:
-        raise BenchError(f"timeout after {timeout}s: {' '.join(map(str, argv))}") from e
+        try:
+            os.killpg(p.pid, 9)
+        except ProcessLookupError:
+            pass
+        p.communicate()
+        raise BenchError(f"timeout after {timeout}s: {cmd}") from e
+    if "cannot be preloaded" in (err or ""):
+        raise BenchError(f"LD_PRELOAD not loaded: {cmd}: "
+                         + (err or "").strip().splitlines()[0])
     if p.returncode != 0:
-        tail = (p.stderr or "").strip().splitlines()[-5:]
-        raise BenchError(f"exit {p.returncode}: {' '.join(map(str, argv))}: "
-                         + " | ".join(tail))
-    return p.stdout
+        tail = (err or "").strip().splitlines()[-5:]
+        raise BenchError(f"exit {p.returncode}: {cmd}: " + " | ".join(tail))
+    return out
 
 
 def parse_kv(line):
@@ -212,16 +227,20 @@ def ratio(a, b):
 
 def verdict(values, target):
     """'met' or 'missed at .. by ..%' for a list of (label, ratio) against a
-    floor target."""
+    floor target; cells without a ratio (a failed run) are named, and a
+    target is never called met over cells that were not measured."""
     got = [(lbl, r) for lbl, r in values if r is not None]
+    lost = [lbl for lbl, r in values if r is None]
     if not got:
         return "not measured"
+    note = f"; **not measured**: {', '.join(lost)}" if lost else ""
     missed = [(lbl, r) for lbl, r in got if r < target]
     if not missed:
-        return f"**met** (min {min(r for _, r in got):.2f}×)"
+        return (f"**met** where measured (min {min(r for _, r in got):.2f}×){note}" if lost
+                else f"**met** (min {min(r for _, r in got):.2f}×)")
     worst = min(missed, key=lambda x: x[1])
     return (f"**missed** at {', '.join(lbl for lbl, _ in missed)}; worst {worst[0]}: "
-            f"{worst[1]:.2f}× ({(target - worst[1]) / target * 100:.0f}% short)")
+            f"{worst[1]:.2f}× ({(target - worst[1]) / target * 100:.0f}% short){note}")
 
 
 class Samples:
@@ -316,11 +335,16 @@ def _pick(out, pick, key):
 
 
 def rotated(seq, rep):
-    """seq in a different order each repetition (rotated by rep): whichever
-    variant runs first after a large free pays this VM's fresh-memory cost,
-    and slow drifts of the machine must not always hit the same one."""
+    """seq in a different order each repetition: whichever variant runs
+    first after a large free pays this VM's fresh-memory cost, and slow
+    drifts of the machine must not always hit the same one. The rotation
+    steps by ~0.618 of the list, so that whatever the number of
+    repetitions the first places spread over the whole list (a step of
+    one gave them to the first three variants, uaio's, in 3 repetitions)."""
     seq = list(seq)
-    k = rep % len(seq)
+    if not seq:
+        return seq
+    k = int(rep * len(seq) * 0.6180339887) % len(seq)
     return seq[k:] + seq[:k]
 
 

@@ -73,7 +73,7 @@ static struct aiocb mkcb(int fd, void *buf, size_t n, off_t off, int op)
 static void exp_write1(void)
 {
 	size_t n = (size_t)opt_mb << 20;
-	char *buf = xalloc(n);
+	char *buf = xalloc_pattern(n);
 	int fd = open_out(buf, n);
 	double t0, t1;
 
@@ -96,6 +96,7 @@ static void exp_write1(void)
 			DIE("short write");
 	}
 	t1 = now();
+	verify_out(fd, buf, n);
 	printf("exp=write1 api=%s mb=%ld secs=%.6f mbps=%.1f\n", opt_sync ? "sync" : API_NAME,
 	       opt_mb, t1 - t0, opt_mb / (t1 - t0));
 	close(fd);
@@ -105,7 +106,7 @@ static void exp_write1(void)
 static void exp_lio(void)
 {
 	size_t total = (size_t)opt_mb << 20, per = total / (size_t)opt_n;
-	char *buf = xalloc(total);
+	char *buf = xalloc_pattern(total);
 	struct aiocb *cbs = calloc((size_t)opt_n, sizeof(*cbs));
 	struct aiocb **l = calloc((size_t)opt_n, sizeof(*l));
 	int fd = open_out(buf, total);
@@ -130,6 +131,7 @@ static void exp_lio(void)
 				DIE("request %ld failed", i);
 	}
 	t1 = now();
+	verify_out(fd, buf, per * (size_t)opt_n);
 	printf("exp=lio api=%s n=%ld mb=%ld secs=%.6f mbps=%.1f\n", opt_sync ? "sync" : API_NAME,
 	       opt_n, opt_mb, t1 - t0, (double)(per * opt_n) / (1 << 20) / (t1 - t0));
 	close(fd);

@@ -116,19 +116,54 @@ static void compute(const char *p, size_t n)
  * already exist: on a VM that hands freed memory back to its host, the
  * first touch of fresh page-cache memory costs more, and would otherwise
  * be charged to whichever variant happens to run after a large free. */
+/* A buffer to write whose every 8 bytes say where they belong, so that a
+ * write that lands in the wrong place (or not at all) is seen. */
+static char *xalloc_pattern(size_t n)
+{
+	char *p = xalloc(n);
+
+	for (size_t i = 0; i + 8 <= n; i += 8) {
+		uint64_t v = (uint64_t)i * 0x9e3779b97f4a7c15ull + 1;
+		memcpy(p + i, &v, 8);
+	}
+	return p;
+}
+
+/* The output file; with --overwrite, first written whole (with zeros,
+ * not buf: the timed write must be seen to have happened). */
 static int open_out(const char *buf, size_t n)
 {
-	int fd = open(opt_file, O_CREAT | O_TRUNC | O_WRONLY, 0644);
+	int fd = open(opt_file, O_CREAT | O_TRUNC | O_RDWR, 0644);
+	static char zeros[1 << 20];
 
+	(void)buf;
 	if (fd < 0)
 		DIE("open %s: %s", opt_file, strerror(errno));
 	for (size_t done = 0; opt_overwrite && done < n;) {
-		ssize_t r = pwrite(fd, buf + done, n - done, (off_t)done);
+		size_t k = n - done < sizeof(zeros) ? n - done : sizeof(zeros);
+		ssize_t r = pwrite(fd, zeros, k, (off_t)done);
 		if (r <= 0)
 			DIE("pwrite: %s", strerror(errno));
 		done += (size_t)r;
 	}
 	return fd;
+}
+
+/* After the clock stops: the file must hold buf's n bytes, or the run
+ * fails (a wrong result is never counted as a fast one). */
+static void verify_out(int fd, const char *buf, size_t n)
+{
+	static char got[1 << 20];
+
+	for (size_t done = 0; done < n;) {
+		size_t k = n - done < sizeof(got) ? n - done : sizeof(got);
+		ssize_t r = pread(fd, got, k, (off_t)done);
+		if (r <= 0)
+			DIE("verify: read at %zu: %s", done, r ? strerror(errno) : "end of file");
+		if (memcmp(got, buf + done, (size_t)r))
+			DIE("verify: the file differs from what was written near byte %zu", done);
+		done += (size_t)r;
+	}
 }
 
 /* (c) Forks opt_k children running child(index, file size) at once and

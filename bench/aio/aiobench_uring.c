@@ -66,7 +66,7 @@ static struct io_uring_cqe *wait1(struct io_uring *r)
 static void exp_write1(void)
 {
 	size_t n = (size_t)opt_mb << 20;
-	char *buf = xalloc(n);
+	char *buf = xalloc_pattern(n);
 	int fd = open_out(buf, n);
 	struct io_uring r;
 	double t0, t1;
@@ -85,6 +85,7 @@ static void exp_write1(void)
 		io_uring_cqe_seen(&r, c);
 	}
 	t1 = now();
+	verify_out(fd, buf, n);
 	printf("exp=write1 api=liburing mb=%ld secs=%.6f mbps=%.1f\n", opt_mb, t1 - t0,
 	       opt_mb / (t1 - t0));
 	close(fd);
@@ -93,7 +94,7 @@ static void exp_write1(void)
 static void exp_lio(void)
 {
 	size_t total = (size_t)opt_mb << 20, per = total / (size_t)opt_n;
-	char *buf = xalloc(total);
+	char *buf = xalloc_pattern(total);
 	int fd = open_out(buf, total);
 	struct io_uring r;
 	long sent = 0, got = 0, inflight = 0, cap = 8192;
@@ -123,6 +124,7 @@ static void exp_lio(void)
 		inflight -= n;
 	}
 	t1 = now();
+	verify_out(fd, buf, per * (size_t)opt_n);
 	printf("exp=lio api=liburing n=%ld mb=%ld secs=%.6f mbps=%.1f\n", opt_n, opt_mb, t1 - t0,
 	       (double)(per * opt_n) / (1 << 20) / (t1 - t0));
 	close(fd);

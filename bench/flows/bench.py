@@ -8,6 +8,7 @@ copy_file_range. Throughput and CPU seconds per GB of the whole machine
 
 Called by bench/run.py as run(ctx); returns the markdown section.
 """
+import filecmp
 import os
 import shutil
 import subprocess
@@ -50,7 +51,9 @@ class Meter:
         self.ctx = ctx
         self.S = Samples(ctx.log)
 
-    def measure(self, key, nbytes, fn):
+    def measure(self, key, nbytes, fn, check=None):
+        """Times fn; check (untimed, after) returns None when the result is
+        right, else why not: the run then fails and gives no number."""
         c0, t0 = cpu_ticks(), time.monotonic()
         try:
             fn()
@@ -59,6 +62,10 @@ class Meter:
             return
         secs = time.monotonic() - t0
         cpu = (cpu_ticks() - c0) / HZ
+        bad = check() if check else None
+        if bad:
+            self.S.fail(" ".join(map(str, key)), bad)
+            return
         self.S.add(key + ("mbs",), nbytes / secs / 1e6)
         self.S.add(key + ("cpu",), cpu / (nbytes / GB))
 
@@ -67,6 +74,15 @@ class Meter:
 
     def best(self, key, m):
         return self.S.best(key + (m,), m == "mbs")
+
+
+def same_bytes(src, dst):
+    """None when dst holds src's bytes, else what differs."""
+    if not os.path.exists(dst):
+        return "no copy made"
+    if os.path.getsize(dst) != os.path.getsize(src):
+        return f"copy has {os.path.getsize(dst)} bytes, source {os.path.getsize(src)}"
+    return None if filecmp.cmp(src, dst, shallow=False) else "copy differs from its source"
 
 
 def make_data(path, size):
@@ -151,8 +167,11 @@ def run_disk(ctx, cfg, M, flow, peer):
                     os.sync()
                     (drop_cache if cache == "cold" else warm)(srcs[sz])
                     argv = V[name](srcs[sz], dst)
+                    # Every copy of the first repetition is compared with
+                    # its source (untimed); a wrong one is a failure.
                     M.measure(("disk",) + cell + (name,), sz,
-                              lambda: ctx.run_cmd([str(a) for a in argv], timeout=900))
+                              lambda: ctx.run_cmd([str(a) for a in argv], timeout=900),
+                              check=(lambda: same_bytes(srcs[sz], dst)) if rep == 0 else None)
             # The seed's buffer-size sweep: kbuf chunks against the loop's buffer.
             for bs in cfg["sweep"]:
                 for name in rotated(["uaio kbuf", "read/write"], rep):
@@ -165,7 +184,9 @@ def run_disk(ctx, cfg, M, flow, peer):
                             if name == "uaio kbuf" else [peer, "copy", "rw"]) + \
                         [srcs[cfg["sweep_size"]], dst] + ([] if name == "uaio kbuf" else ["--buf", str(bs)])
                     M.measure(("sweep", bs, name), cfg["sweep_size"],
-                              lambda: ctx.run_cmd([str(a) for a in argv], timeout=900))
+                              lambda: ctx.run_cmd([str(a) for a in argv], timeout=900),
+                              check=(lambda: same_bytes(srcs[cfg["sweep_size"]], dst))
+                              if rep == 0 else None)
     finally:
         dst = os.path.join(str(fs2), "dst")
         if os.path.exists(dst):
@@ -272,7 +293,10 @@ def run_net(ctx, cfg, M, flow, peer):
                 dst = str(S / "net.dst")
                 warm(src)
                 p = nextport()
-                M.measure(("net2", name), cfg["net"], lambda: run_chain(two[name](p, dst), ns_ok))
+                if os.path.exists(dst):
+                    os.unlink(dst)
+                M.measure(("net2", name), cfg["net"], lambda: run_chain(two[name](p, dst), ns_ok),
+                          check=(lambda: same_bytes(src, dst)) if rep == 0 else None)
             for name in rotated(list(fwd), rep):
                 warm(src)
                 p, q = nextport(), nextport()
@@ -324,7 +348,7 @@ def run(ctx):
                          n, f"{fmt(mbs)} [{fmt(M.best(k, 'mbs'))}]", rat(ratio(mbs, base)),
                          fmt(cpu)])
         a = M.med(("disk",) + cell + ("uaio auto",), "mbs")
-        rows.append(["", "**auto ÷ best other**", "", rat(ratio(a, best_single)), ""])
+        rows.append(["", "**auto ÷ best other variant** (uaio's own fixed modes included)", "", rat(ratio(a, best_single)), ""])
     md.append(ctx.table(["cell", "variant", "MB/s [best]", "÷ read/write", "CPU s/GiB"], rows))
     md.append("\n### Buffer-size sweep (seed figure), "
               f"{fmt_size(cfg['sweep_size'])} warm, same file system\n")

@@ -51,7 +51,8 @@ DISTS = ["uniform", "zipf"]
 CACHES = ["warm", "cold"]
 SERVER_CPU, CLIENT_CPU = 0, 1
 # A run whose socket errors (connect, read, write, timeout) exceed this
-# share of its requests counts as failed; any non-2xx response does.
+# share of its requests counts as failed; so does any response wrk counts
+# as "Non-2xx or 3xx" (status 400 and above).
 MAX_SOCKET_ERRORS = 0.01
 
 

@@ -3,7 +3,7 @@ responsiveness while cold reads are outstanding.
 
 Called by bench/run.py as run(ctx); returns the markdown section.
 """
-from common import Samples, ratio
+from common import Samples, ratio, rotated
 
 PIPE_MODES = ["block", "nb-epoll", "uring", "libaio", "libaio-poll", "laio-op", "laio-poll"]
 PIPE_LABEL = {
@@ -41,7 +41,7 @@ def run(ctx):
     for rep in range(cfg["reps"]):
         for case in ("full", "empty"):
             n = cfg["n_full"] if case == "full" else cfg["n_empty"]
-            for m in PIPE_MODES:
+            for m in rotated(PIPE_MODES, rep):
                 one(("pipe", case, m), [d / "laio_pipe", "--mode", m, "--case", case, "--n", n],
                     ["ns_per_read", "blocked"])
     md = ["## LAIO: lazy asynchronous syscalls\n",
@@ -80,7 +80,7 @@ def run(ctx):
     # 2. cached preads -------------------------------------------------
     f = ctx.scratch / "cached.bin"
     for rep in range(cfg["reps"]):
-        for m in ("pread", "laio"):
+        for m in rotated(("pread", "laio"), rep):
             one(("file", m), [d / "laio_file", "--file", f, "--mode", m, "--n", cfg["n_file"]],
                 ["ns_per_read", "background"])
     p, l = med(("file", "pread"), "ns_per_read"), med(("file", "laio"), "ns_per_read")
@@ -94,7 +94,7 @@ def run(ctx):
     # 3. responsiveness ---------------------------------------------------
     rf = ctx.scratch / "cold.bin"
     for rep in range(cfg["reps"]):
-        for v in ("none", "laio", "block"):
+        for v in rotated(("none", "laio", "block"), rep):
             one(("resp", v), [d / "laio_resp", "--file", rf, "--variant", v, "--secs", cfg["resp_secs"]],
                 ["p50_us", "p99_us", "max_us", "reads_done", "ticks"])
     md.append("\n### Responsiveness: a 1 ms timer while cold reads are outstanding\n")

@@ -97,9 +97,11 @@ void aio__unlock(void)
 	if (lock_self.depth) {
 		lock_self.depth--;
 	} else {
+		bool was = lock_self.moving;	/* a handler's, inside our lock() */
+
 		lock_self.moving = true;
 		pthread_mutex_unlock(&E->mu);
-		lock_self.moving = false;
+		lock_self.moving = was;
 	}
 	if (restore)
 		pthread_sigmask(SIG_SETMASK, &lock_self.old, NULL);

@@ -9,6 +9,7 @@ make_file, warm. A suite keeps only its own argv construction.
 """
 import collections
 import datetime
+import math
 import os
 import platform
 import statistics
@@ -44,13 +45,15 @@ def run_cmd(argv, env=None, timeout=600, cwd=None):
                          text=True, start_new_session=True)
     try:
         out, err = p.communicate(timeout=timeout)
-    except subprocess.TimeoutExpired as e:
+    except BaseException as e:  # a timeout, or ^C: the session of its own hears none
         try:
             os.killpg(p.pid, 9)
         except ProcessLookupError:
             pass
         p.communicate()
-        raise BenchError(f"timeout after {timeout}s: {cmd}") from e
+        if isinstance(e, subprocess.TimeoutExpired):
+            raise BenchError(f"timeout after {timeout}s: {cmd}") from e
+        raise
     if "cannot be preloaded" in (err or ""):
         raise BenchError(f"LD_PRELOAD not loaded: {cmd}: "
                          + (err or "").strip().splitlines()[0])
@@ -342,9 +345,14 @@ def rotated(seq, rep):
     repetitions the first places spread over the whole list (a step of
     one gave them to the first three variants, uaio's, in 3 repetitions)."""
     seq = list(seq)
-    if not seq:
+    n = len(seq)
+    if not n:
         return seq
-    k = int(rep * len(seq) * 0.6180339887) % len(seq)
+    # the step nearest 0.618 n that shares no factor with n: every
+    # variant comes first once in n repetitions
+    step = min((s for s in range(1, n + 1) if math.gcd(s, n) == 1),
+               key=lambda s: abs(s - 0.6180339887 * n))
+    k = rep * step % n
     return seq[k:] + seq[:k]
 
 

@@ -17,7 +17,7 @@ LD_LIBRARY_PATH="$(pkg-config --variable=libdir uaio)" "$prefix/hello_loop"
 cc -std=gnu17 -O2 -static-libgcc examples/hello_loop.c $(pkg-config --cflags uaio) \
    "$(pkg-config --variable=libdir uaio)/libuaio.a" $(pkg-config --libs --static uaio | sed 's/-luaio//') -luring -o "$prefix/hello_loop_static"
 # The static archive shows the API alone: no internal name is global.
-leaked=$(nm -g --defined-only "$(pkg-config --variable=libdir uaio)/libuaio.a" | awk 'NF == 3 {print $3}' | grep -Ev '^(uaio|laio|ulio)_' || true)
+leaked=$(nm -g --defined-only "$(pkg-config --variable=libdir uaio)/libuaio.a" | awk 'NF == 3 {print $3}' | grep -Ev '^(uaio|laio|ulio)_[^_]' || true)
 [ -z "$leaked" ] || { echo "libuaio.a exports internal names:"; echo "$leaked" | head; exit 1; }
 "$prefix/hello_loop_static"
 echo "install check: ok (prefix $prefix)"

@@ -10,8 +10,6 @@
 struct aio_engine aio__engine = {
 	/* Held briefly by submitters and the engine thread alike: spin a
 	 * little before sleeping. */
-	.mu = PTHREAD_ADAPTIVE_MUTEX_INITIALIZER_NP,
-	.thread_cv = PTHREAD_COND_INITIALIZER,
 	.max = UAIO_AIO_MAX_DEFAULT,
 	.workers = 8,
 	.idle_s = 1,		/* glibc's default aio_idle_time */
@@ -25,31 +23,40 @@ struct aio_engine aio__engine = {
  * there and submits, or forks), and the signal mask to put back when it
  * lets go (engine.h, aio__lock). */
 static __thread struct {
-	pid_t tid;
-	bool held, fork_loop, moving;	/* moving: in pthread_mutex_(un)lock */
+	uint32_t tid;
+	bool held, fork_loop;
 	unsigned depth, held_depth;
 	sigset_t old;
 } lock_self;
 
 /*
- * Whether this thread holds the lock: glibc records the owner in the
- * mutex right after taking the lock word and clears it right before
- * letting it go. A handler that interrupted this thread in between (it
- * was taking or letting go: moving) finds the word taken and no owner:
- * that is this thread's hold, which it must not wait for. (A flag of our
- * own, a call away from those points, left windows wide enough that a
- * fork every 3 ms from SIGALRM hung one run in three.)
+ * The engine lock is a futex word holding its owner's thread id (and
+ * LOCK_WAITERS when someone sleeps on it), taken by one compare-and-swap:
+ * whether this thread holds it is one exact read, at any instruction a
+ * signal handler may interrupt. (glibc's mutex writes its owner a few
+ * instructions after taking its word and clears it a few before letting
+ * go; judging by that left windows where a handler waited for its own
+ * thread, or took another thread's hold for its own.)
  */
+#define LOCK_WAITERS	0x80000000u
+
+static uint32_t self_tid(void)
+{
+	if (!lock_self.tid)
+		lock_self.tid = (uint32_t)gettid();
+	return lock_self.tid;
+}
+
 static bool self_holds(void)
 {
-	pid_t owner = __atomic_load_n(&E->mu.__data.__owner, __ATOMIC_RELAXED);
+	return (atomic_load_explicit(&E->lock, memory_order_relaxed) & ~LOCK_WAITERS) == self_tid();
+}
 
-	if (!lock_self.tid)
-		lock_self.tid = gettid();
-	if (owner == lock_self.tid)
-		return true;
-	return lock_self.moving && owner == 0 &&
-	       __atomic_load_n(&E->mu.__data.__lock, __ATOMIC_RELAXED) != 0;
+static void cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	__builtin_ia32_pause();
+#endif
 }
 
 /*
@@ -57,35 +64,52 @@ static bool self_holds(void)
  * handler that runs on a thread holding the lock may call aio_read,
  * aio_error or fork() (async-signal-safe), and must not wait for itself.
  * Like glibc's, such a nested call sees the structures as the code it
- * interrupted left them.
+ * interrupted left them. A short spin first, as the adaptive mutex it
+ * replaces did: holds are short, and the other core usually lets go.
  */
 void aio__lock(void)
 {
-	bool was;
+	uint32_t me = self_tid(), w;
 
 	if (self_holds()) {
 		lock_self.depth++;
 		return;
 	}
-	was = lock_self.moving;
-	lock_self.moving = true;
-	pthread_mutex_lock(&E->mu);
-	lock_self.moving = was;
+	for (int i = 0; i < 100; i++) {
+		w = 0;
+		if (atomic_compare_exchange_weak_explicit(&E->lock, &w, me, memory_order_acquire,
+							  memory_order_relaxed))
+			return;
+		cpu_relax();
+	}
+	for (;;) {
+		w = atomic_load_explicit(&E->lock, memory_order_relaxed);
+		if (w == 0) {
+			/* Taken after a wait: others may sleep still. */
+			if (atomic_compare_exchange_weak_explicit(&E->lock, &w, me | LOCK_WAITERS,
+								  memory_order_acquire,
+								  memory_order_relaxed))
+				return;
+			continue;
+		}
+		if (!(w & LOCK_WAITERS) &&
+		    !atomic_compare_exchange_weak_explicit(&E->lock, &w, w | LOCK_WAITERS,
+							   memory_order_relaxed,
+							   memory_order_relaxed))
+			continue;
+		syscall(SYS_futex, &E->lock, FUTEX_WAIT_PRIVATE, w | LOCK_WAITERS, NULL, NULL, 0);
+	}
 }
 
 /* Fails where this thread holds the lock already: its caller (a wait)
  * must not go on as if nobody were in the middle of a change. */
 bool aio__trylock(void)
 {
-	bool was, got;
+	uint32_t w = 0;
 
-	if (self_holds())
-		return false;
-	was = lock_self.moving;
-	lock_self.moving = true;
-	got = pthread_mutex_trylock(&E->mu) == 0;
-	lock_self.moving = was;
-	return got;
+	return !self_holds() &&
+	       atomic_compare_exchange_strong_explicit(&E->lock, &w, self_tid(),
+						       memory_order_acquire, memory_order_relaxed);
 }
 
 void aio__unlock(void)
@@ -94,24 +118,29 @@ void aio__unlock(void)
 
 	if (restore)
 		lock_self.held = false;
-	if (lock_self.depth) {
+	if (lock_self.depth)
 		lock_self.depth--;
-	} else {
-		bool was = lock_self.moving;	/* a handler's, inside our lock() */
-
-		lock_self.moving = true;
-		pthread_mutex_unlock(&E->mu);
-		lock_self.moving = was;
-	}
+	else if (atomic_exchange_explicit(&E->lock, 0, memory_order_release) & LOCK_WAITERS)
+		syscall(SYS_futex, &E->lock, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
 	if (restore)
 		pthread_sigmask(SIG_SETMASK, &lock_self.old, NULL);
 }
 
-/* Never nested (a thread's exit). While it waits the lock is not this
- * thread's: a handler run meanwhile takes it as any other caller. */
-void aio__cond_wait(pthread_cond_t *cv)
+/* Never nested (a thread's exit): waits, without the lock, until
+ * aio__cond_broadcast. */
+void aio__cond_wait(void)
 {
-	pthread_cond_wait(cv, &E->mu);
+	uint32_t gen = atomic_load(&E->thread_gen);
+
+	aio__unlock();
+	syscall(SYS_futex, &E->thread_gen, FUTEX_WAIT_PRIVATE, gen, NULL, NULL, 0);
+	aio__lock();
+}
+
+void aio__cond_broadcast(void)
+{
+	atomic_fetch_add(&E->thread_gen, 1);
+	syscall(SYS_futex, &E->thread_gen, FUTEX_WAKE_PRIVATE, INT_MAX, NULL, NULL, 0);
 }
 
 /* A signal is about to be queued to the process: under the lock, this
@@ -275,16 +304,6 @@ void aio__pin_put_locked(struct aio_req *r)
 
 /* ------------------------------------------------- engine thread */
 
-static void mutex_init_adaptive(pthread_mutex_t *mu)
-{
-	pthread_mutexattr_t a;
-
-	pthread_mutexattr_init(&a);
-	pthread_mutexattr_settype(&a, PTHREAD_MUTEX_ADAPTIVE_NP);
-	pthread_mutex_init(mu, &a);
-	pthread_mutexattr_destroy(&a);
-}
-
 /* A fork from a handler that interrupted this thread under the lock
  * (depth > 0) leaves the loop's lock alone: the interrupted code may
  * hold it. The child frees the loop without taking it anyway. */
@@ -353,23 +372,23 @@ static void fork_child(void)
 		E->loop = NULL;
 	}
 	atomic_store(&E->waiters, 0);
-	E->lone = NULL;		/* their threads are the parent's */
+	aio__lone_forget();
 	aio__threads_fork_child();
-	mutex_init_adaptive(&E->mu);
-	/* Forked by a handler that interrupted this thread under the lock:
-	 * the code it returns to still holds it (fork_prepare's hold goes). */
+	/* The child's thread has an id of its own. Forked by a handler that
+	 * interrupted this thread under the lock: the code it returns to
+	 * still holds it (fork_prepare's hold goes); else it is free. */
 	lock_self.fork_loop = false;
-	lock_self.tid = 0;	/* the child's thread has an id of its own */
-	lock_self.moving = false;
+	lock_self.tid = 0;
 	if (lock_self.depth) {
-		pthread_mutex_lock(&E->mu);
 		lock_self.depth--;
+		atomic_store(&E->lock, self_tid());
+	} else {
+		atomic_store(&E->lock, 0);
 	}
 	if (lock_self.held) {
 		lock_self.held = false;
 		pthread_sigmask(SIG_SETMASK, &lock_self.old, NULL);
 	}
-	pthread_cond_init(&E->thread_cv, NULL);
 }
 
 /*

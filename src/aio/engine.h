@@ -261,7 +261,7 @@ struct aio_orphan {
 struct aio_lone;
 
 struct aio_engine {
-	pthread_mutex_t mu;
+	_Atomic uint32_t lock;		/* aio__lock: owner's tid | waiters */
 	uaio_loop *loop;		/* created with the engine thread */
 	bool atfork;
 
@@ -291,7 +291,7 @@ struct aio_engine {
 
 	atomic_uint engine_up;		/* futex: the engine thread runs */
 	pthread_key_t thread_key;	/* destructor: thread_exit_wait */
-	pthread_cond_t thread_cv;	/* a thread's direct requests ended */
+	_Atomic uint32_t thread_gen;	/* aio__cond_broadcast: a thread's direct requests ended */
 	struct aio_thread *threads;	/* with a ring of their own */
 	int own_evfd;			/* their rings' eventfd; -1: no rings */
 	/* Completions reaped by their own thread, by the engine (tests). */
@@ -378,11 +378,13 @@ int aio__futex_wait_abs(atomic_uint *word, unsigned snap, const struct timespec 
 void aio__lock(void);
 bool aio__trylock(void);
 void aio__unlock(void);
-void aio__cond_wait(pthread_cond_t *cv);
+void aio__cond_wait(void);
+void aio__cond_broadcast(void);
 bool aio__signals_hold(void);
 void aio__publish(struct aiocb *cb, long res);
 bool aio__sev_notifies(const struct sigevent *sev);
 bool aio__lone_running_locked(int fd, const struct aiocb *cb);
+void aio__lone_forget(void);
 int aio__lone_thread(struct aiocb *cb, int kind, struct aio_lio *g, int err);
 void aio__complete(struct aiocb *cb, long res);
 

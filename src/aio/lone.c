@@ -32,6 +32,17 @@ static void lone_unlink_locked(struct aio_lone *l)
 	*pp = l->next;
 }
 
+/* A fork's child: the threads are the parent's, their records go. */
+void aio__lone_forget(void)
+{
+	while (E->lone) {
+		struct aio_lone *l = E->lone;
+
+		E->lone = l->next;
+		free(l);
+	}
+}
+
 /* Whether a request on fd (cb alone, if not NULL) runs on its own thread. */
 bool aio__lone_running_locked(int fd, const struct aiocb *cb)
 {

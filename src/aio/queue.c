@@ -139,7 +139,7 @@ void aio__req_release_locked(struct aio_req *r, long res)
 
 	aio__pin_put_locked(r);
 	if ((r->flags & RF_DIRECT) && --r->u.thr->direct == 0 && r->u.thr->exiting)
-		pthread_cond_broadcast(&E->thread_cv);
+		aio__cond_broadcast();
 	priv(cb)->req = NULL;
 	aio__req_free_locked(r);
 	/* The list's last entry: its notification thread is made while the

@@ -146,7 +146,7 @@ void aio__thread_exit_wait(void *arg)
 	aio__lock();
 	t->exiting = true;
 	while (t->direct)
-		aio__cond_wait(&E->thread_cv);
+		aio__cond_wait();
 	ring_drop_locked(t);
 	aio_self = NULL;
 	aio__unlock();

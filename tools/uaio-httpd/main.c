@@ -463,9 +463,13 @@ int main(int argc, char **argv)
 		/* A second SIGTERM or SIGINT while responses finish: the
 		 * signal's own default action, at once. */
 		if (draining && (sig == SIGTERM || sig == SIGINT)) {
+			sigset_t one;	/* that signal alone: a pending SIGUSR1 must not win */
+
+			sigemptyset(&one);
+			sigaddset(&one, sig);
 			signal(sig, SIG_DFL);
-			pthread_sigmask(SIG_UNBLOCK, &set, NULL);
 			raise(sig);
+			pthread_sigmask(SIG_UNBLOCK, &one, NULL);
 			_exit(1);
 		}
 		/* A loop that ends before SIGTERM has failed: stop the rest. */

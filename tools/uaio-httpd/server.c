@@ -212,6 +212,7 @@ void server_drain(void *arg)
 	s->accepting = false;
 	uaio_timer_stop(s->loop, &s->retry);
 	if (uaio_op_close(s->loop, &s->close_op, s->lfd, lfd_closed, s) < 0) {
+		shutdown(s->lfd, SHUT_RDWR);	/* ends the accept, which holds the socket */
 		close(s->lfd);
 		s->lfd_open = false;
 	}

@@ -140,7 +140,8 @@ def run(ctx):
         for rw, depth in (("randwrite", 1), ("randwrite", 16), ("write", 16)):
             argv = ["fio", "--name=verify", f"--filename={vpath}", f"--rw={rw}", "--bs=4k",
                     f"--iodepth={depth}", "--ioengine=posixaio", "--size=16m",
-                    "--verify=crc32c", "--do_verify=1", "--verify_fatal=1", "--randrepeat=1"]
+                    "--verify=crc32c", "--do_verify=1", "--verify_fatal=1", "--randrepeat=1",
+                    "--verify_state_save=0"]   # else fio leaves local-verify-*.state here
             ok = R.run(("verify", v, rw, depth), argv, env=env[v], timeout=300,
                        what=f"{v} verify {rw} d{depth}") is not None
             checked[v] = checked.get(v, True) and ok

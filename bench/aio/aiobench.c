@@ -74,7 +74,7 @@ static void exp_write1(void)
 {
 	size_t n = (size_t)opt_mb << 20;
 	char *buf = xalloc_pattern(n);
-	int fd = open_out(buf, n);
+	int fd = open_out(n);
 	double t0, t1;
 
 	if (fd < 0)
@@ -109,7 +109,7 @@ static void exp_lio(void)
 	char *buf = xalloc_pattern(total);
 	struct aiocb *cbs = calloc((size_t)opt_n, sizeof(*cbs));
 	struct aiocb **l = calloc((size_t)opt_n, sizeof(*l));
-	int fd = open_out(buf, total);
+	int fd = open_out(total);
 	double t0, t1;
 
 	if (fd < 0 || !cbs || !l)

@@ -130,13 +130,12 @@ static char *xalloc_pattern(size_t n)
 }
 
 /* The output file; with --overwrite, first written whole (with zeros,
- * not buf: the timed write must be seen to have happened). */
-static int open_out(const char *buf, size_t n)
+ * not the data: the timed write must be seen to have happened). */
+static int open_out(size_t n)
 {
 	int fd = open(opt_file, O_CREAT | O_TRUNC | O_RDWR, 0644);
 	static char zeros[1 << 20];
 
-	(void)buf;
 	if (fd < 0)
 		DIE("open %s: %s", opt_file, strerror(errno));
 	for (size_t done = 0; opt_overwrite && done < n;) {

@@ -67,7 +67,7 @@ static void exp_write1(void)
 {
 	size_t n = (size_t)opt_mb << 20;
 	char *buf = xalloc_pattern(n);
-	int fd = open_out(buf, n);
+	int fd = open_out(n);
 	struct io_uring r;
 	double t0, t1;
 
@@ -95,7 +95,7 @@ static void exp_lio(void)
 {
 	size_t total = (size_t)opt_mb << 20, per = total / (size_t)opt_n;
 	char *buf = xalloc_pattern(total);
-	int fd = open_out(buf, total);
+	int fd = open_out(total);
 	struct io_uring r;
 	long sent = 0, got = 0, inflight = 0, cap = 8192;
 	double t0, t1;

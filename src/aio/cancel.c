@@ -104,7 +104,7 @@ UAIO_API int uaio_cancel(int fd, struct aiocb *cb)
 		struct aio_req *r;
 
 		orphans_cancel_locked(fd, NULL, &canceled, &notcanceled);
-		notcanceled += aio__lone_running_locked(fd, NULL);
+		notcanceled += aio__lone_running_locked(fd);
 		UAIO_SLAB_FOREACH(&E->reqs, r) {
 			if (r->state == RS_FREE || r->cb->aio_fildes != fd)
 				continue;

@@ -8,8 +8,6 @@
 #include "aio/engine.h"
 
 struct aio_engine aio__engine = {
-	/* Held briefly by submitters and the engine thread alike: spin a
-	 * little before sleeping. */
 	.max = UAIO_AIO_MAX_DEFAULT,
 	.workers = 8,
 	.idle_s = 1,		/* glibc's default aio_idle_time */
@@ -23,7 +21,7 @@ struct aio_engine aio__engine = {
  * there and submits, or forks), and the signal mask to put back when it
  * lets go (engine.h, aio__lock). */
 static __thread struct {
-	uint32_t tid;
+	unsigned tid;
 	bool held, fork_loop;
 	unsigned depth, held_depth;
 	sigset_t old;
@@ -40,16 +38,22 @@ static __thread struct {
  */
 #define LOCK_WAITERS	0x80000000u
 
-static uint32_t self_tid(void)
+static unsigned self_tid(void)
 {
 	if (!lock_self.tid)
-		lock_self.tid = (uint32_t)gettid();
+		lock_self.tid = (unsigned)gettid();
 	return lock_self.tid;
 }
 
 static bool self_holds(void)
 {
 	return (atomic_load_explicit(&E->lock, memory_order_relaxed) & ~LOCK_WAITERS) == self_tid();
+}
+
+static bool lock_take(unsigned from, unsigned to)
+{
+	return atomic_compare_exchange_weak_explicit(&E->lock, &from, to, memory_order_acquire,
+						     memory_order_relaxed);
 }
 
 static void cpu_relax(void)
@@ -69,16 +73,16 @@ static void cpu_relax(void)
  */
 void aio__lock(void)
 {
-	uint32_t me = self_tid(), w;
+	unsigned me = self_tid(), w;
 
 	if (self_holds()) {
 		lock_self.depth++;
 		return;
 	}
+	/* The word is read before each try: a failing CAS would take the
+	 * line from the core that holds the lock. */
 	for (int i = 0; i < 100; i++) {
-		w = 0;
-		if (atomic_compare_exchange_weak_explicit(&E->lock, &w, me, memory_order_acquire,
-							  memory_order_relaxed))
+		if (atomic_load_explicit(&E->lock, memory_order_relaxed) == 0 && lock_take(0, me))
 			return;
 		cpu_relax();
 	}
@@ -86,18 +90,11 @@ void aio__lock(void)
 		w = atomic_load_explicit(&E->lock, memory_order_relaxed);
 		if (w == 0) {
 			/* Taken after a wait: others may sleep still. */
-			if (atomic_compare_exchange_weak_explicit(&E->lock, &w, me | LOCK_WAITERS,
-								  memory_order_acquire,
-								  memory_order_relaxed))
+			if (lock_take(0, me | LOCK_WAITERS))
 				return;
-			continue;
+		} else if ((w & LOCK_WAITERS) || lock_take(w, w | LOCK_WAITERS)) {
+			aio__futex_wait_abs(&E->lock, w | LOCK_WAITERS, NULL);
 		}
-		if (!(w & LOCK_WAITERS) &&
-		    !atomic_compare_exchange_weak_explicit(&E->lock, &w, w | LOCK_WAITERS,
-							   memory_order_relaxed,
-							   memory_order_relaxed))
-			continue;
-		syscall(SYS_futex, &E->lock, FUTEX_WAIT_PRIVATE, w | LOCK_WAITERS, NULL, NULL, 0);
 	}
 }
 
@@ -105,11 +102,8 @@ void aio__lock(void)
  * must not go on as if nobody were in the middle of a change. */
 bool aio__trylock(void)
 {
-	uint32_t w = 0;
-
-	return !self_holds() &&
-	       atomic_compare_exchange_strong_explicit(&E->lock, &w, self_tid(),
-						       memory_order_acquire, memory_order_relaxed);
+	return !self_holds() && atomic_load_explicit(&E->lock, memory_order_relaxed) == 0 &&
+	       lock_take(0, self_tid());
 }
 
 void aio__unlock(void)
@@ -130,10 +124,10 @@ void aio__unlock(void)
  * aio__cond_broadcast. */
 void aio__cond_wait(void)
 {
-	uint32_t gen = atomic_load(&E->thread_gen);
+	unsigned gen = atomic_load(&E->thread_gen);
 
 	aio__unlock();
-	syscall(SYS_futex, &E->thread_gen, FUTEX_WAIT_PRIVATE, gen, NULL, NULL, 0);
+	aio__futex_wait_abs(&E->thread_gen, gen, NULL);
 	aio__lock();
 }
 

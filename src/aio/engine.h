@@ -23,7 +23,7 @@
  * requests on regular files run in parallel, and an fsync waits for the
  * writes to its descriptor that were queued before it (epoch barriers).
  *
- * Locking: the engine mutex guards records, FIFOs, barriers and list-I/O
+ * Locking: the engine lock (aio__lock) guards records, FIFOs, barriers and list-I/O
  * groups; it is taken before the loop's own lock. Records carry a pinned
  * handle of their file (uaio_file_pin), so the caller may close or reuse
  * the descriptor while the request is in flight.
@@ -136,7 +136,7 @@ struct aio_lio;
  * (thread.c): its exit must wait for them, or io_uring would cancel them.
  * Its ring's completions are reaped by the thread itself while it sleeps
  * in aio_suspend on them (reaping), else by the engine thread, which the
- * ring's eventfd wakes. Guarded by the engine mutex.
+ * ring's eventfd wakes. Guarded by the engine lock.
  */
 struct aio_thread {
 	unsigned direct;		/* its requests still in flight */
@@ -260,8 +260,14 @@ struct aio_orphan {
 
 struct aio_lone;
 
+/* Freed records of one size, kept for reuse (queue.c, aio__spare_get). */
+struct aio_spares {
+	void *rec[SPARE_RECORDS];
+	unsigned n;
+};
+
 struct aio_engine {
-	_Atomic uint32_t lock;		/* aio__lock: owner's tid | waiters */
+	atomic_uint lock;		/* aio__lock: owner's tid | waiters */
 	uaio_loop *loop;		/* created with the engine thread */
 	bool atfork;
 
@@ -275,15 +281,13 @@ struct aio_engine {
 	struct aio_serial *serial[SERIAL_BUCKETS];
 	struct aio_fdw **fdw;
 	unsigned nfdw;
+	/* Requests running on threads of their own (no descriptor for the
+	 * engine: lone.c), which aio_cancel must count as in progress. */
+	struct aio_lone *lone;
 	/* Records kept for reuse, so that a steady stream of requests calls
 	 * no malloc: a signal handler that forks while this thread is inside
 	 * one would wait in fork for glibc's malloc lock for ever. */
-	/* Requests running on threads of their own (no descriptor for the
-	 * engine: submit.c), which aio_cancel must count as in progress. */
-	struct aio_lone *lone;
-	struct aio_serial *serial_spare[SPARE_RECORDS];
-	struct aio_fdw *fdw_spare[SPARE_RECORDS];
-	unsigned nserial_spare, nfdw_spare;
+	struct aio_spares serial_spare, fdw_spare;
 	struct aio_orphan *orphans;	/* a fork's child: the parent's requests */
 	unsigned norphans;
 	/* Hints by descriptor number, in pages made on first use. */
@@ -291,7 +295,7 @@ struct aio_engine {
 
 	atomic_uint engine_up;		/* futex: the engine thread runs */
 	pthread_key_t thread_key;	/* destructor: thread_exit_wait */
-	_Atomic uint32_t thread_gen;	/* aio__cond_broadcast: a thread's direct requests ended */
+	atomic_uint thread_gen;		/* futex: a thread's direct requests ended */
 	struct aio_thread *threads;	/* with a ring of their own */
 	int own_evfd;			/* their rings' eventfd; -1: no rings */
 	/* Completions reaped by their own thread, by the engine (tests). */
@@ -383,7 +387,7 @@ void aio__cond_broadcast(void);
 bool aio__signals_hold(void);
 void aio__publish(struct aiocb *cb, long res);
 bool aio__sev_notifies(const struct sigevent *sev);
-bool aio__lone_running_locked(int fd, const struct aiocb *cb);
+bool aio__lone_running_locked(int fd);
 void aio__lone_forget(void);
 int aio__lone_thread(struct aiocb *cb, int kind, struct aio_lio *g, int err);
 void aio__complete(struct aiocb *cb, long res);

@@ -43,36 +43,36 @@ void aio__lone_forget(void)
 	}
 }
 
-/* Whether a request on fd (cb alone, if not NULL) runs on its own thread. */
-bool aio__lone_running_locked(int fd, const struct aiocb *cb)
+/* Whether a request on fd runs on a thread of its own. */
+bool aio__lone_running_locked(int fd)
 {
 	for (struct aio_lone *l = E->lone; l; l = l->next)
-		if (l->fd == fd && (!cb || l->cb == cb))
+		if (l->fd == fd)
 			return true;
 	return false;
 }
 
 static void *lone_main(void *arg)
 {
-	struct aio_lone l = *(struct aio_lone *)arg;
-	struct aiocb *cb = l.cb;
+	struct aio_lone *l = arg;
+	struct aiocb *cb = l->cb;
 	uint64_t done = priv(cb)->done;
 	char *buf = (char *)cb->aio_buf + done;
 	size_t len = cb_len(cb) - done;
 	off_t off = cb->aio_offset + (off_t)done;
 	long r;
 
-	if (l.g) {
+	if (l->g) {
 		/* The list's last entry: its thread is made first (see
 		 * aio__req_release_locked). */
 		aio__lock();
-		if (l.g->notify && l.g->pending == 1 && !l.g->begun) {
-			uaio__notify_begin(&l.g->sev, &l.g->held);
-			l.g->begun = true;
+		if (l->g->notify && l->g->pending == 1 && !l->g->begun) {
+			uaio__notify_begin(&l->g->sev, &l->g->held);
+			l->g->begun = true;
 		}
 		aio__unlock();
 	}
-	switch (l.kind) {
+	switch (l->kind) {
 	case K_READ:
 		r = pread(cb->aio_fildes, buf, len, off);
 		if (r < 0 && errno == ESPIPE) {
@@ -88,17 +88,17 @@ static void *lone_main(void *arg)
 		}
 		break;
 	default:
-		r = l.kind == K_DSYNC ? fdatasync(cb->aio_fildes) : fsync(cb->aio_fildes);
+		r = l->kind == K_DSYNC ? fdatasync(cb->aio_fildes) : fsync(cb->aio_fildes);
 	}
 	aio__complete(cb, r < 0 ? -errno : r + (long)done);
 	/* Counted as running until now: a cancel just after the status is
 	 * out says AIO_NOTCANCELED, never AIO_ALLDONE before it is. */
 	aio__lock();
-	lone_unlink_locked(arg);
-	if (l.g)
-		aio__lio_put_locked(l.g, true);
+	lone_unlink_locked(l);
+	if (l->g)
+		aio__lio_put_locked(l->g, true);
 	aio__unlock();
-	free(arg);
+	free(l);
 	return NULL;
 }
 

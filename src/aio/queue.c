@@ -24,18 +24,30 @@ static struct aio_serial **serial_slot(int fd, dev_t dev, ino_t ino)
 	return pp;
 }
 
+/* A zeroed record of size bytes: a kept one, or a new one (NULL). */
+static void *spare_get(struct aio_spares *sp, size_t size)
+{
+	if (!sp->n)
+		return calloc(1, size);
+	return memset(sp->rec[--sp->n], 0, size);
+}
+
+static void spare_put(struct aio_spares *sp, void *rec)
+{
+	if (sp->n < SPARE_RECORDS)
+		sp->rec[sp->n++] = rec;
+	else
+		free(rec);
+}
+
 struct aio_serial *aio__serial_get_locked(int fd, const struct stat *st, bool create)
 {
 	struct aio_serial **pp = serial_slot(fd, st->st_dev, st->st_ino), *s = *pp;
 
 	if (s || !create)
 		return s;
-	if (E->nserial_spare) {
-		s = E->serial_spare[--E->nserial_spare];
-		memset(s, 0, sizeof(*s));
-	} else if (!(s = calloc(1, sizeof(*s)))) {
+	if (!(s = spare_get(&E->serial_spare, sizeof(*s))))
 		return NULL;
-	}
 	s->fd = fd;
 	s->dev = st->st_dev;
 	s->ino = st->st_ino;
@@ -52,10 +64,7 @@ void aio__serial_maybe_free_locked(struct aio_serial *s)
 		return;
 	pp = serial_slot(s->fd, s->dev, s->ino);
 	*pp = s->hnext;
-	if (E->nserial_spare < SPARE_RECORDS)
-		E->serial_spare[E->nserial_spare++] = s;
-	else
-		free(s);
+	spare_put(&E->serial_spare, s);
 	atomic_fetch_sub(&E->nserial, 1);
 }
 
@@ -81,12 +90,7 @@ struct aio_fdw *aio__fdw_get_locked(int fd, bool create)
 		return NULL;
 	if (UAIO_GROW(E->fdw, E->nfdw, (size_t)fd + 1) < 0)
 		return NULL;
-	if (E->nfdw_spare) {
-		w = E->fdw_spare[--E->nfdw_spare];
-		memset(w, 0, sizeof(*w));
-	} else {
-		w = calloc(1, sizeof(*w));
-	}
+	w = spare_get(&E->fdw_spare, sizeof(*w));
 	if (w)
 		w->fd = fd;
 	E->fdw[fd] = w;
@@ -98,10 +102,7 @@ void aio__fdw_maybe_free_locked(struct aio_fdw *w)
 	if (w->writes || w->barriers)
 		return;
 	E->fdw[w->fd] = NULL;
-	if (E->nfdw_spare < SPARE_RECORDS)
-		E->fdw_spare[E->nfdw_spare++] = w;
-	else
-		free(w);
+	spare_put(&E->fdw_spare, w);
 }
 
 /* ------------------------------------------------- issue and end */

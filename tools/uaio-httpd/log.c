@@ -96,6 +96,17 @@ static size_t piece(const struct log *lg, const char *b, size_t n)
 
 static void written(uaio_op *op, int res, void *data);
 
+/* PIPE_BUF to a pipe or socket, else 0 (no limit). Asked at each flush
+ * (once a second at most, or per 32 KiB of lines): SIGHUP reopens the log
+ * under the same descriptor, maybe as another kind of file. */
+static size_t pipe_atom(int fd)
+{
+	struct stat st;
+
+	return fstat(fd, &st) == 0 && (S_ISFIFO(st.st_mode) || S_ISSOCK(st.st_mode)) ?
+	       PIPE_BUF : 0;
+}
+
 static int write_piece(struct log *lg, int w)
 {
 	return uaio_op_write(lg->s->loop, &lg->op, lg->fd, lg->buf[w] + lg->done,
@@ -133,12 +144,7 @@ void log_flush(struct server *s)
 	lg->cur ^= 1;
 	lg->busy = true;
 	lg->done = 0;
-	{
-		struct stat st;	/* asked each time: SIGHUP may reopen another kind */
-
-		lg->atom = fstat(lg->fd, &st) == 0 && (S_ISFIFO(st.st_mode) || S_ISSOCK(st.st_mode)) ?
-			   PIPE_BUF : 0;
-	}
+	lg->atom = pipe_atom(lg->fd);
 	if ((r = write_piece(lg, w)) < 0) {
 		lost(lg, w, 0, -r);
 		lg->busy = false;

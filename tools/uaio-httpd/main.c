@@ -93,23 +93,35 @@ static unsigned seconds_ms(const char *s, const char *what)
 /* Whether addr is free for a socket of our own alone: a socket with
  * SO_REUSEPORT would join another server's group on the port (of the
  * same user) and take part of its connections. */
-static bool port_free(const struct addrinfo *a, int *err)
+/* A socket for a, bound to its address, or -1 (*err set). */
+static int bound(const struct addrinfo *a, bool reuseport, int *err)
 {
 	int fd = socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC, 0), one = 1, zero = 0;
-	bool ok;
 
 	if (fd < 0) {
 		*err = errno;
-		return false;
+		return -1;
 	}
 	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	if (reuseport)
+		setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof(one));
 	if (a->ai_family == AF_INET6)
 		setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &zero, sizeof(zero));
-	ok = bind(fd, a->ai_addr, a->ai_addrlen) == 0;
-	if (!ok)
+	if (bind(fd, a->ai_addr, a->ai_addrlen) < 0) {
 		*err = errno;
-	close(fd);
-	return ok;
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+static bool port_free(const struct addrinfo *a, int *err)
+{
+	int fd = bound(a, false, err);
+
+	if (fd >= 0)
+		close(fd);
+	return fd >= 0;
 }
 
 /* A listening socket on addr:port; *port gets the port when it was 0.
@@ -122,7 +134,7 @@ static int listen_on(const char *addr, int *port, bool reuseport, bool first,
 				  .ai_flags = AI_PASSIVE | AI_NUMERICSERV };
 	struct addrinfo *ai, *a;
 	char ps[16];
-	int fd = -1, err = 0, one = 1, zero = 0;
+	int fd = -1, err = 0;
 
 	snprintf(ps, sizeof(ps), "%d", *port);
 	if ((err = getaddrinfo(addr, ps, &hints, &ai))) {
@@ -136,18 +148,9 @@ static int listen_on(const char *addr, int *port, bool reuseport, bool first,
 				continue;
 			if (reuseport && first && *port && !port_free(a, &err))
 				continue;
-			fd = socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC, 0);
-			if (fd < 0) {
-				err = errno;
+			if ((fd = bound(a, reuseport, &err)) < 0)
 				continue;
-			}
-			setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-			if (reuseport)
-				setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof(one));
-			if (a->ai_family == AF_INET6)
-				setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &zero, sizeof(zero));
-			if (bind(fd, a->ai_addr, a->ai_addrlen) == 0 &&
-			    listen(fd, 4096) == 0)
+			if (listen(fd, 4096) == 0)
 				break;
 			err = errno;
 			close(fd);

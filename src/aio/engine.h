@@ -281,8 +281,9 @@ struct aio_engine {
 	struct aio_serial *serial[SERIAL_BUCKETS];
 	struct aio_fdw **fdw;
 	unsigned nfdw;
-	/* Requests running on threads of their own (no descriptor for the
-	 * engine: lone.c), which aio_cancel must count as in progress. */
+	/* Requests on helper threads, one per descriptor, running or
+	 * waiting their turn (no descriptor for the engine: lone.c), which
+	 * aio_cancel must count as in progress. */
 	struct aio_lone *lone;
 	/* Records kept for reuse, so that a steady stream of requests calls
 	 * no malloc: a signal handler that forks while this thread is inside

@@ -12,12 +12,15 @@
 /*
  * The engine needs descriptors (a ring, eventfds); glibc's helper threads
  * do not. With none to be had (EMFILE, ENFILE), a request (or a list
- * entry) runs as glibc runs it: on a thread of its own, in blocking
- * calls (pread, read on ESPIPE). Requests on one stream may then finish
- * out of submission order.
+ * entry) runs as glibc runs it: on a thread, in blocking calls (pread,
+ * read on ESPIPE). As with glibc's helpers, one thread serves a
+ * descriptor's requests one after another in the order they came, so
+ * the writes to a pipe keep their order; a request on a descriptor whose
+ * thread is busy waits behind the last one there.
  */
 struct aio_lone {
-	struct aio_lone *next;
+	struct aio_lone *next;		/* E->lone: all of them, running or not */
+	struct aio_lone *behind;	/* the next request on fd, waiting */
 	struct aiocb *cb;
 	int kind, fd;
 	struct aio_lio *g;
@@ -43,7 +46,7 @@ void aio__lone_forget(void)
 	}
 }
 
-/* Whether a request on fd runs on a thread of its own. */
+/* Whether a request on fd runs (or waits) on a thread of this file's. */
 bool aio__lone_running_locked(int fd)
 {
 	for (struct aio_lone *l = E->lone; l; l = l->next)
@@ -52,9 +55,8 @@ bool aio__lone_running_locked(int fd)
 	return false;
 }
 
-static void *lone_main(void *arg)
+static void lone_run(struct aio_lone *l)
 {
-	struct aio_lone *l = arg;
 	struct aiocb *cb = l->cb;
 	uint64_t done = priv(cb)->done;
 	char *buf = (char *)cb->aio_buf + done;
@@ -91,22 +93,52 @@ static void *lone_main(void *arg)
 		r = l->kind == K_DSYNC ? fdatasync(cb->aio_fildes) : fsync(cb->aio_fildes);
 	}
 	aio__complete(cb, r < 0 ? -errno : r + (long)done);
-	/* Counted as running until now: a cancel just after the status is
-	 * out says AIO_NOTCANCELED, never AIO_ALLDONE before it is. */
-	aio__lock();
-	lone_unlink_locked(l);
-	if (l->g)
-		aio__lio_put_locked(l->g, true);
-	aio__unlock();
-	free(l);
+}
+
+/* Runs l and the requests waiting behind it; with err, ends them with err
+ * instead (their thread could not be made). */
+static void lone_chain(struct aio_lone *l, int err)
+{
+	for (struct aio_lone *next; l; l = next) {
+		if (err)
+			aio__complete(l->cb, err);
+		else
+			lone_run(l);
+		/* Counted as running until now: a cancel just after the
+		 * status is out says AIO_NOTCANCELED, never AIO_ALLDONE
+		 * before it is. */
+		aio__lock();
+		lone_unlink_locked(l);
+		next = l->behind;
+		if (l->g)
+			aio__lio_put_locked(l->g, true);
+		aio__unlock();
+		free(l);
+	}
+}
+
+static void *lone_main(void *arg)
+{
+	lone_chain(arg, 0);
 	return NULL;
 }
 
-/* cb on a thread of its own, if err says the engine found no descriptor:
- * 0, or err when no thread can be made either. */
+/* The last request waiting on fd's thread, or the one it runs; NULL
+ * when no thread serves fd. */
+static struct aio_lone *lone_tail_locked(int fd)
+{
+	for (struct aio_lone *l = E->lone; l; l = l->next)
+		if (l->fd == fd && !l->behind)
+			return l;
+	return NULL;
+}
+
+/* cb on the thread serving its descriptor (a new one if none does), if
+ * err says the engine found no descriptor: 0, or err when no thread can
+ * be made either. */
 int aio__lone_thread(struct aiocb *cb, int kind, struct aio_lio *g, int err)
 {
-	struct aio_lone *l;
+	struct aio_lone *l, *tail;
 	pthread_attr_t a;
 	pthread_t t;
 	int r;
@@ -117,14 +149,20 @@ int aio__lone_thread(struct aiocb *cb, int kind, struct aio_lio *g, int err)
 	l->kind = kind;
 	l->fd = cb->aio_fildes;
 	l->g = g;
+	l->behind = NULL;
 	aio__lock();
+	tail = lone_tail_locked(l->fd);
 	l->next = E->lone;
 	E->lone = l;
 	if (g) {
 		g->pending++;
 		g->refs++;
 	}
+	if (tail)
+		tail->behind = l;
 	aio__unlock();
+	if (tail)
+		return 0;
 	pthread_attr_init(&a);
 	pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
 	r = uaio__thread_start(&t, &a, lone_main, l);
@@ -132,12 +170,16 @@ int aio__lone_thread(struct aiocb *cb, int kind, struct aio_lio *g, int err)
 	if (r < 0) {
 		aio__lock();
 		lone_unlink_locked(l);
+		tail = l->behind;
 		if (g) {
 			g->pending--;
 			g->refs--;
 		}
 		aio__unlock();
 		free(l);
+		/* Requests queued behind l meanwhile were accepted: they end
+		 * with the error glibc gives when it has no thread. */
+		lone_chain(tail, -EAGAIN);
 		return err;
 	}
 	return 0;

@@ -204,6 +204,45 @@ static void close_everything(void)
 	close(q[1]);
 }
 
+/* Writes to one pipe land in the order they were made, as glibc's helper
+ * runs a descriptor's requests one after another: a first write larger
+ * than the pipe, which has to wait for the reader, then small ones. */
+static int stream_order(const int p[2])
+{
+	enum { BIG = 256 * 1024, SMALL = 12 };
+	static char big[BIG], got[BIG + SMALL * 4];
+	struct aiocb w[1 + SMALL];
+	char tags[SMALL][4];
+	size_t have = 0;
+
+	memset(big, 'A', BIG);
+	cb_init(&w[0], p[1], big, BIG, 0);
+	if (aio_write(&w[0]))
+		return 1;
+	for (int i = 0; i < SMALL; i++) {
+		memcpy(tags[i], (char[4]){ 'b', (char)('a' + i), 'c', 'd' }, 4);
+		cb_init(&w[1 + i], p[1], tags[i], 4, 0);
+		if (aio_write(&w[1 + i]))
+			return 2;
+	}
+	while (have < sizeof(got)) {
+		ssize_t n = read(p[0], got + have, sizeof(got) - have);
+
+		if (n <= 0)
+			return 3;
+		have += (size_t)n;
+	}
+	for (int i = 0; i <= SMALL; i++)
+		if (wait_for(&w[i]) != (i ? 4 : BIG))
+			return 4;
+	if (memcmp(got, big, BIG))
+		return 5;
+	for (int i = 0; i < SMALL; i++)
+		if (memcmp(got + BIG + 4 * i, tags[i], 4))
+			return 6;
+	return 0;
+}
+
 /* Requests made with the descriptor table full, before anything of the
  * library's could be opened: glibc needs no descriptor, so they run. In a
  * new process (glibc's AIO does not survive fork with threads idle). */
@@ -234,6 +273,8 @@ static int table_full_child(void)
 		return 4;
 	if (aio_fsync(O_SYNC, &s) || wait_for(&s) != 0)
 		return 5;
+	if (stream_order(p))
+		return 10;
 	/* A list, waited for, and one that says it is done with a signal. */
 	struct aiocb *l[2] = { &r, &w };
 	sigset_t set;

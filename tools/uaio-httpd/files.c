@@ -215,31 +215,65 @@ static int make_file(struct conn *c, int fd, const struct stat *st,
 	return 0;
 }
 
-/* After open: a regular file loses O_NONBLOCK (io_uring would refuse to
- * wait for its pages otherwise), and the stat says what it is. fstat of
- * an open descriptor reads the in-memory inode: it does not wait for
- * the disk, and laio would send it to a helper thread every time. */
+/*
+ * What a name's open gave, made into what the cache holds. The name is
+ * opened O_PATH, which opens nothing: a device behind it is never
+ * opened, since opening one may act (a watchdog starts, a tape rewinds).
+ * Only a regular file is then opened for reading, through its
+ * /proc/self/fd link, which reaches that same inode whatever the name
+ * leads to now. fstat of an open descriptor reads the in-memory inode:
+ * it does not wait for the disk, and laio would send it to a helper
+ * thread every time. Without /proc (cfg->reopen false) the name was
+ * opened O_RDONLY | O_NONBLOCK, and a regular file loses O_NONBLOCK
+ * (io_uring would refuse to wait for its pages otherwise).
+ */
+static long file_from_path(const struct httpd_config *cfg, long fd, struct stat *st)
+{
+	char self[40];
+	long rfd;
+
+	if (fstat((int)fd, st) < 0) {
+		rfd = -errno;
+		close((int)fd);
+		return rfd;
+	}
+	if (!S_ISREG(st->st_mode)) {
+		if (S_ISDIR(st->st_mode))
+			return fd;
+		close((int)fd);
+		return -EACCES;		/* fifos, devices, sockets: never served */
+	}
+	if (!cfg->reopen) {
+		fcntl((int)fd, F_SETFL, O_RDONLY);
+		return fd;
+	}
+	snprintf(self, sizeof(self), "/proc/self/fd/%ld", fd);
+	rfd = open(self, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+	rfd = rfd < 0 ? -errno : rfd;
+	close((int)fd);
+	return rfd;
+}
+
 static int opened_inline(struct conn *c, int fd, struct file **out)
 {
 	struct stat st;
+	long res = file_from_path(c->srv->cfg, fd, &st);
 
-	if (fstat(fd, &st) < 0) {
-		int e = -errno;
-
-		close(fd);
-		return e;
-	}
-	if (S_ISREG(st.st_mode))
-		fcntl(fd, F_SETFL, O_RDONLY);
-	return make_file(c, fd, &st, out);
+	if (res < 0)
+		return (int)res;
+	return make_file(c, (int)res, &st, out);
 }
 
-static void set_how(struct conn *c)
+/* list: a directory to read for a listing (O_DIRECTORY: anything else
+ * fails before its open could act). */
+static void set_how(struct conn *c, bool list)
 {
 	const struct httpd_config *cfg = c->srv->cfg;
 
 	c->resp->how = (struct open_how){
-		.flags = O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY,
+		.flags = list ? O_RDONLY | O_DIRECTORY | O_CLOEXEC :
+			 cfg->reopen ? O_PATH | O_CLOEXEC :
+			 O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY,
 		.resolve = RESOLVE_NO_MAGICLINKS |
 			   (cfg->follow_symlinks ? 0 : RESOLVE_BENEATH),
 	};
@@ -338,17 +372,7 @@ static long work_open(void *arg)
 	struct resp *r = c->resp;
 	long fd = open_now(c->srv->cfg, r);
 
-	if (fd < 0)
-		return fd;
-	if (fstat((int)fd, &r->st) < 0) {
-		long e = -errno;
-
-		close((int)fd);
-		return e;
-	}
-	if (S_ISREG(r->st.st_mode))
-		fcntl((int)fd, F_SETFL, O_RDONLY);
-	return fd;
+	return fd < 0 ? fd : file_from_path(c->srv->cfg, fd, &r->st);
 }
 
 static long work_read(void *arg)
@@ -487,7 +511,7 @@ int files_open(struct conn *c, struct file **out, files_open_cb cb)
 		}
 		uncache(fc, f);		/* stale: open it afresh */
 	}
-	set_how(c);
+	set_how(c, false);
 	r->kind = K_OPEN;
 	r->open_cb = cb;
 	switch (s->cfg->disk_io) {
@@ -553,7 +577,7 @@ ssize_t files_list(struct conn *c, files_read_cb cb)
 {
 	struct resp *r = c->resp;
 
-	set_how(c);
+	set_how(c, true);
 	r->kind = K_LIST;
 	r->read_cb = cb;
 	/* laio has no lazy form of getdents (it would go to a helper thread

@@ -363,6 +363,7 @@ int main(int argc, char **argv)
 		die_usage("invalid number of threads: '%s'", "0");
 	cfg.root = argv[optind];
 	cfg.rootfd = open(cfg.root, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	cfg.reopen = access("/proc/self/fd", X_OK) == 0;
 	if (cfg.rootfd < 0) {
 		fprintf(stderr, "%s: cannot serve '%s': %s\n", HTTPD_ME, cfg.root,
 			strerror(errno));

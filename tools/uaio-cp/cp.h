@@ -20,6 +20,7 @@
 #include <sys/stat.h>
 #include <uaio/flow.h>
 #include <uaio/loop.h>
+#include "tool_common.h"
 
 /* Directories that may hold their two O_PATH descriptors at once, at
  * most (fewer under a tight RLIMIT_NOFILE): the walk's ancestors and
@@ -159,7 +160,6 @@ struct cp_run {
 int cp_parse(struct cp_run *r, int argc, char **argv, int *first);
 void cp_refuse_unsupported(struct cp_run *r);
 /* 1 after saying "write error" if stdout lost output, else 0 */
-int cp_close_stdout(const char *prog);
 
 /* quote.c: a name as cp prints it (valid until CP_QUOTE_SLOTS more) */
 const char *q(struct cp_run *r, const char *s);	/* quoteaf: most messages */

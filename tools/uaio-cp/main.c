@@ -158,5 +158,5 @@ int main(int argc, char **argv)
 	seen_free(&r.made);
 	uaio_loop_free(r.l);
 	cp_quote_free(&r);
-	return cp_close_stdout(r.prog) ? 1 : r.status;
+	return tool_close_stdout(r.prog) ? 1 : r.status;
 }

@@ -7,7 +7,6 @@
 #include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
-#include <stdio_ext.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
@@ -105,23 +104,6 @@ static void usage(const char *prog)
 "\n"
 "Exit status: 0 if every file was copied, 1 otherwise (as GNU cp).\n"
 "See uaio-cp(1) for where the results differ from GNU cp 9.1.\n", stdout);
-}
-
-/* gnulib's close_stdout, as cp ends: 1 after "write error" when stdout
- * did not take everything (a closed stdout is fine if nothing was
- * written to it), else 0. */
-int cp_close_stdout(const char *prog)
-{
-	bool pending = __fpending(stdout) != 0, failed = ferror(stdout) != 0;
-	int err = fclose(stdout) != 0 ? errno : 0;
-
-	if (!failed && (!err || (!pending && err == EBADF)))
-		return 0;
-	fprintf(stderr, "%s: write error", prog);
-	if (err)
-		fprintf(stderr, ": %s", strerror(err));
-	fputc('\n', stderr);
-	return 1;
 }
 
 static void try_help(struct cp_run *r)
@@ -503,11 +485,11 @@ int cp_parse(struct cp_run *r, int argc, char **argv, int *first)
 		case OPT_STRIP: strip = true; break;
 		case OPT_HELP:
 			usage(r->prog);
-			exit(cp_close_stdout(r->prog));
+			exit(tool_close_stdout(r->prog));
 		case OPT_VERSION:
 			printf("uaio-cp (uaio) " VERSION "\n"
 			       "GNU cp 9.1's options and results, on io_uring flows.\n");
-			exit(cp_close_stdout(r->prog));
+			exit(tool_close_stdout(r->prog));
 		case 'b': case 'i': case 'l': case 's': case 'S':
 		case OPT_ATTR_ONLY: case OPT_COPY_CONTENTS: case OPT_PARENTS:
 			if (!o->unsupported)

@@ -12,6 +12,7 @@
  */
 #define _GNU_SOURCE
 #include "tool.h"
+#include "tool_common.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -326,13 +327,12 @@ static void tool_init(struct tool *t)
 	struct uaio_loop_params p = { 0 };
 	struct sigaction sa = { .sa_handler = on_async_signal };	/* no SA_RESTART */
 	sigset_t set;
+	int held = tool_hold_std_fds(2);
 
-	for (int fd = 0; fd < 2; fd++)
-		if (fcntl(fd, F_GETFD) < 0 && errno == EBADF) {
-			t->closed[fd] = true;
-			if (open("/dev/null", fd ? O_WRONLY : O_RDONLY) != fd)
-				fail("/dev/null", errno ? errno : EBADF);
-		}
+	if (held < 0)
+		fail("/dev/null", errno);
+	t->closed[0] = held & 1;
+	t->closed[1] = held & 2;
 	signal(SIGPIPE, SIG_IGN);
 	atexit(remove_partial);
 	sigemptyset(&sa.sa_mask);

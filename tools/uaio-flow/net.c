@@ -70,13 +70,15 @@ void check_spec(const char *spec, bool passive)
 
 int net_fd(const char *spec, bool passive)
 {
-	char *buf = strdup(spec), *host, *port;
+	char *buf = strdup(spec), *host = NULL, *port = NULL;
 	struct addrinfo hints = { .ai_socktype = SOCK_STREAM,
 				  .ai_flags = passive ? AI_PASSIVE : 0 }, *res, *a;
 	int fd = -1, r, one = 1, zero = 0, err = 0;
 	bool any;
 
 	check_spec(spec, passive);
+	if (!buf)
+		fail(spec, ENOMEM);
 	split_hostport(buf, &host, &port, passive);
 	/* A listener on every address: IPv6's, which takes IPv4 too, first. */
 	any = passive && !host;

@@ -20,6 +20,7 @@
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include "httpd.h"
+#include "tool_common.h"
 
 static void usage(FILE *f)
 {
@@ -241,30 +242,6 @@ static void *worker_main(void *arg)
 	return NULL;
 }
 
-/* As GNU tools end: output that did not reach stdout is an error. */
-static int stdout_done(void)
-{
-	if (fclose(stdout) != 0) {
-		fprintf(stderr, "%s: write error: %s\n", HTTPD_ME, strerror(errno));
-		return 1;
-	}
-	return 0;
-}
-
-/* Descriptors 0-2 closed when the server starts are held on /dev/null,
- * so that no socket or log takes their number (stderr's messages and a
- * --log=- would land in a client's socket). */
-static void hold_std_fds(void)
-{
-	for (int fd = 0; fd < 3; fd++)
-		if (fcntl(fd, F_GETFD) < 0 && errno == EBADF) {
-			int n = open("/dev/null", fd ? O_WRONLY : O_RDONLY);
-
-			if (n >= 0 && n != fd)
-				close(n);
-		}
-}
-
 enum { O_LIST = 256, O_FOLLOW, O_MAXCONNS, O_CACHE, O_IDLE, O_HEADER, O_SEND,
        O_HELP, O_VERSION };
 
@@ -304,10 +281,12 @@ int main(int argc, char **argv)
 	bool draining = false, failed = false;
 	int opt;
 
+	/* Descriptors 0-2 closed at start are held on /dev/null: stderr's
+	 * messages and a --log=- would land in a client's socket. */
+	(void)tool_hold_std_fds(3);
 	/* Signals are taken by the main thread only, from the start: one
 	 * that comes while the server starts waits for it (a SIGTERM then
 	 * stops it as any other; a SIGHUP killed it). */
-	hold_std_fds();
 	signal(SIGPIPE, SIG_IGN);
 	sigemptyset(&set);
 	sigaddset(&set, SIGTERM);
@@ -344,12 +323,12 @@ int main(int argc, char **argv)
 		case O_SEND: cfg.send_timeout_ms = seconds_ms(optarg, "send timeout"); break;
 		case O_HELP:
 			usage(stdout);
-			return stdout_done();
+			return tool_close_stdout(HTTPD_ME);
 		case O_VERSION:
 			printf(HTTPD_NAME " (uaio) " HTTPD_VERSION "\n"
 			       "HTTP parsing: llhttp %d.%d.%d\n", LLHTTP_VERSION_MAJOR,
 			       LLHTTP_VERSION_MINOR, LLHTTP_VERSION_PATCH);
-			return stdout_done();
+			return tool_close_stdout(HTTPD_ME);
 		default:
 			fprintf(stderr, "Try '%s --help' for more information.\n", HTTPD_ME);
 			return 2;

@@ -1,0 +1,20 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * What the command-line tools (uaio-cp, uaio-flow, uaio-httpd) share: the
+ * GNU way of ending output, and standard descriptors held open.
+ */
+#ifndef UAIO_TOOL_COMMON_H
+#define UAIO_TOOL_COMMON_H
+
+/* gnulib's close_stdout, as GNU tools end: 1 after "prog: write error"
+ * when stdout did not take everything (a closed stdout is fine if
+ * nothing was written to it), else 0. */
+int tool_close_stdout(const char *prog);
+
+/* Descriptors 0 to n - 1 found closed are opened on /dev/null (0 for
+ * reading, the others for writing), so that no file or socket the tool
+ * opens takes their number and receives what was meant for them. The
+ * mask of those it opened (bit fd), or -1 with errno set. */
+int tool_hold_std_fds(int n);
+
+#endif

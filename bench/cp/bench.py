@@ -8,7 +8,7 @@ Each copier runs under build/bench/cp/cprun (cprun.c), which reports its
 wall time, CPU and peak RSS from wait4: forked from this Python process, a
 copier would start with the runner's peak RSS as its own. On the small and
 mixed trees uaio-cp -a also runs with each of its small-file strategies
-(UAIO_CP_SMALL=uring, inline; the default, work, is the plain row).
+(UAIO_CP_SMALL=work, uring, inline; the default, auto, is the plain row).
 
 The destination (as root) is a fresh ext4 for every timed copy: a sparse
 image under the scratch dir on a loop device, mkfs'ed and mounted before
@@ -45,9 +45,11 @@ from cp_trees import SEED, TREES, describe, generate, scan  # noqa: E402
 KiB, MiB, GiB = 1 << 10, 1 << 20, 1 << 30
 BASE = "cp -r"
 CANDIDATE = "uaio-cp -a"
-# uaio-cp's small-file strategies besides the default (UAIO_CP_SMALL=work,
-# the plain "uaio-cp -a" row), run on SMALL_TREES only.
-SMALL_VARIANTS = {"uaio-cp -a (small=uring)": "uring", "uaio-cp -a (small=inline)": "inline"}
+# uaio-cp's small-file strategies besides the default (auto: work when a
+# directory's data is cached, else uring; the plain "uaio-cp -a" row), run
+# on SMALL_TREES only.
+SMALL_VARIANTS = {"uaio-cp -a (small=work)": "work", "uaio-cp -a (small=uring)": "uring",
+                  "uaio-cp -a (small=inline)": "inline"}
 SMALL_TREES = {"small", "mixed"}
 COPIERS = ["uaio-cp -a", *SMALL_VARIANTS, "uaio-cp -r", "cp -r", "cp -a", "rsync -a", "tar | tar",
            "xcp -r", "fcp"]
@@ -426,9 +428,10 @@ def report(ctx, cfg, C, S, fails, kept, stats, root_ok, dest):
           "repetition the same file contents; a copy that fails or differs is counted as a failed "
           "run, never timed. Hard links need not be kept (`cp -r` does not); what each copier kept "
           "is in the last table. On the small and mixed trees `uaio-cp -a` also runs with each of "
-          "its small-file strategies, set by `UAIO_CP_SMALL` in its environment: `work` (whole "
-          "files on a worker thread; the default, the plain row), `uring` (io_uring reads and "
-          "writes through a registered buffer) and `inline` (whole files on the loop's thread).\n"]
+          "its small-file strategies, set by `UAIO_CP_SMALL` in its environment: `auto` (the default, "
+          "the plain row: `work` in a directory whose first small file is cached, else `uring`), "
+          "`work` (whole files on a worker thread), `uring` (io_uring reads and writes through a "
+          "registered buffer) and `inline` (whole files on the loop's thread).\n"]
     if ctx.smoke:
         md.append("Smoke run: tiny trees, cold cells for the small tree only.\n")
     md.append("### Trees\n")
@@ -553,9 +556,9 @@ def report(ctx, cfg, C, S, fails, kept, stats, root_ok, dest):
     md.append(f"- Peak RSS on the small tree (warm): {rss}.\n")
 
     md.append("### uaio-cp's small-file strategies\n")
-    md.append("`uaio-cp -a` with `UAIO_CP_SMALL` = work (the default), uring and inline, on the "
-              "small and mixed trees: copy s and copy + sync s (medians), ratios to `work`.\n")
-    strat = [("work", CANDIDATE)] + [(v, n) for n, v in SMALL_VARIANTS.items()]
+    md.append("`uaio-cp -a` with `UAIO_CP_SMALL` = auto (the default), work, uring and inline, on "
+              "the small and mixed trees: copy s and copy + sync s (medians), ratios to `auto`.\n")
+    strat = [("auto", CANDIDATE)] + [(v, n) for n, v in SMALL_VARIANTS.items()]
     rows = []
     for t, c in cells:
         if t not in SMALL_TREES or not measured(t, c):
@@ -567,7 +570,7 @@ def report(ctx, cfg, C, S, fails, kept, stats, root_ok, dest):
             row.append(f"{fmt(a)} / {fmt(a_s)}" if n == CANDIDATE else
                        f"{fmt(a)} / {fmt(a_s)} ({rat(ratio(a, w))} / {rat(ratio(a_s, w_s))})")
         rows.append(row)
-    md.append(ctx.table(["cell"] + [f"{v}: copy / + sync s" + ("" if n == CANDIDATE else " (÷ work)")
+    md.append(ctx.table(["cell"] + [f"{v}: copy / + sync s" + ("" if n == CANDIDATE else " (÷ auto)")
                                     for v, n in strat], rows) if rows else "not measured.\n")
 
     groups, series = [], {n: [] for n in COPIERS if n != BASE}

@@ -842,6 +842,22 @@ for sm in work uring inline; do
 done
 ok "a fifo without -R is read into a file (every small-file strategy)"
 
+# The default small-file strategy follows the page cache: a directory whose
+# first small file is not cached goes by io_uring, one whose first is, whole
+# on a worker thread; either way the tree cp -a makes.
+mkdir -p "$T/cold/src/a" "$T/cold/src/b"
+for i in 1 2 3 4 5 6 7 8 9 10 11 12; do
+  head -c $((i * 997)) /dev/urandom >"$T/cold/src/a/f$i"
+  head -c $((i * 991)) /dev/urandom >"$T/cold/src/b/f$i"
+done
+sync
+for f in "$T/cold/src/a"/*; do dd if="$f" iflag=nocache count=0 status=none; done
+cp -a "$T/cold/src" "$T/cold/g" || fail "cp -a of the cold tree"
+uaio-cp -a "$T/cold/src" "$T/cold/u" 2>"$T/err" || { cat "$T/err"; fail "uaio-cp -a of the cold tree"; }
+what="half-cold tree" tc "$T/cold/g" "$T/cold/u" --dir-times
+what="half-cold tree" tc "$T/cold/src" "$T/cold/u" --dir-times
+ok "a tree half out of the page cache: the tree cp -a makes (auto small-file strategy)"
+
 uaio-cp --help >"$T/out" 2>"$T/err" || fail "--help exit status $?"
 [ "$(head -n 1 "$T/out")" = "Usage: uaio-cp [OPTION]... [-T] SOURCE DEST" ] ||
   { head -n 3 "$T/out"; fail "--help's first line"; }

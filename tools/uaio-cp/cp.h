@@ -31,8 +31,10 @@ enum { REFLINK_AUTO, REFLINK_ALWAYS, REFLINK_NEVER };
 enum { SPARSE_AUTO, SPARSE_ALWAYS, SPARSE_NEVER };
 enum { DEREF_UNSET, DEREF_NEVER, DEREF_ARGS, DEREF_ALWAYS };
 /* Small files: io_uring ops through a registered buffer, whole on a
- * worker thread, or whole on the loop's thread (UAIO_CP_SMALL). */
-enum { SMALL_URING, SMALL_WORK, SMALL_INLINE };
+ * worker thread, or whole on the loop's thread; or, the default, whole
+ * on a worker when cached, else by io_uring (data.c small_cached). The
+ * environment's UAIO_CP_SMALL picks one for the benchmarks. */
+enum { SMALL_AUTO, SMALL_URING, SMALL_WORK, SMALL_INLINE };
 
 struct cp_opts {
 	bool recursive, verbose, no_clobber, update, force, progress;
@@ -68,6 +70,9 @@ struct cp_dir {
 	 * asked less the umask (not set-group-ID, no default ACL), as far as
 	 * cp's result goes (dir_plain) */
 	bool plain;
+	/* Whether its first small file's data was cached (-1: not asked
+	 * yet): its small files go whole to a worker, or by io_uring. */
+	int small_cached;
 };
 
 /* The descriptor and name that reach path, an entry of d: d's directory

@@ -302,6 +302,28 @@ static void on_open(uaio_op *op, int res, void *data)
 	begin_data(j);
 }
 
+/*
+ * A small file goes whole to a worker when its data is cached, and by
+ * io_uring otherwise: the workers are 4, while io_uring keeps a read of
+ * every job in flight (-j), which a disk serves together. Asked of the
+ * first small file with data in each directory (cachestat(2)), as a
+ * directory's files are mostly cached or not together; where cachestat
+ * cannot tell (before Linux 6.5), as cached.
+ */
+static bool small_cached(struct cp_run *r, struct cp_dir *dir, const struct cp_job *j)
+{
+	int c;
+
+	if (r->small != SMALL_AUTO || (dir && dir->small_cached >= 0))
+		return r->small != SMALL_AUTO || dir->small_cached;
+	if (!j->st.st_size)
+		return true;
+	c = uaio_file_cached(j->sfd, 0, (uint64_t)j->st.st_size) != 0;
+	if (dir)
+		dir->small_cached = c;
+	return c;
+}
+
 int cp_file(struct cp_run *r, struct cp_dir *dir, const char *src,
 	    const char *dst, int src_fd, const struct stat *st, int dst_fd,
 	    bool is_new, mode_t create_mode, mode_t omitted, unsigned has,
@@ -348,7 +370,8 @@ int cp_file(struct cp_run *r, struct cp_dir *dir, const char *src,
 	if ((j->stream_dst && r->o.reflink != REFLINK_ALWAYS) ||
 	    ((uint64_t)st->st_size <= SMALL_MAX && r->small != SMALL_URING &&
 	     S_ISREG(st->st_mode) &&
-	     r->o.sparse != SPARSE_ALWAYS && !looks_sparse(j) && no_clone(j))) {
+	     r->o.sparse != SPARSE_ALWAYS && !looks_sparse(j) && no_clone(j) &&
+	     small_cached(r, dir, j))) {
 		if (r->small == SMALL_INLINE)
 			cp_whole_done(&j->op, (int)cp_whole_copy(j), j);
 		else

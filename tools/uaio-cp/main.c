@@ -123,8 +123,9 @@ int main(int argc, char **argv)
 	{
 		const char *sm = getenv("UAIO_CP_SMALL");
 
-		r.small = !sm ? SMALL_WORK : !strcmp(sm, "uring") ? SMALL_URING :
-			  !strcmp(sm, "inline") ? SMALL_INLINE : SMALL_WORK;
+		r.small = !sm ? SMALL_AUTO : !strcmp(sm, "uring") ? SMALL_URING :
+			  !strcmp(sm, "inline") ? SMALL_INLINE :
+			  !strcmp(sm, "work") ? SMALL_WORK : SMALL_AUTO;
 	}
 	r.l = uaio_loop_new(NULL);
 	if (!r.l) {

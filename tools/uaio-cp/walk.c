@@ -139,6 +139,7 @@ void cp_copy_dir(struct cp_run *r, struct cp_dir *pd, const char *src,
 			return;
 		}
 	d->restore = -1;
+	d->small_cached = -1;
 	if (!exists) {
 		mode_t mode = st->st_mode & 07777;
 

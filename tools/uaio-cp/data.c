@@ -304,8 +304,8 @@ static void on_open(uaio_op *op, int res, void *data)
 
 /*
  * A small file goes whole to a worker when its data is cached, and by
- * io_uring otherwise: the workers are 4, while io_uring keeps a read of
- * every job in flight (-j), which a disk serves together. Asked of the
+ * io_uring otherwise: the workers are one per CPU, while io_uring keeps a
+ * read of every job in flight (-j), which a disk serves together. Asked of the
  * first small file with data in each directory (cachestat(2)), as a
  * directory's files are mostly cached or not together; where cachestat
  * cannot tell (before Linux 6.5), as cached.

@@ -127,7 +127,19 @@ int main(int argc, char **argv)
 			  !strcmp(sm, "inline") ? SMALL_INLINE :
 			  !strcmp(sm, "work") ? SMALL_WORK : SMALL_AUTO;
 	}
-	r.l = uaio_loop_new(NULL);
+	{
+		/* A worker per CPU, at least 2: small files' batches find
+		 * fewer threads asleep to wake. On 2 CPUs, warm trees on a fresh
+		 * ext4, 7 interleaved runs: 20 000 small files 0.238 s with 2
+		 * workers, 0.249 s with 3, 0.261 s with 4 (the loop's
+		 * default); 1-4 MiB files the same (0.110 s, 0.106 s, 0.108 s). */
+		long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+		struct uaio_loop_params lp = {
+			.workers = cpus < 2 ? 2 : cpus > 64 ? 64 : (unsigned)cpus,
+		};
+
+		r.l = uaio_loop_new(&lp);
+	}
 	if (!r.l) {
 		fprintf(stderr, "%s: cannot start the I/O loop: %s\n", r.prog, strerror(errno));
 		return 1;

@@ -249,8 +249,9 @@ void ht_spawn(struct ht_server *s, const char *const *argv)
 
 	memset(s, 0, sizeof(*s));
 	n++;
-	snprintf(s->err, sizeof(s->err), "%s/server%d.err", scratch, n);
-	snprintf(s->out, sizeof(s->out), "%s/server%d.out", scratch, n);
+	/* by pid too: a forked test's servers count from its parent's n */
+	snprintf(s->err, sizeof(s->err), "%s/server%d-%d.err", scratch, (int)getpid(), n);
+	snprintf(s->out, sizeof(s->out), "%s/server%d-%d.out", scratch, (int)getpid(), n);
 	args[argc++] = "uaio-httpd";	/* as if run from PATH, like GNU tools in tests */
 	for (int i = 1; argv[i] && argc < 63; i++)
 		args[argc++] = argv[i];

@@ -1,14 +1,16 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * uaio-httpd when resources run short or files change: the open-file
- * cache within a small RLIMIT_NOFILE, descriptors of deleted files given
- * back, a file found shorter than its cache entry, an access log on a
- * FIFO that has no reader or stops reading.
+ * cache within a small RLIMIT_NOFILE and at its last descriptor, descriptors
+ * of deleted files given back, a file found shorter than its cache entry,
+ * a file under a write lease, an access log on a FIFO that has no reader
+ * or stops reading.
  */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
@@ -217,6 +219,107 @@ static void t_log_fifo_stalled(void)
 	unlink(fifo);
 }
 
+/* A write lease on a served file: the server's open would wait for the
+ * holder to let go (up to lease-break-time, 45 s), and every other client
+ * with it; it answers 503 at once and serves the rest meanwhile. */
+static void t_lease(const char *mode)
+{
+	struct ht_server s;
+	struct ht_resp r;
+	char *path = ht_join(root, "leased.txt");
+	int fd, saved = ht_timeout_ms;
+
+	ht_put(root, "leased.txt", "leased\n", 7);
+	signal(SIGIO, SIG_IGN);		/* the lease-break signal */
+	fd = open(path, O_RDONLY);
+	FATAL(fd >= 0, "open %s", path);
+	if (fcntl(fd, F_SETLEASE, F_WRLCK) < 0) {
+		fprintf(stderr, "    no write lease here (%s): not checked\n", strerror(errno));
+		close(fd);
+		return;
+	}
+	ht_start(&s, root, "--disk-io", mode, NULL);
+	ht_timeout_ms = 10000;
+	ht_get(s.port, "/leased.txt", "", &r);
+	EXPECT_R(&r, r.rc == HT_OK && r.status == 503,
+		 "--disk-io %s: a file under a write lease: 503 at once expected", mode);
+	ht_resp_free(&r);
+	EXPECT(ht_get(s.port, "/f1.txt", "", &r) == HT_OK && r.status == 200,
+	       "--disk-io %s: another file while the lease is held", mode);
+	ht_resp_free(&r);
+	ht_timeout_ms = saved;
+	fcntl(fd, F_SETLEASE, F_UNLCK);
+	close(fd);
+	EXPECT(ht_get(s.port, "/leased.txt", "", &r) == HT_OK && r.status == 200 &&
+	       r.body_len == 7, "--disk-io %s: the file once the lease is gone", mode);
+	ht_resp_free(&r);
+	ht_stop(&s);
+}
+
+static void t_lease_all(void)
+{
+	t_lease("laio");
+	t_lease("blocking");
+	t_lease("threads");
+}
+
+/* One descriptor left (connections hold the rest) and some in the cache:
+ * a new file, which needs two for a moment (its name, then the file),
+ * makes the cache give some back and is served. */
+static void t_last_fd(void)
+{
+	pid_t pid;
+	int st;
+
+	fflush(NULL);
+	pid = fork();
+	FATAL(pid >= 0, "fork");
+	if (pid == 0) {
+		struct rlimit rl = { 64, 64 };
+		struct ht_conn *idle[64];
+		struct ht_server s;
+		struct ht_resp r;
+		int n = 0, bad = 0;
+
+		if (setrlimit(RLIMIT_NOFILE, &rl) < 0)
+			_exit(3);
+		ht_start(&s, root, "--max-conns", "200", NULL);
+		for (int i = 0; i < 8; i++) {
+			char path[32];
+
+			snprintf(path, sizeof(path), "/f%d.txt", i);
+			bad += ht_get(s.port, path, "", &r) != HT_OK || r.status != 200;
+			ht_resp_free(&r);
+		}
+		/* idle connections until the server has one descriptor free */
+		while (n < 64 && ht_count_fds(s.pid) < 63) {
+			int before = ht_count_fds(s.pid);
+
+			idle[n++] = ht_connect(s.port);
+			for (int k = 0; k < 200 && ht_count_fds(s.pid) == before; k++)
+				usleep(10000);
+		}
+		if (ht_count_fds(s.pid) != 63) {
+			ht_kill(&s);
+			_exit(4);
+		}
+		ht_sends(idle[0], "GET /f50.txt HTTP/1.1\r\nHost: x\r\n\r\n");
+		if (ht_read(idle[0], &r, 0) != HT_OK || r.status != 200) {
+			fprintf(stderr, "    status %d\n", r.status);
+			bad++;
+		}
+		ht_resp_free(&r);
+		while (n > 0)
+			ht_close(idle[--n]);
+		ht_stop(&s);
+		_exit(bad || ht_finish() ? 1 : 0);
+	}
+	FATAL(waitpid(pid, &st, 0) == pid, "waitpid");
+	EXPECT(WIFEXITED(st) && WEXITSTATUS(st) == 0,
+	       "one descriptor left, 8 in the cache: a new file served (child status %d)",
+	       WIFEXITED(st) ? WEXITSTATUS(st) : -1);
+}
+
 int main(void)
 {
 	ht_init("httpd/test_resources", 300);
@@ -225,6 +328,8 @@ int main(void)
 	RUN(t_shrunk_entry);
 	RUN(t_log_fifo_no_reader);
 	RUN(t_log_fifo_stalled);
-	RUN(t_small_nofile);	/* last: its child's server files share names with ours */
+	RUN(t_lease_all);
+	RUN(t_last_fd);
+	RUN(t_small_nofile);
 	return ht_finish();
 }

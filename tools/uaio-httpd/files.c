@@ -24,7 +24,7 @@
 #include <uaio/laio.h>
 #include "httpd.h"
 
-enum { K_OPEN, K_OPEN_LINK, K_READ, K_LIST };
+enum { K_OPEN, K_OPEN_LINK, K_REOPEN, K_READ, K_LIST };
 
 struct file_cache {
 	struct server *s;
@@ -221,47 +221,87 @@ static int make_file(struct conn *c, int fd, const struct stat *st,
  * opened, since opening one may act (a watchdog starts, a tape rewinds).
  * Only a regular file is then opened for reading, through its
  * /proc/self/fd link, which reaches that same inode whatever the name
- * leads to now. fstat of an open descriptor reads the in-memory inode:
- * it does not wait for the disk, and laio would send it to a helper
- * thread every time. Without /proc (cfg->reopen false) the name was
- * opened O_RDONLY | O_NONBLOCK, and a regular file loses O_NONBLOCK
- * (io_uring would refuse to wait for its pages otherwise).
+ * leads to now (reopen_*). fstat of an open descriptor reads the
+ * in-memory inode: it does not wait for the disk, and laio would send it
+ * to a helper thread every time. Without /proc (cfg->reopen false) the
+ * name was opened O_RDONLY | O_NONBLOCK, and a regular file loses
+ * O_NONBLOCK (io_uring would refuse to wait for its pages otherwise).
+ * Returns the descriptor of a regular file or a directory, or -errno
+ * (fd closed).
  */
-static long file_from_path(const struct httpd_config *cfg, long fd, struct stat *st)
+static long path_check(const struct httpd_config *cfg, long fd, struct stat *st)
 {
-	char self[40];
-	long rfd;
+	long e;
 
 	if (fstat((int)fd, st) < 0) {
-		rfd = -errno;
+		e = -errno;
 		close((int)fd);
-		return rfd;
+		return e;
 	}
-	if (!S_ISREG(st->st_mode)) {
-		if (S_ISDIR(st->st_mode))
-			return fd;
+	if (!S_ISREG(st->st_mode) && !S_ISDIR(st->st_mode)) {
 		close((int)fd);
 		return -EACCES;		/* fifos, devices, sockets: never served */
 	}
-	if (!cfg->reopen) {
+	if (!cfg->reopen && S_ISREG(st->st_mode))
 		fcntl((int)fd, F_SETFL, O_RDONLY);
-		return fd;
-	}
-	snprintf(self, sizeof(self), "/proc/self/fd/%ld", fd);
-	rfd = open(self, O_RDONLY | O_CLOEXEC | O_NOCTTY);
-	rfd = rfd < 0 ? -errno : rfd;
-	close((int)fd);
-	return rfd;
+	return fd;
 }
 
-static int opened_inline(struct conn *c, int fd, struct file **out)
-{
-	struct stat st;
-	long res = file_from_path(c->srv->cfg, fd, &st);
+/* Non-blocking: a write lease on the file would make a blocking open wait
+ * for its holder (up to lease-break-time, 45 s), the loop with it; it
+ * fails at once instead (EWOULDBLOCK: 503). */
+#define REOPEN_FLAGS	(O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY)
 
-	if (res < 0)
-		return (int)res;
-	return make_file(c, (int)res, &st, out);
+static void self_path(char *buf, size_t n, long pfd)
+{
+	snprintf(buf, n, "/proc/self/fd/%d", (int)pfd);
+}
+
+/* The reopen's result fd: pfd closed, O_NONBLOCK cleared (see path_check). */
+static long reopen_end(long pfd, long fd)
+{
+	close((int)pfd);
+	if (fd >= 0)
+		fcntl((int)fd, F_SETFL, O_RDONLY);
+	return fd;
+}
+
+/* The reopen as a plain call (blocking mode, and the worker in threads
+ * mode); with fc, out of descriptors, the cache sheds half and it tries
+ * again (a name needs two descriptors for a moment). */
+static long reopen_now(struct file_cache *fc, long pfd)
+{
+	char self[32];
+	long fd;
+
+	self_path(self, sizeof(self), pfd);
+	fd = open(self, REOPEN_FLAGS);
+	if (fd < 0 && (errno == EMFILE || errno == ENFILE) && fc && files_shed(fc))
+		fd = open(self, REOPEN_FLAGS);
+	return reopen_end(pfd, fd < 0 ? -errno : fd);
+}
+
+static int reopen_lazy(struct conn *c, long pfd, struct file **out);
+static int reopened(struct conn *c, long res, struct file **out);
+
+/* laio and blocking modes: fd checked, reopened when a regular file, into
+ * the cache; -EINPROGRESS when laio's reopen went to the background. */
+static int opened_inline(struct conn *c, long fd, struct file **out)
+{
+	struct resp *r = c->resp;
+	const struct httpd_config *cfg = c->srv->cfg;
+
+	fd = path_check(cfg, fd, &r->st);
+	if (fd < 0)
+		return (int)fd;
+	if (cfg->reopen && S_ISREG(r->st.st_mode)) {
+		if (cfg->disk_io == DISK_LAIO)
+			return reopen_lazy(c, fd, out);
+		fd = reopen_now(c->srv->files, fd);
+		if (fd < 0)
+			return (int)fd;
+	}
+	return make_file(c, (int)fd, &r->st, out);
 }
 
 /* list: a directory to read for a listing (O_DIRECTORY: anything else
@@ -370,9 +410,15 @@ static long work_open(void *arg)
 {
 	struct conn *c = arg;
 	struct resp *r = c->resp;
-	long fd = open_now(c->srv->cfg, r);
+	const struct httpd_config *cfg = c->srv->cfg;
+	long fd = open_now(cfg, r);
 
-	return fd < 0 ? fd : file_from_path(c->srv->cfg, fd, &r->st);
+	if (fd >= 0)
+		fd = path_check(cfg, fd, &r->st);
+	/* the cache is the loop thread's: no shedding from here */
+	if (fd >= 0 && cfg->reopen && S_ISREG(r->st.st_mode))
+		fd = reopen_now(NULL, fd);
+	return fd;
 }
 
 static long work_read(void *arg)
@@ -411,12 +457,20 @@ void files_complete(struct conn *c, long res)
 
 	c->waiting = false;
 	if (c->state == C_CLOSING) {
-		if ((r->kind == K_OPEN || r->kind == K_OPEN_LINK) && res >= 0)
+		if (r->kind != K_READ && r->kind != K_LIST && res >= 0)
 			close((int)res);
+		if (r->kind == K_REOPEN)
+			close(r->pfd);
 		conn_released(c);
 		return;
 	}
 	switch (r->kind) {
+	case K_REOPEN:
+		if (res == -EMFILE || res == -ENFILE)
+			files_shed(c->srv->files);	/* for the next open */
+		err = reopened(c, res, &f);
+		r->open_cb(c, f, err);
+		break;
 	case K_OPEN_LINK:
 	case K_OPEN:
 		if (r->kind == K_OPEN_LINK) {
@@ -432,8 +486,8 @@ void files_complete(struct conn *c, long res)
 			err = (int)res;
 		else if (c->srv->cfg->disk_io == DISK_THREADS)
 			err = make_file(c, (int)res, &r->st, &f);
-		else
-			err = opened_inline(c, (int)res, &f);
+		else if ((err = opened_inline(c, res, &f)) == -EINPROGRESS)
+			return;		/* the reopen went to the background */
 		r->open_cb(c, f, err);
 		break;
 	default:
@@ -472,6 +526,34 @@ static int to_pool(struct conn *c, long (*fn)(void *))
 	} \
 	hub_unlock((c)->srv); \
 	r_; })
+
+/* laio's reopen is over (res: its descriptor or -errno): into the cache. */
+static int reopened(struct conn *c, long res, struct file **out)
+{
+	struct resp *r = c->resp;
+	long fd = reopen_end(r->pfd, res);
+
+	r->pfd = -1;
+	return fd < 0 ? (int)fd : make_file(c, (int)fd, &r->st, out);
+}
+
+/* laio mode: the reopen, a lazy call too (an NFS or FUSE open asks its
+ * server), inline when it does not block. */
+static int reopen_lazy(struct conn *c, long pfd, struct file **out)
+{
+	struct resp *r = c->resp;
+	long fd;
+
+	self_path(r->self, sizeof(r->self), pfd);
+	r->pfd = pfd;
+	r->kind = K_REOPEN;
+	fd = LAZY(c, SYS_openat, AT_FDCWD, r->self, REOPEN_FLAGS, 0);
+	if ((fd == -EMFILE || fd == -ENFILE) && files_shed(c->srv->files))
+		fd = LAZY(c, SYS_openat, AT_FDCWD, r->self, REOPEN_FLAGS, 0);
+	if (fd == -EINPROGRESS)
+		return (int)fd;
+	return reopened(c, fd, out);
+}
 
 /* laio mode's open_res: a link refused by RESOLVE_BENEATH is walked
  * again by a lazy call of its own. */
@@ -536,7 +618,7 @@ int files_open(struct conn *c, struct file **out, files_open_cb cb)
 			return (int)fd;
 		break;
 	}
-	return opened_inline(c, (int)fd, out);
+	return opened_inline(c, fd, out);
 }
 
 ssize_t files_read(struct conn *c, struct file *f, void *buf, size_t len,

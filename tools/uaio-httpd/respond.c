@@ -227,6 +227,7 @@ static int status_of(int err)
 	case -EACCES: case -EPERM: case -EXDEV: case -ELOOP: case -ENXIO:
 		return 403;
 	case -EMFILE: case -ENFILE: case -ENOMEM:
+	case -EAGAIN:	/* a lease holder asked to let go (files.c, REOPEN_FLAGS) */
 		return 503;
 	default:
 		return 500;

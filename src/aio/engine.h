@@ -391,6 +391,7 @@ bool aio__sev_notifies(const struct sigevent *sev);
 bool aio__lone_running_locked(int fd);
 void aio__lone_forget(void);
 int aio__lone_thread(struct aiocb *cb, int kind, struct aio_lio *g, int err);
+int aio__lone_follow(struct aiocb *cb, int kind, struct aio_lio *g);
 void aio__complete(struct aiocb *cb, long res);
 
 /* engine.c */

@@ -7,6 +7,7 @@
 #include "aio/engine.h"
 
 #include <pthread.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 /*
@@ -24,6 +25,14 @@ struct aio_lone {
 	struct aiocb *cb;
 	int kind, fd;
 	struct aio_lio *g;
+	/* The file fd named when the request was made, or the error fstat
+	 * gave then. A request runs only on that file: if fd was closed and
+	 * its number reused while the request waited, it fails with EBADF
+	 * rather than read or write another file (no descriptor is to be had
+	 * to hold the file open, as the engine does). */
+	dev_t dev;
+	ino_t ino;
+	int err;
 };
 
 static void lone_unlink_locked(struct aio_lone *l)
@@ -62,17 +71,25 @@ static void lone_run(struct aio_lone *l)
 	char *buf = (char *)cb->aio_buf + done;
 	size_t len = cb_len(cb) - done;
 	off_t off = cb->aio_offset + (off_t)done;
+	struct stat st;
 	long r;
 
 	if (l->g) {
-		/* The list's last entry: its thread is made first (see
-		 * aio__req_release_locked). */
+		/* The list's last entry: its notification's thread is made
+		 * before the request runs (see aio__req_release_locked). */
 		aio__lock();
 		if (l->g->notify && l->g->pending == 1 && !l->g->begun) {
 			uaio__notify_begin(&l->g->sev, &l->g->held);
 			l->g->begun = true;
 		}
 		aio__unlock();
+	}
+	if (!l->err && (fstat(cb->aio_fildes, &st) < 0 || st.st_dev != l->dev ||
+			st.st_ino != l->ino))
+		l->err = -EBADF;
+	if (l->err) {
+		aio__complete(cb, l->err);
+		return;
 	}
 	switch (l->kind) {
 	case K_READ:
@@ -133,23 +150,26 @@ static struct aio_lone *lone_tail_locked(int fd)
 	return NULL;
 }
 
-/* cb on the thread serving its descriptor (a new one if none does), if
- * err says the engine found no descriptor: 0, or err when no thread can
- * be made either. */
-int aio__lone_thread(struct aiocb *cb, int kind, struct aio_lio *g, int err)
+/* cb on the thread serving its descriptor, or on a new one: 0, or
+ * -EAGAIN when no thread can be made. */
+int aio__lone_follow(struct aiocb *cb, int kind, struct aio_lio *g)
 {
 	struct aio_lone *l, *tail;
+	struct stat st;
 	pthread_attr_t a;
 	pthread_t t;
 	int r;
 
-	if ((err != -EMFILE && err != -ENFILE) || !(l = malloc(sizeof(*l))))
-		return err;
+	if (!(l = malloc(sizeof(*l))))
+		return -EAGAIN;
 	l->cb = cb;
 	l->kind = kind;
 	l->fd = cb->aio_fildes;
 	l->g = g;
 	l->behind = NULL;
+	l->err = fstat(l->fd, &st) < 0 ? -errno : 0;
+	l->dev = st.st_dev;
+	l->ino = st.st_ino;
 	aio__lock();
 	tail = lone_tail_locked(l->fd);
 	l->next = E->lone;
@@ -180,7 +200,16 @@ int aio__lone_thread(struct aiocb *cb, int kind, struct aio_lio *g, int err)
 		/* Requests queued behind l meanwhile were accepted: they end
 		 * with the error glibc gives when it has no thread. */
 		lone_chain(tail, -EAGAIN);
-		return err;
+		return -EAGAIN;
 	}
 	return 0;
+}
+
+/* cb on a helper thread if err says the engine found no descriptor: 0,
+ * or err when no thread can be made either. */
+int aio__lone_thread(struct aiocb *cb, int kind, struct aio_lio *g, int err)
+{
+	if (err != -EMFILE && err != -ENFILE)
+		return err;
+	return aio__lone_follow(cb, kind, g) < 0 ? err : 0;
 }

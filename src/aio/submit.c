@@ -148,6 +148,24 @@ static void lio_add_locked(struct aio_req *r, struct aio_lio *g)
 
 /* The request becomes a record on a non-seekable file's FIFO (or on an
  * O_APPEND file's, whose writes keep the order of the calls). */
+/*
+ * Requests on fd still on a helper thread (made while the engine had no
+ * descriptor, lone.c): this one goes behind them there, so none of the
+ * engine's overtakes them, as one glibc helper runs a descriptor's
+ * requests in order. True when it did (the lock released); false with
+ * the lock still held, also when no thread could take it.
+ */
+static bool lone_ahead_locked(struct aiocb *cb, int kind, int fd, struct aio_lio *g)
+{
+	if (!E->lone || !aio__lone_running_locked(fd))
+		return false;
+	aio__unlock();
+	if (aio__lone_follow(cb, kind, g) == 0)
+		return true;
+	aio__lock();
+	return false;
+}
+
 static int submit_serial(struct aiocb *cb, int kind, int fd, int fl,
 			 const struct stat *st, struct lio_ctx *pc,
 			 struct aio_lio *g)
@@ -161,6 +179,8 @@ static int submit_serial(struct aiocb *cb, int kind, int fd, int fl,
 	if (reg)	/* no meaning for a file: glibc's write waits */
 		fl &= ~O_NONBLOCK;
 	aio__lock();
+	if (lone_ahead_locked(cb, kind, fd, g))
+		return 0;
 	s = aio__serial_get_locked(fd, st, true);
 	if (s) {
 		s->sock = S_ISSOCK(st->st_mode);
@@ -290,6 +310,8 @@ static int submit_parallel(struct aiocb *cb, int kind, int fd, bool direct,
 	int ret;
 
 	aio__lock();
+	if (lone_ahead_locked(cb, kind, fd, g))
+		return 0;
 	if ((ret = aio__engine_start_locked()) < 0 || !(r = aio__req_alloc_locked())) {
 		aio__unlock();
 		return ret < 0 ? aio__lone_thread(cb, kind, g, ret) : -EAGAIN;
@@ -449,8 +471,11 @@ int aio__submit_rw(struct aiocb *cb, int kind, struct lio_ctx *pc,
 	 * would wait for the device; too big; refused before), or when serial
 	 * files with requests exist: classify the file first. */
 	rwf = aio__hint_try(h, kind) ? RWF_NOWAIT : 0;
+	/* Not while requests run on helper threads (lone.c): it could
+	 * overtake one on this descriptor. */
 	try = !(fl & O_DIRECT) && cb_len(cb) <= *budget &&
-	      (rwf || page_write_ok(cb, kind, fl));
+	      (rwf || page_write_ok(cb, kind, fl)) &&
+	      !__atomic_load_n(&E->lone, __ATOMIC_RELAXED);
 	if (!try || atomic_load_explicit(&E->nserial, memory_order_relaxed)) {
 		if (fstat(fd, &st) < 0) {
 			aio__complete(cb, -errno);

@@ -132,8 +132,8 @@ struct cp_run {
 	uint8_t *bufs;		/* one small-file buffer per job slot */
 	int buf_index;		/* their uaio_buf_register index, or -1 */
 	int small;		/* how small files are copied: SMALL_* */
-	/* SMALL_WORK: small files go to the loop's workers a batch at a
-	 * time (whole.c, cp_batch) */
+	/* SMALL_WORK (and SMALL_AUTO where cached): small files go to the
+	 * loop's workers a batch at a time (whole.c, cp_batch) */
 	struct cp_batch *batches, *free_batches, *pending;
 	unsigned batches_out;	/* handed to the workers, not back yet */
 	unsigned batch_max;	/* files per batch */
@@ -164,7 +164,6 @@ struct cp_run {
 /* main.c / opts.c */
 int cp_parse(struct cp_run *r, int argc, char **argv, int *first);
 void cp_refuse_unsupported(struct cp_run *r);
-/* 1 after saying "write error" if stdout lost output, else 0 */
 
 /* quote.c: a name as cp prints it (valid until CP_QUOTE_SLOTS more) */
 const char *q(struct cp_run *r, const char *s);	/* quoteaf: most messages */

@@ -462,8 +462,10 @@ int main(int argc, char **argv)
 			break;
 		case 's': t.o.stats = true; break;
 		case 'p': t.o.progress = true; break;
-		case 'H': usage(stdout); return 0;
-		case 'V': printf(PROG " (uaio) " VERSION "\n"); return 0;
+		case 'H': usage(stdout); return tool_close_stdout(ME);
+		case 'V':
+			printf(PROG " (uaio) " VERSION "\n");
+			return tool_close_stdout(ME);
 		default:
 			fprintf(stderr, "Try '%s --help' for more information.\n", ME);
 			return 2;

@@ -24,7 +24,7 @@
 #include <uaio/laio.h>
 #include "httpd.h"
 
-enum { K_OPEN, K_OPEN_LINK, K_REOPEN, K_READ, K_LIST };
+enum { K_OPEN, K_OPEN_LINK, K_READ, K_LIST };
 
 struct file_cache {
 	struct server *s;
@@ -221,7 +221,7 @@ static int make_file(struct conn *c, int fd, const struct stat *st,
  * opened, since opening one may act (a watchdog starts, a tape rewinds).
  * Only a regular file is then opened for reading, through its
  * /proc/self/fd link, which reaches that same inode whatever the name
- * leads to now (reopen_*). fstat of an open descriptor reads the
+ * leads to now (reopen_now). fstat of an open descriptor reads the
  * in-memory inode: it does not wait for the disk, and laio would send it
  * to a helper thread every time. Without /proc (cfg->reopen false) the
  * name was opened O_RDONLY | O_NONBLOCK, and a regular file loses
@@ -252,40 +252,33 @@ static long path_check(const struct httpd_config *cfg, long fd, struct stat *st)
  * fails at once instead (EWOULDBLOCK: 503). */
 #define REOPEN_FLAGS	(O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY)
 
-static void self_path(char *buf, size_t n, long pfd)
+/* The regular file behind O_PATH descriptor pfd (closed), opened for
+ * reading, O_NONBLOCK cleared after (see path_check); on the loop thread,
+ * or the worker in threads mode. With fc, out of descriptors, the cache
+ * sheds half and it tries again (a name needs two for a moment). */
+static long reopen_now(struct file_cache *fc, long pfd)
 {
-	snprintf(buf, n, "/proc/self/fd/%d", (int)pfd);
-}
+	char self[32];
+	long fd;
 
-/* The reopen's result fd: pfd closed, O_NONBLOCK cleared (see path_check). */
-static long reopen_end(long pfd, long fd)
-{
+	snprintf(self, sizeof(self), "/proc/self/fd/%d", (int)pfd);
+	fd = open(self, REOPEN_FLAGS);
+	if (fd < 0 && (errno == EMFILE || errno == ENFILE) && fc && files_shed(fc))
+		fd = open(self, REOPEN_FLAGS);
+	fd = fd < 0 ? -errno : fd;
 	close((int)pfd);
 	if (fd >= 0)
 		fcntl((int)fd, F_SETFL, O_RDONLY);
 	return fd;
 }
 
-/* The reopen as a plain call (blocking mode, and the worker in threads
- * mode); with fc, out of descriptors, the cache sheds half and it tries
- * again (a name needs two descriptors for a moment). */
-static long reopen_now(struct file_cache *fc, long pfd)
-{
-	char self[32];
-	long fd;
-
-	self_path(self, sizeof(self), pfd);
-	fd = open(self, REOPEN_FLAGS);
-	if (fd < 0 && (errno == EMFILE || errno == ENFILE) && fc && files_shed(fc))
-		fd = open(self, REOPEN_FLAGS);
-	return reopen_end(pfd, fd < 0 ? -errno : fd);
-}
-
-static int reopen_lazy(struct conn *c, long pfd, struct file **out);
-static int reopened(struct conn *c, long res, struct file **out);
-
 /* laio and blocking modes: fd checked, reopened when a regular file, into
- * the cache; -EINPROGRESS when laio's reopen went to the background. */
+ * the cache. The reopen is a plain call in laio mode too: laio would send
+ * it to the background every time (a /proc/self/fd lookup is never a
+ * cached one, RESOLVE_CACHED refuses it), which cost 5 us an open, while
+ * a local file system's open does not wait for the disk (the name's
+ * walk, which may, was the lazy call). An open that asks a server (NFS,
+ * FUSE) waits on the loop thread. */
 static int opened_inline(struct conn *c, long fd, struct file **out)
 {
 	struct resp *r = c->resp;
@@ -295,8 +288,6 @@ static int opened_inline(struct conn *c, long fd, struct file **out)
 	if (fd < 0)
 		return (int)fd;
 	if (cfg->reopen && S_ISREG(r->st.st_mode)) {
-		if (cfg->disk_io == DISK_LAIO)
-			return reopen_lazy(c, fd, out);
 		fd = reopen_now(c->srv->files, fd);
 		if (fd < 0)
 			return (int)fd;
@@ -457,20 +448,12 @@ void files_complete(struct conn *c, long res)
 
 	c->waiting = false;
 	if (c->state == C_CLOSING) {
-		if (r->kind != K_READ && r->kind != K_LIST && res >= 0)
+		if ((r->kind == K_OPEN || r->kind == K_OPEN_LINK) && res >= 0)
 			close((int)res);
-		if (r->kind == K_REOPEN)
-			close(r->pfd);
 		conn_released(c);
 		return;
 	}
 	switch (r->kind) {
-	case K_REOPEN:
-		if (res == -EMFILE || res == -ENFILE)
-			files_shed(c->srv->files);	/* for the next open */
-		err = reopened(c, res, &f);
-		r->open_cb(c, f, err);
-		break;
 	case K_OPEN_LINK:
 	case K_OPEN:
 		if (r->kind == K_OPEN_LINK) {
@@ -486,8 +469,8 @@ void files_complete(struct conn *c, long res)
 			err = (int)res;
 		else if (c->srv->cfg->disk_io == DISK_THREADS)
 			err = make_file(c, (int)res, &r->st, &f);
-		else if ((err = opened_inline(c, res, &f)) == -EINPROGRESS)
-			return;		/* the reopen went to the background */
+		else
+			err = opened_inline(c, res, &f);
 		r->open_cb(c, f, err);
 		break;
 	default:
@@ -526,34 +509,6 @@ static int to_pool(struct conn *c, long (*fn)(void *))
 	} \
 	hub_unlock((c)->srv); \
 	r_; })
-
-/* laio's reopen is over (res: its descriptor or -errno): into the cache. */
-static int reopened(struct conn *c, long res, struct file **out)
-{
-	struct resp *r = c->resp;
-	long fd = reopen_end(r->pfd, res);
-
-	r->pfd = -1;
-	return fd < 0 ? (int)fd : make_file(c, (int)fd, &r->st, out);
-}
-
-/* laio mode: the reopen, a lazy call too (an NFS or FUSE open asks its
- * server), inline when it does not block. */
-static int reopen_lazy(struct conn *c, long pfd, struct file **out)
-{
-	struct resp *r = c->resp;
-	long fd;
-
-	self_path(r->self, sizeof(r->self), pfd);
-	r->pfd = pfd;
-	r->kind = K_REOPEN;
-	fd = LAZY(c, SYS_openat, AT_FDCWD, r->self, REOPEN_FLAGS, 0);
-	if ((fd == -EMFILE || fd == -ENFILE) && files_shed(c->srv->files))
-		fd = LAZY(c, SYS_openat, AT_FDCWD, r->self, REOPEN_FLAGS, 0);
-	if (fd == -EINPROGRESS)
-		return (int)fd;
-	return reopened(c, fd, out);
-}
 
 /* laio mode's open_res: a link refused by RESOLVE_BENEATH is walked
  * again by a lazy call of its own. */

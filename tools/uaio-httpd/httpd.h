@@ -260,8 +260,6 @@ struct resp {
 	struct stat st;
 	long res;
 	int kind;
-	int pfd;			/* the O_PATH descriptor being reopened */
-	char self[32];			/* its /proc/self/fd path */
 	files_open_cb open_cb;
 	files_read_cb read_cb;
 	void *rd_buf;

@@ -80,6 +80,17 @@ static inline struct aiocb t_cb(int fd, void *buf, size_t n, off_t off)
 	return cb;
 }
 
+/* A new pipe whose read end takes the number num (just closed). */
+static inline void t_pipe_at(int q[2], int num)
+{
+	CHECK(pipe(q) == 0);
+	if (q[0] != num) {
+		CHECK(dup2(q[0], num) == num);
+		close(q[0]);
+		q[0] = num;
+	}
+}
+
 /* Waits for cb (aio_suspend, retrying on EINTR) and returns aio_return;
  * *err gets aio_error. */
 static inline ssize_t t_wait(struct aiocb *cb, int *err)

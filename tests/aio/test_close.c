@@ -17,12 +17,7 @@ static void pipe_reused_number(void)
 	CHECK_EQ(uaio_read(&cb2), 0);	/* waits in line behind cb */
 	int num = p[0];
 	close(p[0]);
-	CHECK(pipe(q) == 0);
-	if (q[0] != num) {		/* make the new pipe take that number */
-		CHECK(dup2(q[0], num) == num);
-		close(q[0]);
-		q[0] = num;
-	}
+	t_pipe_at(q, num);	/* the new pipe takes that number */
 	CHECK(write(q[1], "Q", 1) == 1);
 	CHECK(write(p[1], "PR", 2) == 2);
 	CHECK_EQ(t_wait(&cb, &err), 1);

@@ -77,12 +77,7 @@ static void reused_number(void)
 	num = p[0];
 	close(p[0]);
 	free_dups(1);		/* room for the second pipe */
-	CHECK(pipe(q) == 0);
-	if (q[0] != num) {
-		CHECK(dup2(q[0], num) == num);
-		close(q[0]);
-		q[0] = num;
-	}
+	t_pipe_at(q, num);	/* the new pipe takes that number */
 	CHECK(write(q[1], "Q", 1) == 1);
 	CHECK(write(p[1], "P", 1) == 1);
 	CHECK_EQ(t_wait(&cb, &err), 1);

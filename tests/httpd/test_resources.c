@@ -39,7 +39,9 @@ static void setup(void)
 /* With RLIMIT_NOFILE 64 (soft and hard), more distinct files than that
  * are served: the cache keeps to a share of the descriptors. (The cache
  * took them all: 503 for every file past about 48, for ever.) */
-static void t_small_nofile(void)
+/* fn's exit status, run in a child whose RLIMIT_NOFILE is 64 (soft and
+ * hard), or -1 if it did not exit. */
+static int nofile_64(int (*fn)(void))
 {
 	pid_t pid;
 	int st;
@@ -49,30 +51,40 @@ static void t_small_nofile(void)
 	FATAL(pid >= 0, "fork");
 	if (pid == 0) {
 		struct rlimit rl = { 64, 64 };
-		struct ht_server s;
-		struct ht_resp r;
-		int ok = 0;
 
-		if (setrlimit(RLIMIT_NOFILE, &rl) < 0)
-			_exit(3);
-		ht_start(&s, root, NULL);
-		for (int i = 0; i < NFILES; i++) {
-			char path[32];
-
-			snprintf(path, sizeof(path), "/f%d.txt", i);
-			if (ht_get(s.port, path, "", &r) == HT_OK && r.status == 200)
-				ok++;
-			else
-				fprintf(stderr, "    %s: status %d\n", path, r.status);
-			ht_resp_free(&r);
-		}
-		ht_stop(&s);
-		_exit(ok == NFILES ? 0 : 1);
+		_exit(setrlimit(RLIMIT_NOFILE, &rl) < 0 ? 3 : fn());
 	}
 	FATAL(waitpid(pid, &st, 0) == pid, "waitpid");
-	EXPECT(WIFEXITED(st) && WEXITSTATUS(st) == 0,
-	       "RLIMIT_NOFILE 64: every one of %d files served (child status %d)", NFILES,
-	       WIFEXITED(st) ? WEXITSTATUS(st) : -1);
+	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+static int small_nofile(void)
+{
+	struct ht_server s;
+	struct ht_resp r;
+	int ok = 0;
+
+	ht_start(&s, root, NULL);
+	for (int i = 0; i < NFILES; i++) {
+		char path[32];
+
+		snprintf(path, sizeof(path), "/f%d.txt", i);
+		if (ht_get(s.port, path, "", &r) == HT_OK && r.status == 200)
+			ok++;
+		else
+			fprintf(stderr, "    %s: status %d\n", path, r.status);
+		ht_resp_free(&r);
+	}
+	ht_stop(&s);
+	return ok == NFILES ? 0 : 1;
+}
+
+static void t_small_nofile(void)
+{
+	int st = nofile_64(small_nofile);
+
+	EXPECT(st == 0, "RLIMIT_NOFILE 64: every one of %d files served (child status %d)",
+	       NFILES, st);
 }
 
 static int deleted_fds(pid_t pid)
@@ -266,58 +278,51 @@ static void t_lease_all(void)
 /* One descriptor left (connections hold the rest) and some in the cache:
  * a new file, which needs two for a moment (its name, then the file),
  * makes the cache give some back and is served. */
+static int last_fd(void)
+{
+	struct ht_conn *idle[64];
+	struct ht_server s;
+	struct ht_resp r;
+	int n = 0, bad = 0;
+
+	ht_start(&s, root, "--max-conns", "200", NULL);
+	for (int i = 0; i < 8; i++) {
+		char path[32];
+
+		snprintf(path, sizeof(path), "/f%d.txt", i);
+		bad += ht_get(s.port, path, "", &r) != HT_OK || r.status != 200;
+		ht_resp_free(&r);
+	}
+	/* idle connections until the server has one descriptor free */
+	while (n < 64 && ht_count_fds(s.pid) < 63) {
+		int before = ht_count_fds(s.pid);
+
+		idle[n++] = ht_connect(s.port);
+		for (int k = 0; k < 200 && ht_count_fds(s.pid) == before; k++)
+			usleep(10000);
+	}
+	if (ht_count_fds(s.pid) != 63) {
+		ht_kill(&s);
+		return 4;
+	}
+	ht_sends(idle[0], "GET /f50.txt HTTP/1.1\r\nHost: x\r\n\r\n");
+	if (ht_read(idle[0], &r, 0) != HT_OK || r.status != 200) {
+		fprintf(stderr, "    status %d\n", r.status);
+		bad++;
+	}
+	ht_resp_free(&r);
+	while (n > 0)
+		ht_close(idle[--n]);
+	ht_stop(&s);
+	return bad || ht_finish() ? 1 : 0;
+}
+
 static void t_last_fd(void)
 {
-	pid_t pid;
-	int st;
+	int st = nofile_64(last_fd);
 
-	fflush(NULL);
-	pid = fork();
-	FATAL(pid >= 0, "fork");
-	if (pid == 0) {
-		struct rlimit rl = { 64, 64 };
-		struct ht_conn *idle[64];
-		struct ht_server s;
-		struct ht_resp r;
-		int n = 0, bad = 0;
-
-		if (setrlimit(RLIMIT_NOFILE, &rl) < 0)
-			_exit(3);
-		ht_start(&s, root, "--max-conns", "200", NULL);
-		for (int i = 0; i < 8; i++) {
-			char path[32];
-
-			snprintf(path, sizeof(path), "/f%d.txt", i);
-			bad += ht_get(s.port, path, "", &r) != HT_OK || r.status != 200;
-			ht_resp_free(&r);
-		}
-		/* idle connections until the server has one descriptor free */
-		while (n < 64 && ht_count_fds(s.pid) < 63) {
-			int before = ht_count_fds(s.pid);
-
-			idle[n++] = ht_connect(s.port);
-			for (int k = 0; k < 200 && ht_count_fds(s.pid) == before; k++)
-				usleep(10000);
-		}
-		if (ht_count_fds(s.pid) != 63) {
-			ht_kill(&s);
-			_exit(4);
-		}
-		ht_sends(idle[0], "GET /f50.txt HTTP/1.1\r\nHost: x\r\n\r\n");
-		if (ht_read(idle[0], &r, 0) != HT_OK || r.status != 200) {
-			fprintf(stderr, "    status %d\n", r.status);
-			bad++;
-		}
-		ht_resp_free(&r);
-		while (n > 0)
-			ht_close(idle[--n]);
-		ht_stop(&s);
-		_exit(bad || ht_finish() ? 1 : 0);
-	}
-	FATAL(waitpid(pid, &st, 0) == pid, "waitpid");
-	EXPECT(WIFEXITED(st) && WEXITSTATUS(st) == 0,
-	       "one descriptor left, 8 in the cache: a new file served (child status %d)",
-	       WIFEXITED(st) ? WEXITSTATUS(st) : -1);
+	EXPECT(st == 0, "one descriptor left, 8 in the cache: a new file served (child status %d)",
+	       st);
 }
 
 int main(void)

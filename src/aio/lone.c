@@ -55,7 +55,7 @@ void aio__lone_forget(void)
 	}
 }
 
-/* Whether a request on fd runs (or waits) on a thread of this file's. */
+/* Whether requests on fd run, or wait, on a helper thread. */
 bool aio__lone_running_locked(int fd)
 {
 	for (struct aio_lone *l = E->lone; l; l = l->next)

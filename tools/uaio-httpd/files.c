@@ -277,7 +277,7 @@ static long reopen_now(struct file_cache *fc, long pfd)
  * it to the background every time (a /proc/self/fd lookup is never a
  * cached one, RESOLVE_CACHED refuses it), which cost 5 us an open, while
  * a local file system's open does not wait for the disk (the name's
- * walk, which may, was the lazy call). An open that asks a server (NFS,
+ * walk, which may, is the lazy call). An open that asks a server (NFS,
  * FUSE) waits on the loop thread. */
 static int opened_inline(struct conn *c, long fd, struct file **out)
 {

@@ -90,6 +90,10 @@ UAIO_API int uaio_cancel(int fd, struct aiocb *cb)
 	}
 
 	aio__lock();
+	if (cb && E->lone && aio__lone_cancel_locked(fd, cb, &canceled, &notcanceled)) {
+		aio__unlock();
+		return canceled ? AIO_CANCELED : AIO_NOTCANCELED;
+	}
 	if (cb) {
 		struct aio_req *r = priv(cb)->req;
 
@@ -104,7 +108,7 @@ UAIO_API int uaio_cancel(int fd, struct aiocb *cb)
 		struct aio_req *r;
 
 		orphans_cancel_locked(fd, NULL, &canceled, &notcanceled);
-		notcanceled += aio__lone_running_locked(fd);
+		aio__lone_cancel_locked(fd, NULL, &canceled, &notcanceled);
 		UAIO_SLAB_FOREACH(&E->reqs, r) {
 			if (r->state == RS_FREE || r->cb->aio_fildes != fd)
 				continue;

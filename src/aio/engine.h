@@ -392,6 +392,7 @@ bool aio__lone_running_locked(int fd);
 void aio__lone_forget(void);
 int aio__lone_thread(struct aiocb *cb, int kind, struct aio_lio *g, int err);
 int aio__lone_follow(struct aiocb *cb, int kind, struct aio_lio *g);
+bool aio__lone_cancel_locked(int fd, struct aiocb *cb, int *canceled, int *notcanceled);
 void aio__complete(struct aiocb *cb, long res);
 
 /* engine.c */

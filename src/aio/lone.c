@@ -134,6 +134,41 @@ static void lone_chain(struct aio_lone *l, int err)
 	}
 }
 
+/*
+ * aio_cancel: requests on fd (cb, or all of them) waiting behind another
+ * on a helper thread end with ECANCELED, as glibc cancels those still in
+ * its queue; the one a thread runs is counted in *notcanceled. Returns
+ * whether cb (if given) was found.
+ */
+bool aio__lone_cancel_locked(int fd, struct aiocb *cb, int *canceled, int *notcanceled)
+{
+	bool found = false;
+
+	for (struct aio_lone *l = E->lone, *next; l; l = next) {
+		struct aio_lone *ahead = NULL;
+
+		next = l->next;
+		if (l->fd != fd || (cb && l->cb != cb))
+			continue;
+		found = true;
+		for (struct aio_lone *a = E->lone; a && !ahead; a = a->next)
+			if (a->behind == l)
+				ahead = a;
+		if (!ahead) {		/* its thread runs it */
+			(*notcanceled)++;
+			continue;
+		}
+		ahead->behind = l->behind;
+		lone_unlink_locked(l);
+		aio__complete(l->cb, -ECANCELED);
+		if (l->g)
+			aio__lio_put_locked(l->g, true);
+		free(l);
+		(*canceled)++;
+	}
+	return found;
+}
+
 static void *lone_main(void *arg)
 {
 	lone_chain(arg, 0);

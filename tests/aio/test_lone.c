@@ -3,7 +3,8 @@
  * Requests made while the engine can have no descriptor (EMFILE): they
  * run on helper threads, one per descriptor (src/aio/lone.c). A request
  * waiting there still completes only on the file it was made for, and
- * requests made once descriptors are back do not overtake it. Each case
+ * requests made once descriptors are back do not overtake it; aio_cancel
+ * cancels the requests still waiting. Each case
  * in a child of its own, whose descriptor table is full from the start.
  */
 #include "aio/aio_util.h"
@@ -121,6 +122,31 @@ static void engine_behind(void)
 	CHECK(!memcmp(got + BIG, "X1X1Y2Y2", 8));
 }
 
+/* aio_cancel: the requests waiting behind another are cancelled, as glibc
+ * cancels those still in its queue; the one its thread runs is not. */
+static void cancel_queued(void)
+{
+	int p[2], err;
+	char b[3] = { 0 };
+
+	CHECK(pipe(p) == 0);
+	fill_table();
+	struct aiocb r1 = t_cb(p[0], b, 1, 0), r2 = t_cb(p[0], b + 1, 1, 0),
+		     r3 = t_cb(p[0], b + 2, 1, 0);
+	CHECK_EQ(uaio_read(&r1), 0);
+	CHECK_EQ(uaio_read(&r2), 0);
+	CHECK_EQ(uaio_read(&r3), 0);
+	CHECK_EQ(uaio_cancel(p[0], &r3), AIO_CANCELED);
+	CHECK_EQ(uaio_error(&r3), ECANCELED);
+	CHECK_EQ(uaio_cancel(p[0], &r1), AIO_NOTCANCELED);
+	CHECK_EQ(uaio_cancel(p[0], NULL), AIO_NOTCANCELED);	/* r1 runs; r2 goes */
+	CHECK_EQ(t_wait(&r2, &err), -1);
+	CHECK_EQ(err, ECANCELED);
+	CHECK(write(p[1], "A", 1) == 1);
+	CHECK_EQ(t_wait(&r1, &err), 1);
+	CHECK(b[0] == 'A');
+}
+
 static void in_child(void (*fn)(void), const char *name)
 {
 	pid_t pid;
@@ -145,5 +171,6 @@ int main(void)
 	t_watchdog(60);
 	in_child(reused_number, "reused_number");
 	in_child(engine_behind, "engine_behind");
+	in_child(cancel_queued, "cancel_queued");
 	return T_EXIT_PASS;
 }

@@ -44,9 +44,32 @@ static void lone_unlink_locked(struct aio_lone *l)
 	*pp = l->next;
 }
 
-/* A fork's child: the threads are the parent's, their records go. */
+/* A fork's child: the threads are the parent's, their records go, and
+ * the requests become orphans as the engine's do (engine.c
+ * orphans_adopt): a waiting one can be cancelled, the one a thread ran
+ * never ends. As many as there is memory for; the rest stay in progress,
+ * uncancellable. */
 void aio__lone_forget(void)
 {
+	size_t n = E->norphans;
+	struct aio_orphan *o;
+
+	for (struct aio_lone *l = E->lone; l; l = l->next)
+		n++;
+	o = n > E->norphans ? realloc(E->orphans, n * sizeof(*o)) : NULL;
+	if (o)
+		E->orphans = o;
+	for (struct aio_lone *l = E->lone; l; l = l->next) {
+		bool waiting = false;
+
+		if (cb_state(l->cb) != ST_LIVE)
+			continue;
+		for (struct aio_lone *a = E->lone; a && !waiting; a = a->next)
+			waiting = a->behind == l;
+		atomic_store(&priv(l->cb)->state, tag(l->cb, ST_ORPHAN));
+		if (o && E->norphans < n)
+			o[E->norphans++] = (struct aio_orphan){ l->cb, l->fd, waiting };
+	}
 	while (E->lone) {
 		struct aio_lone *l = E->lone;
 

@@ -4,7 +4,7 @@
  * run on helper threads, one per descriptor (src/aio/lone.c). A request
  * waiting there still completes only on the file it was made for, and
  * requests made once descriptors are back do not overtake it; aio_cancel
- * cancels the requests still waiting. Each case
+ * cancels the requests still waiting, in a fork's child too. Each case
  * in a child of its own, whose descriptor table is full from the start.
  */
 #include "aio/aio_util.h"
@@ -147,6 +147,37 @@ static void cancel_queued(void)
 	CHECK(b[0] == 'A');
 }
 
+/* A fork's child: the parent's waiting request can be cancelled there,
+ * the running one cannot (it never ends in the child), as glibc's child. */
+static void fork_orphans(void)
+{
+	int p[2], err, st;
+	char b[2] = { 0 };
+	pid_t pid;
+
+	CHECK(pipe(p) == 0);
+	fill_table();
+	struct aiocb r1 = t_cb(p[0], b, 1, 0), r2 = t_cb(p[0], b + 1, 1, 0);
+	CHECK_EQ(uaio_read(&r1), 0);
+	CHECK_EQ(uaio_read(&r2), 0);
+	pid = fork();
+	CHECK(pid >= 0);
+	if (pid == 0) {
+		CHECK_EQ(uaio_cancel(p[0], &r2), AIO_CANCELED);
+		CHECK_EQ(uaio_error(&r2), ECANCELED);
+		CHECK_EQ(uaio_cancel(p[0], &r1), AIO_NOTCANCELED);
+		CHECK_EQ(uaio_error(&r1), EINPROGRESS);
+		_exit(0);
+	}
+	CHECK(waitpid(pid, &st, 0) == pid);
+	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	/* the parent's go on */
+	CHECK(write(p[1], "AB", 2) == 2);
+	CHECK_EQ(t_wait(&r1, &err), 1);
+	CHECK_EQ(t_wait(&r2, &err), 1);
+	CHECK(b[0] == 'A' && b[1] == 'B');
+}
+
 static void in_child(void (*fn)(void), const char *name)
 {
 	pid_t pid;
@@ -172,5 +203,6 @@ int main(void)
 	in_child(reused_number, "reused_number");
 	in_child(engine_behind, "engine_behind");
 	in_child(cancel_queued, "cancel_queued");
+	in_child(fork_orphans, "fork_orphans");
 	return T_EXIT_PASS;
 }

@@ -164,6 +164,35 @@ static void waiter_gone(void *arg)
 	atomic_fetch_sub(&E->waiters, 1);
 }
 
+/* suspend's wait on the completion count; its own function, so that no
+ * caller's variable lives across pthread_cleanup_push's setjmp. */
+static int suspend_wait(const struct aiocb *const list[], int nent,
+			const struct timespec *deadline)
+{
+	volatile int r = 0;	/* set between the setjmp and a cancel's unwind */
+
+	atomic_fetch_add(&E->waiters, 1);
+	pthread_cleanup_push(waiter_gone, NULL);
+	for (;;) {
+		unsigned snap = atomic_load(&E->seq);
+		int ct;
+
+		if (aio__any_done(list, nent))
+			break;
+		ct = aio__cancel_async();
+		r = seq_wait(snap, deadline);
+		aio__cancel_restore(ct);
+		if (r == -ETIMEDOUT) {
+			r = aio__any_done(list, nent) ? 0 : -EAGAIN;
+			break;
+		}
+		if (r == -EINTR)
+			break;
+	}
+	pthread_cleanup_pop(1);
+	return r;
+}
+
 static int suspend(const struct aiocb *const list[], int nent,
 		   const struct timespec *timeout);
 
@@ -227,25 +256,6 @@ static int suspend(const struct aiocb *const list[], int nent,
 		return posix_ret(r);
 	if (aio__own_wait(list, nent, timeout ? &deadline : NULL, &r))
 		return posix_ret(r);
-	atomic_fetch_add(&E->waiters, 1);
-	pthread_cleanup_push(waiter_gone, NULL);
-	for (;;) {
-		unsigned snap = atomic_load(&E->seq);
-		int ct;
-
-		if (aio__any_done(list, nent))
-			break;
-		ct = aio__cancel_async();
-		r = seq_wait(snap, timeout ? &deadline : NULL);
-		aio__cancel_restore(ct);
-		if (r == -ETIMEDOUT) {
-			r = aio__any_done(list, nent) ? 0 : -EAGAIN;
-			break;
-		}
-		if (r == -EINTR)
-			break;
-	}
-	pthread_cleanup_pop(1);
-	return posix_ret(r);
+	return posix_ret(suspend_wait(list, nent, timeout ? &deadline : NULL));
 }
 

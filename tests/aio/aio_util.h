@@ -80,6 +80,17 @@ static inline struct aiocb t_cb(int fd, void *buf, size_t n, off_t off)
 	return cb;
 }
 
+/* Waits for the child pid and checks that it exited with status want. */
+static inline void t_child_exit(pid_t pid, int want)
+{
+	int st;
+
+	CHECK(waitpid(pid, &st, 0) == pid);
+	if (!WIFEXITED(st))
+		fprintf(stderr, "    child killed by signal %d\n", WTERMSIG(st));
+	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == want);
+}
+
 /* A new pipe whose read end takes the number num (just closed). */
 static inline void t_pipe_at(int q[2], int num)
 {

@@ -18,7 +18,7 @@ static void on_child_note(union sigval v)
 
 static void child_afresh(void)
 {
-	int p[2], q[2], err, st;
+	int p[2], q[2], err;
 	char b[8], c[8];
 
 	CHECK(pipe(p) == 0);
@@ -54,8 +54,7 @@ static void child_afresh(void)
 		CHECK_EQ(t_wait(&w, &err), 6);
 		_exit(0);
 	}
-	CHECK(waitpid(kid, &st, 0) == kid);
-	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	t_child_exit(kid, 0);
 	/* The parent's request was not disturbed by the child. */
 	CHECK_EQ(uaio_error(&parent), EINPROGRESS);
 	CHECK(write(p[1], "parent", 6) == 6);
@@ -72,7 +71,7 @@ static void child_afresh(void)
  * AIO_NOTCANCELED, even once the number is another file's. */
 static void child_cancel(void)
 {
-	int p[2], err, st;
+	int p[2], err;
 	char b[8], c[8];
 	sigset_t set;
 
@@ -104,8 +103,7 @@ static void child_cancel(void)
 		CHECK_EQ(uaio_error(&running), EINPROGRESS);
 		_exit(0);
 	}
-	CHECK(waitpid(kid, &st, 0) == kid);
-	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	t_child_exit(kid, 0);
 	CHECK(write(p[1], "12345678", 8) == 8);
 	CHECK_EQ(t_wait(&running, &err), 4);
 	CHECK_EQ(t_wait(&queued, &err), 4);
@@ -128,8 +126,6 @@ int __lsan_is_turned_off(void)
 
 static void exit_in_flight(void)
 {
-	int st;
-
 	for (int how = 0; how < 2; how++) {
 		fflush(NULL);
 		pid_t kid = fork();
@@ -149,8 +145,7 @@ static void exit_in_flight(void)
 				exit(3);
 			_exit(3);
 		}
-		CHECK(waitpid(kid, &st, 0) == kid);
-		CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 3);
+		t_child_exit(kid, 3);
 	}
 }
 

@@ -151,7 +151,7 @@ static void cancel_queued(void)
  * the running one cannot (it never ends in the child), as glibc's child. */
 static void fork_orphans(void)
 {
-	int p[2], err, st;
+	int p[2], err;
 	char b[2] = { 0 };
 	pid_t pid;
 
@@ -169,8 +169,7 @@ static void fork_orphans(void)
 		CHECK_EQ(uaio_error(&r1), EINPROGRESS);
 		_exit(0);
 	}
-	CHECK(waitpid(pid, &st, 0) == pid);
-	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	t_child_exit(pid, 0);
 	/* the parent's go on */
 	CHECK(write(p[1], "AB", 2) == 2);
 	CHECK_EQ(t_wait(&r1, &err), 1);
@@ -181,7 +180,6 @@ static void fork_orphans(void)
 static void in_child(void (*fn)(void), const char *name)
 {
 	pid_t pid;
-	int st;
 
 	fprintf(stderr, "  %s ...\n", name);
 	fflush(NULL);
@@ -191,10 +189,7 @@ static void in_child(void (*fn)(void), const char *name)
 		fn();
 		_exit(0);
 	}
-	CHECK(waitpid(pid, &st, 0) == pid);
-	if (!WIFEXITED(st))
-		fprintf(stderr, "    %s: killed by signal %d\n", name, WTERMSIG(st));
-	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	t_child_exit(pid, 0);
 }
 
 int main(void)

@@ -256,7 +256,7 @@ static void after_fork(void)
 {
 	char *b = block();
 	struct aiocb cb = t_cb(dfd, b, BS, 2 * BS);
-	int err, st;
+	int err;
 	pid_t pid;
 
 	CHECK_EQ(uaio_read(&cb), 0);
@@ -274,8 +274,7 @@ static void after_fork(void)
 	}
 	CHECK_EQ(t_wait(&cb, &err), BS);
 	CHECK(!memcmp(b, data + 2 * BS, BS));
-	CHECK(waitpid(pid, &st, 0) == pid);
-	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	t_child_exit(pid, 0);
 	free(b);
 }
 

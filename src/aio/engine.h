@@ -282,8 +282,8 @@ struct aio_engine {
 	struct aio_fdw **fdw;
 	unsigned nfdw;
 	/* Requests on helper threads, one per descriptor, running or
-	 * waiting their turn (no descriptor for the engine: lone.c), which
-	 * aio_cancel must count as in progress. */
+	 * waiting their turn (no descriptor for the engine: lone.c); the
+	 * running ones aio_cancel counts as in progress. */
 	struct aio_lone *lone;
 	/* Records kept for reuse, so that a steady stream of requests calls
 	 * no malloc: a signal handler that forks while this thread is inside

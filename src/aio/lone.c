@@ -44,6 +44,16 @@ static void lone_unlink_locked(struct aio_lone *l)
 	*pp = l->next;
 }
 
+/* The request l waits behind on its descriptor's thread, or NULL when
+ * that thread runs l (or is about to). */
+static struct aio_lone *lone_ahead_of_locked(const struct aio_lone *l)
+{
+	for (struct aio_lone *a = E->lone; a; a = a->next)
+		if (a->behind == l)
+			return a;
+	return NULL;
+}
+
 /* A fork's child: the threads are the parent's, their records go, and
  * the requests become orphans as the engine's do (engine.c
  * orphans_adopt): a waiting one can be cancelled, the one a thread ran
@@ -60,15 +70,12 @@ void aio__lone_forget(void)
 	if (o)
 		E->orphans = o;
 	for (struct aio_lone *l = E->lone; l; l = l->next) {
-		bool waiting = false;
-
 		if (cb_state(l->cb) != ST_LIVE)
 			continue;
-		for (struct aio_lone *a = E->lone; a && !waiting; a = a->next)
-			waiting = a->behind == l;
 		atomic_store(&priv(l->cb)->state, tag(l->cb, ST_ORPHAN));
 		if (o && E->norphans < n)
-			o[E->norphans++] = (struct aio_orphan){ l->cb, l->fd, waiting };
+			o[E->norphans++] = (struct aio_orphan){
+				l->cb, l->fd, lone_ahead_of_locked(l) != NULL };
 	}
 	while (E->lone) {
 		struct aio_lone *l = E->lone;
@@ -167,17 +174,12 @@ bool aio__lone_cancel_locked(int fd, struct aiocb *cb, int *canceled, int *notca
 {
 	bool found = false;
 
-	for (struct aio_lone *l = E->lone, *next; l; l = next) {
-		struct aio_lone *ahead = NULL;
-
+	for (struct aio_lone *l = E->lone, *next, *ahead; l; l = next) {
 		next = l->next;
 		if (l->fd != fd || (cb && l->cb != cb))
 			continue;
 		found = true;
-		for (struct aio_lone *a = E->lone; a && !ahead; a = a->next)
-			if (a->behind == l)
-				ahead = a;
-		if (!ahead) {		/* its thread runs it */
+		if (!(ahead = lone_ahead_of_locked(l))) {	/* its thread runs it */
 			(*notcanceled)++;
 			continue;
 		}

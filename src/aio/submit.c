@@ -146,8 +146,6 @@ static void lio_add_locked(struct aio_req *r, struct aio_lio *g)
 	}
 }
 
-/* The request becomes a record on a non-seekable file's FIFO (or on an
- * O_APPEND file's, whose writes keep the order of the calls). */
 /*
  * Requests on fd still on a helper thread (made while the engine had no
  * descriptor, lone.c): this one goes behind them there, so none of the
@@ -166,6 +164,8 @@ static bool lone_ahead_locked(struct aiocb *cb, int kind, int fd, struct aio_lio
 	return false;
 }
 
+/* The request becomes a record on a non-seekable file's FIFO (or on an
+ * O_APPEND file's, whose writes keep the order of the calls). */
 static int submit_serial(struct aiocb *cb, int kind, int fd, int fl,
 			 const struct stat *st, struct lio_ctx *pc,
 			 struct aio_lio *g)

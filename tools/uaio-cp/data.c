@@ -314,8 +314,10 @@ static bool small_cached(struct cp_run *r, struct cp_dir *dir, const struct cp_j
 {
 	int c;
 
-	if (r->small != SMALL_AUTO || (dir && dir->small_cached >= 0))
-		return r->small != SMALL_AUTO || dir->small_cached;
+	if (r->small != SMALL_AUTO)
+		return true;
+	if (dir && dir->small_cached >= 0)
+		return dir->small_cached;
 	if (!j->st.st_size)
 		return true;
 	c = uaio_file_cached(j->sfd, 0, (uint64_t)j->st.st_size) != 0;

@@ -129,11 +129,10 @@ int main(int argc, char **argv)
 			  !strcmp(sm, "work") ? SMALL_WORK : SMALL_AUTO;
 	}
 	{
-		/* A worker per CPU it may run on, at least 2: small files' batches find
-		 * fewer threads asleep to wake. On 2 CPUs, warm trees on a fresh
-		 * ext4, 7 interleaved runs: 20 000 small files 0.238 s with 2
-		 * workers, 0.249 s with 3, 0.261 s with 4 (the loop's
-		 * default); 1-4 MiB files the same (0.110 s, 0.106 s, 0.108 s). */
+		/* A worker per CPU it may run on, at least 2: small files'
+		 * batches find fewer threads asleep to wake (20 000 small
+		 * files: 0.238 s with 2 workers, 0.261 s with the loop's 4;
+		 * docs/cp.md, Measurements, says how). */
 		cpu_set_t set;
 		long cpus = sched_getaffinity(0, sizeof(set), &set) == 0 ?
 			    CPU_COUNT(&set) : sysconf(_SC_NPROCESSORS_ONLN);

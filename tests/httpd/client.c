@@ -271,6 +271,9 @@ void ht_spawn(struct ht_server *s, const char *const *argv)
 		dup2(nul, 0);
 		dup2(o, 1);
 		dup2(e, 2);
+		/* only 0-2: a descriptor the test inherited (above its
+		 * RLIMIT_NOFILE, say) would skew the server's count */
+		close_range(3, ~0u, 0);
 		execv(ht_bin(), (char *const *)args);
 		_exit(127);
 	}

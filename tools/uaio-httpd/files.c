@@ -6,9 +6,7 @@
  * otherwise; blocking makes plain calls on the loop thread (NB-B);
  * threads hands every call to the loop's worker pool (AMTED).
  *
- * The cache maps a normalised path to an open descriptor and its
- * ready-made validators. An entry is trusted for cache_valid_ms, then
- * opened afresh, so a replaced or changed file is seen within that time.
+ * What they open goes into the open-file cache (cache.c).
  */
 #define _GNU_SOURCE 1	/* O_PATH */
 #include <dirent.h>
@@ -25,134 +23,6 @@
 #include "httpd.h"
 
 enum { K_OPEN, K_OPEN_LINK, K_READ, K_LIST };
-
-struct file_cache {
-	struct server *s;
-	struct file **bucket;
-	unsigned mask;
-	unsigned n;
-	struct file *head, *tail;	/* most recently used first */
-};
-
-static unsigned hash(const char *p)
-{
-	unsigned h = 2166136261u;
-
-	while (*p)
-		h = (h ^ (unsigned char)*p++) * 16777619u;
-	return h;
-}
-
-struct file_cache *files_new(struct server *s)
-{
-	struct file_cache *fc = calloc(1, sizeof(*fc));
-	unsigned nb = 16;
-
-	if (!fc)
-		return NULL;
-	while (nb < 2 * s->cfg->cache_entries)
-		nb <<= 1;
-	fc->s = s;
-	fc->mask = nb - 1;
-	if (!(fc->bucket = calloc(nb, sizeof(*fc->bucket)))) {
-		free(fc);
-		return NULL;
-	}
-	return fc;
-}
-
-static void lru_unlink(struct file_cache *fc, struct file *f)
-{
-	if (f->lprev)
-		f->lprev->lnext = f->lnext;
-	else
-		fc->head = f->lnext;
-	if (f->lnext)
-		f->lnext->lprev = f->lprev;
-	else
-		fc->tail = f->lprev;
-	f->lprev = f->lnext = NULL;
-}
-
-static void lru_front(struct file_cache *fc, struct file *f)
-{
-	f->lnext = fc->head;
-	f->lprev = NULL;
-	if (fc->head)
-		fc->head->lprev = f;
-	fc->head = f;
-	if (!fc->tail)
-		fc->tail = f;
-}
-
-void file_put(struct server *s, struct file *f)
-{
-	if (--f->refs)
-		return;
-	if (f->fd >= 0)
-		close(f->fd);
-	free(f->path);
-	free(f);
-}
-
-static void uncache(struct file_cache *fc, struct file *f)
-{
-	struct file **pp = &fc->bucket[hash(f->path) & fc->mask];
-
-	while (*pp != f)
-		pp = &(*pp)->hnext;
-	*pp = f->hnext;
-	lru_unlink(fc, f);
-	fc->n--;
-	file_put(fc->s, f);
-}
-
-void files_sweep(struct file_cache *fc)
-{
-	uint64_t now;
-
-	if (!fc || !fc->n)
-		return;
-	now = server_now_ms(fc->s);
-	for (struct file *f = fc->tail, *p; f; f = p) {
-		p = f->lprev;
-		if (now - f->checked_ms >= fc->s->cfg->cache_valid_ms)
-			uncache(fc, f);
-	}
-}
-
-void files_forget(struct file_cache *fc, struct file *f)
-{
-	struct file *e;
-
-	if (!fc || !f || !f->path)
-		return;
-	for (e = fc->bucket[hash(f->path) & fc->mask]; e && e != f; e = e->hnext)
-		;
-	if (e)
-		uncache(fc, f);
-}
-
-/* Out of descriptors: the least recently used half of the cache goes
- * (a response still sending one keeps it open until it is done). */
-static bool files_shed(struct file_cache *fc)
-{
-	unsigned n = (fc->n + 1) / 2;
-
-	for (unsigned i = 0; i < n && fc->tail; i++)
-		uncache(fc, fc->tail);
-	return n > 0;
-}
-
-void files_free(struct file_cache *fc)
-{
-	if (!fc)
-		return;
-	while (fc->head)
-		uncache(fc, fc->head);
-	free(fc->bucket);
-	free(fc);
-}
 
 /* An opened descriptor becomes a file (one reference, the caller's), and
  * joins the cache. st is the descriptor's fstat. */
@@ -201,16 +71,7 @@ static int make_file(struct conn *c, int fd, const struct stat *st,
 		     "ETag: %s\r\nAccept-Ranges: bytes\r\n", f->type,
 		     (unsigned long long)f->size, f->lastmod, f->etag);
 	f->hdr_len = n > 0 && (size_t)n < sizeof(f->hdr) ? (uint16_t)n : 0;
-	if (s->cfg->cache_entries) {
-		struct file **b = &fc->bucket[hash(f->path) & fc->mask];
-
-		f->hnext = *b;
-		*b = f;
-		lru_front(fc, f);
-		f->refs++;
-		if (++fc->n > s->cfg->cache_entries)
-			uncache(fc, fc->tail);
-	}
+	files_add(fc, f);
 	*out = f;
 	return 0;
 }
@@ -263,7 +124,7 @@ static long reopen_now(struct file_cache *fc, long pfd)
 
 	snprintf(self, sizeof(self), "/proc/self/fd/%d", (int)pfd);
 	fd = open(self, REOPEN_FLAGS);
-	if (fd < 0 && (errno == EMFILE || errno == ENFILE) && fc && files_shed(fc))
+	if (fd < 0 && (errno == EMFILE || errno == ENFILE) && fc && files_make_room(fc))
 		fd = open(self, REOPEN_FLAGS);
 	fd = fd < 0 ? -errno : fd;
 	close((int)pfd);
@@ -438,6 +299,7 @@ static long work_list(void *arg)
 }
 
 static long open_res_lazy(struct conn *c, long res);
+static int open_start(struct conn *c, struct file **out);
 
 /* A background call is over (worker or laio): back on the loop thread. */
 void files_complete(struct conn *c, long res)
@@ -463,9 +325,14 @@ void files_complete(struct conn *c, long res)
 			   (res = open_res_lazy(c, res)) == -EINPROGRESS) {
 			return;
 		}
-		if (res == -EMFILE || res == -ENFILE)
-			files_shed(c->srv->files);	/* for the next open */
-		if (res < 0)
+		if ((res == -EMFILE || res == -ENFILE) && r->open_again &&
+		    files_make_room(c->srv->files)) {
+			/* once: a worker cannot make room (the cache is the
+			 * loop thread's), nor could a background laio call */
+			r->open_again = false;
+			if ((err = open_start(c, &f)) == -EINPROGRESS)
+				return;
+		} else if (res < 0)
 			err = (int)res;
 		else if (c->srv->cfg->disk_io == DISK_THREADS)
 			err = make_file(c, (int)res, &r->st, &f);
@@ -527,36 +394,20 @@ static long open_res_lazy(struct conn *c, long res)
 	return link_open(cfg, res, &r->how);
 }
 
-int files_open(struct conn *c, struct file **out, files_open_cb cb)
+/* The cache had no entry: the open by the --disk-io mode. */
+static int open_start(struct conn *c, struct file **out)
 {
 	struct server *s = c->srv;
 	struct file_cache *fc = s->files;
 	struct resp *r = c->resp;
-	struct file *f;
 	long fd;
 
-	for (f = fc->bucket[hash(r->path) & fc->mask]; f; f = f->hnext)
-		if (!strcmp(f->path, r->path))
-			break;
-	if (f) {
-		if (server_now_ms(s) - f->checked_ms < s->cfg->cache_valid_ms) {
-			lru_unlink(fc, f);
-			lru_front(fc, f);
-			f->refs++;
-			*out = f;
-			return 0;
-		}
-		uncache(fc, f);		/* stale: open it afresh */
-	}
-	set_how(c, false);
-	r->kind = K_OPEN;
-	r->open_cb = cb;
 	switch (s->cfg->disk_io) {
 	case DISK_THREADS:
 		return to_pool(c, work_open);
 	case DISK_BLOCKING:
 		fd = open_now(s->cfg, r);
-		if ((fd == -EMFILE || fd == -ENFILE) && files_shed(fc))
+		if ((fd == -EMFILE || fd == -ENFILE) && files_make_room(fc))
 			fd = open_now(s->cfg, r);
 		if (fd < 0)
 			return (int)fd;
@@ -564,7 +415,7 @@ int files_open(struct conn *c, struct file **out, files_open_cb cb)
 	default:
 		fd = LAZY(c, SYS_openat2, s->cfg->rootfd, rel(r), &r->how,
 			  sizeof(r->how));
-		if ((fd == -EMFILE || fd == -ENFILE) && files_shed(fc))
+		if ((fd == -EMFILE || fd == -ENFILE) && files_make_room(fc))
 			fd = LAZY(c, SYS_openat2, s->cfg->rootfd, rel(r), &r->how,
 				  sizeof(r->how));
 		if (fd != -EINPROGRESS)
@@ -574,6 +425,19 @@ int files_open(struct conn *c, struct file **out, files_open_cb cb)
 		break;
 	}
 	return opened_inline(c, fd, out);
+}
+
+int files_open(struct conn *c, struct file **out, files_open_cb cb)
+{
+	struct resp *r = c->resp;
+
+	if ((*out = files_find(c->srv->files, r->path)))
+		return 0;
+	set_how(c, false);
+	r->kind = K_OPEN;
+	r->open_cb = cb;
+	r->open_again = true;
+	return open_start(c, out);
 }
 
 ssize_t files_read(struct conn *c, struct file *f, void *buf, size_t len,

@@ -8,7 +8,8 @@
  *              ranges, dates, validators (no I/O; the fuzz target's code)
  *   conn.c     a connection's life: read, parse, pipeline, time out, close
  *   respond.c  status and headers, then the body (first read + flow)
- *   files.c    the open-file cache and the three --disk-io modes
+ *   files.c    the three --disk-io modes: opens, reads, listings
+ *   cache.c    the open-file cache (and a descriptor in reserve)
  *   server.c   listener, accept, sweep timer, shutdown (the engine object)
  *   mime.c, listing.c, log.c, main.c
  */
@@ -150,7 +151,7 @@ struct mime_table *mime_load(const char *path);	/* NULL path: built-in only */
 const char *mime_type(const struct mime_table *m, const char *path);
 void mime_free(struct mime_table *m);
 
-/* ------------------------------------------------------------ files.c */
+/* --------------------------------------------------- files.c, cache.c */
 
 struct server;
 struct conn;
@@ -182,6 +183,7 @@ struct file {
 typedef void (*files_open_cb)(struct conn *c, struct file *f, int err);
 typedef void (*files_read_cb)(struct conn *c, ssize_t res);
 
+/* cache.c */
 struct file_cache;
 struct file_cache *files_new(struct server *s);
 void files_free(struct file_cache *fc);
@@ -190,6 +192,17 @@ void files_free(struct file_cache *fc);
 void files_sweep(struct file_cache *fc);
 /* A file found changed (shorter than its entry says): out of the cache. */
 void files_forget(struct file_cache *fc, struct file *f);
+/* Out of descriptors: gives some back (half the cache, else the
+ * reserve); false when there was nothing to give. */
+bool files_make_room(struct file_cache *fc);
+/* The entry for path while it is trusted (a new reference), else NULL. */
+struct file *files_find(struct file_cache *fc, const char *path);
+/* A new file joins the cache (which takes a reference of its own). */
+void files_add(struct file_cache *fc, struct file *f);
+/* A reference given back; the last one closes the file. */
+void file_put(struct server *s, struct file *f);
+
+/* files.c */
 /* Finds or opens c->resp->path (relative to the root) by the --disk-io
  * mode: 0 and *out (a reference), -errno, or -EINPROGRESS and cb later. */
 int files_open(struct conn *c, struct file **out, files_open_cb cb);
@@ -204,7 +217,6 @@ bool files_cached(struct conn *c, struct file *f, uint64_t off, uint64_t len);
 /* Builds the listing of directory c->resp->path (--list) into
  * c->resp->extra: its length, -errno, or -EINPROGRESS and cb later. */
 ssize_t files_list(struct conn *c, files_read_cb cb);
-void file_put(struct server *s, struct file *f);
 
 /* A background call of c's (worker or laio) is over: its result, on the
  * loop thread. */
@@ -260,6 +272,7 @@ struct resp {
 	struct stat st;
 	long res;
 	int kind;
+	bool open_again;		/* out of descriptors: room made, once */
 	files_open_cb open_cb;
 	files_read_cb read_cb;
 	void *rd_buf;

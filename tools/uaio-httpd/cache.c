@@ -1,0 +1,202 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The open-file cache: a normalised path to an open descriptor and its
+ * ready-made validators (files.c opens, this file keeps). An entry is
+ * trusted for cache_valid_ms, then opened afresh, so a replaced or
+ * changed file is seen within that time.
+ *
+ * It also holds one descriptor in reserve. Opening a name takes two for
+ * a moment (the name O_PATH, then the file: files.c, reopen_now), so a
+ * server whose connections hold all but one, with nothing cached to give
+ * back, could serve no new file; the reserve is let go for that open and
+ * taken again at the next sweep.
+ */
+#define _GNU_SOURCE 1
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include "httpd.h"
+
+struct file_cache {
+	struct server *s;
+	struct file **bucket;
+	unsigned mask;
+	unsigned n;
+	struct file *head, *tail;	/* most recently used first */
+	int spare;			/* the reserve descriptor, -1 while lent */
+};
+
+static unsigned hash(const char *p)
+{
+	unsigned h = 2166136261u;
+
+	while (*p)
+		h = (h ^ (unsigned char)*p++) * 16777619u;
+	return h;
+}
+
+static void spare_take(struct file_cache *fc)
+{
+	if (fc->spare < 0)
+		fc->spare = fcntl(fc->s->cfg->rootfd, F_DUPFD_CLOEXEC, 0);
+}
+
+struct file_cache *files_new(struct server *s)
+{
+	struct file_cache *fc = calloc(1, sizeof(*fc));
+	unsigned nb = 16;
+
+	if (!fc)
+		return NULL;
+	while (nb < 2 * s->cfg->cache_entries)
+		nb <<= 1;
+	fc->s = s;
+	fc->mask = nb - 1;
+	fc->spare = -1;
+	if (!(fc->bucket = calloc(nb, sizeof(*fc->bucket)))) {
+		free(fc);
+		return NULL;
+	}
+	spare_take(fc);
+	return fc;
+}
+
+static void lru_unlink(struct file_cache *fc, struct file *f)
+{
+	if (f->lprev)
+		f->lprev->lnext = f->lnext;
+	else
+		fc->head = f->lnext;
+	if (f->lnext)
+		f->lnext->lprev = f->lprev;
+	else
+		fc->tail = f->lprev;
+	f->lprev = f->lnext = NULL;
+}
+
+static void lru_front(struct file_cache *fc, struct file *f)
+{
+	f->lnext = fc->head;
+	f->lprev = NULL;
+	if (fc->head)
+		fc->head->lprev = f;
+	fc->head = f;
+	if (!fc->tail)
+		fc->tail = f;
+}
+
+void file_put(struct server *s, struct file *f)
+{
+	(void)s;
+	if (--f->refs)
+		return;
+	if (f->fd >= 0)
+		close(f->fd);
+	free(f->path);
+	free(f);
+}
+
+static void uncache(struct file_cache *fc, struct file *f)
+{
+	struct file **pp = &fc->bucket[hash(f->path) & fc->mask];
+
+	while (*pp != f)
+		pp = &(*pp)->hnext;
+	*pp = f->hnext;
+	lru_unlink(fc, f);
+	fc->n--;
+	file_put(fc->s, f);
+}
+
+void files_sweep(struct file_cache *fc)
+{
+	uint64_t now;
+
+	if (!fc)
+		return;
+	now = server_now_ms(fc->s);
+	for (struct file *f = fc->tail, *p; f; f = p) {
+		p = f->lprev;
+		if (now - f->checked_ms >= fc->s->cfg->cache_valid_ms)
+			uncache(fc, f);
+	}
+	spare_take(fc);
+}
+
+void files_forget(struct file_cache *fc, struct file *f)
+{
+	struct file *e;
+
+	if (!fc || !f || !f->path)
+		return;
+	for (e = fc->bucket[hash(f->path) & fc->mask]; e && e != f; e = e->hnext)
+		;
+	if (e)
+		uncache(fc, f);
+}
+
+/* Out of descriptors: the least recently used half of the cache goes (a
+ * response still sending one keeps it open until it is done); with none
+ * cached, the reserve. */
+bool files_make_room(struct file_cache *fc)
+{
+	unsigned n = (fc->n + 1) / 2;
+
+	if (n) {
+		for (unsigned i = 0; i < n && fc->tail; i++)
+			uncache(fc, fc->tail);
+		return true;
+	}
+	if (fc->spare < 0)
+		return false;
+	close(fc->spare);
+	fc->spare = -1;
+	return true;
+}
+
+void files_free(struct file_cache *fc)
+{
+	if (!fc)
+		return;
+	while (fc->head)
+		uncache(fc, fc->head);
+	if (fc->spare >= 0)
+		close(fc->spare);
+	free(fc->bucket);
+	free(fc);
+}
+
+struct file *files_find(struct file_cache *fc, const char *path)
+{
+	struct file *f;
+
+	for (f = fc->bucket[hash(path) & fc->mask]; f; f = f->hnext)
+		if (!strcmp(f->path, path))
+			break;
+	if (!f)
+		return NULL;
+	if (server_now_ms(fc->s) - f->checked_ms >= fc->s->cfg->cache_valid_ms) {
+		uncache(fc, f);		/* stale: to be opened afresh */
+		return NULL;
+	}
+	lru_unlink(fc, f);
+	lru_front(fc, f);
+	f->refs++;
+	return f;
+}
+
+void files_add(struct file_cache *fc, struct file *f)
+{
+	struct file **b;
+
+	if (!fc->s->cfg->cache_entries)
+		return;
+	b = &fc->bucket[hash(f->path) & fc->mask];
+	f->hnext = *b;
+	*b = f;
+	lru_front(fc, f);
+	f->refs++;
+	if (++fc->n > fc->s->cfg->cache_entries)
+		uncache(fc, fc->tail);
+}

@@ -315,6 +315,59 @@ static void changes(const char *label)
 	fetch_validators();
 }
 
+/* A file written, cut or removed while its entry is in the open-file
+ * cache: the next response says so at once, never the old validators
+ * over the new bytes (a resumed download with If-Range would join two
+ * versions: RFC 9110 13.1.5). No waiting here, unlike changes(): the
+ * cache trusts a name for a second, but not the file's content. */
+static void t_changed_at_once(void)
+{
+	char *path = ht_join(root, "once.txt"), h[512], old[256];
+	char a[100], b[100];
+	struct timespec t1[2] = { { time(NULL) - 7200, 0 }, { time(NULL) - 7200, 0 } };
+	struct timespec t2[2] = { { time(NULL) - 3600, 0 }, { time(NULL) - 3600, 0 } };
+	struct ht_resp r;
+	int fd;
+
+	memset(a, 'A', sizeof(a));
+	memset(b, 'B', sizeof(b));
+	ht_write(path, a, sizeof(a));
+	FATAL(utimensat(AT_FDCWD, path, t1, 0) == 0, "utimensat");
+	ht_get(srv.port, "/once.txt", "Range: bytes=0-49\r\n", &r);
+	FATAL(r.rc == HT_OK && r.status == 206 && ht_hdr(&r, "ETag"), "first half: 206 (got %d)",
+	      r.status);
+	snprintf(old, sizeof(old), "%s", ht_hdr(&r, "ETag"));
+	ht_resp_free(&r);
+
+	/* same size, same inode, other bytes and mtime */
+	fd = open(path, O_WRONLY);
+	FATAL(fd >= 0 && pwrite(fd, b, sizeof(b), 0) == (ssize_t)sizeof(b) &&
+	      futimens(fd, t2) == 0, "rewrite in place");
+	close(fd);
+	snprintf(h, sizeof(h), "Range: bytes=50-\r\nIf-Range: %s\r\n", old);
+	ht_get(srv.port, "/once.txt", h, &r);
+	EXPECT_R(&r, r.rc == HT_OK && r.status == 200 && r.body_len == sizeof(b) &&
+		 !memcmp(r.body, b, sizeof(b)),
+		 "If-Range with the ETag of the old bytes: 200 and the whole new file expected");
+	EXPECT_R(&r, ht_hdr(&r, "ETag") && strcmp(ht_hdr(&r, "ETag"), old),
+		 "the new bytes went out under the old ETag");
+	ht_resp_free(&r);
+
+	/* cut short */
+	FATAL(truncate(path, 10) == 0, "truncate");
+	ht_get(srv.port, "/once.txt", NULL, &r);
+	EXPECT_R(&r, r.rc == HT_OK && r.status == 200 && r.clen == 10 && r.body_len == 10,
+		 "a file cut to 10 bytes: Content-Length 10 and 10 bytes expected");
+	ht_resp_free(&r);
+
+	/* removed */
+	FATAL(unlink(path) == 0, "unlink");
+	ht_get(srv.port, "/once.txt", NULL, &r);
+	EXPECT_R(&r, r.rc == HT_OK && r.status == 404, "a removed file: 404 expected");
+	ht_resp_free(&r);
+	free(path);
+}
+
 int main(void)
 {
 	ht_init("httpd/test_cond", 170);
@@ -333,6 +386,7 @@ int main(void)
 	RUN(t_if_match);
 	RUN(t_value_syntax);
 	RUN(t_future_mtime);
+	RUN(t_changed_at_once);
 	changes("default options");
 	ht_stop(&srv);
 

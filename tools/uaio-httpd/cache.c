@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The open-file cache: a normalised path to an open descriptor and its
- * ready-made validators (files.c opens, this file keeps). An entry is
- * trusted for cache_valid_ms, then opened afresh, so a replaced or
- * changed file is seen within that time.
+ * ready-made validators (files.c opens, this file keeps). A name is
+ * trusted to lead to the same file for cache_valid_ms, then opened
+ * afresh, so a file replaced by a rename is seen within that time; one
+ * changed in place is seen at once (same_file).
  *
  * It also holds one descriptor in reserve. Opening a name takes two for
  * a moment (the name O_PATH, then the file: files.c, reopen_now), so a
@@ -14,6 +15,7 @@
 #define _GNU_SOURCE 1
 #include <fcntl.h>
 #include <stdlib.h>
+#include <sys/stat.h>
 #include <string.h>
 #include <unistd.h>
 #include "httpd.h"
@@ -167,6 +169,23 @@ void files_free(struct file_cache *fc)
 	free(fc);
 }
 
+/* Whether the open file is still what the entry says: written, cut,
+ * chmod'ed or unlinked since, its bytes would no longer match the ETag
+ * and Last-Modified built for it (a resumed download with If-Range would
+ * join two versions). fstat of an open descriptor reads the in-memory
+ * inode; a directory entry has no descriptor and nothing to compare. */
+static bool same_file(const struct file *f)
+{
+	struct stat st;
+
+	if (f->dir)
+		return true;
+	return fstat(f->fd, &st) == 0 && st.st_nlink > 0 &&
+	       (uint64_t)st.st_size == f->size &&
+	       st.st_mtim.tv_sec == f->mtim.tv_sec && st.st_mtim.tv_nsec == f->mtim.tv_nsec &&
+	       st.st_ctim.tv_sec == f->ctim.tv_sec && st.st_ctim.tv_nsec == f->ctim.tv_nsec;
+}
+
 struct file *files_find(struct file_cache *fc, const char *path)
 {
 	struct file *f;
@@ -176,8 +195,10 @@ struct file *files_find(struct file_cache *fc, const char *path)
 			break;
 	if (!f)
 		return NULL;
-	if (server_now_ms(fc->s) - f->checked_ms >= fc->s->cfg->cache_valid_ms) {
-		uncache(fc, f);		/* stale: to be opened afresh */
+	/* stale (the name may lead elsewhere now) or changed: opened afresh */
+	if (server_now_ms(fc->s) - f->checked_ms >= fc->s->cfg->cache_valid_ms ||
+	    !same_file(f)) {
+		uncache(fc, f);
 		return NULL;
 	}
 	lru_unlink(fc, f);

@@ -58,6 +58,8 @@ static int make_file(struct conn *c, int fd, const struct stat *st,
 	if (f->mtime > (now = time(NULL)))
 		f->mtime = now;
 	f->ino = st->st_ino;
+	f->mtim = st->st_mtim;
+	f->ctim = st->st_ctim;
 	f->checked_ms = server_now_ms(s);
 	f->refs = 1;
 	f->type = mime_type(s->cfg->mime, f->path);

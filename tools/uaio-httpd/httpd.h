@@ -164,7 +164,8 @@ struct file {
 	uint64_t size;
 	time_t mtime;
 	ino_t ino;
-	uint64_t checked_ms;		/* when it was last known current */
+	struct timespec mtim, ctim;	/* as fstat gave them (mtime is clamped) */
+	uint64_t checked_ms;		/* when its name was last looked up */
 	unsigned refs;			/* the cache's own + each response's */
 	const char *type;
 	char etag[48];

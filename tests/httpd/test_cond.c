@@ -70,6 +70,8 @@ static void t_if_none_match(void)
 	cond("GET", h, "If-None-Match: <etag>", 304);
 	cond("HEAD", h, "HEAD + If-None-Match: <etag>", 304);
 	cond("GET", "If-None-Match: *\r\n", "If-None-Match: *", 304);
+	/* "*" stands alone (RFC 9110 13.1.2): a list with it is malformed */
+	cond("GET", "If-None-Match: *, \"a\"\r\n", "If-None-Match: *, \"a\"", 200);
 	snprintf(h, sizeof(h), "If-None-Match: \"x1\", %s, \"x2\"\r\n", etag);
 	cond("GET", h, "If-None-Match: list containing the etag", 304);
 	snprintf(h, sizeof(h), "If-None-Match: \"x1\",%s\r\n", etag);

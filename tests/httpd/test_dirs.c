@@ -115,6 +115,11 @@ static void common(void)
 	redirect("/sub", "/sub/");
 	redirect("/a/b", "/a/b/");
 	redirect("/my%20dir", "/my%20dir/");
+	/* the query kept; a fragment (never sent by browsers) is not part
+	 * of the path or the query (RFC 9110 7.1) */
+	redirect("/sub?a=1", "/sub/?a=1");
+	redirect("/sub?a#b", "/sub/?a");
+	redirect("/sub#a?b", "/sub/");
 	index_file("/", idx_root);
 	index_file("/withidx/", idx_sub);
 	index_file("/my%20dir/", idx_space);

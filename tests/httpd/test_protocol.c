@@ -421,6 +421,15 @@ static void t_rfc(void)
 	expect_status("GET /plain.txt HTTP/2.0\r\nHost: t\r\n\r\n", 505, "HTTP/2.0 on this port");
 	expect_status("GET /plain.txt HTTP/3.0\r\nHost: t\r\n\r\n", 505, "HTTP/3.0");
 	expect_status("GET /plain.txt HTTP/0.9\r\nHost: t\r\n\r\n", 400, "HTTP/0.9 with headers");
+	/* HTTP/0.9's one line, nothing after it: answered now, not after
+	 * the header timeout (llhttp waits for one more byte) */
+	{
+		int saved = ht_timeout_ms;
+
+		ht_timeout_ms = 5000;
+		expect_status("GET /plain.txt\r\n", 400, "an HTTP/0.9 line alone");
+		ht_timeout_ms = saved;
+	}
 	/* A higher minor version of 1 is served as 1.1 (RFC 9110 2.5),
 	 * keep-alive included; what is not DIGIT.DIGIT is a bad request,
 	 * not a version this server lacks. */
@@ -449,6 +458,19 @@ static void t_rfc(void)
 	expect_status("G@T /plain.txt HTTP/1.1\r\nHost: t\r\n\r\n", 400, "a method that is no token");
 	expect_status("GET http://t?q=1 HTTP/1.1\r\nHost: t\r\n\r\n", 200,
 		      "absolute-form with an empty path (the root)");
+	/* Host and an absolute-form authority: host [":" port] (RFC 9112
+	 * 3.2, RFC 9110 4.2.4 has userinfo refused) */
+	expect_status("GET /plain.txt HTTP/1.1\r\nHost: t:abc\r\n\r\n", 400, "Host: t:abc");
+	expect_status("GET /plain.txt HTTP/1.1\r\nHost: a:b:c\r\n\r\n", 400, "Host: a:b:c");
+	expect_status("GET /plain.txt HTTP/1.1\r\nHost: [::1\r\n\r\n", 400, "Host: [::1");
+	expect_status("GET /plain.txt HTTP/1.1\r\nHost: t:8080\r\n\r\n", 200, "Host: t:8080");
+	expect_status("GET /plain.txt HTTP/1.1\r\nHost: t:\r\n\r\n", 200, "Host: t: (empty port)");
+	expect_status("GET http://u:p@t/plain.txt HTTP/1.1\r\nHost: t\r\n\r\n", 400,
+		      "absolute-form with userinfo");
+	expect_status("GET http:///plain.txt HTTP/1.1\r\nHost: t\r\n\r\n", 400,
+		      "absolute-form without a host");
+	/* a control byte llhttp lets through in the query */
+	expect_status("GET /plain.txt?a\tb HTTP/1.1\r\nHost: t\r\n\r\n", 400, "a TAB in the query");
 	expect_alive("the RFC cases");
 }
 
@@ -513,6 +535,16 @@ static void t_big_head(void)
 	ht_request(srv.port, big, &r);
 	EXPECT_R(&r, r.rc == HT_OK && r.status == 414, "9 KB request line: 414 expected");
 	ht_resp_free(&r);
+	/* a line just past the limit with the head's last CRLF (8 KiB in
+	 * all), its target not: still the line's fault, 414 */
+	memset(pad, 'c', 8180);
+	pad[8180] = 0;
+	snprintf(big, 20000, "GET /%s HTTP/1.1\r\nHost: t\r\n\r\n", pad);
+	ht_request(srv.port, big, &r);
+	EXPECT_R(&r, r.rc == HT_OK && r.status == 414, "a 8194-byte request line: 414 expected");
+	ht_resp_free(&r);
+	memset(pad, 'c', 9000);
+	pad[9000] = 0;
 	/* the same line in pieces, its end never sent */
 	c = ht_connect(srv.port);
 	ht_sends(c, "GET /");

@@ -309,6 +309,9 @@ static void conn_parse(struct conn *c)
 			    c->rlen - (uint32_t)(c->req->start - c->rbuf) >= HTTPD_HEAD_MAX) {
 				c->close_after = true;
 				respond_error(c, too_big_status(c));
+			} else if (proto_unversioned(c->req, c->rbuf + c->rlen)) {
+				c->close_after = true;	/* not after the timeout */
+				respond_error(c, 400);
 			}
 			break;
 		}

@@ -95,6 +95,7 @@ struct request {
 	bool head_done, done;
 	bool too_big;			/* head over HTTPD_HEAD_MAX */
 	bool line_done;			/* a header name came: the line ended */
+	bool version_seen;		/* the line has an HTTP-version */
 	bool has_body;			/* not read: the connection closes */
 	bool bad_head;			/* a header line RFC 9112 says to refuse (400) */
 	const char *start;		/* the request's first byte */
@@ -104,6 +105,10 @@ void proto_settings(llhttp_settings_t *s);
 /* llhttp_init for a request parser, with any DIGIT.DIGIT version taken. */
 void proto_parser_init(llhttp_t *p, const llhttp_settings_t *s);
 void proto_reset(struct request *r, const char *start);
+/* Whether the request line has ended (the bytes up to end hold its LF)
+ * with no HTTP-version: HTTP/0.9, which llhttp takes only once another
+ * byte comes, so the client would wait for the header timeout. */
+bool proto_unversioned(const struct request *r, const char *end);
 
 /* Whether a decoded name can be asked for: no control byte, strict
  * UTF-8 (what proto_path refuses with 400). */

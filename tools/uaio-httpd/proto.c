@@ -40,10 +40,22 @@ static int on_url(llhttp_t *p, const char *at, size_t n)
 	return too_big(r, at + n);
 }
 
+static int on_version(llhttp_t *p, const char *at, size_t n)
+{
+	(void)at;
+	(void)n;
+	((struct request *)p->data)->version_seen = true;
+	return 0;
+}
+
 static int on_field(llhttp_t *p, const char *at, size_t n)
 {
 	struct request *r = p->data;
 
+	/* The first name starts 2 bytes (CRLF) after the line: the line and
+	 * the head's last CRLF alone over the limit are a 414, not a 431. */
+	if (!r->line_done && too_big(r, at - 2))
+		return -1;
 	r->line_done = true;
 	extend(&r->field, at, n);
 	return too_big(r, at + n);
@@ -115,6 +127,14 @@ static int on_headers_done(llhttp_t *p)
 	r->minor = llhttp_get_http_minor(p);
 	r->keep_alive = llhttp_should_keep_alive(p);
 	r->head_done = true;
+	/* A fragment is never sent (RFC 9110 7.1): what follows a '#' is
+	 * not part of the path or the query. */
+	if (r->target.p) {
+		const char *h = memchr(r->target.p, '#', r->target.n);
+
+		if (h)
+			r->target.n = (size_t)(h - r->target.p);
+	}
 	/* An Upgrade this server does not take is ignored (RFC 9110 7.8):
 	 * the connection goes on as HTTP/1.1. What follows a CONNECT is
 	 * a tunnel's bytes, not requests: its 405 closes the connection. */
@@ -143,6 +163,7 @@ void proto_settings(llhttp_settings_t *s)
 {
 	llhttp_settings_init(s);
 	s->on_url = on_url;
+	s->on_version = on_version;
 	s->on_header_field = on_field;
 	s->on_header_value = on_value;
 	s->on_header_field_complete = on_field_done;
@@ -157,6 +178,12 @@ void proto_parser_init(llhttp_t *p, const llhttp_settings_t *s)
 	/* llhttp refuses versions it does not know; RFC 9110 2.5 has a
 	 * higher 1.x served as 1.1 and proto_verdict answers 2 and up. */
 	p->lenient_flags |= LENIENT_VERSION;
+}
+
+bool proto_unversioned(const struct request *r, const char *end)
+{
+	return r->target.p && !r->version_seen && !r->line_done &&
+	       memchr(r->target.p, '\n', (size_t)(end - r->target.p));
 }
 
 void proto_reset(struct request *r, const char *start)
@@ -224,9 +251,13 @@ int proto_path(struct span t, char *out, size_t outsz, bool *slash)
 		p += 7;
 	else if (t.n >= 8 && !strncasecmp(p, "https://", 8))
 		p += 8;
-	if (p != t.p) {		/* absolute-form: skip the authority */
-		while (p < end && *p != '/' && *p != '?')
+	if (p != t.p) {		/* absolute-form: the authority is a host */
+		const char *a = p;
+
+		while (p < end && *p != '/' && *p != '?' && *p != '#')
 			p++;
+		if (!proto_host_ok((struct span){ a, (size_t)(p - a) }) || p == a)
+			return 400;	/* userinfo, no host (RFC 9110 4.2.1, 4.2.4) */
 		if (p == end || *p == '?' || *p == '#')	/* empty path: the root */
 			return *slash = true, out[0] = 0, 0;
 	}
@@ -493,8 +524,12 @@ static bool etag_matches(struct span list, const char *etag, bool weak_ok)
 
 	while (p < end && (*p == ' ' || *p == '\t'))
 		p++;
-	if (p < end && *p == '*')
+	if (p < end && *p == '*') {	/* "*" stands alone, or the value is malformed */
+		for (p++; p < end; p++)
+			if (*p != ' ' && *p != '\t')
+				return false;
 		return true;
+	}
 	return etag_list_has(list, etag, weak_ok);
 }
 
@@ -549,6 +584,12 @@ int proto_verdict(const struct request *q)
 		return 405;
 	/* Host: required in 1.1, once, well formed (RFC 9112 3.2); the
 	 * validators once each, as a second list or date is ambiguous. */
+	/* llhttp lets a TAB or other control byte through in a query: a
+	 * target has none (RFC 9112 3.2), and a Location copied from it
+	 * would carry it. */
+	for (size_t i = 0; i < q->target.n; i++)
+		if ((unsigned char)q->target.p[i] <= ' ' || q->target.p[i] == 0x7f)
+			return 400;
 	if (q->bad_head || (q->minor >= 1 && !q->hdr[H_HOST].p) || q->dup[H_HOST] > 1 ||
 	    (q->hdr[H_HOST].p && !proto_host_ok(q->hdr[H_HOST])))
 		return 400;
@@ -565,13 +606,30 @@ int proto_verdict(const struct request *q)
 	return 0;
 }
 
+/* uri-host [ ":" port ] (RFC 9112 3.2, RFC 3986 3.2.2): an IP-literal in
+ * brackets, or a reg-name / IPv4 address; the port all digits. Empty is
+ * allowed (an HTTP/1.1 Host with no authority to name). */
 bool proto_host_ok(struct span h)
 {
-	for (size_t i = 0; i < h.n; i++) {
-		unsigned char ch = (unsigned char)h.p[i];
+	const char *p = h.p, *end = h.p + h.n;
 
-		if (!ch || (!isalnum(ch) && !strchr("-._~%!$&'()*+,;=:[]", ch)))
+	if (p < end && *p == '[') {
+		for (p++; p < end && *p != ']'; p++)
+			if (!isalnum((unsigned char)*p) && !strchr("-._~!$&'()*+,;=:", *p))
+				return false;
+		if (p++ == end)
 			return false;
+	} else {
+		for (; p < end && *p != ':'; p++)
+			if (!isalnum((unsigned char)*p) && !strchr("-._~%!$&'()*+,;=", *p))
+				return false;
 	}
+	if (p == end)
+		return true;
+	if (*p++ != ':')
+		return false;
+	for (; p < end; p++)
+		if (!isdigit((unsigned char)*p))
+			return false;
 	return true;
 }

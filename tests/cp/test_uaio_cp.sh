@@ -385,6 +385,10 @@ grep -qx "uaio-cp: --parents is not supported" "$T/err" || { cat "$T/err"; fail 
 # An option uaio-cp lacks is refused only after the line was read and the
 # operands checked, so what cp says first is said first.
 SETUP='echo f >f'
+# a backup type cp would refuse: its message, before "not supported"
+both --backup=foo f g
+both --backup=n f g
+VERSION_CONTROL=zz both -b f g
 both -i --bogus f g
 both -i -k f g
 both -i
@@ -873,4 +877,21 @@ if [ -w /dev/full ]; then
   done
 fi
 ok "--help, --version"
+
+# A pipe whose reader has gone: cp's write raises SIGPIPE and cp dies of
+# it, silently (status 141); with SIGPIPE ignored, an error and status 1.
+# 4 MB: far more than a pipe holds, so the write meets the closed end.
+seq 1 600000 >"$T/pipe.src"
+for prog in cp uaio-cp; do
+  { $prog "$T/pipe.src" /dev/stdout 2>"$T/err"; echo $? >"$T/rc"; } | head -c 5 >/dev/null
+  rc=$(cat "$T/rc")
+  [ "$rc" = 141 ] || fail "$prog FILE /dev/stdout | head -c 5: status $rc, not 141 (SIGPIPE)"
+  [ -s "$T/err" ] && { cat "$T/err"; fail "$prog FILE /dev/stdout | head -c 5: a message"; }
+  { (trap '' PIPE; exec $prog "$T/pipe.src" /dev/stdout) 2>"$T/err"; echo $? >"$T/rc"; } |
+    head -c 5 >/dev/null
+  rc=$(cat "$T/rc")
+  [ "$rc" = 1 ] && grep -q "^$prog: error writing '/dev/stdout': Broken pipe$" "$T/err" ||
+    { cat "$T/err"; fail "$prog with SIGPIPE ignored: status $rc, not 1 with cp's message"; }
+done
+ok "a pipe closed by its reader"
 exit $failed

@@ -119,6 +119,7 @@ struct cp_run {
 	size_t quoted_cap[CP_QUOTE_SLOTS];
 	unsigned quoted_next;
 	uaio_loop *l;
+	bool sigpipe_kills;	/* SIGPIPE at its default and not blocked */
 	mode_t umask;
 	bool root;
 	uid_t euid;		/* who new files belong to */
@@ -171,6 +172,9 @@ const char *ql(struct cp_run *r, const char *s);	/* quote: ACL and argument mess
 void cp_quote_free(struct cp_run *r);
 void cp_err(struct cp_run *r, int err, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
+/* "error writing NAME", or death by SIGPIPE as cp's own write would
+ * give (status 141, no message) for a pipe nobody reads. */
+void cp_write_err(struct cp_run *r, int err, const char *name);
 
 void cp_warn(struct cp_run *r, const char *fmt, ...)	/* exit status kept */
 	__attribute__((format(printf, 2, 3)));

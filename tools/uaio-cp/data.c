@@ -215,8 +215,10 @@ void cp_job_release(struct cp_job *j)
 
 void cp_job_fail(struct cp_job *j, int err, bool reading)
 {
-	cp_err(j->r, -err, reading ? "error reading %s" : "error writing %s",
-	       q(j->r, reading ? j->src : j->dst));
+	if (reading)
+		cp_err(j->r, -err, "error reading %s", q(j->r, j->src));
+	else
+		cp_write_err(j->r, -err, q(j->r, j->dst));
 	j->failed = true;
 	cp_job_end(j);
 }

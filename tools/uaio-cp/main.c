@@ -7,6 +7,8 @@
 #include <errno.h>
 #include <locale.h>
 #include <sched.h>
+#include <signal.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -116,6 +118,15 @@ int main(int argc, char **argv)
 	if (r.o.unsupported)
 		cp_refuse_unsupported(&r);
 
+	{
+		struct sigaction sa;
+		sigset_t blocked;
+
+		r.sigpipe_kills = sigaction(SIGPIPE, NULL, &sa) == 0 &&
+				  sa.sa_handler == SIG_DFL &&
+				  pthread_sigmask(SIG_BLOCK, NULL, &blocked) == 0 &&
+				  !sigismember(&blocked, SIGPIPE);
+	}
 	r.umask = umask(0);
 	umask(r.umask);
 	r.root = geteuid() == 0;

@@ -2,6 +2,8 @@
 /* Command line: GNU cp 9.1's options, spellings and messages. */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <pthread.h>
+#include <signal.h>
 #include <getopt.h>
 #include <langinfo.h>
 #include <limits.h>
@@ -36,6 +38,23 @@ void cp_err(struct cp_run *r, int err, const char *fmt, ...)
 	say(r, err, fmt, ap);
 	va_end(ap);
 	r->status = 1;
+}
+
+/* cp writes with write(2), and one into a pipe nobody reads raises
+ * SIGPIPE, which ends cp silently unless the signal is ignored or
+ * blocked. Here the write ran on io_uring or a worker thread, where no
+ * SIGPIPE reaches the program: it is raised for it. */
+void cp_write_err(struct cp_run *r, int err, const char *name)
+{
+	if (err == EPIPE && r->sigpipe_kills) {
+		sigset_t s;
+
+		sigemptyset(&s);
+		sigaddset(&s, SIGPIPE);
+		pthread_sigmask(SIG_UNBLOCK, &s, NULL);
+		raise(SIGPIPE);
+	}
+	cp_err(r, err, "error writing %s", name);
 }
 
 void cp_warn(struct cp_run *r, const char *fmt, ...)
@@ -490,7 +509,21 @@ int cp_parse(struct cp_run *r, int argc, char **argv, int *first)
 			printf("uaio-cp (uaio) " VERSION "\n"
 			       "GNU cp 9.1's options and results, on io_uring flows.\n");
 			exit(tool_close_stdout(r->prog));
-		case 'b': case 'i': case 'l': case 's': case 'S':
+		case 'b': {
+			/* the backup type is checked (gnulib's xget_version)
+			 * before backups are refused as unsupported */
+			static const char *const types[] = { "none", "off", "simple", "never",
+				"existing", "nil", "numbered", "t", NULL };
+			static const int tvals[] = { 0, 0, 1, 1, 2, 2, 3, 3 };
+			const char *vc = getenv("VERSION_CONTROL");
+
+			if (optarg && *optarg)
+				pick(r, optarg, "backup type", types, tvals);
+			else if (vc && *vc)
+				pick(r, vc, "$VERSION_CONTROL", types, tvals);
+		}
+			/* fall through */
+		case 'i': case 'l': case 's': case 'S':
 		case OPT_ATTR_ONLY: case OPT_COPY_CONTENTS: case OPT_PARENTS:
 			if (!o->unsupported)
 				o->unsupported = c;

@@ -83,9 +83,10 @@ void cp_whole_done(uaio_op *op, int res, void *data)
 	j->failed = res < 0;
 	if (res < 0 && j->stage == STAGE_CREATE)
 		cp_create_failed(r, -res, j->dst);
+	else if (res < 0 && j->stage == STAGE_READ)
+		cp_err(r, -res, "error reading %s", q(r, j->src));
 	else if (res < 0)
-		cp_err(r, -res, j->stage == STAGE_READ ? "error reading %s" : "error writing %s",
-		       q(r, j->stage == STAGE_READ ? j->src : j->dst));
+		cp_write_err(r, -res, q(r, j->dst));
 	cp_notes_report(r, &j->notes, j->dst);
 	if (j->close_err)
 		cp_err(r, j->close_err, "failed to close %s", q(r, j->dst));

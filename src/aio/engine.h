@@ -125,6 +125,7 @@ enum { K_READ, K_WRITE, K_FSYNC, K_DSYNC };
 enum { RS_FREE, RS_QUEUED, RS_LOOP };	/* RS_QUEUED: waiting in this layer */
 #define RF_PINNED	0x1
 #define RF_SERIAL	0x2
+#define RF_AT_OFFSET	0x4	/* serial on a file (O_APPEND): at aio_offset, as pwrite */
 #define RF_LEADER	0x8	/* carries adjacent list entries in one op */
 #define RF_MEMBER	0x10	/* carried by a leader (its next chain) */
 #define RF_DIRECT	0x20	/* issued by the submitting thread (u.thr) */
@@ -328,7 +329,10 @@ static inline size_t cb_len(const struct aiocb *cb)
 }
 
 /* What r's next op moves: the rest of its transfer (only a write's inline
- * try leaves a part done), at the file position on a stream (-1). */
+ * try leaves a part done), at the file position on a stream (-1). An
+ * O_APPEND file's writes queue as a stream's but go at aio_offset, as
+ * glibc's pwrite: the kernel appends them all the same, and the file
+ * position, which a write at -1 would move, stays where it was. */
 struct req_span {
 	char *buf;
 	size_t len;
@@ -339,7 +343,8 @@ static inline struct req_span req_span(const struct aio_req *r)
 {
 	const struct aiocb *cb = r->cb;
 	uint64_t done = priv(cb)->done;
-	int64_t off = r->flags & RF_SERIAL ? -1 : (int64_t)cb->aio_offset;
+	int64_t off = (r->flags & (RF_SERIAL | RF_AT_OFFSET)) == RF_SERIAL ? -1 :
+		      (int64_t)cb->aio_offset;
 
 	return (struct req_span){ (char *)cb->aio_buf + done, cb_len(cb) - done,
 				  off < 0 ? -1 : off + (int64_t)done };

@@ -58,14 +58,15 @@ static long attempt(int fd, int kind, struct aiocb *cb, int64_t off, int rwf)
  * (MSG_NOSIGNAL); for a pipe the signal is blocked around the write and
  * the one it raised, if any, taken back.
  */
-static long attempt_stream(int fd, int kind, struct aiocb *cb, int rwf, bool sock)
+static long attempt_stream(int fd, int kind, struct aiocb *cb, int64_t off, int rwf,
+			   bool sock)
 {
 	sigset_t pipe_set, old, pend;
 	bool pending;
 	long res;
 
 	if (kind != K_WRITE)
-		return attempt(fd, kind, cb, -1, rwf);
+		return attempt(fd, kind, cb, off, rwf);
 	if (sock) {
 		uint64_t done = priv(cb)->done;
 
@@ -77,7 +78,7 @@ static long attempt_stream(int fd, int kind, struct aiocb *cb, int rwf, bool soc
 	sigaddset(&pipe_set, SIGPIPE);
 	pthread_sigmask(SIG_BLOCK, &pipe_set, &old);
 	pending = sigpending(&pend) == 0 && sigismember(&pend, SIGPIPE);
-	res = attempt(fd, kind, cb, -1, rwf);
+	res = attempt(fd, kind, cb, off, rwf);
 	if (res == -EPIPE && !pending)
 		sigtimedwait(&pipe_set, NULL, &(struct timespec){ 0, 0 });
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
@@ -97,9 +98,9 @@ int aio__serial_nonblock_try(struct aio_req *r, int fd, bool sock, long *res)
 
 	if (fl < 0 || !(fl & O_NONBLOCK) || r->kind > K_WRITE)
 		return 0;
-	n = attempt_stream(fd, r->kind, r->cb, RWF_NOWAIT, sock);
+	n = attempt_stream(fd, r->kind, r->cb, -1, RWF_NOWAIT, sock);
 	if (n == -EOPNOTSUPP)
-		n = attempt_stream(fd, r->kind, r->cb, 0, sock);
+		n = attempt_stream(fd, r->kind, r->cb, -1, 0, sock);
 	*res = n + (n >= 0 ? (long)priv(r->cb)->done : 0);
 	return 1;
 }
@@ -193,9 +194,11 @@ static int submit_serial(struct aiocb *cb, int kind, int fd, int fl,
 	if (!s->busy && !s->head && kind <= K_WRITE) {
 		/* Nothing ahead of it: try now, under the lock, so that no
 		 * later request can overtake it. */
-		res = attempt_stream(fd, kind, cb, RWF_NOWAIT, S_ISSOCK(st->st_mode));
+		int64_t off = reg ? cb->aio_offset : -1;
+
+		res = attempt_stream(fd, kind, cb, off, RWF_NOWAIT, S_ISSOCK(st->st_mode));
 		if (res == -EOPNOTSUPP && (fl & O_NONBLOCK))
-			res = attempt_stream(fd, kind, cb, 0, S_ISSOCK(st->st_mode));
+			res = attempt_stream(fd, kind, cb, off, 0, S_ISSOCK(st->st_mode));
 		if (attempt_final(cb, kind, res, true, fl & O_NONBLOCK)) {
 			aio__serial_maybe_free_locked(s);
 			aio__unlock();
@@ -211,7 +214,7 @@ static int submit_serial(struct aiocb *cb, int kind, int fd, int fl,
 	r->cb = cb;
 	r->kind = (uint8_t)kind;
 	r->prio = (int8_t)cb->aio_reqprio;
-	r->flags = RF_SERIAL;
+	r->flags = RF_SERIAL | (reg ? RF_AT_OFFSET : 0);
 	r->owner = s;
 	if (S_ISSOCK(st->st_mode) && kind <= K_WRITE && !(fl & O_NONBLOCK)) {
 		struct timeval tv = { 0 };

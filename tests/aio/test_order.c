@@ -5,7 +5,8 @@
  * socketpair with a small buffer, a pipe) run one at a time in
  * submission order, lower aio_reqprio first among those still waiting;
  * writes to an O_APPEND file append in the order of the calls (POSIX),
- * whatever their sizes, and an fsync after them covers them all.
+ * whatever their sizes, leave the file position alone (glibc's pwrite),
+ * and an fsync after them covers them all.
  */
 #include "aio/aio_util.h"
 #include <pthread.h>
@@ -176,6 +177,11 @@ static void append_in_order(void)
 	const struct aiocb *l[1];
 
 	CHECK(fcntl(fd, F_SETFL, O_APPEND) == 0);
+	/* glibc writes with pwrite: the kernel appends, and the file
+	 * position, which a write(2) would move, stays at 3 */
+	CHECK(write(fd, "abc", 3) == 3 && lseek(fd, 3, SEEK_SET) == 3);
+	total = 3;
+	off = 3;
 	for (int k = 0; k < K; k++) {
 		bufs[k] = malloc(sz[k]);
 		memset(bufs[k], 'A' + k, sz[k]);
@@ -202,6 +208,7 @@ static void append_in_order(void)
 	}
 	struct stat st;
 	CHECK(fstat(fd, &st) == 0 && (size_t)st.st_size == total);
+	CHECK_EQ(lseek(fd, 0, SEEK_CUR), (off_t)3);
 	char *all = malloc(total);
 	CHECK(pread(fd, all, total, 0) == (ssize_t)total);
 	for (int r = 0; r < ROUNDS; r++)

@@ -126,11 +126,19 @@ static int next_method(const uaio_flow *f, int after)
 
 static int use_method(uaio_flow *f, int m)
 {
-	f->method = (uint8_t)m;
-	f->cur = methods[m]->mode == UAIO_FLOW_AUTO ?
-		 (f->mode == UAIO_FLOW_MMAP ? UAIO_FLOW_MMAP : UAIO_FLOW_KBUF) :
-		 methods[m]->mode;
-	return methods[m]->setup(f);
+	int err;
+
+	for (;;) {
+		f->method = (uint8_t)m;
+		f->cur = methods[m]->mode == UAIO_FLOW_AUTO ?
+			 (f->mode == UAIO_FLOW_MMAP ? UAIO_FLOW_MMAP : UAIO_FLOW_KBUF) :
+			 methods[m]->mode;
+		err = methods[m]->setup(f);
+		/* Out of descriptors (splice's pipe): a later method that
+		 * needs none (the pipeline's buffers) does the job. */
+		if ((err != -EMFILE && err != -ENFILE) || (m = next_method(f, m)) < 0)
+			return err;
+	}
 }
 
 /* -------------------------------------------------------------- the end */

@@ -49,6 +49,7 @@ struct cp_opts {
 	bool explicit_no_mode;	/* --no-preserve=mode */
 	bool want_context;	/* --preserve=context by name */
 	unsigned jobs;		/* files in flight */
+	bool tight;		/* RLIMIT_NOFILE too low for more than one */
 	unsigned dir_fds;	/* directories that may hold descriptors (<= DIR_FDS) */
 };
 
@@ -207,6 +208,10 @@ int cp_file(struct cp_run *r, struct cp_dir *dir, const char *src,
 	    bool tracked);
 /* Runs the loop until fewer than want jobs are running. */
 void cp_drain(struct cp_run *r, unsigned want);
+/* An open that failed with err: when it was for want of descriptors
+ * (EMFILE, ENFILE) and a job is running, waits for one to end and give
+ * its back, and says to try again; else false, errno untouched. */
+bool cp_fd_wait(struct cp_run *r, int err);
 /* Runs the loop until no job writes st's inode (as an existing
  * destination); true if it ran. */
 bool cp_wait_writer(struct cp_run *r, const struct stat *st);

@@ -89,6 +89,16 @@ void cp_drain(struct cp_run *r, unsigned want)
 			break;
 }
 
+bool cp_fd_wait(struct cp_run *r, int err)
+{
+	unsigned n = r->running;
+
+	if ((err != EMFILE && err != ENFILE) || !n)
+		return false;
+	cp_drain(r, n);
+	return r->running < n;
+}
+
 static bool writing(const struct cp_run *r, const char *dst)
 {
 	for (unsigned i = 0; r->running && i < r->o.jobs; i++)

@@ -167,8 +167,14 @@ static bool copy_reg(struct cp_run *r, struct cp_dir *pd, const char *src,
 	struct stat st = *lst;
 	bool opened = sfd < 0;
 
-	if (opened)
-		sfd = openat(at, name, O_RDONLY | O_CLOEXEC | O_NOCTTY | follow);
+	if (opened) {
+		/* a slot first: the walk holds no source a job could not
+		 * start on, and its descriptor is not taken from the jobs */
+		cp_drain(r, r->o.jobs);
+		while ((sfd = openat(at, name, O_RDONLY | O_CLOEXEC | O_NOCTTY | follow)) < 0 &&
+		       cp_fd_wait(r, errno))
+			;
+	}
 	if (sfd < 0) {
 		cp_err(r, errno, "cannot open %s for reading", q(r, src));
 		return false;
@@ -215,7 +221,9 @@ static bool copy_reg(struct cp_run *r, struct cp_dir *pd, const char *src,
 		       ((create & ~r->umask) == (lst->st_mode & 07777) ? CP_HAS_MODE : 0);
 	if (exists) {
 		cp_wait_reader(r, dst);
-		dfd = open(dst, O_WRONLY | O_TRUNC | O_CLOEXEC | O_NOCTTY);
+		while ((dfd = open(dst, O_WRONLY | O_TRUNC | O_CLOEXEC | O_NOCTTY)) < 0 &&
+		       cp_fd_wait(r, errno))
+			;
 		if (dfd < 0) {
 			int err = errno;
 
@@ -228,8 +236,13 @@ static bool copy_reg(struct cp_run *r, struct cp_dir *pd, const char *src,
 			exists = false;
 		}
 	}
-	if (!exists && tracked) {
-		dfd = open(dst, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, create);
+	/* Under a tight RLIMIT_NOFILE the destination is made here too,
+	 * where running out of descriptors can wait for the job, not on
+	 * the ring, where the walk's next directory could take the last. */
+	if (!exists && (tracked || r->o.tight)) {
+		while ((dfd = open(dst, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, create)) < 0 &&
+		       cp_fd_wait(r, errno))
+			;
 		if (dfd < 0) {
 			cp_create_failed(r, errno, dst);
 			close(sfd);

@@ -552,6 +552,7 @@ int cp_parse(struct cp_run *r, int argc, char **argv, int *first)
 	if (o->no_clobber)
 		o->update = false;	/* -n wins, as in cp */
 	o->jobs = cap_jobs(o->jobs ? o->jobs : default_jobs());
+	o->tight = o->jobs == 1 && cap_jobs(2) == 1;
 	o->dir_fds = dir_fds(o->jobs);
 
 	o->strip_slashes = strip;	/* cp_top: sources copied into a directory */

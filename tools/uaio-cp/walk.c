@@ -182,7 +182,8 @@ void cp_copy_dir(struct cp_run *r, struct cp_dir *pd, const char *src,
 
 	if (r->o.one_fs && pd && st->st_dev != pd->src.st_dev)
 		goto done;	/* -x: the mount point is made, not filled */
-	dir = opendir(src);
+	while (!(dir = opendir(src)) && cp_fd_wait(r, errno))
+		;
 	if (!dir) {
 		cp_err(r, errno, "cannot access %s", q(r, src));
 		goto done;

@@ -40,6 +40,7 @@ int main(void)
 	t_dst_finish(&dst);
 	CHECK_EQ(dst.got, n);
 	CHECK(memcmp(dst.buf, data, n) == 0);
+	free(dst.buf);
 	uaio_loop_free(l);
 	free(data);
 	return T_EXIT_PASS;

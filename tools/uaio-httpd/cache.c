@@ -6,11 +6,12 @@
  * afresh, so a file replaced by a rename is seen within that time; one
  * changed in place is seen at once (same_file).
  *
- * It also holds one descriptor in reserve. Opening a name takes two for
+ * It also holds two descriptors in reserve. Opening a name takes two for
  * a moment (the name O_PATH, then the file: files.c, reopen_now), so a
- * server whose connections hold all but one, with nothing cached to give
- * back, could serve no new file; the reserve is let go for that open and
- * taken again at the next sweep.
+ * server whose connections hold all the others, with nothing cached that
+ * closing would free (entries still being sent stay open), could serve no
+ * new file; the reserve is let go for that open and taken again at the
+ * next sweep.
  */
 #define _GNU_SOURCE 1
 #include <fcntl.h>
@@ -26,7 +27,7 @@ struct file_cache {
 	unsigned mask;
 	unsigned n;
 	struct file *head, *tail;	/* most recently used first */
-	int spare;			/* the reserve descriptor, -1 while lent */
+	int spare[2];			/* the reserve, -1 while lent */
 };
 
 static unsigned hash(const char *p)
@@ -40,8 +41,23 @@ static unsigned hash(const char *p)
 
 static void spare_take(struct file_cache *fc)
 {
-	if (fc->spare < 0)
-		fc->spare = fcntl(fc->s->cfg->rootfd, F_DUPFD_CLOEXEC, 0);
+	for (int i = 0; i < 2; i++)
+		if (fc->spare[i] < 0)
+			fc->spare[i] = fcntl(fc->s->cfg->rootfd, F_DUPFD_CLOEXEC, 0);
+}
+
+/* The reserve let go; true when it held any. */
+static bool spare_give(struct file_cache *fc)
+{
+	bool had = false;
+
+	for (int i = 0; i < 2; i++)
+		if (fc->spare[i] >= 0) {
+			close(fc->spare[i]);
+			fc->spare[i] = -1;
+			had = true;
+		}
+	return had;
 }
 
 struct file_cache *files_new(struct server *s)
@@ -55,7 +71,7 @@ struct file_cache *files_new(struct server *s)
 		nb <<= 1;
 	fc->s = s;
 	fc->mask = nb - 1;
-	fc->spare = -1;
+	fc->spare[0] = fc->spare[1] = -1;
 	if (!(fc->bucket = calloc(nb, sizeof(*fc->bucket)))) {
 		free(fc);
 		return NULL;
@@ -99,9 +115,12 @@ void file_put(struct server *s, struct file *f)
 	free(f);
 }
 
-static void uncache(struct file_cache *fc, struct file *f)
+/* Out of the cache; true when that closed its descriptor (no response
+ * was still sending it). */
+static bool uncache(struct file_cache *fc, struct file *f)
 {
 	struct file **pp = &fc->bucket[hash(f->path) & fc->mask];
+	bool closes = f->refs == 1 && f->fd >= 0;
 
 	while (*pp != f)
 		pp = &(*pp)->hnext;
@@ -109,6 +128,7 @@ static void uncache(struct file_cache *fc, struct file *f)
 	lru_unlink(fc, f);
 	fc->n--;
 	file_put(fc->s, f);
+	return closes;
 }
 
 void files_sweep(struct file_cache *fc)
@@ -139,22 +159,16 @@ void files_forget(struct file_cache *fc, struct file *f)
 }
 
 /* Out of descriptors: the least recently used half of the cache goes (a
- * response still sending one keeps it open until it is done); with none
- * cached, the reserve. */
+ * response still sending one keeps it open until it is done); when that
+ * closed none, the reserve. True when a descriptor was closed. */
 bool files_make_room(struct file_cache *fc)
 {
 	unsigned n = (fc->n + 1) / 2;
+	bool closed = false;
 
-	if (n) {
-		for (unsigned i = 0; i < n && fc->tail; i++)
-			uncache(fc, fc->tail);
-		return true;
-	}
-	if (fc->spare < 0)
-		return false;
-	close(fc->spare);
-	fc->spare = -1;
-	return true;
+	for (unsigned i = 0; i < n && fc->tail; i++)
+		closed |= uncache(fc, fc->tail);
+	return closed || spare_give(fc);
 }
 
 void files_free(struct file_cache *fc)
@@ -163,8 +177,7 @@ void files_free(struct file_cache *fc)
 		return;
 	while (fc->head)
 		uncache(fc, fc->head);
-	if (fc->spare >= 0)
-		close(fc->spare);
+	spare_give(fc);
 	free(fc->bucket);
 	free(fc);
 }

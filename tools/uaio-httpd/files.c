@@ -327,11 +327,13 @@ void files_complete(struct conn *c, long res)
 			   (res = open_res_lazy(c, res)) == -EINPROGRESS) {
 			return;
 		}
-		if ((res == -EMFILE || res == -ENFILE) && r->open_again &&
+		if ((res == -EMFILE || res == -ENFILE) && r->open_tries < 8 &&
 		    files_make_room(c->srv->files)) {
-			/* once: a worker cannot make room (the cache is the
-			 * loop thread's), nor could a background laio call */
-			r->open_again = false;
+			/* a worker cannot make room (the cache is the loop
+			 * thread's), nor could a background laio call: again,
+			 * while each try gives back a descriptor (a worker's
+			 * open needs two) */
+			r->open_tries++;
 			if ((err = open_start(c, &f)) == -EINPROGRESS)
 				return;
 		} else if (res < 0)
@@ -438,7 +440,7 @@ int files_open(struct conn *c, struct file **out, files_open_cb cb)
 	set_how(c, false);
 	r->kind = K_OPEN;
 	r->open_cb = cb;
-	r->open_again = true;
+	r->open_tries = 0;
 	return open_start(c, out);
 }
 

@@ -278,7 +278,7 @@ struct resp {
 	struct stat st;
 	long res;
 	int kind;
-	bool open_again;		/* out of descriptors: room made, once */
+	uint8_t open_tries;		/* out of descriptors: room made, tried again */
 	files_open_cb open_cb;
 	files_read_cb read_cb;
 	void *rd_buf;

@@ -111,9 +111,12 @@ both() {
     mkdir "$T/$s" && chmod 777 "$T/$s" && (cd "$T/$s" && eval "$SETUP") ||
       fail "$what: setup"
   done
-  (cd "$T/g" && umask $UM && ulimit -n $NOFILE && exec $AS cp "$@") >"$T/g.out" 2>"$T/g.err" </dev/null
+  # (descriptors the test inherited, from ctest say, are not passed on)
+  (cd "$T/g" && umask $UM && exec 3>&- 4>&- 5>&- 6>&- 7>&- 8>&- 9>&- &&
+   ulimit -n $NOFILE && exec $AS cp "$@") >"$T/g.out" 2>"$T/g.err" </dev/null
   grc=$?
-  (cd "$T/u" && umask $UM && ulimit -n $NOFILE && exec $AS uaio-cp $TX "$@") >"$T/u.out" 2>"$T/u.err" </dev/null
+  (cd "$T/u" && umask $UM && exec 3>&- 4>&- 5>&- 6>&- 7>&- 8>&- 9>&- &&
+   ulimit -n $NOFILE && exec $AS uaio-cp $TX "$@") >"$T/u.out" 2>"$T/u.err" </dev/null
   urc=$?
   sed -e 's/^cp: /uaio-cp: /' -e "s/'cp --help'/'uaio-cp --help'/" "$T/g.err" | $srt >"$T/g.err.n"
   $srt "$T/u.err" >"$T/u.err.n"
@@ -390,6 +393,10 @@ SETUP='echo f >f'
 both --backup=foo f g
 both --backup=n f g
 VERSION_CONTROL=zz both -b f g
+# ... checked once the options are read, the last --backup's only
+both --backup=foo --bogus f g
+both -n --backup=foo f g
+VERSION_CONTROL=zz both -b --backup=nil --bogus f g
 both -i --bogus f g
 both -i -k f g
 both -i
@@ -884,18 +891,20 @@ ok "--help, --version"
 
 # A pipe whose reader has gone: cp's write raises SIGPIPE and cp dies of
 # it, silently (status 141); with SIGPIPE ignored, an error and status 1.
+# GNU cp's own status is the reference: a test run with SIGPIPE ignored
+# from the start (systemd's default) cannot have it reset by sh.
 # 4 MB: far more than a pipe holds, so the write meets the closed end.
 seq 1 600000 >"$T/pipe.src"
-for prog in cp uaio-cp; do
-  { $prog "$T/pipe.src" /dev/stdout 2>"$T/err"; echo $? >"$T/rc"; } | head -c 5 >/dev/null
-  rc=$(cat "$T/rc")
-  [ "$rc" = 141 ] || fail "$prog FILE /dev/stdout | head -c 5: status $rc, not 141 (SIGPIPE)"
-  [ -s "$T/err" ] && { cat "$T/err"; fail "$prog FILE /dev/stdout | head -c 5: a message"; }
-  { (trap '' PIPE; exec $prog "$T/pipe.src" /dev/stdout) 2>"$T/err"; echo $? >"$T/rc"; } |
-    head -c 5 >/dev/null
-  rc=$(cat "$T/rc")
-  [ "$rc" = 1 ] && grep -q "^$prog: error writing '/dev/stdout': Broken pipe$" "$T/err" ||
-    { cat "$T/err"; fail "$prog with SIGPIPE ignored: status $rc, not 1 with cp's message"; }
+for ign in '' "trap '' PIPE;"; do
+  for prog in cp uaio-cp; do
+    { (eval "$ign"; exec $prog "$T/pipe.src" /dev/stdout) 2>"$T/$prog.perr"
+      echo $? >"$T/$prog.prc"; } | head -c 5 >/dev/null
+  done
+  sed 's/^cp: /uaio-cp: /' "$T/cp.perr" >"$T/cp.perr.n"
+  [ "$(cat "$T/cp.prc")" = "$(cat "$T/uaio-cp.prc")" ] &&
+    cmp -s "$T/cp.perr.n" "$T/uaio-cp.perr" ||
+    { cat "$T/cp.perr" "$T/uaio-cp.perr"
+      fail "FILE /dev/stdout | head -c 5 ($ign): status $(cat "$T/uaio-cp.prc"), cp's $(cat "$T/cp.prc")"; }
 done
 ok "a pipe closed by its reader"
 
@@ -904,10 +913,7 @@ ok "a pipe closed by its reader"
 # the job before it opens the next source, directory or destination,
 # instead of failing with EMFILE.
 SETUP='mkdir -p s/d/e s/x; echo a >s/a; echo b >s/d/b; echo c >s/d/e/c; seq 1 300000 >s/d/big; ln -s a s/l'
-# (descriptors the test inherits, from ctest say, come on top)
-low=3
-while [ -e /proc/$$/fd/$low ]; do low=$((low + 1)); done
-for NOFILE in $((low + 4)) $((low + 5)); do
+for NOFILE in 7 8; do
   both -a s t
 done
 NOFILE=$(ulimit -n)

@@ -469,6 +469,10 @@ static void t_rfc(void)
 		      "absolute-form with userinfo");
 	expect_status("GET http:///plain.txt HTTP/1.1\r\nHost: t\r\n\r\n", 400,
 		      "absolute-form without a host");
+	expect_status("GET http://:80/plain.txt HTTP/1.1\r\nHost: t\r\n\r\n", 400,
+		      "absolute-form with a port and no host");
+	expect_status("GET /plain.txt HTTP/1.1\r\nHost: :80\r\n\r\n", 400, "Host: :80");
+	expect_status("GET /plain.txt HTTP/1.1\r\nHost: []\r\n\r\n", 400, "Host: []");
 	/* a control byte llhttp lets through in the query */
 	expect_status("GET /plain.txt?a\tb HTTP/1.1\r\nHost: t\r\n\r\n", 400, "a TAB in the query");
 	expect_alive("the RFC cases");

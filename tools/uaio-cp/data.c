@@ -96,6 +96,7 @@ bool cp_fd_wait(struct cp_run *r, int err)
 	if ((err != EMFILE && err != ENFILE) || !n)
 		return false;
 	cp_drain(r, n);
+	errno = err;		/* the open's, for its message if this was all */
 	return r->running < n;
 }
 

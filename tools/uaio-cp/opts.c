@@ -425,7 +425,8 @@ int cp_parse(struct cp_run *r, int argc, char **argv, int *first)
 	static const char *const sparse[] = { "never", "auto", "always", NULL };
 	static const int sparse_v[] = { SPARSE_NEVER, SPARSE_AUTO, SPARSE_ALWAYS };
 	struct cp_opts *o = &r->o;
-	bool strip = false;
+	bool strip = false, backups = false;
+	const char *backup_type = NULL;
 	int c;
 
 	o->jobs = 0;
@@ -509,19 +510,10 @@ int cp_parse(struct cp_run *r, int argc, char **argv, int *first)
 			printf("uaio-cp (uaio) " VERSION "\n"
 			       "GNU cp 9.1's options and results, on io_uring flows.\n");
 			exit(tool_close_stdout(r->prog));
-		case 'b': {
-			/* the backup type is checked (gnulib's xget_version)
-			 * before backups are refused as unsupported */
-			static const char *const types[] = { "none", "off", "simple", "never",
-				"existing", "nil", "numbered", "t", NULL };
-			static const int tvals[] = { 0, 0, 1, 1, 2, 2, 3, 3 };
-			const char *vc = getenv("VERSION_CONTROL");
-
-			if (optarg && *optarg)
-				pick(r, optarg, "backup type", types, tvals);
-			else if (vc && *vc)
-				pick(r, vc, "$VERSION_CONTROL", types, tvals);
-		}
+		case 'b':
+			backups = true;
+			if (optarg)
+				backup_type = optarg;	/* the last one counts */
 			/* fall through */
 		case 'i': case 'l': case 's': case 'S':
 		case OPT_ATTR_ONLY: case OPT_COPY_CONTENTS: case OPT_PARENTS:
@@ -531,6 +523,28 @@ int cp_parse(struct cp_run *r, int argc, char **argv, int *first)
 		default:
 			try_help(r);
 		}
+	}
+	/* cp's checks after its options, in cp's order: the backup type
+	 * (gnulib's xget_version) before backups are refused as unsupported */
+	if (backups && o->no_clobber) {
+		fprintf(stderr, "%s: options --backup and --no-clobber are mutually exclusive\n",
+			r->prog);
+		try_help(r);
+	}
+	if (o->reflink == REFLINK_ALWAYS && o->sparse != SPARSE_AUTO) {
+		fprintf(stderr, "%s: --reflink can be used only with --sparse=auto\n", r->prog);
+		try_help(r);
+	}
+	if (backups) {
+		static const char *const types[] = { "none", "off", "simple", "never",
+			"existing", "nil", "numbered", "t", NULL };
+		static const int tvals[] = { 0, 0, 1, 1, 2, 2, 3, 3 };
+		const char *vc = getenv("VERSION_CONTROL");
+
+		if (backup_type && *backup_type)
+			pick(r, backup_type, "backup type", types, tvals);
+		else if (vc && *vc)
+			pick(r, vc, "$VERSION_CONTROL", types, tvals);
 	}
 	if (o->want_context) {
 		/* Asked for by name (not through "all"): cp 9.1 stops here
@@ -545,10 +559,6 @@ int cp_parse(struct cp_run *r, int argc, char **argv, int *first)
 	}
 	if (o->deref == DEREF_UNSET)
 		o->deref = o->recursive ? DEREF_NEVER : DEREF_ALWAYS;
-	if (o->reflink == REFLINK_ALWAYS && o->sparse != SPARSE_AUTO) {
-		fprintf(stderr, "%s: --reflink can be used only with --sparse=auto\n", r->prog);
-		try_help(r);
-	}
 	if (o->no_clobber)
 		o->update = false;	/* -n wins, as in cp */
 	o->jobs = cap_jobs(o->jobs ? o->jobs : default_jobs());

@@ -236,7 +236,11 @@ void cp_copy_dir(struct cp_run *r, struct cp_dir *pd, const char *src,
 		}
 
 		/* Any surprise (no longer a file, unreadable) takes the lstat
-		 * path, which says what cp says, where cp says it. */
+		 * path, which says what cp says, where cp says it. A job slot
+		 * first, as copy_reg waits for one: no source is held open
+		 * that no job could start on. */
+		if (ents[i].type == DT_REG)
+			cp_drain(r, r->o.jobs);
 		if (ents[i].type == DT_REG &&
 		    (sfd = openat(at, name, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NOFOLLOW)) >= 0 &&
 		    (fstat(sfd, &cst) < 0 || !S_ISREG(cst.st_mode))) {

@@ -607,22 +607,29 @@ int proto_verdict(const struct request *q)
 }
 
 /* uri-host [ ":" port ] (RFC 9112 3.2, RFC 3986 3.2.2): an IP-literal in
- * brackets, or a reg-name / IPv4 address; the port all digits. Empty is
- * allowed (an HTTP/1.1 Host with no authority to name). */
+ * brackets, or a reg-name / IPv4 address, never empty (RFC 9110 4.2.1);
+ * the port all digits. A Host with no value at all is allowed (HTTP/1.1's
+ * for a target with no authority). */
 bool proto_host_ok(struct span h)
 {
-	const char *p = h.p, *end = h.p + h.n;
+	const char *p = h.p, *end = h.p + h.n, *host;
 
-	if (p < end && *p == '[') {
-		for (p++; p < end && *p != ']'; p++)
-			if (!isalnum((unsigned char)*p) && !strchr("-._~!$&'()*+,;=:", *p))
+	if (!h.n)
+		return true;
+	if (*p == '[') {
+		for (host = ++p; p < end && *p != ']'; p++)
+			if (!*p || (!isalnum((unsigned char)*p) &&
+				    !strchr("-._~!$&'()*+,;=:", *p)))
 				return false;
-		if (p++ == end)
+		if (p == end || p++ == host)
 			return false;
 	} else {
-		for (; p < end && *p != ':'; p++)
-			if (!isalnum((unsigned char)*p) && !strchr("-._~%!$&'()*+,;=", *p))
+		for (host = p; p < end && *p != ':'; p++)
+			if (!*p || (!isalnum((unsigned char)*p) &&
+				    !strchr("-._~%!$&'()*+,;=", *p)))
 				return false;
+		if (p == host)
+			return false;
 	}
 	if (p == end)
 		return true;

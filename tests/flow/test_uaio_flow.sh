@@ -75,7 +75,8 @@ expect_rc 2 timeout 10 "$F" forward 0 nohostport
 expect_rc 0 "$F" copy --mode=mmap /proc/self/status "$dir/e/st"
 [ -s "$dir/e/st" ] || fail "copy --mode=mmap /proc/self/status copied nothing"
 rm -f "$dir/e/st"
-# A signal while waiting for a peer: "interrupted", exit 1, nothing left.
+# A signal while waiting for a peer: "interrupted", then death by that
+# signal (a shell loop around it stops, as around dd), nothing left.
 # (A port another test holds makes recv exit at once: the next is tried.)
 sport=$((30000 + $$ % 20000)); sp=
 for try in 1 2 3 4 5 6 7 8 9 10; do
@@ -90,10 +91,38 @@ for try in 1 2 3 4 5 6 7 8 9 10; do
 done
 [ -n "$sp" ] || fail "recv could not listen on any of 10 ports"
 kill -TERM $sp; wait $sp; rc=$?
-[ $rc -eq 1 ] || fail "recv waiting for a peer, SIGTERM: exit $rc, not 1"
+[ $rc -eq 143 ] || fail "recv waiting for a peer, SIGTERM: exit $rc, not 143 (killed by it, as dd)"
 grep -qx "$F: interrupted" "$dir/e.err" || { cat "$dir/e.err"; fail "no 'interrupted' after SIGTERM"; }
 [ -z "$(ls -A "$dir/e")" ] || { ls -la "$dir/e"; fail "temporary left after SIGTERM"; }
 echo "early exits, limits, signals while waiting: ok"
+# A signal ignored from the start stays ignored (nohup, trap '' TERM;
+# sh itself starts a background job with SIGINT ignored).
+(trap '' TERM; exec "$F" -r 40M copy "$dir/src" "$dir/e/ign") 2>"$dir/err" & ip=$!
+sleep 0.2; kill -TERM $ip; wait $ip; rc=$?
+[ $rc -eq 0 ] && cmp -s "$dir/src" "$dir/e/ign" || { cat "$dir/err"; fail "SIGTERM ignored at start: exit $rc or the copy differs"; }
+rm -f "$dir/e/ign"
+# As a new file gets its mode from cp: never set-user-ID, set-group-ID or sticky.
+cp "$dir/one" "$dir/suid" && chmod 7755 "$dir/suid"
+expect_rc 0 "$F" copy "$dir/suid" "$dir/e/suid"
+[ "$(stat -c %a "$dir/e/suid")" = 755 ] || fail "copy kept special mode bits: $(stat -c %a "$dir/e/suid")"
+# A symbolic link as DST is written through; a dangling one is refused.
+: >"$dir/e/target"; ln -s target "$dir/e/link"
+expect_rc 0 "$F" copy "$dir/one" "$dir/e/link"
+[ -L "$dir/e/link" ] && cmp -s "$dir/one" "$dir/e/target" || fail "copy to a symlink replaced the link"
+ln -s nowhere "$dir/e/dangling"
+expect_rc 1 "$F" copy "$dir/one" "$dir/e/dangling"
+grep -qx "$F: not writing through dangling symlink '$dir/e/dangling'" "$dir/err" || { cat "$dir/err"; fail "dangling symlink message"; }
+# A name of 250 bytes (the temporary's name must fit NAME_MAX too).
+long=$(printf 'n%.0s' $(seq 250))
+expect_rc 0 "$F" copy "$dir/one" "$dir/e/$long"
+cmp -s "$dir/one" "$dir/e/$long" || fail "copy to a 250-byte name"
+# "x/" that is no directory: refused before any byte is read (stdin,
+# a file, keeps its offset for the cat after it).
+{ "$F" copy - "$dir/e/nodir/" 2>"$dir/err"; echo $? >"$dir/rc"; cat >"$dir/e/rest"; } <"$dir/one"
+[ "$(cat "$dir/rc")" = 1 ] && grep -qx "$F: $dir/e/nodir/: Not a directory" "$dir/err" &&
+  cmp -s "$dir/one" "$dir/e/rest" || { cat "$dir/err"; fail "DST/ not a directory: refused only after reading"; }
+rm -rf "$dir/e"; mkdir "$dir/e"
+echo "ignored signals, mode bits, symlinks, long names, DST/: ok"
 # A sink without splice support (/dev/full): auto falls back to kbuf, so
 # the error is the device's own (was EINVAL from the splice).
 expect_rc 1 "$F" copy "$dir/src" /dev/full
@@ -167,6 +196,17 @@ wait $fp || { cat "$dir/fwd.err"; fail "forward failed"; }
 wait $rp || { cat "$dir/recv.err"; fail "recv behind forward failed"; }
 cmp -s "$dir/src" "$dir/net3" || fail "3-host transfer differs"
 echo "send -> forward -> recv, 3 hosts $where: byte-exact"
+# A sender that stops part way (a signal) resets the connection: the
+# receiver fails and keeps no file, never a cut one with exit 0.
+port=$((port + 2))
+$B "$F" recv "$port" "$dir/net.cut" 2>"$dir/recv.err" & rp=$!; pids="$pids $rp"
+wait_port "$B" $port || fail "recv did not listen"
+$A "$F" send -r 8M "$dir/src" "$RECV:$port" 2>"$dir/send.err" & spid=$!
+sleep 0.7; kill -TERM $spid; wait $spid; rc=$?
+[ $rc -eq 143 ] || { cat "$dir/send.err"; fail "send, SIGTERM part way: exit $rc, not 143"; }
+wait $rp; rc=$?
+[ $rc -eq 1 ] && [ ! -e "$dir/net.cut" ] || { cat "$dir/recv.err"; fail "recv after the sender's SIGTERM: exit $rc, file left: $(ls "$dir" | grep net.cut)"; }
+echo "a sender stopped part way: the receiver fails, no file"
 # Nobody listening: exit 1, a message naming the peer.
 expect_rc 1 $A "$F" send "$dir/src" "$RECV:1"
 grep -q "^$F: $RECV:1: Connection refused" "$dir/err" || { cat "$dir/err"; fail "refused message"; }

@@ -50,6 +50,9 @@ void open_out(const struct tool *t, struct outfile *o, const char *dst,
 		o->fd = 1;
 		return;
 	}
+	/* "name/" is a directory or nothing: refused before any byte moves */
+	if (dst[strlen(dst) - 1] == '/' && (stat(dst, &st) < 0 || !S_ISDIR(st.st_mode)))
+		fail(dst, ENOTDIR);
 	if (stat(dst, &st) == 0 && S_ISDIR(st.st_mode)) {
 		char *s = strdup(src ? src : "-");
 
@@ -69,10 +72,24 @@ void open_out(const struct tool *t, struct outfile *o, const char *dst,
 			fail(o->path, errno);
 		return;
 	}
+	/* A symbolic link is written through, as cp writes: the file it
+	 * leads to is the one replaced, never the link. */
+	if (lstat(o->path, &st) == 0 && S_ISLNK(st.st_mode)) {
+		char *real = realpath(o->path, NULL);
+
+		if (!real) {
+			fprintf(stderr, "%s: not writing through dangling symlink '%s'\n",
+				ME, o->path);
+			exit(1);
+		}
+		free(o->path);
+		o->path = real;
+	}
 	copy = strdup(o->path);
 	base = strdup(o->path);
 	dir = dirname(copy);
-	if (asprintf(&o->tmp, "%s/.%s.uaio-XXXXXX", dir, basename(base)) < 0)
+	/* the name's first 200 bytes: a name of up to NAME_MAX still fits */
+	if (asprintf(&o->tmp, "%s/.%.200s.uaio-XXXXXX", dir, basename(base)) < 0)
 		fail(o->path, ENOMEM);
 	free(copy);
 	free(base);
@@ -84,12 +101,13 @@ void open_out(const struct tool *t, struct outfile *o, const char *dst,
 		fail(o->path, e);
 	}
 	partial_set(o);
-	/* As a new file gets it: the mode asked for, less the umask. */
+	/* As a new file gets it from cp: the mode asked for, less the
+	 * umask, and never set-user-ID, set-group-ID or sticky. */
 	{
 		mode_t um = umask(0);
 
 		umask(um);
-		fchmod(o->fd, mode & ~um & 07777);
+		fchmod(o->fd, mode & ~um & 0777);
 	}
 }
 

@@ -36,11 +36,14 @@
 /*
  * What exit() and a signal need to know, the only state outside the
  * tool object: the temporary file to remove on any early exit (exit(3)
- * runs remove_partial), and the signal that came while the tool waited
- * in a blocking call (accept, connect, a FIFO's open) with INT, TERM and
- * HUP unblocked; in the loop they are read from a signalfd instead.
+ * runs remove_partial), the connections to reset then (a plain close
+ * would tell the peer every byte was sent), and the signal that came
+ * while the tool waited in a blocking call (accept, connect, a FIFO's
+ * open) with INT, TERM and HUP unblocked; in the loop they are read
+ * from a signalfd instead.
  */
 static struct outfile *exit_partial;
+static int exit_sockets[2] = { -1, -1 };
 static volatile sig_atomic_t exit_signal;
 
 void partial_set(struct outfile *o)
@@ -48,10 +51,45 @@ void partial_set(struct outfile *o)
 	exit_partial = o;
 }
 
+void reset_on_exit(int slot, int fd)
+{
+	exit_sockets[slot] = fd;
+}
+
+/* A connection closed with a reset: its peer sees an error, never an
+ * end of stream after part of the data. */
+void net_abort(int fd)
+{
+	struct linger lg = { .l_onoff = 1, .l_linger = 0 };
+
+	if (fd >= 0)
+		setsockopt(fd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
+}
+
 static void remove_partial(void)
 {
 	if (exit_partial && exit_partial->tmp)
 		unlink(exit_partial->tmp);
+	for (int i = 0; i < 2; i++)
+		net_abort(exit_sockets[i]);
+}
+
+/* INT, TERM or HUP ended the transfer: what is left is cleaned up, then
+ * the tool dies of that signal, as dd does, so that a shell loop or
+ * script around it stops too. */
+static void die_of(int sig)
+{
+	sigset_t set;
+
+	fprintf(stderr, "%s: interrupted\n", ME);
+	fflush(stderr);
+	remove_partial();
+	signal(sig, SIG_DFL);
+	sigemptyset(&set);
+	sigaddset(&set, sig);
+	sigprocmask(SIG_UNBLOCK, &set, NULL);
+	raise(sig);
+	_exit(128 + sig);
 }
 
 static void on_async_signal(int sig)
@@ -72,8 +110,7 @@ static void stop_signals(int how)
 
 static void interrupted_exit(void)
 {
-	fprintf(stderr, "%s: interrupted\n", ME);
-	exit(1);
+	die_of(exit_signal);
 }
 
 /* Around a call that may wait for a peer for ever: a signal makes it
@@ -233,7 +270,7 @@ static int on_signal(uaio_watch *w)
 	struct signalfd_siginfo si;
 
 	while (read(t->sigfd, &si, sizeof(si)) == sizeof(si))
-		t->interrupted = true;
+		t->interrupted = (int)si.ssi_signo;
 	for (int i = 0; i < t->nlegs; i++)
 		if (t->legs[i].running)
 			uaio_flow_cancel(t->legs[i].f);
@@ -307,8 +344,6 @@ static bool run(struct tool *t)
 				g->side == UAIO_FLOW_SIDE_DST ? g->dst_name : g->src_name,
 				verb(g->side), strerror((int)-g->res));
 	}
-	if (t->interrupted)
-		fprintf(stderr, "%s: interrupted\n", ME);
 	if (t->o.stats) {
 		getrusage(RUSAGE_SELF, &ru);
 		fprintf(stderr, "%s: %llu bytes in %.3f s, %.1f MB/s, CPU %.3f s "
@@ -327,7 +362,7 @@ static void tool_init(struct tool *t)
 	struct uaio_loop_params p = { 0 };
 	struct sigaction sa = { .sa_handler = on_async_signal };	/* no SA_RESTART */
 	sigset_t set;
-	int held = tool_hold_std_fds(2);
+	int held = tool_hold_std_fds(2), r;
 
 	if (held < 0)
 		fail("/dev/null", errno);
@@ -336,63 +371,97 @@ static void tool_init(struct tool *t)
 	signal(SIGPIPE, SIG_IGN);
 	atexit(remove_partial);
 	sigemptyset(&sa.sa_mask);
-	sigaction(SIGINT, &sa, NULL);
-	sigaction(SIGTERM, &sa, NULL);
-	sigaction(SIGHUP, &sa, NULL);
+	sigemptyset(&set);
+	/* A signal ignored when the tool started (nohup, trap '' INT)
+	 * stays ignored, as in dd */
+	for (int i = 0; i < 3; i++) {
+		static const int sigs[] = { SIGINT, SIGTERM, SIGHUP };
+		struct sigaction old;
+
+		if (sigaction(sigs[i], NULL, &old) == 0 && old.sa_handler == SIG_IGN)
+			continue;
+		sigaction(sigs[i], &sa, NULL);
+		sigaddset(&set, sigs[i]);
+	}
 	t->tty = isatty(2);
 	if (!(t->l = uaio_loop_new(&p)))
 		fail("event loop", errno);
-	sigemptyset(&set);
-	sigaddset(&set, SIGINT);
-	sigaddset(&set, SIGTERM);
-	sigaddset(&set, SIGHUP);
 	sigprocmask(SIG_BLOCK, &set, NULL);
 	t->sigfd = signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC);
 	if (t->sigfd < 0)
 		fail("signalfd", errno);
-	if (uaio_watch_start(t->l, &t->sigw, t->sigfd, UAIO_READABLE, &sig_handler, t) < 0)
-		fail("signalfd", EINVAL);
+	if ((r = uaio_watch_start(t->l, &t->sigw, t->sigfd, UAIO_READABLE, &sig_handler, t)) < 0)
+		fail("signalfd", -r);
 	clock_gettime(CLOCK_MONOTONIC, &t->t0);
 }
 
 /* ------------------------------------------------------------ commands */
 
+/* The exit status, once the files are settled; a signal that ended the
+ * transfer ends the tool. */
+static int finish(const struct tool *t, bool ok)
+{
+	if (t->interrupted)
+		die_of(t->interrupted);
+	return ok ? 0 : 1;
+}
+
+/* SRC opened for reading, and never a directory. */
+static int open_src(const struct tool *t, const char *src, struct stat *st)
+{
+	int in = open_in(t, src);
+
+	if (fstat(in, st) < 0)
+		fail(src, errno);
+	if (S_ISDIR(st->st_mode))
+		fail(src, EISDIR);
+	return in;
+}
+
 static int cmd_copy(struct tool *t, const char *src, const char *dst)
 {
 	struct outfile o;
 	struct stat st;
-	int in = open_in(t, src);
+	int in = open_src(t, src, &st);
 	bool ok;
 
-	if (fstat(in, &st) < 0)
-		fail(src, errno);
-	if (S_ISDIR(st.st_mode))
-		fail(src, EISDIR);
 	open_out(t, &o, dst, src, S_ISREG(st.st_mode) ? st.st_mode : 0666);
 	start_leg(t, in, o.fd, src, o.path, -1);
 	ok = run(t);
-	return close_out(&o, ok) == 0 && ok ? 0 : 1;
+	return finish(t, close_out(&o, ok) == 0 && ok);
 }
 
 static int cmd_send(struct tool *t, const char *file, const char *peer)
 {
-	int in = open_in(t, file), s = net_fd(peer, false);
+	struct stat st;
+	int in = open_src(t, file, &st), s = net_fd(peer, false);
+	ssize_t n = 0;
 	char c;
 	bool ok;
 
+	reset_on_exit(0, s);
 	start_leg(t, in, s, file, peer, -1);
 	ok = run(t);
 	if (ok) {
 		/* Every byte arrived when the receiver, having read them all,
-		 * closes its end. */
-		shutdown(s, SHUT_WR);
+		 * closes its end; a reset says they did not. */
+		if (shutdown(s, SHUT_WR) < 0)
+			n = -1;
 		blocking_begin();
-		while (read(s, &c, 1) > 0)
-			;
+		while (n == 0 && (n = read(s, &c, 1)) > 0)
+			n = 0;
 		blocking_end();
+		if (n < 0) {
+			fprintf(stderr, "%s: %s: %s\n", ME, peer,
+				strerror(errno == ENOTCONN ? ECONNRESET : errno));
+			ok = false;
+		}
 	}
+	if (!ok)
+		net_abort(s);
+	reset_on_exit(0, -1);
 	close(s);
-	return ok ? 0 : 1;
+	return finish(t, ok);
 }
 
 static int cmd_recv(struct tool *t, const char *local, const char *file)
@@ -408,7 +477,7 @@ static int cmd_recv(struct tool *t, const char *local, const char *file)
 	start_leg(t, s, o.fd, "connection", o.path, -1);
 	ok = run(t);
 	close(s);
-	return close_out(&o, ok) == 0 && ok ? 0 : 1;
+	return finish(t, close_out(&o, ok) == 0 && ok);
 }
 
 static int cmd_forward(struct tool *t, const char *local, const char *peer)
@@ -418,13 +487,21 @@ static int cmd_forward(struct tool *t, const char *local, const char *peer)
 
 	check_spec(peer, false);
 	a = accept_one(net_fd(local, true), local);
+	reset_on_exit(0, a);
 	b = net_fd(peer, false);
+	reset_on_exit(1, b);
 	start_leg(t, a, b, local, peer, b);
 	start_leg(t, b, a, peer, local, a);
 	ok = run(t);
+	if (!ok) {		/* neither peer may take a cut stream for whole */
+		net_abort(a);
+		net_abort(b);
+	}
+	reset_on_exit(0, -1);
+	reset_on_exit(1, -1);
 	close(a);
 	close(b);
-	return ok ? 0 : 1;
+	return finish(t, ok);
 }
 
 int main(int argc, char **argv)

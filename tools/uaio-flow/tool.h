@@ -49,7 +49,8 @@ struct tool {
 	struct opts o;
 	struct leg legs[2];
 	int nlegs, running;
-	bool interrupted, tty;
+	int interrupted;	/* the signal that ended the transfer, or 0 */
+	bool tty;
 	/* stdin, stdout closed when the tool started: held on /dev/null so
 	 * that no descriptor of ours takes their number, and refused as - */
 	bool closed[2];
@@ -66,6 +67,10 @@ void blocking_begin(void);
 void blocking_end(void);
 /* The file to remove on an early exit (NULL: none). */
 void partial_set(struct outfile *o);
+/* A connection (slot 0 or 1; -1: none) reset on an early exit. */
+void reset_on_exit(int slot, int fd);
+/* The next close of fd resets the connection. */
+void net_abort(int fd);
 
 /* net.c: "HOST:PORT", "[V6]:PORT", or for listeners "[ADDR:]PORT" */
 void check_spec(const char *spec, bool passive);

@@ -56,6 +56,10 @@ expect_rc 2 "$dir/myflow" --mode=fast copy a b
 grep -q "^$dir/myflow: invalid mode 'fast' " "$dir/err" || { cat "$dir/err"; fail "message under another name"; }
 grep -qx "Try '$dir/myflow --help' for more information." "$dir/err" || { cat "$dir/err"; fail "hint under another name"; }
 expect_rc 2 "$F" --chunk=abc copy a b
+# Port 0 (a random port nobody could name) and "+80" are no ports.
+expect_rc 2 "$F" recv 0 "$dir/x"
+expect_rc 2 "$F" send "$dir/one" 127.0.0.1:0
+expect_rc 2 "$F" send "$dir/one" 127.0.0.1:+80
 expect_rc 1 "$F" copy "$dir/nope" "$dir/x"
 grep -qx "$F: $dir/nope: No such file or directory" "$dir/err" || { cat "$dir/err"; fail "missing source message"; }
 expect_rc 1 "$F" copy --mode=mmap - "$dir/x" </dev/null

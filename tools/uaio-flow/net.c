@@ -39,8 +39,9 @@ static int split_hostport(char *s, char **host, char **port, bool passive)
 	return 0;
 }
 
-/* A numeric port must fit in 16 bits (getaddrinfo would take 99999 as
- * 34463); a service name is getaddrinfo's to check. */
+/* A numeric port must be 1 to 65535 (getaddrinfo would take 99999 as
+ * 34463, and 0 is a port nobody can name back); a service name, letters
+ * first, is getaddrinfo's to check ("+80" or " 80" is neither). */
 static bool port_ok(const char *port)
 {
 	char *end;
@@ -49,10 +50,10 @@ static bool port_ok(const char *port)
 	if (!*port)
 		return false;
 	if (!isdigit((unsigned char)*port))
-		return true;
+		return isalpha((unsigned char)*port);
 	errno = 0;
 	v = strtoul(port, &end, 10);
-	return !errno && !*end && v <= 65535;
+	return !errno && !*end && v >= 1 && v <= 65535;
 }
 
 /* The syntax of an address, checked before anything waits on it. */

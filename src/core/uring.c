@@ -190,6 +190,20 @@ static bool is_cancel(const uaio_op *op)
 	return op->opcode == OP_CANCEL || op->opcode == OP_CANCEL_FD;
 }
 
+/*
+ * Ops that end on their own, soon (never waiting on a peer), go to the
+ * kernel even when the ring's completion budget (cq_cap) is spoken for,
+ * and ahead of ops waiting for room: behind idle reads that fill the
+ * budget (a server's connections) they would wait for ever, a close
+ * among them, whose own cancel is what would make room. The kernel keeps
+ * completions past the CQ's size (IORING_FEAT_NODROP) until reaped.
+ */
+static bool jumps_queue(const uaio_op *op)
+{
+	return is_cancel(op) || op->opcode == OP_CLOSE || op->opcode == OP_TIMEOUT ||
+	       op->opcode == OP_NOP;
+}
+
 static void pending_push(uaio_loop *l, uaio_op *op, bool front)
 {
 	op->state = OS_PENDING;
@@ -224,7 +238,7 @@ static int issue(uaio_loop *l, uaio_op *op)
 	struct uring_state *u = U(l);
 	struct io_uring_sqe *sqe, *sqe2;
 
-	if (UAIO_UNLIKELY(u->kops + 2 > u->cq_cap))
+	if (UAIO_UNLIKELY(u->kops + 2 > u->cq_cap) && !jumps_queue(op))
 		return -EAGAIN;
 	sqe = uring__get_sqe(l);
 	if (UAIO_UNLIKELY(!sqe))
@@ -293,14 +307,14 @@ static int uring_submit(uaio_loop *l, uaio_op *op)
 	issuer = is_issuer(l);
 	/* A cancel needs one completion of room and makes room: it goes
 	 * ahead of ops waiting for room (behind them, a full ring would
-	 * never hear of it). */
-	if (is_cancel(op) && (!issuer || start(l, op) == -EAGAIN)) {
+	 * never hear of it); so do the other ops that end on their own. */
+	if (jumps_queue(op) && (!issuer || start(l, op) == -EAGAIN)) {
 		pending_push(l, op, true);
 		if (!issuer)
 			uaio__wake(l);
 		return 0;
 	}
-	if (is_cancel(op))
+	if (jumps_queue(op))
 		return 0;
 	/* FIFO behind waiting ops; other threads hand over to the issuer. */
 	if (l->pending_head || !issuer || start(l, op) == -EAGAIN) {
@@ -394,7 +408,7 @@ static void refill(uaio_loop *l)
 {
 	struct uring_state *u = U(l);
 
-	while (l->pending_head && (u->kops + 2 <= u->cq_cap || is_cancel(l->pending_head))) {
+	while (l->pending_head && (u->kops + 2 <= u->cq_cap || jumps_queue(l->pending_head))) {
 		uaio_op *op = l->pending_head;
 		l->pending_head = op->next;
 		if (!l->pending_head)

@@ -306,6 +306,23 @@ int uaio__drain_inbox(uaio_loop *l)
 		pnext = pn->next;
 		pn->fn(pn->data);
 		free(pn);
+		if (UAIO_UNLIKELY(l->stop) && pnext) {
+			/* stopped by this one: the rest wait for the next
+			 * iteration, ahead of later posts, as callbacks do */
+			struct uaio_post *last = pnext;
+
+			while (last->next)
+				last = last->next;
+			pthread_mutex_lock(&l->inbox_lock);
+			last->next = l->post_head;
+			if (!l->post_head)
+				l->post_tail = last;
+			l->post_head = pnext;
+			pthread_mutex_unlock(&l->inbox_lock);
+			uaio__wake(l);
+			n++;
+			break;
+		}
 	}
 	return n;
 }

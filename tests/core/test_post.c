@@ -1,10 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Cross-thread post: callbacks posted from many threads all run, once
- * each, on the loop's thread, and wake a loop that is asleep.
+ * each, on the loop's thread, and wake a loop that is asleep; a stop in
+ * one returns the run after it.
  */
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdint.h>
 #include <uaio/loop.h>
 
 #include "test.h"
@@ -75,11 +77,39 @@ static void wakes_sleeper(void)
 	uaio_loop_free(L);
 }
 
+/* uaio_loop_stop() in a posted function: the run returns after it, the
+ * later posts of the same batch waiting for the next run, in order (all
+ * of a batch ran, and the run said 0). */
+static int order[10], norder;
+
+static void stop_post(void *data)
+{
+	order[norder++] = (int)(intptr_t)data;
+	if (data == (void *)(intptr_t)3)
+		uaio_loop_stop(L);
+}
+
+static void stops_in_post(void)
+{
+	L = t_loop_new(0);
+	norder = 0;
+	for (int i = 0; i < 10; i++)
+		CHECK_OK(uaio_loop_post(L, stop_post, (void *)(intptr_t)i));
+	CHECK_EQ(uaio_loop_run(L), 1);
+	CHECK_EQ(norder, 4);
+	CHECK_EQ(uaio_loop_run(L), 0);
+	CHECK_EQ(norder, 10);
+	for (int i = 0; i < 10; i++)
+		CHECK_EQ(order[i], i);
+	uaio_loop_free(L);
+}
+
 int main(void)
 {
 	t_watchdog(60);
 	t_banner("test_post");
 	RUN(many_threads);
 	RUN(wakes_sleeper);
+	RUN(stops_in_post);
 	return T_EXIT_PASS;
 }

@@ -107,7 +107,9 @@ bool uaio__ts_valid(const struct timespec *t)
 
 long uaio__sysret(long r)
 {
-	return r < 0 ? -errno : r;
+	/* only -1 says errno: syscall(2) passes on a result below -4095 as
+	 * it is (fcntl F_GETOWN of a process group, lseek past 2^63) */
+	return r == -1 ? -errno : r;
 }
 
 long uaio__rw(int fd, bool write, const struct iovec *iov, int cnt, int64_t off,

@@ -87,7 +87,8 @@ static inline int64_t uaio__ts_ns(const struct timespec *t)
 
 /* ----------------------------------------------------- syscall results */
 
-/* A libc call's -1/errno as liburing's -errno. */
+/* A libc call's -1/errno as liburing's -errno; any other result, also
+ * a negative one, as it is. */
 long uaio__sysret(long r);
 
 /* preadv2/pwritev2 at off (-1: the file position) with rwf (RWF_NOWAIT

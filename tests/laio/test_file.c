@@ -298,6 +298,29 @@ static void splice_tee_madvise(void)
 	close(p[0]); close(p[1]); close(q[0]); close(q[1]);
 }
 
+/* A call whose success is a number below -4095 (syscall(2) passes it on
+ * as it is, errno untouched) is that number, not an error or 0: lseek of
+ * /proc/self/mem past 2^63, F_GETOWN of a process group. */
+static void negative_results(void)
+{
+	int m = open("/proc/self/mem", O_RDONLY | O_CLOEXEC), s;
+	struct any_res r;
+
+	CHECK(m >= 0);
+	errno = 0;
+	r = ANY(laio_syscall(SYS_lseek, m, -8192L, SEEK_SET));
+	CHECK_EQ(r.ret, -8192L);
+	close(m);
+	if (getpgrp() > 4095) {
+		CHECK((s = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0)) >= 0);
+		CHECK(fcntl(s, F_SETOWN, -getpgrp()) == 0);
+		errno = 0;
+		r = ANY(laio_syscall(SYS_fcntl, s, F_GETOWN));
+		CHECK_EQ(r.ret, (long)-getpgrp());
+		close(s);
+	}
+}
+
 static void all(void)
 {
 	RUN(cached_reads);
@@ -306,6 +329,7 @@ static void all(void)
 	RUN(writes);
 	RUN(paths);
 	RUN(splice_tee_madvise);
+	RUN(negative_results);
 }
 
 int main(void)

@@ -332,7 +332,8 @@ long uaio_op_result_long(const uaio_op *op);
  * of fd, and that keeps naming the same open file after the caller closes
  * fd or gets its number back for another file. io_uring: a registered-file
  * slot (no descriptor is used, and POSIX record locks are untouched);
- * epoll: a duplicate descriptor. Thread-safe. Returns the handle (>= 0),
+ * epoll: a duplicate descriptor. Any thread on a UAIO_LOOP_THREADSAFE loop,
+ * else the loop's own thread only. Returns the handle (>= 0),
  * -EBADF, or -ENFILE / -EMFILE when no slot is left.
  */
 int uaio_file_pin(uaio_loop *l, int fd);
@@ -348,7 +349,8 @@ void uaio_file_unpin(uaio_loop *l, int pinned);
  * uaio_buf_register returns the buffer's index (>= 0), or -EINVAL, -EFAULT,
  * -EOVERFLOW (over 1 GiB), -ENOBUFS (all UAIO_BUFS_MAX slots taken) or the
  * kernel's refusal (-ENOMEM past RLIMIT_MEMLOCK without CAP_IPC_LOCK).
- * Unregister once no op uses the buffer. Thread-safe.
+ * Unregister once no op uses the buffer. Any thread on a
+ * UAIO_LOOP_THREADSAFE loop, else the loop's own thread only.
  */
 int uaio_buf_register(uaio_loop *l, void *buf, size_t len);
 int uaio_buf_unregister(uaio_loop *l, int buf_index);

@@ -63,13 +63,16 @@ static int ring_submit(uaio_loop *l)
 	return r;
 }
 
-/* An SQE, submitting what is queued if the SQ is full. */
+/* An SQE, submitting what is queued if the SQ is full; but not before
+ * the loop first runs: that submit would make this thread the ring's
+ * single issuer, and a loop made here may run on another (NULL: the op
+ * waits for room, to go out once the loop runs). */
 struct io_uring_sqe *uring__get_sqe(uaio_loop *l)
 {
 	struct uring_state *u = U(l);
 	struct io_uring_sqe *sqe = io_uring_get_sqe(&u->ring);
 
-	if (UAIO_UNLIKELY(!sqe)) {
+	if (UAIO_UNLIKELY(!sqe) && u->enabled) {
 		ring_submit(l);
 		sqe = io_uring_get_sqe(&u->ring);
 	}

@@ -5,6 +5,7 @@
  * and freeing a loop with work still in flight.
  */
 #include <pthread.h>
+#include <stdint.h>
 #include <unistd.h>
 #include <uaio/loop.h>
 
@@ -283,6 +284,35 @@ static void test_loops_per_thread(void)
 	}
 }
 
+/* Made and filled on one thread, run on another (uaio_loop_new(3)):
+ * also with more ops queued first than the submission queue holds (the
+ * ring then took the first thread for its issuer, and the run on the
+ * other failed with EINVAL, for ever). */
+static void *run_elsewhere(void *arg)
+{
+	return (void *)(intptr_t)uaio_loop_run(arg);
+}
+
+static void test_run_on_another_thread(void)
+{
+	enum { N = 600 };
+	static uaio_op op[N];
+	struct uaio_loop_params p = { .entries = 64 };
+	uaio_loop *l = uaio_loop_new(&p);
+	pthread_t th;
+	void *ret;
+	int n = 0;
+
+	CHECK(l);
+	for (int i = 0; i < N; i++)
+		CHECK_OK(uaio_op_nop(l, &op[i], thread_cb, &n));
+	CHECK(pthread_create(&th, NULL, run_elsewhere, l) == 0);
+	CHECK(pthread_join(th, &ret) == 0);
+	CHECK_EQ((int)(intptr_t)ret, 0);
+	CHECK_EQ(n, N);
+	uaio_loop_free(l);
+}
+
 static void test_bad_args(void)
 {
 	uaio_loop *l = t_loop_new(0);
@@ -308,5 +338,6 @@ int main(void)
 	RUN(test_loops_per_thread);
 	RUN(test_bad_args);
 	RUN(test_stop_mid_batch);
+	RUN(test_run_on_another_thread);
 	return T_EXIT_PASS;
 }

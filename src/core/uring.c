@@ -63,16 +63,13 @@ static int ring_submit(uaio_loop *l)
 	return r;
 }
 
-/* An SQE, submitting what is queued if the SQ is full; but not before
- * the loop first runs: that submit would make this thread the ring's
- * single issuer, and a loop made here may run on another (NULL: the op
- * waits for room, to go out once the loop runs). */
+/* An SQE, submitting what is queued if the SQ is full. */
 struct io_uring_sqe *uring__get_sqe(uaio_loop *l)
 {
 	struct uring_state *u = U(l);
 	struct io_uring_sqe *sqe = io_uring_get_sqe(&u->ring);
 
-	if (UAIO_UNLIKELY(!sqe) && u->enabled) {
+	if (UAIO_UNLIKELY(!sqe)) {
 		ring_submit(l);
 		sqe = io_uring_get_sqe(&u->ring);
 	}
@@ -242,6 +239,11 @@ static int issue(uaio_loop *l, uaio_op *op)
 	struct io_uring_sqe *sqe, *sqe2;
 
 	if (UAIO_UNLIKELY(u->kops + 2 > u->cq_cap) && !jumps_queue(op))
+		return -EAGAIN;
+	/* Before the loop first runs, a full SQ is not submitted here: that
+	 * would make this thread the ring's single issuer, and a loop filled
+	 * here may run on another. The op waits for room instead. */
+	if (UAIO_UNLIKELY(!u->enabled) && io_uring_sq_space_left(&u->ring) < 2)
 		return -EAGAIN;
 	sqe = uring__get_sqe(l);
 	if (UAIO_UNLIKELY(!sqe))

@@ -192,16 +192,22 @@ static bool is_cancel(const uaio_op *op)
 
 /*
  * Ops that end on their own, soon (never waiting on a peer), go to the
- * kernel even when the ring's completion budget (cq_cap) is spoken for,
- * and ahead of ops waiting for room: behind idle reads that fill the
- * budget (a server's connections) they would wait for ever, a close
- * among them, whose own cancel is what would make room. The kernel keeps
- * completions past the CQ's size (IORING_FEAT_NODROP) until reaped.
+ * kernel even when the ring's completion budget (cq_cap) is spoken for:
+ * behind idle reads that fill it (a server's connections) they would wait
+ * for ever, a close among them, whose own cancel is what would make room.
+ * The kernel keeps completions past the CQ's size (IORING_FEAT_NODROP)
+ * until reaped. Cancels and timeouts, which touch no descriptor, also go
+ * ahead of ops waiting for room; a close keeps its place (the writes made
+ * before it go first).
  */
 static bool jumps_queue(const uaio_op *op)
 {
-	return is_cancel(op) || op->opcode == OP_CLOSE || op->opcode == OP_TIMEOUT ||
-	       op->opcode == OP_NOP;
+	return is_cancel(op) || op->opcode == OP_TIMEOUT;
+}
+
+static bool past_budget(const uaio_op *op)
+{
+	return jumps_queue(op) || op->opcode == OP_CLOSE || op->opcode == OP_NOP;
 }
 
 static void pending_push(uaio_loop *l, uaio_op *op, bool front)
@@ -238,7 +244,7 @@ static int issue(uaio_loop *l, uaio_op *op)
 	struct uring_state *u = U(l);
 	struct io_uring_sqe *sqe, *sqe2;
 
-	if (UAIO_UNLIKELY(u->kops + 2 > u->cq_cap) && !jumps_queue(op))
+	if (UAIO_UNLIKELY(u->kops + 2 > u->cq_cap) && !past_budget(op))
 		return -EAGAIN;
 	/* Before the loop first runs, a full SQ is not submitted here: that
 	 * would make this thread the ring's single issuer, and a loop filled
@@ -413,7 +419,7 @@ static void refill(uaio_loop *l)
 {
 	struct uring_state *u = U(l);
 
-	while (l->pending_head && (u->kops + 2 <= u->cq_cap || jumps_queue(l->pending_head))) {
+	while (l->pending_head && (u->kops + 2 <= u->cq_cap || past_budget(l->pending_head))) {
 		uaio_op *op = l->pending_head;
 		l->pending_head = op->next;
 		if (!l->pending_head)
@@ -569,8 +575,11 @@ static int uring_wait(uaio_loop *l, int64_t timeout_ns)
 	struct __kernel_timespec ts, *tsp = NULL;
 	int r = 0;
 
-	if (UAIO_UNLIKELY(!u->enabled) && (r = ring_enable(l)) < 0)
-		return r;
+	if (UAIO_UNLIKELY(!u->enabled)) {
+		if ((r = ring_enable(l)) < 0)
+			return r;
+		refill(l);	/* what waited for room before the first run */
+	}
 	if (UAIO_UNLIKELY(!u->wake_armed))
 		arm_wake(l);
 	if (UAIO_UNLIKELY(u->rm_head))

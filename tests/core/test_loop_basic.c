@@ -313,6 +313,40 @@ static void test_run_on_another_thread(void)
 	uaio_loop_free(l);
 }
 
+/* More ops queued before the first run than the submission queue holds,
+ * idle reads among them: the run still sends them all and sleeps only
+ * then (a timeout queued last fired never: the waiting ones went out only
+ * after a completion). */
+static void test_queued_before_run(void)
+{
+	enum { N = 150 };
+	static uaio_op rd[N];
+	static int p[N][2];
+	static char b[N];
+	struct uaio_loop_params prm = { .entries = 64 };
+	uaio_loop *l = uaio_loop_new(&prm);
+	uaio_op tmo = { 0 };
+	int n = 0, fired = 0;
+
+	CHECK(l);
+	for (int i = 0; i < N; i++) {
+		CHECK(pipe(p[i]) == 0);
+		CHECK_OK(uaio_op_read(l, &rd[i], p[i][0], &b[i], 1, -1, thread_cb, &n));
+	}
+	CHECK_OK(uaio_op_timeout(l, &tmo, 10000000ull, count_cb, &fired));
+	ncb = 0;
+	while (!ncb)
+		CHECK(uaio_loop_run_once(l, -1) >= 0);
+	CHECK_EQ(last_res, -ETIME);
+	for (int i = 0; i < N; i++)
+		close(p[i][1]);
+	CHECK_EQ(uaio_loop_run(l), 0);
+	CHECK_EQ(n, N);		/* each read: 0, end of file */
+	for (int i = 0; i < N; i++)
+		close(p[i][0]);
+	uaio_loop_free(l);
+}
+
 static void test_bad_args(void)
 {
 	uaio_loop *l = t_loop_new(0);
@@ -339,5 +373,6 @@ int main(void)
 	RUN(test_bad_args);
 	RUN(test_stop_mid_batch);
 	RUN(test_run_on_another_thread);
+	RUN(test_queued_before_run);
 	return T_EXIT_PASS;
 }

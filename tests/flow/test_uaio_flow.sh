@@ -102,7 +102,9 @@ echo "early exits, limits, signals while waiting: ok"
 # A signal ignored from the start stays ignored (nohup, trap '' TERM;
 # sh itself starts a background job with SIGINT ignored).
 (trap '' TERM; exec "$F" -r 40M copy "$dir/src" "$dir/e/ign") 2>"$dir/err" & ip=$!
-sleep 0.2; kill -TERM $ip; wait $ip; rc=$?
+# (the copy's temporary exists: the trap was set before the exec)
+i=0; while [ $i -lt 200 ] && [ -z "$(ls -A "$dir/e")" ]; do i=$((i + 1)); sleep 0.05; done
+kill -TERM $ip; wait $ip; rc=$?
 [ $rc -eq 0 ] && cmp -s "$dir/src" "$dir/e/ign" || { cat "$dir/err"; fail "SIGTERM ignored at start: exit $rc or the copy differs"; }
 rm -f "$dir/e/ign"
 # As a new file gets its mode from cp: never set-user-ID, set-group-ID or sticky.
@@ -206,7 +208,12 @@ port=$((port + 2))
 $B "$F" recv "$port" "$dir/net.cut" 2>"$dir/recv.err" & rp=$!; pids="$pids $rp"
 wait_port "$B" $port || fail "recv did not listen"
 $A "$F" send -r 8M "$dir/src" "$RECV:$port" 2>"$dir/send.err" & spid=$!
-sleep 0.7; kill -TERM $spid; wait $spid; rc=$?
+# signalled once bytes have arrived (the receiver's temporary grew)
+i=0
+while [ $i -lt 200 ] && ! find "$dir" -maxdepth 1 -name '.net.cut.uaio-*' -size +0 | grep -q .; do
+  i=$((i + 1)); sleep 0.05
+done
+kill -TERM $spid; wait $spid; rc=$?
 [ $rc -eq 143 ] || { cat "$dir/send.err"; fail "send, SIGTERM part way: exit $rc, not 143"; }
 wait $rp; rc=$?
 [ $rc -eq 1 ] && [ ! -e "$dir/net.cut" ] || { cat "$dir/recv.err"; fail "recv after the sender's SIGTERM: exit $rc, file left: $(ls "$dir" | grep net.cut)"; }

@@ -311,7 +311,10 @@ static void negative_results(void)
 	r = ANY(laio_syscall(SYS_lseek, m, -8192L, SEEK_SET));
 	CHECK_EQ(r.ret, -8192L);
 	close(m);
-	if (getpgrp() > 4095) {
+	if (getpgrp() <= 4095)
+		fprintf(stderr, "    process group %d: F_GETOWN's result is not below -4095, "
+			"not checked\n", (int)getpgrp());
+	else {
 		CHECK((s = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0)) >= 0);
 		CHECK(fcntl(s, F_SETOWN, -getpgrp()) == 0);
 		errno = 0;

@@ -51,7 +51,7 @@ void open_out(const struct tool *t, struct outfile *o, const char *dst,
 		return;
 	}
 	/* "name/" is a directory or nothing: refused before any byte moves */
-	if (dst[strlen(dst) - 1] == '/' && (stat(dst, &st) < 0 || !S_ISDIR(st.st_mode)))
+	if (*dst && dst[strlen(dst) - 1] == '/' && (stat(dst, &st) < 0 || !S_ISDIR(st.st_mode)))
 		fail(dst, ENOTDIR);
 	if (stat(dst, &st) == 0 && S_ISDIR(st.st_mode)) {
 		char *s = strdup(src ? src : "-");
@@ -77,11 +77,13 @@ void open_out(const struct tool *t, struct outfile *o, const char *dst,
 	if (lstat(o->path, &st) == 0 && S_ISLNK(st.st_mode)) {
 		char *real = realpath(o->path, NULL);
 
-		if (!real) {
+		if (!real && errno == ENOENT) {
 			fprintf(stderr, "%s: not writing through dangling symlink '%s'\n",
 				ME, o->path);
 			exit(1);
 		}
+		if (!real)
+			fail(o->path, errno);
 		free(o->path);
 		o->path = real;
 	}

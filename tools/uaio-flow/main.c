@@ -153,7 +153,8 @@ static void usage(FILE *out)
 "\n"
 "A file " PROG " creates is written under a temporary name and renamed\n"
 "once every byte has arrived. Exit status: 0 when every byte arrived,\n"
-"1 when the transfer failed, 2 on bad usage.\n");
+"1 when the transfer failed, 2 on bad usage; INT, TERM or HUP end it by\n"
+"that signal, after cleaning up.\n");
 }
 
 void die_usage(const char *fmt, const char *arg)
@@ -427,7 +428,7 @@ static int cmd_copy(struct tool *t, const char *src, const char *dst)
 
 	open_out(t, &o, dst, src, S_ISREG(st.st_mode) ? st.st_mode : 0666);
 	start_leg(t, in, o.fd, src, o.path, -1);
-	ok = run(t);
+	ok = run(t) && !t->interrupted;	/* a signal, even late: no file */
 	return finish(t, close_out(&o, ok) == 0 && ok);
 }
 
@@ -475,7 +476,7 @@ static int cmd_recv(struct tool *t, const char *local, const char *file)
 	open_out(t, &o, file, NULL, 0666);
 	s = accept_one(ls, local);
 	start_leg(t, s, o.fd, "connection", o.path, -1);
-	ok = run(t);
+	ok = run(t) && !t->interrupted;	/* a signal, even late: no file */
 	close(s);
 	return finish(t, close_out(&o, ok) == 0 && ok);
 }

@@ -66,6 +66,15 @@ void net_abort(int fd)
 		setsockopt(fd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
 }
 
+/* The end of a connection registered in slot: reset unless ok. */
+static void conn_close(int slot, int fd, bool ok)
+{
+	if (!ok)
+		net_abort(fd);
+	exit_sockets[slot] = -1;
+	close(fd);
+}
+
 static void remove_partial(void)
 {
 	if (exit_partial && exit_partial->tmp)
@@ -108,18 +117,13 @@ static void stop_signals(int how)
 	sigprocmask(how, &set, NULL);
 }
 
-static void interrupted_exit(void)
-{
-	die_of(exit_signal);
-}
-
 /* Around a call that may wait for a peer for ever: a signal makes it
  * fail with EINTR, and the tool exits as interrupted. */
 void blocking_begin(void)
 {
 	stop_signals(SIG_UNBLOCK);	/* one that waited is handled here */
 	if (exit_signal)
-		interrupted_exit();
+		die_of(exit_signal);
 }
 
 /* errno stays the blocking call's. */
@@ -129,7 +133,7 @@ void blocking_end(void)
 
 	stop_signals(SIG_BLOCK);
 	if (exit_signal)
-		interrupted_exit();
+		die_of(exit_signal);
 	errno = err;
 }
 
@@ -168,7 +172,7 @@ void die_usage(const char *fmt, const char *arg)
 void fail(const char *what, int err)
 {
 	if (exit_signal)
-		interrupted_exit();
+		die_of(exit_signal);
 	fprintf(stderr, "%s: %s: %s\n", ME, what, strerror(err));
 	exit(1);
 }
@@ -443,25 +447,22 @@ static int cmd_send(struct tool *t, const char *file, const char *peer)
 	reset_on_exit(0, s);
 	start_leg(t, in, s, file, peer, -1);
 	ok = run(t);
-	if (ok) {
-		/* Every byte arrived when the receiver, having read them all,
-		 * closes its end; a reset says they did not. */
-		if (shutdown(s, SHUT_WR) < 0)
-			n = -1;
+	/* Every byte arrived when the receiver, having read them all,
+	 * closes its end; a reset says they did not. */
+	if (ok && shutdown(s, SHUT_WR) < 0) {
+		n = -1;
+	} else if (ok) {
 		blocking_begin();
-		while (n == 0 && (n = read(s, &c, 1)) > 0)
-			n = 0;
+		while ((n = read(s, &c, 1)) > 0)
+			;
 		blocking_end();
-		if (n < 0) {
-			fprintf(stderr, "%s: %s: %s\n", ME, peer,
-				strerror(errno == ENOTCONN ? ECONNRESET : errno));
-			ok = false;
-		}
 	}
-	if (!ok)
-		net_abort(s);
-	reset_on_exit(0, -1);
-	close(s);
+	if (n < 0) {
+		fprintf(stderr, "%s: %s: %s\n", ME, peer,
+			strerror(errno == ENOTCONN ? ECONNRESET : errno));
+		ok = false;
+	}
+	conn_close(0, s, ok);
 	return finish(t, ok);
 }
 
@@ -494,14 +495,8 @@ static int cmd_forward(struct tool *t, const char *local, const char *peer)
 	start_leg(t, a, b, local, peer, b);
 	start_leg(t, b, a, peer, local, a);
 	ok = run(t);
-	if (!ok) {		/* neither peer may take a cut stream for whole */
-		net_abort(a);
-		net_abort(b);
-	}
-	reset_on_exit(0, -1);
-	reset_on_exit(1, -1);
-	close(a);
-	close(b);
+	conn_close(0, a, ok);	/* neither peer may take a cut stream for whole */
+	conn_close(1, b, ok);
 	return finish(t, ok);
 }
 

@@ -178,6 +178,67 @@ static void test_cancel_full(void)
 	close(fd);
 }
 
+/* Many flows on one loop take turns: a flow sends at most 256 KiB inline
+ * (one sendfile) before the loop's other work, the next flow's included,
+ * gets the thread. Turns keep each socket's queue short: on loopback a
+ * megabyte queued at once cost twice the CPU per byte (docs/flows.md).
+ * The sockets' buffers are raised so that a longer turn would fit. */
+struct turn {
+	uaio_flow *f[2];
+	uint64_t moved[2];
+	uint64_t other_at_first[2];	/* the other flow's bytes at this one's first */
+	bool seen[2];
+};
+
+static struct turn *turns;
+
+static void turn_progress(uaio_flow *f, uint64_t bytes, void *data)
+{
+	int i = f == turns->f[1];
+
+	if (!turns->seen[i]) {
+		turns->seen[i] = true;
+		turns->other_at_first[i] = turns->moved[!i];
+	}
+	turns->moved[i] = bytes;
+}
+
+static void test_turns(void)
+{
+	const size_t n = 4u << 20;
+	int fd = src_file(n), big = 8 << 20;
+	struct turn t = { 0 };
+	struct t_sync s[2] = { 0 };
+	struct end dst[2];
+
+	turns = &t;
+	for (int i = 0; i < 2; i++) {
+		struct uaio_flow_params p = {
+			.src = { .type = UAIO_FLOW_FD, .fd = fd, .off = 0 },
+			.dst = { .type = UAIO_FLOW_FD, .off = -1 },
+			.len = n, .mode = UAIO_FLOW_AUTO, .progress = turn_progress,
+			.done = t_sync_done, .data = &s[i],
+		};
+
+		t_dst(&dst[i], E_TCP, n, dir);
+		t_set_nonblock(dst[i].fd);
+		CHECK(setsockopt(dst[i].fd, SOL_SOCKET, SO_SNDBUF, &big, sizeof(big)) == 0);
+		p.dst.fd = dst[i].fd;
+		CHECK_EQ(uaio_flow_start(L, &p, &t.f[i]), 0);
+		CHECK_EQ(strcmp(uaio_flow_method(t.f[i]), "sendfile"), 0);
+	}
+	T_RUN_UNTIL(L, s[0].r.done && s[1].r.done, 10000000);
+	for (int i = 0; i < 2; i++) {
+		CHECK_EQ(s[i].r.res, (int64_t)n);
+		expect_bytes(&dst[i], data, n);
+	}
+	/* The second flow's first bytes went after one turn of the first. */
+	CHECK(t.seen[1]);
+	CHECK(t.other_at_first[1] > 0 && t.other_at_first[1] <= 256u << 10);
+	turns = NULL;
+	close(fd);
+}
+
 /* A blocking socket is not sendfile's: another method moves the bytes. */
 static void test_blocking_socket(void)
 {
@@ -261,6 +322,7 @@ int main(void)
 	RUN(test_short_and_eof);
 	RUN(test_peer_gone);
 	RUN(test_cancel_full);
+	RUN(test_turns);
 	RUN(test_blocking_socket);
 	RUN(test_empty);
 	RUN(test_files_elsewhere);

@@ -134,9 +134,11 @@ static int use_method(uaio_flow *f, int m)
 			 (f->mode == UAIO_FLOW_MMAP ? UAIO_FLOW_MMAP : UAIO_FLOW_KBUF) :
 			 methods[m]->mode;
 		err = methods[m]->setup(f);
-		/* Out of descriptors (splice's pipe): a later method that
-		 * needs none (the pipeline's buffers) does the job. */
-		if ((err != -EMFILE && err != -ENFILE) || (m = next_method(f, m)) < 0)
+		/* Out of descriptors (splice's pipe), or an end that refuses
+		 * the method (a device without splice): a later method (the
+		 * pipeline's buffers) does the job. */
+		if ((err != -EMFILE && err != -ENFILE && !flow__fallback_err(err)) ||
+		    (m = next_method(f, m)) < 0)
 			return err;
 	}
 }

@@ -222,10 +222,38 @@ static bool direct(const uaio_flow *f)
 	return f->src.kind == EK_PIPE || f->dst.kind == EK_PIPE;
 }
 
+static void splice_teardown(uaio_flow *f);
+
+/* A character device may have no splice (/dev/full, most drivers), and
+ * the kernel says so only once bytes sit in the pipe, where a stream's
+ * cannot go back. So it is asked first, from an empty pipe (pfd, or one
+ * of its own): EINVAL is the refusal, EAGAIN a sink that takes splice. */
+static int sink_refuses_splice(const uaio_flow *f, const int pfd[2])
+{
+	int tmp[2] = { -1, -1 }, err = 0;
+	const int *p = pfd;
+
+	if (f->dst.kind != EK_CHR)
+		return 0;
+	if (p[0] < 0) {
+		if (pipe2(tmp, O_CLOEXEC) < 0)
+			return -errno;
+		p = tmp;
+	}
+	if (splice(p[0], NULL, f->dst.fd, NULL, 1, SPLICE_F_NONBLOCK) < 0 &&
+	    flow__fallback_err(-errno))
+		err = -errno;
+	if (tmp[0] >= 0) {
+		close(tmp[0]);
+		close(tmp[1]);
+	}
+	return err;
+}
+
 static int splice_setup(uaio_flow *f)
 {
 	struct splice_run *r = calloc(1, sizeof(*r));
-	int sz;
+	int sz, err;
 
 	if (!r)
 		return -ENOMEM;
@@ -243,6 +271,10 @@ static int splice_setup(uaio_flow *f)
 		r->pipesz = sz > 0 ? (uint32_t)sz : 65536;
 	}
 	f->run = r;
+	if ((err = sink_refuses_splice(f, r->pfd)) < 0) {
+		splice_teardown(f);
+		return err;
+	}
 	return 0;
 }
 

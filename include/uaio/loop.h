@@ -97,6 +97,15 @@ unsigned uaio_loop_features(const uaio_loop *l);
  */
 int uaio_loop_fd(const uaio_loop *l);
 
+/*
+ * How long an embedding loop may sleep on uaio_loop_fd() before it calls
+ * uaio_loop_run_once(l, 0): 0 when there is work now (due timers, posted
+ * functions, completions already in, submissions not yet in the kernel),
+ * the ns until the next timer, or -1 when only the descriptor can bring
+ * work (like uv_backend_timeout). -EINVAL for a NULL loop.
+ */
+int64_t uaio_loop_timeout(uaio_loop *l);
+
 /* Monotonic clock in ns, cached per iteration. */
 uint64_t uaio_loop_now(uaio_loop *l);
 

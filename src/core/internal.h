@@ -99,6 +99,9 @@ struct uaio_backend {
 	/* Hand queued submissions to the kernel now (thread-safe loops). */
 	void (*flush)(uaio_loop *l);
 	int (*fd)(const uaio_loop *l);
+	/* Work uaio_loop_fd() would not announce: submissions not yet in
+	 * the kernel, completions already posted (NULL: none ever). */
+	bool (*unannounced)(uaio_loop *l);
 	/* uaio_file_pin / unpin, called under the loop lock. */
 	int (*pin)(uaio_loop *l, int fd);
 	void (*unpin)(uaio_loop *l, int pinned);

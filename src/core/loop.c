@@ -162,6 +162,33 @@ UAIO_API uint64_t uaio_loop_now(uaio_loop *l)
 	return loop_now(l);
 }
 
+UAIO_API int64_t uaio_loop_timeout(uaio_loop *l)
+{
+	bool lk, any, now_work;
+	uint64_t when = 0, now;
+
+	if (!l)
+		return -EINVAL;
+	pthread_mutex_lock(&l->inbox_lock);
+	now_work = l->post_head != NULL;
+	pthread_mutex_unlock(&l->inbox_lock);
+	lk = uaio__lock(l);
+	now_work = now_work || l->done_head || l->closing || l->fired_next < l->nfired ||
+		   atomic_load(&l->wake_pending) ||
+		   (l->be->unannounced && l->be->unannounced(l));
+	any = l->nheap;
+	if (any)
+		when = l->heap[0].when;
+	uaio__unlock(l, lk);
+	if (now_work)
+		return 0;
+	if (!any)
+		return -1;
+	l->now_valid = false;	/* a caller between iterations: read it fresh */
+	now = loop_now(l);
+	return when <= now ? 0 : when - now > INT64_MAX ? INT64_MAX : (int64_t)(when - now);
+}
+
 UAIO_API unsigned uaio_loop_inflight(const uaio_loop *l)
 {
 	return l->inflight;

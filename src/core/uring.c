@@ -662,6 +662,15 @@ static void uring_settle(uaio_loop *l)
 		io_uring_get_events(&u->ring);
 }
 
+static bool uring_unannounced(uaio_loop *l)
+{
+	struct uring_state *u = U(l);
+
+	return io_uring_sq_ready(&u->ring) || io_uring_cq_ready(&u->ring) || u->rm_head ||
+	       (u->defer && taskrun_pending(u)) ||
+	       (l->pending_head && (u->kops + 2 <= u->cq_cap || past_budget(l->pending_head)));
+}
+
 const struct uaio_backend uaio__uring_backend = {
 	.name = "io_uring",
 	.kind = UAIO_BACKEND_URING,
@@ -673,6 +682,7 @@ const struct uaio_backend uaio__uring_backend = {
 	.wait = uring_wait,
 	.flush = uring_flush,
 	.fd = uring_fd,
+	.unannounced = uring_unannounced,
 	.pin = uring__pin,
 	.unpin = uring__unpin,
 	.buf_update = uring__buf_update,

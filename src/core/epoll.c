@@ -252,6 +252,21 @@ static int ep_watch_arm(uaio_loop *l, uaio_watch *w)
 	return r;
 }
 
+/* Ready work the epoll descriptor does not show: regular files (epoll
+ * refuses them; always ready), and events of the last wait that found
+ * fired[] full (an edge-triggered one never comes again). */
+static bool ep_unannounced(uaio_loop *l)
+{
+	struct epoll_state *es = E(l);
+
+	if (es->next < es->nevs)
+		return true;
+	for (unsigned i = 0; i < es->nalways; i++)
+		if (es->always[i]->events)
+			return true;
+	return false;
+}
+
 static int ep_wait(uaio_loop *l, int64_t timeout_ns)
 {
 	struct epoll_state *es = E(l);
@@ -354,6 +369,7 @@ const struct uaio_backend uaio__epoll_backend = {
 	.wait = ep_wait,
 	.flush = NULL,
 	.fd = ep_fd,
+	.unannounced = ep_unannounced,
 	.pin = ep_pin,
 	.unpin = ep_unpin,
 };

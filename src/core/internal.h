@@ -100,7 +100,8 @@ struct uaio_backend {
 	void (*flush)(uaio_loop *l);
 	int (*fd)(const uaio_loop *l);
 	/* Work uaio_loop_fd() would not announce: submissions not yet in
-	 * the kernel, completions already posted (NULL: none ever). */
+	 * the kernel, completions or events already in but not dispatched,
+	 * watches the descriptor cannot show (regular files). */
 	bool (*unannounced)(uaio_loop *l);
 	/* uaio_file_pin / unpin, called under the loop lock. */
 	int (*pin)(uaio_loop *l, int fd);

@@ -19,14 +19,15 @@
 
 #include "flow/engine.h"
 
-/* One turn: the bytes asked of one sendfile, and the most a flow sends
- * inline before the loop's other work (other flows) gets the thread, as
- * lighttpd sends 256 KiB per connection and turn. A socket fed more at
- * once queues what the window does not admit, and sends it later from
- * ACK processing: serving 64 clients over loopback, 1 MiB turns cost
- * 1.8x the CPU per response of 256 KiB ones (docs/flows.md). */
-#define SF_CHUNK	(256u << 10)
-#define SF_INLINE_MAX	(256u << 10)
+/* One turn: the most a flow sends inline (whatever its chunk) before the
+ * loop's other work (other flows) gets the thread, as lighttpd sends
+ * 256 KiB per connection and turn. A socket fed more at once queues what
+ * the window does not admit, and sends it later from ACK processing:
+ * serving 64 clients over loopback, 1 MiB turns cost 1.8x the CPU per
+ * response of 256 KiB ones (docs/flows.md). An uncached step goes to a
+ * worker whole: SF_CHUNK, or the flow's chunk. */
+#define SF_TURN		(256u << 10)
+#define SF_CHUNK	(1u << 20)
 
 struct sf_run {
 	uaio_op op;		/* first: flow__one_cancel/teardown */
@@ -157,7 +158,7 @@ static void sf_kick(uaio_flow *f)
 	ssize_t got;
 	int ret;
 
-	while (!uaio_op_pending(&r->op) && done < SF_INLINE_MAX &&
+	while (!uaio_op_pending(&r->op) && done < SF_TURN &&
 	       (n = flow__allow(f, f->chunk ? f->chunk : SF_CHUNK, 0))) {
 		off = flow__src_off(f, f->taken);
 		if (!resident(f, off, n)) {
@@ -170,6 +171,8 @@ static void sf_kick(uaio_flow *f)
 				f->inflight++;
 			return;
 		}
+		if (n > SF_TURN - done)
+			n = SF_TURN - done;
 		got = sendfile(f->dst.fd, f->src.fd, &(off_t){ off }, n);
 		if (!sent(f, got < 0 ? -errno : got, n)) {
 			/* Fallen back to another method: it starts from the loop. */
@@ -181,7 +184,7 @@ static void sf_kick(uaio_flow *f)
 	}
 	/* The inline budget is spent with more to send: the rest goes on
 	 * at the next iteration, after the loop's other work. */
-	if (done >= SF_INLINE_MAX && !uaio_op_pending(&r->op) && !(f->flags & (FF_EOF | FF_ENDING)))
+	if (done >= SF_TURN && !uaio_op_pending(&r->op) && !(f->flags & (FF_EOF | FF_ENDING)))
 		flow__again(f);
 }
 

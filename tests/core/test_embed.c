@@ -5,8 +5,11 @@
  * uv_backend_timeout). An op started from a callback or between
  * iterations completes, a timer fires at its time, and a loop with
  * nothing to do says so (-1). */
+#include <limits.h>
 #include <poll.h>
 #include <pthread.h>
+#include <stdlib.h>
+#include <sys/socket.h>
 #include <unistd.h>
 #include <uaio/loop.h>
 
@@ -32,7 +35,7 @@ static void on_timer(uaio_timer *t)
  * then returns what it says. */
 static int64_t settled(uaio_loop *l)
 {
-	for (int i = 0; i < 4 && uaio_loop_timeout(l) == 0; i++)
+	for (int i = 0; i < 64 && uaio_loop_timeout(l) == 0; i++)
 		CHECK(uaio_loop_run_once(l, 0) >= 0);
 	return uaio_loop_timeout(l);
 }
@@ -52,9 +55,11 @@ static int turn(uaio_loop *l)
 {
 	struct pollfd p = { .fd = uaio_loop_fd(l), .events = POLLIN };
 	int64_t ns = uaio_loop_timeout(l);
+	int ms = ns < 0 ? -1 : ns / 1000000 >= INT_MAX ? INT_MAX :
+		 (int)(ns / 1000000 + (ns % 1000000 != 0));
 
 	CHECK(p.fd >= 0);
-	CHECK(poll(&p, 1, ns < 0 ? -1 : (int)((ns + 999999) / 1000000)) >= 0);
+	CHECK(poll(&p, 1, ms) >= 0);
 	return uaio_loop_run_once(l, 0);
 }
 
@@ -128,6 +133,68 @@ static void posted_is_due(void)
 	uaio_loop_free(l);
 }
 
+static int hits;
+
+static int on_input(uaio_watch *w)
+{
+	(void)w;
+	hits++;
+	return 0;
+}
+
+static const struct uaio_handler counting = { .handle_input = on_input };
+
+/* Ready watches the descriptor cannot show: a regular file (epoll refuses
+ * it; always readable), and more edge-triggered events than one
+ * iteration dispatches (the rest wait in the backend, and an edge does
+ * not come again). A loop that answered -1 here would sleep for ever. */
+static void ready_without_edges(void)
+{
+	enum { N = 300 };
+	uaio_loop *l = t_loop_new(0);
+	static uaio_watch w[N];
+	static int sp[N][2];
+	uaio_watch fw;
+	char path[] = "/tmp/uaio-embed-XXXXXX";
+	int fd = mkstemp(path);
+
+	CHECK(fd >= 0);
+	unlink(path);
+	hits = 0;
+	CHECK_OK(uaio_watch_start(l, &fw, fd, UAIO_READABLE, &counting, NULL));
+	for (int i = 0; i < 3; i++)
+		turn(l);
+	CHECK(hits >= 3);
+	uaio_watch_stop(l, &fw);
+	CHECK_EQ(settled(l), -1);
+
+	if (t_raise_nofile(2 * N + 64) < 2 * N + 64) {
+		fprintf(stderr, "    (RLIMIT_NOFILE below %d: edges not run)\n", 2 * N + 64);
+	} else {
+		hits = 0;
+		for (int i = 0; i < N; i++) {
+			CHECK(socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0,
+					 sp[i]) == 0);
+			CHECK_OK(uaio_watch_start(l, &w[i], sp[i][0], UAIO_READABLE | UAIO_EDGE,
+						  &counting, NULL));
+		}
+		CHECK(uaio_loop_run_once(l, 0) >= 0);
+		for (int i = 0; i < N; i++)
+			CHECK_EQ(write(sp[i][1], "x", 1), 1);
+		while (hits < N)
+			turn(l);
+		CHECK_EQ(hits, N);
+		for (int i = 0; i < N; i++) {
+			uaio_watch_stop(l, &w[i]);
+			close(sp[i][0]);
+			close(sp[i][1]);
+		}
+	}
+	CHECK_EQ(settled(l), -1);
+	close(fd);
+	uaio_loop_free(l);
+}
+
 int main(int argc, char **argv)
 {
 	(void)argc;
@@ -136,5 +203,6 @@ int main(int argc, char **argv)
 	RUN(op_between_iterations);
 	RUN(timer_on_time);
 	RUN(posted_is_due);
+	RUN(ready_without_edges);
 	return T_EXIT_PASS;
 }

@@ -182,7 +182,8 @@ static void test_cancel_full(void)
  * (one sendfile) before the loop's other work, the next flow's included,
  * gets the thread. Turns keep each socket's queue short: on loopback a
  * megabyte queued at once cost twice the CPU per byte (docs/flows.md).
- * The sockets' buffers are raised so that a longer turn would fit. */
+ * The sockets' buffers are raised so that a longer turn would fit, and the
+ * first flow asks for steps of 4 MiB. */
 struct turn {
 	uaio_flow *f[2];
 	uint64_t moved[2];
@@ -217,6 +218,8 @@ static void test_turns(void)
 			.src = { .type = UAIO_FLOW_FD, .fd = fd, .off = 0 },
 			.dst = { .type = UAIO_FLOW_FD, .off = -1 },
 			.len = n, .mode = UAIO_FLOW_AUTO, .progress = turn_progress,
+			/* A large chunk is a worker's step, never a longer turn. */
+			.chunk = i == 0 ? 4u << 20 : 0,
 			.done = t_sync_done, .data = &s[i],
 		};
 

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The loop core: creation and backend choice, the run loop, timers (a
- * binary min-heap), deferred completions, watches' common logic, the
- * cross-thread inbox. Timers' heap is in timers.c, watches in watch.c,
+ * The loop core: creation and backend choice, the run loop, timers due,
+ * deferred completions. The cross-thread inbox (posts, wake-ups, worker
+ * results) is in inbox.c, timers' heap in timers.c, watches in watch.c,
  * pins in pin.c, the cancellation both backends share in cancel.c, the
  * uaio_op_* packers in pack.c, the op table in ops.h. Backends only move ops into
  * and out of the kernel.
@@ -22,12 +22,6 @@
 #include "core/internal.h"
 
 __thread uaio_loop *uaio__held;
-
-struct uaio_post {
-	struct uaio_post *next;
-	void (*fn)(void *);
-	void *data;
-};
 
 static const struct uaio_backend *pick_backend(const struct uaio_loop_params *p)
 {
@@ -95,7 +89,6 @@ UAIO_API uaio_loop *uaio_loop_new(const struct uaio_loop_params *p)
 
 UAIO_API void uaio_loop_free(uaio_loop *l)
 {
-	struct uaio_post *pn;
 	bool child;
 
 	if (!l)
@@ -106,10 +99,7 @@ UAIO_API void uaio_loop_free(uaio_loop *l)
 	if (!child)
 		uaio__workers_stop(l, true);
 	l->be->fini(l);
-	while ((pn = l->post_head)) {
-		l->post_head = pn->next;
-		free(pn);
-	}
+	uaio__inbox_free(l);
 	for (unsigned i = 0; i < l->nfds; i++)
 		free(l->fds[i].q);
 	free(l->fds);
@@ -291,90 +281,6 @@ UAIO_API int uaio_op_pending(const uaio_op *op)
 UAIO_API long uaio_op_result_long(const uaio_op *op)
 {
 	return (long)op->off;
-}
-
-/* ----------------------------------------------------------------- inbox */
-
-void uaio__wake(uaio_loop *l)
-{
-	uint64_t one = 1;
-
-	if (atomic_exchange(&l->wake_pending, 1) == 0) {
-		ssize_t r = write(l->wake_fd, &one, sizeof(one));
-		(void)r;
-	}
-}
-
-/* Runs posts and moves worker results to the done list. */
-int uaio__drain_inbox(uaio_loop *l)
-{
-	struct uaio_post *pn, *pnext;
-	uaio_op *op, *next;
-	int n = 0;
-
-	/* Clear first: a post racing with the drain wakes us again. */
-	atomic_store(&l->wake_pending, 0);
-	pthread_mutex_lock(&l->inbox_lock);
-	pn = l->post_head;
-	op = l->wdone_head;
-	l->post_head = l->post_tail = NULL;
-	l->wdone_head = l->wdone_tail = NULL;
-	pthread_mutex_unlock(&l->inbox_lock);
-
-	if (op) {
-		bool lk = uaio__lock(l);
-		for (; op; op = next) {
-			next = op->next;
-			uaio__complete(l, op, (long)op->off);
-		}
-		uaio__unlock(l, lk);
-	}
-	for (; pn; pn = pnext, n++) {
-		pnext = pn->next;
-		pn->fn(pn->data);
-		free(pn);
-		if (UAIO_UNLIKELY(l->stop) && pnext) {
-			/* stopped by this one: the rest wait for the next
-			 * iteration, ahead of later posts, as callbacks do */
-			struct uaio_post *last = pnext;
-
-			while (last->next)
-				last = last->next;
-			pthread_mutex_lock(&l->inbox_lock);
-			last->next = l->post_head;
-			if (!l->post_head)
-				l->post_tail = last;
-			l->post_head = pnext;
-			pthread_mutex_unlock(&l->inbox_lock);
-			uaio__wake(l);
-			n++;
-			break;
-		}
-	}
-	return n;
-}
-
-UAIO_API int uaio_loop_post(uaio_loop *l, void (*fn)(void *), void *data)
-{
-	struct uaio_post *pn;
-
-	if (!l || !fn)
-		return -EINVAL;
-	pn = malloc(sizeof(*pn));
-	if (!pn)
-		return -ENOMEM;
-	pn->fn = fn;
-	pn->data = data;
-	pn->next = NULL;
-	pthread_mutex_lock(&l->inbox_lock);
-	if (l->post_tail)
-		l->post_tail->next = pn;
-	else
-		l->post_head = pn;
-	l->post_tail = pn;
-	pthread_mutex_unlock(&l->inbox_lock);
-	uaio__wake(l);
-	return 0;
 }
 
 /* ------------------------------------------------------------------ run */

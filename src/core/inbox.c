@@ -1,0 +1,111 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The cross-thread inbox: functions posted from any thread
+ * (uaio_loop_post), worker results on their way back, and the eventfd
+ * wake-up that tells the loop to drain them.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "core/internal.h"
+
+struct uaio_post {
+	struct uaio_post *next;
+	void (*fn)(void *);
+	void *data;
+};
+
+void uaio__wake(uaio_loop *l)
+{
+	uint64_t one = 1;
+
+	if (atomic_exchange(&l->wake_pending, 1) == 0) {
+		ssize_t r = write(l->wake_fd, &one, sizeof(one));
+		(void)r;
+	}
+}
+
+/* Runs posts and moves worker results to the done list. */
+int uaio__drain_inbox(uaio_loop *l)
+{
+	struct uaio_post *pn, *pnext;
+	uaio_op *op, *next;
+	int n = 0;
+
+	/* Clear first: a post racing with the drain wakes us again. */
+	atomic_store(&l->wake_pending, 0);
+	pthread_mutex_lock(&l->inbox_lock);
+	pn = l->post_head;
+	op = l->wdone_head;
+	l->post_head = l->post_tail = NULL;
+	l->wdone_head = l->wdone_tail = NULL;
+	pthread_mutex_unlock(&l->inbox_lock);
+
+	if (op) {
+		bool lk = uaio__lock(l);
+		for (; op; op = next) {
+			next = op->next;
+			uaio__complete(l, op, (long)op->off);
+		}
+		uaio__unlock(l, lk);
+	}
+	for (; pn; pn = pnext, n++) {
+		pnext = pn->next;
+		pn->fn(pn->data);
+		free(pn);
+		if (UAIO_UNLIKELY(l->stop) && pnext) {
+			/* stopped by this one: the rest wait for the next
+			 * iteration, ahead of later posts, as callbacks do */
+			struct uaio_post *last = pnext;
+
+			while (last->next)
+				last = last->next;
+			pthread_mutex_lock(&l->inbox_lock);
+			last->next = l->post_head;
+			if (!l->post_head)
+				l->post_tail = last;
+			l->post_head = pnext;
+			pthread_mutex_unlock(&l->inbox_lock);
+			uaio__wake(l);
+			n++;
+			break;
+		}
+	}
+	return n;
+}
+
+UAIO_API int uaio_loop_post(uaio_loop *l, void (*fn)(void *), void *data)
+{
+	struct uaio_post *pn;
+
+	if (!l || !fn)
+		return -EINVAL;
+	pn = malloc(sizeof(*pn));
+	if (!pn)
+		return -ENOMEM;
+	pn->fn = fn;
+	pn->data = data;
+	pn->next = NULL;
+	pthread_mutex_lock(&l->inbox_lock);
+	if (l->post_tail)
+		l->post_tail->next = pn;
+	else
+		l->post_head = pn;
+	l->post_tail = pn;
+	pthread_mutex_unlock(&l->inbox_lock);
+	uaio__wake(l);
+	return 0;
+}
+
+/* Posts that never ran, when the loop is freed. */
+void uaio__inbox_free(uaio_loop *l)
+{
+	struct uaio_post *pn;
+
+	while ((pn = l->post_head)) {
+		l->post_head = pn->next;
+		free(pn);
+	}
+}

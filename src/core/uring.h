@@ -54,6 +54,10 @@ static inline uint64_t ud(const void *p, unsigned tag)
 	return (uint64_t)(uintptr_t)p | tag;
 }
 
+/* uring_setup.c: the ring, made and torn down. */
+int uring__init(uaio_loop *l, const struct uaio_loop_params *p);
+void uring__fini(uaio_loop *l);
+
 /* uring.c */
 /* An SQE, submitting what is queued if the SQ is full. */
 struct io_uring_sqe *uring__get_sqe(uaio_loop *l);

@@ -5,7 +5,8 @@
  * wait for the disk made lazily (laio_syscall), bodies through flows.
  *
  *   proto.c    pure request handling: llhttp callbacks, target decoding,
- *              ranges, dates, validators (no I/O; the fuzz target's code)
+ *              the verdict (no I/O; the fuzz target's code, with fields.c)
+ *   fields.c   header values: ranges, dates, validators
  *   conn.c     a connection's life: read, parse, pipeline, time out, close
  *   respond.c  status and headers, then the body (first read + flow)
  *   files.c    the three --disk-io modes: opens, reads, listings
@@ -119,6 +120,17 @@ bool proto_name_ok(const char *s, size_t n);
  * or overlong UTF-8, ".." above the root, not a path) or 414 (too long). */
 int proto_path(struct span target, char *out, size_t outsz, bool *slash);
 
+/* What a parsed request gets before any file is looked up: 0 (go on),
+ * 400 (HTTP/0.9, bad or missing Host, a header line RFC 9112 refuses, a
+ * validator given twice), 405 (not GET or HEAD), 501 (a transfer coding
+ * other than chunked) or 505 (HTTP/2 and up). */
+int proto_verdict(const struct request *q);
+/* Whether a Host value is a uri-host with an optional port (RFC 9112 3.2;
+ * empty is allowed). */
+bool proto_host_ok(struct span h);
+
+/* ----------------------------------------------------------- fields.c */
+
 struct range { uint64_t first, last; };	/* inclusive */
 /* Parses a Range header for a file of size bytes: the number of
  * satisfiable ranges (1..max), 0 to ignore the header (not "bytes=",
@@ -140,14 +152,6 @@ bool proto_etag_in(struct span list, const char *etag);
  * If-Modified-Since says the client's copy is current; else 200. */
 int proto_preconditions(const struct request *r, const char *etag, time_t mtime);
 /* If-Range: whether the range request may be honoured. */
-/* What a parsed request gets before any file is looked up: 0 (go on),
- * 400 (HTTP/0.9, bad or missing Host, a header line RFC 9112 refuses, a
- * validator given twice), 405 (not GET or HEAD), 501 (a transfer coding
- * other than chunked) or 505 (HTTP/2 and up). */
-int proto_verdict(const struct request *q);
-/* Whether a Host value is a uri-host with an optional port (RFC 9112 3.2;
- * empty is allowed). */
-bool proto_host_ok(struct span h);
 bool proto_if_range(const struct request *r, const char *etag, time_t mtime);
 
 /* ------------------------------------------------------------- mime.c */

@@ -1,0 +1,264 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Header field values, read in place from the request's spans: byte
+ * ranges, HTTP dates (and the one the server writes), and the validators
+ * of conditional requests (RFC 9110 13). Driven by the fuzz target with
+ * proto.c.
+ */
+#include <ctype.h>
+#include <stdio.h>
+#include <string.h>
+#include <strings.h>
+#include "httpd.h"
+
+/* ------------------------------------------------------------ ranges */
+
+static const char *skip_ows(const char *p, const char *end)
+{
+	while (p < end && (*p == ' ' || *p == '\t'))
+		p++;
+	return p;
+}
+
+static const char *number(const char *p, const char *end, uint64_t *v, bool *ok)
+{
+	*ok = p < end && isdigit((unsigned char)*p);
+	*v = 0;
+	while (p < end && isdigit((unsigned char)*p)) {
+		/* A position past any file is still a position: saturate, so
+		 * a first-pos that large is unsatisfiable (416, as nginx) and a
+		 * last-pos or suffix that large means "to the end". */
+		if (*v > (UINT64_MAX - 9) / 10)
+			*v = UINT64_MAX;
+		else
+			*v = *v * 10 + (uint64_t)(*p - '0');
+		p++;
+	}
+	return p;
+}
+
+int proto_ranges(struct span h, uint64_t size, struct range *r, int max)
+{
+	const char *p = h.p, *end = h.p + h.n;
+	int n = 0, specs = 0;
+	uint64_t bytes = 0;
+	bool empty_suffix = false;
+
+	if (h.n < 6 || strncasecmp(p, "bytes=", 6))
+		return 0;
+	p += 6;
+	for (;;) {
+		uint64_t a = 0, b = UINT64_MAX;
+		bool ok, suffix = false;
+
+		p = skip_ows(p, end);
+		if (p < end && *p == ',') {	/* empty list elements are allowed */
+			p++;
+			continue;
+		}
+		if (p == end)
+			break;
+		if (*p == '-') {
+			suffix = true;
+			p = number(p + 1, end, &b, &ok);
+			if (!ok)
+				return 0;
+		} else {
+			p = number(p, end, &a, &ok);
+			if (!ok || p == end || *p != '-')
+				return 0;
+			p++;
+			if (p < end && isdigit((unsigned char)*p)) {
+				p = number(p, end, &b, &ok);
+				if (!ok || b < a)
+					return 0;
+			}
+		}
+		p = skip_ows(p, end);
+		if (p < end && *p != ',')
+			return 0;
+		if (++specs > max)
+			return 0;	/* too many: serve the whole file */
+		if (suffix) {
+			if (b == 0)
+				continue;
+			if (size == 0) {	/* all of nothing (RFC 9110 14.1.1) */
+				empty_suffix = true;
+				continue;
+			}
+			r[n++] = (struct range){ size > b ? size - b : 0, size - 1 };
+		} else if (a < size) {
+			r[n++] = (struct range){ a, b < size ? b : size - 1 };
+		} else {
+			continue;
+		}
+		bytes += r[n - 1].last - r[n - 1].first + 1;
+	}
+	if (specs == 0 || empty_suffix || bytes > size)
+		return 0;
+	return n ? n : -1;
+}
+
+/* ------------------------------------------------------------- dates */
+
+static const char wday[7][4] = { "Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat" };
+static const char mon[12][4] = { "Jan", "Feb", "Mar", "Apr", "May", "Jun",
+				 "Jul", "Aug", "Sep", "Oct", "Nov", "Dec" };
+
+void proto_date(time_t t, char *out)
+{
+	char tmp[64];
+	struct tm tm;
+
+	gmtime_r(&t, &tm);
+	snprintf(tmp, sizeof(tmp), "%s, %02d %s %04d %02d:%02d:%02d GMT",
+		 wday[tm.tm_wday], tm.tm_mday, mon[tm.tm_mon],
+		 (tm.tm_year + 1900) % 10000, tm.tm_hour, tm.tm_min, tm.tm_sec);
+	memcpy(out, tmp, 29);	/* always 29 characters for years 0-9999 */
+	out[29] = 0;
+}
+
+static int month(const char *m)
+{
+	for (int i = 0; i < 12; i++)
+		if (!strncmp(m, mon[i], 3))
+			return i;
+	return -1;
+}
+
+static int month_days(int m, int year)
+{
+	static const unsigned char days[12] = { 31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31 };
+	bool leap = (year % 4 == 0 && year % 100 != 0) || year % 400 == 0;
+
+	return days[m] + (m == 1 && leap);
+}
+
+int proto_parse_date(struct span s, time_t *t)
+{
+	char buf[64], m[4], w[16], tz[4];
+	struct tm tm = { 0 };
+	int n = 0;
+
+	if (s.n == 0 || s.n >= sizeof(buf))
+		return -1;
+	memcpy(buf, s.p, s.n);
+	buf[s.n] = 0;
+	/* IMF-fixdate, then RFC 850, then asctime (RFC 9110 5.6.7). */
+	if (sscanf(buf, "%3s, %2d %3s %4d %2d:%2d:%2d %3s%n", w, &tm.tm_mday, m,
+		   &tm.tm_year, &tm.tm_hour, &tm.tm_min, &tm.tm_sec, tz, &n) == 8 &&
+	    n == (int)s.n && !strcmp(tz, "GMT")) {
+		tm.tm_year -= 1900;
+	} else if (n = 0, sscanf(buf, "%15[A-Za-z], %2d-%3s-%2d %2d:%2d:%2d %3s%n",
+			  w, &tm.tm_mday, m, &tm.tm_year, &tm.tm_hour, &tm.tm_min,
+			  &tm.tm_sec, tz, &n) == 8 && n == (int)s.n &&
+		   !strcmp(tz, "GMT")) {
+		if (tm.tm_year < 70)
+			tm.tm_year += 100;
+	} else if (n = 0, sscanf(buf, "%3s %3s %2d %2d:%2d:%2d %4d%n", w, m,
+			  &tm.tm_mday, &tm.tm_hour, &tm.tm_min, &tm.tm_sec,
+			  &tm.tm_year, &n) == 7 && n == (int)s.n) {
+		tm.tm_year -= 1900;
+	} else {
+		return -1;
+	}
+	if ((tm.tm_mon = month(m)) < 0 || tm.tm_mday < 1 || tm.tm_mday > 31 ||
+	    tm.tm_hour < 0 || tm.tm_hour > 23 || tm.tm_min < 0 || tm.tm_min > 59 ||
+	    tm.tm_sec < 0 || tm.tm_sec > 60 || tm.tm_year < 0)
+		return -1;
+	/* timegm would carry 31 Feb into March: not a date, so the header
+	 * is ignored (RFC 9110 13.1.3: not a valid HTTP-date). */
+	if (tm.tm_mday > month_days(tm.tm_mon, tm.tm_year + 1900))
+		return -1;
+	*t = timegm(&tm);
+	return *t == (time_t)-1 ? -1 : 0;
+}
+
+/* ------------------------------------------------------------ validators */
+
+/* Each entity-tag of a comma-separated list, W/ prefix dropped. */
+static bool etag_list_has(struct span list, const char *etag, bool weak_ok)
+{
+	const char *p = list.p, *end = list.p + list.n;
+	size_t elen = strlen(etag);
+
+	for (;;) {
+		bool weak = false;
+		const char *q;
+
+		while (p < end && (*p == ' ' || *p == '\t' || *p == ','))
+			p++;
+		if (p == end)
+			return false;
+		if (end - p >= 2 && p[0] == 'W' && p[1] == '/')
+			weak = true, p += 2;
+		if (*p != '"')
+			return false;	/* malformed: matches nothing */
+		q = memchr(p + 1, '"', (size_t)(end - p - 1));
+		if (!q)
+			return false;
+		q++;
+		if ((size_t)(q - p) == elen && !memcmp(p, etag, elen) &&
+		    (weak_ok || !weak))
+			return true;
+		p = q;
+	}
+}
+
+/* "*", or a list naming etag: If-None-Match compares weakly, If-Match
+ * strongly (RFC 9110 8.8.3.2). */
+static bool etag_matches(struct span list, const char *etag, bool weak_ok)
+{
+	const char *p = list.p, *end = list.p + list.n;
+
+	while (p < end && (*p == ' ' || *p == '\t'))
+		p++;
+	if (p < end && *p == '*') {	/* "*" stands alone, or the value is malformed */
+		for (p++; p < end; p++)
+			if (*p != ' ' && *p != '\t')
+				return false;
+		return true;
+	}
+	return etag_list_has(list, etag, weak_ok);
+}
+
+bool proto_etag_in(struct span list, const char *etag)
+{
+	return etag_matches(list, etag, true);
+}
+
+int proto_preconditions(const struct request *r, const char *etag, time_t mtime)
+{
+	time_t ims, ius;
+
+	if (r->hdr[H_IF_MATCH].p) {
+		if (!etag_matches(r->hdr[H_IF_MATCH], etag, false))
+			return 412;
+	} else if (r->hdr[H_IF_UNMODIFIED_SINCE].p &&
+		   !proto_parse_date(r->hdr[H_IF_UNMODIFIED_SINCE], &ius) && mtime > ius) {
+		return 412;
+	}
+	if (r->method != HTTP_GET && r->method != HTTP_HEAD)
+		return 200;
+	if (r->hdr[H_IF_NONE_MATCH].p)
+		return proto_etag_in(r->hdr[H_IF_NONE_MATCH], etag) ? 304 : 200;
+	if (r->hdr[H_IF_MODIFIED_SINCE].p &&
+	    !proto_parse_date(r->hdr[H_IF_MODIFIED_SINCE], &ims) && mtime <= ims)
+		return 304;
+	return 200;
+}
+
+bool proto_if_range(const struct request *r, const char *etag, time_t mtime)
+{
+	struct span v = r->hdr[H_IF_RANGE];
+	time_t t;
+
+	if (!v.p)
+		return true;
+	/* An entity-tag has a '"' among its first three characters
+	 * (RFC 9110 13.1.5); a date never does. */
+	if ((v.n && v.p[0] == '"') || (v.n >= 3 && !memcmp(v.p, "W/\"", 3)))
+		return etag_list_has(v, etag, false) && v.p[0] == '"' &&
+		       v.n == strlen(etag);	/* one strong tag, exactly */
+	return !proto_parse_date(v, &t) && t == mtime;
+}

@@ -271,6 +271,16 @@ long laio__try_ring(long nr, const long *a, int (*submit)(struct laio_call *))
 	r->kind = K_OP;
 	r->submit = submit;
 	ret = submit(r);
+	/* A negative descriptor or a NULL argument the op refuses is what
+	 * the kernel answers at once too: inline, as syscall(2) gives it.
+	 * Other refusals (a limit of the op's, not the call's) go to the
+	 * helper pool, which makes the call itself. */
+	if (ret == -EBADF || ret == -EFAULT) {
+		pthread_mutex_lock(&e->mu);
+		laio__call_release_locked(r);
+		pthread_mutex_unlock(&e->mu);
+		return laio__ret_inline(ret);
+	}
 	if (ret < 0)
 		return laio__go_background(r, laio__submit_work);
 	pthread_mutex_lock(&e->mu);

@@ -218,7 +218,10 @@ static long openat2_call(long nr, long *a)
 {
 	struct open_how *how = (struct open_how *)a[2];
 
-	if ((size_t)a[3] != sizeof(struct open_how) || !how)
+	/* No how: the kernel refuses before any lookup (EINVAL or EFAULT). */
+	if (!how)
+		return laio__ret_inline(uaio__sysret(syscall(nr, a[0], a[1], a[2], a[3])));
+	if ((size_t)a[3] != sizeof(struct open_how))
 		goto pool;
 	if (!(how->flags & (O_CREAT | O_TRUNC | O_TMPFILE)) &&
 	    !(how->resolve & RESOLVE_CACHED)) {

@@ -217,6 +217,17 @@ static void writes(void)
 	CHECK(fcntl(fd, F_GETFD) == -1 && errno == EBADF);
 	ANY_ERR(laio_syscall(SYS_close, fd), EBADF);
 	ANY_ERR(laio_syscall(SYS_fsync, 999), EBADF);
+	/* What the kernel refuses at once (a negative descriptor, a NULL
+	 * argument) is refused at once, as syscall(2) would: never an
+	 * EINPROGRESS for an answer that cannot wait. */
+	a = ANY(laio_syscall(SYS_close, -1));
+	CHECK(a.ret == -1 && a.err == EBADF && !a.bg);
+	a = ANY(laio_syscall(SYS_read, -1, b, 1));
+	CHECK(a.ret == -1 && a.err == EBADF && !a.bg);
+	a = ANY(laio_syscall(SYS_fsync, -3));
+	CHECK(a.ret == -1 && a.err == EBADF && !a.bg);
+	a = ANY(laio_syscall(SYS_openat2, AT_FDCWD, p2, NULL, 24));
+	CHECK(a.ret == -1 && a.err == EFAULT && !a.bg);
 }
 
 static void paths(void)

@@ -313,6 +313,7 @@ static void arm_wake(uaio_loop *l)
 				   sizeof(l->wake_buf), 0);
 		io_uring_sqe_set_data64(sqe, ud(l, TAG_WAKE));
 		u->wake_armed = true;
+		u->wake_tail = u->ring.sq.sqe_tail;
 	}
 	uaio__unlock(l, lk);
 }
@@ -568,8 +569,15 @@ static void uring_settle(uaio_loop *l)
 static bool uring_unannounced(uaio_loop *l)
 {
 	struct uring_state *u = U(l);
+	unsigned sq = io_uring_sq_ready(&u->ring);
 
-	return io_uring_sq_ready(&u->ring) || io_uring_cq_ready(&u->ring) || u->rm_head ||
+	/* The loop's own read of the wake eventfd, queued after the last
+	 * one fired, need not reach the kernel first: a post still shows on
+	 * uaio_loop_fd() (the eventfd is in its epoll set). */
+	if (sq && u->wake_armed &&
+	    (int)(u->wake_tail - IO_URING_READ_ONCE(*u->ring.sq.khead)) > 0)
+		sq--;
+	return sq || io_uring_cq_ready(&u->ring) || u->rm_head ||
 	       (u->defer && taskrun_pending(u)) ||
 	       (l->pending_head && (u->kops + 2 <= u->cq_cap || past_budget(l->pending_head)));
 }

@@ -30,6 +30,7 @@ struct uring_state {
 	bool enabled;		/* R_DISABLED ring enabled by its issuer */
 	bool defer;		/* DEFER_TASKRUN: completions need GETEVENTS */
 	bool wake_armed;
+	unsigned wake_tail;	/* SQ tail just past the wake read's SQE */
 	bool cancel_fd;
 	/* Registered-file slots for uaio_file_pin(), registered on first use. */
 	int *slot_free;

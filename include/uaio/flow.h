@@ -60,8 +60,7 @@ struct uaio_flow_params {
 	uint64_t len;		/* bytes, or UAIO_FLOW_EOF */
 	int mode;		/* enum uaio_flow_mode */
 	size_t chunk;		/* bytes per step; 0: the method's own (kbuf 256 KiB,
-				 * mmap, sendfile and splice 1 MiB,
-				 * copy_file_range 4 MiB) */
+				 * mmap, sendfile and splice 1 MiB, copy_file_range 4 MiB) */
 	unsigned depth;		/* kbuf: chunks in flight; 0: 4 */
 	uint64_t rate;		/* bytes per second at most; 0: no limit */
 	uint64_t progress_ns;	/* at most one progress call per this; 0: each step */

@@ -152,10 +152,23 @@ UAIO_API uint64_t uaio_loop_now(uaio_loop *l)
 	return loop_now(l);
 }
 
+/* ns until the earliest timer (0: due), or -1 with none. */
+static int64_t timer_wait_ns(uaio_loop *l)
+{
+	bool lk = uaio__lock(l);
+	bool any = l->nheap;
+	uint64_t when = any ? l->heap[0].when : 0, now;
+
+	uaio__unlock(l, lk);
+	if (!any)
+		return -1;
+	now = loop_now(l);
+	return when <= now ? 0 : when - now > INT64_MAX ? INT64_MAX : (int64_t)(when - now);
+}
+
 UAIO_API int64_t uaio_loop_timeout(uaio_loop *l)
 {
-	bool lk, any, now_work;
-	uint64_t when = 0, now;
+	bool lk, now_work;
 
 	if (!l)
 		return -EINVAL;
@@ -166,17 +179,11 @@ UAIO_API int64_t uaio_loop_timeout(uaio_loop *l)
 	now_work = now_work || l->done_head || l->closing || l->fired_next < l->nfired ||
 		   atomic_load(&l->wake_pending) ||
 		   (l->be->unannounced && l->be->unannounced(l));
-	any = l->nheap;
-	if (any)
-		when = l->heap[0].when;
 	uaio__unlock(l, lk);
 	if (now_work)
 		return 0;
-	if (!any)
-		return -1;
 	l->now_valid = false;	/* a caller between iterations: read it fresh */
-	now = loop_now(l);
-	return when <= now ? 0 : when - now > INT64_MAX ? INT64_MAX : (int64_t)(when - now);
+	return timer_wait_ns(l);
 }
 
 UAIO_API unsigned uaio_loop_inflight(const uaio_loop *l)
@@ -507,19 +514,10 @@ UAIO_API int uaio_loop_run_once(uaio_loop *l, int64_t timeout_ns)
 	if (n || l->done_head || l->closing) {
 		timeout_ns = 0;
 	} else {
-		bool lk = uaio__lock(l);
-		bool any = l->nheap;
-		uint64_t when = any ? l->heap[0].when : 0, now;
-		int64_t until;
+		int64_t until = timer_wait_ns(l);
 
-		uaio__unlock(l, lk);
-		if (any) {
-			now = loop_now(l);
-			until = when <= now ? 0 : when - now > INT64_MAX ? INT64_MAX :
-				(int64_t)(when - now);
-			if (timeout_ns < 0 || until < timeout_ns)
-				timeout_ns = until;
-		}
+		if (until >= 0 && (timeout_ns < 0 || until < timeout_ns))
+			timeout_ns = until;
 	}
 	r = l->be->wait(l, timeout_ns);
 	if (r < 0)

@@ -95,6 +95,9 @@ struct flow_method {
 	void (*teardown)(uaio_flow *f);	/* free f->run; nothing in flight */
 	/* May another method take over now, with nothing lost? */
 	bool (*can_leave)(const uaio_flow *f);
+	/* At the end: bytes from the start that are all at the sink (NULL:
+	 * moved; a method that writes out of order can leave holes). */
+	uint64_t (*done_upto)(const uaio_flow *f);
 };
 
 /* flow.c: what methods report and ask. */
@@ -108,6 +111,9 @@ void flow__eof(uaio_flow *f);			/* the source has ended */
 /* A step failed: falls back when err allows it and the method can leave,
  * else ends the flow with err. */
 void flow__fail(uaio_flow *f, int err, int side);
+/* Ends the flow with err as given (a cancel, the tap's error): never read
+ * as a method's refusal, nor -ENODATA as the source's end. */
+void flow__abort(uaio_flow *f, int err, int side);
 /* An op of the flow finished (after its counts): ends or goes on. */
 void flow__step_done(uaio_flow *f);
 /* Steps again at the loop's next iteration: for a kick that must not

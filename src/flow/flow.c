@@ -149,14 +149,20 @@ static void finish(uaio_flow *f)
 {
 	int64_t res = f->err ? f->err : (int64_t)f->moved;
 
+	/* Positions go past what the sink has whole from the start: bytes
+	 * read ahead, or written past a chunk that failed, are moved again
+	 * by whoever goes on from them (a cancel, an error). */
+	uint64_t upto = f->run && methods[f->method]->done_upto ?
+			methods[f->method]->done_upto(f) : f->moved;
+
 	f->flags |= FF_DONE;
 	uaio_timer_stop(f->l, &f->timer);
 	if (f->run)
 		methods[f->method]->teardown(f);
 	if (f->src.set_pos)
-		lseek(f->src.fd, f->src.off + (int64_t)f->taken, SEEK_SET);
+		lseek(f->src.fd, f->src.off + (int64_t)upto, SEEK_SET);
 	if (f->dst.set_pos && !f->dst.append)
-		lseek(f->dst.fd, f->dst.off + (int64_t)f->moved, SEEK_SET);
+		lseek(f->dst.fd, f->dst.off + (int64_t)upto, SEEK_SET);
 	if (f->progress && f->moved != f->last_progress)
 		f->progress(f, f->moved, f->data);
 	f->done(f, res, f->err ? f->err_side : UAIO_FLOW_SIDE_NONE, f->data);
@@ -224,6 +230,13 @@ void flow__fail(uaio_flow *f, int err, int side)
 		flow__eof(f);
 		return;
 	}
+	flow__abort(f, err, side);
+}
+
+void flow__abort(uaio_flow *f, int err, int side)
+{
+	if (f->err || (f->flags & FF_DONE))
+		return;
 	f->err = err;
 	f->err_side = (uint8_t)side;
 	f->flags |= FF_ENDING;
@@ -392,7 +405,7 @@ UAIO_API int uaio_flow_cancel(uaio_flow *f)
 	if (f->err)
 		return -EALREADY;
 	f->flags &= (uint8_t)~FF_PAUSED;
-	flow__fail(f, -ECANCELED, UAIO_FLOW_SIDE_NONE);
+	flow__abort(f, -ECANCELED, UAIO_FLOW_SIDE_NONE);
 	later(f, 0);		/* the end comes from the loop, never from here */
 	return 0;
 }

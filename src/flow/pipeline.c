@@ -42,6 +42,7 @@ struct pipe_run {
 	uint64_t next_pos;	/* flow position of the next read */
 	uint64_t eof_pos;	/* the source ended here (UINT64_MAX: not yet) */
 	uint32_t rseq, tseq, wseq;	/* next to read, tap, write (ordered sinks) */
+	uint64_t hole;		/* the first byte a failed chunk left unwritten */
 	unsigned reading;
 	bool writing;		/* ordered sinks: a write in flight */
 	bool map;		/* mmap mode, and the source has a size to map */
@@ -87,6 +88,7 @@ static int pipeline_setup(uaio_flow *f)
 	r->idx = -1;
 	r->chunk = chunk;
 	r->eof_pos = UINT64_MAX;
+	r->hole = UINT64_MAX;
 	/* The flow goes on from where another method stopped. */
 	r->next_pos = f->taken;
 	if (mm) {
@@ -150,6 +152,16 @@ static bool pipeline_can_leave(const uaio_flow *f)
 }
 
 /* --------------------------------------------------------------- steps */
+
+/* Chunk s leaves the flow before all of it was written (a failed read or
+ * write, a cancel): a seekable sink may have later chunks already. */
+static void lost_chunk(uaio_flow *f, struct slot *s)
+{
+	struct pipe_run *r = RUN(f);
+
+	if (s->pos + s->wdone < r->hole)
+		r->hole = s->pos + s->wdone;
+}
 
 static void read_done(uaio_op *op, int res, void *data);
 static void write_done(uaio_op *op, int res, void *data);
@@ -250,6 +262,7 @@ static void read_done(uaio_op *op, int res, void *data)
 	f->inflight--;
 	r->reading--;
 	if (res < 0) {
+		lost_chunk(f, s);
 		s->st = S_FREE;
 		flow__fail(f, res, UAIO_FLOW_SIDE_SRC);
 	} else if (res == 0 || !f->src.seek) {
@@ -263,6 +276,7 @@ static void read_done(uaio_op *op, int res, void *data)
 	} else if ((s->got += (uint32_t)res) < s->asked) {
 		/* A short read of a file: the rest, or 0 at its end. */
 		if ((res = issue_read(f, s)) < 0) {
+			lost_chunk(f, s);
 			s->st = S_FREE;
 			flow__fail(f, res, UAIO_FLOW_SIDE_SRC);
 		} else {
@@ -294,6 +308,7 @@ static void write_done(uaio_op *op, int res, void *data)
 
 	f->inflight--;
 	if (res <= 0) {
+		lost_chunk(f, s);
 		chunk_written(f, s);
 		flow__fail(f, res ? res : -EIO, UAIO_FLOW_SIDE_DST);
 	} else {
@@ -302,6 +317,7 @@ static void write_done(uaio_op *op, int res, void *data)
 		if (s->wdone < s->got) {		/* a short write: the rest */
 			s->st = S_WRITE;
 			if ((res = issue_write(f, s)) < 0) {
+				lost_chunk(f, s);
 				chunk_written(f, s);
 				flow__fail(f, res, UAIO_FLOW_SIDE_DST);
 			} else {
@@ -334,7 +350,7 @@ static bool tap_in_order(uaio_flow *f)
 		}
 		if (s->got && f->tap &&
 		    (ret = f->tap(f, s->buf, s->got, s->pos, f->data)) < 0) {
-			flow__fail(f, ret, UAIO_FLOW_SIDE_NONE);
+			flow__abort(f, ret, UAIO_FLOW_SIDE_NONE);
 			return false;
 		}
 		flow__taken(f, s->got);
@@ -386,6 +402,7 @@ static void pipeline_kick(uaio_flow *f)
 		}
 		s->st = S_WRITE;
 		if ((ret = issue_write(f, s)) < 0) {
+			lost_chunk(f, s);
 			chunk_written(f, s);
 			flow__fail(f, ret, UAIO_FLOW_SIDE_DST);
 			return;
@@ -395,8 +412,25 @@ static void pipeline_kick(uaio_flow *f)
 	}
 }
 
+/* A seekable sink takes chunks as they come: the bytes whole from the
+ * start end at the first chunk lost or still held, if any. */
+static uint64_t pipeline_done_upto(const uaio_flow *f)
+{
+	const struct pipe_run *r = RUN(f);
+	uint64_t upto = f->moved < r->hole ? f->moved : r->hole;
+
+	for (unsigned i = 0; i < f->depth; i++) {
+		const struct slot *s = &r->s[i];
+
+		if (s->st != S_FREE && s->pos + s->wdone < upto)
+			upto = s->pos + s->wdone;
+	}
+	return upto;
+}
+
 const struct flow_method flow__pipeline = {
 	.name = "pipeline", .mode = UAIO_FLOW_AUTO, .fits = pipeline_fits,
 	.setup = pipeline_setup, .kick = pipeline_kick, .cancel = pipeline_cancel,
 	.teardown = pipeline_teardown, .can_leave = pipeline_can_leave,
+	.done_upto = pipeline_done_upto,
 };

@@ -227,7 +227,7 @@ static void test_source_ends_early(void)
 struct tapper {
 	struct ctl c;
 	uint64_t next, hash;
-	int dst, fail_at, calls;
+	int dst, fail_at, fail_err, calls;
 	bool early;		/* the sink had the chunk before its tap */
 };
 
@@ -244,7 +244,7 @@ static int tap(uaio_flow *f, const void *buf, size_t len, uint64_t pos, void *da
 	for (size_t i = 0; i < len; i++)
 		t->hash = (t->hash ^ p[i]) * 1099511628211ull;
 	t->next += len;
-	return ++t->calls == t->fail_at ? -EIO : 0;
+	return ++t->calls == t->fail_at ? t->fail_err : 0;
 }
 
 static uint64_t fnv(const char *p, size_t n)
@@ -265,10 +265,13 @@ static void test_tap(void)
 	for (int mode = UAIO_FLOW_AUTO; mode <= UAIO_FLOW_MMAP; mode++) {
 		if (mode == UAIO_FLOW_PAGECACHE)
 			continue;
-		for (int fail = 0; fail <= 1; fail++) {
+		/* A tap's error ends the flow with it, whatever it is: -ENODATA
+		 * too, which a method would say for "nothing here". */
+		for (int fail = 0; fail <= 2; fail++) {
 			int a = t_tmpfile(dir), b = t_tmpfile(dir);
 			struct tapper t = { .hash = 1469598103934665603ull, .dst = b,
-					    .fail_at = fail ? 3 : 0 };
+					    .fail_at = fail ? 3 : 0,
+					    .fail_err = fail == 2 ? -ENODATA : -EIO };
 			struct uaio_flow_params p = { .src = fd_ep(a, 0), .dst = fd_ep(b, 0),
 						      .len = UAIO_FLOW_EOF, .mode = mode,
 						      .chunk = 16u << 10, .depth = 8,
@@ -283,7 +286,8 @@ static void test_tap(void)
 			T_RUN_UNTIL(L, t.c.r.done, 1000000);
 			CHECK(!t.early);
 			if (fail) {
-				CHECK_EQ(t.c.r.res, -EIO);
+				CHECK_EQ(t.c.r.res, t.fail_err);
+				CHECK_EQ(t.c.r.side, UAIO_FLOW_SIDE_NONE);
 				CHECK_EQ(t.calls, 3);
 			} else {
 				CHECK_EQ(t.c.r.res, (int64_t)n);
@@ -350,6 +354,45 @@ static void test_positions(void)
 	}
 	close(a);
 	close(b);
+}
+
+/* Cancelled mid-way with -1 offsets: both positions end past the bytes
+ * moved, though more were read ahead into buffers (kbuf, mmap): a caller
+ * that goes on from the positions loses and repeats nothing. */
+static void test_cancel_positions(void)
+{
+	size_t n = 8u << 20;
+	char *data = malloc(n), *got = malloc(n);
+
+	t_fill(data, n, 8);
+	for (int mode = UAIO_FLOW_AUTO; mode <= UAIO_FLOW_MMAP; mode++) {
+		int a = t_tmpfile(dir), b = t_tmpfile(dir);
+		struct ctl c = { .cancel_at = 1u << 20 };
+		struct uaio_flow_params p = { .src = fd_ep(a, -1), .dst = fd_ep(b, -1),
+					      .len = UAIO_FLOW_EOF, .mode = mode,
+					      .chunk = 64u << 10, .depth = 8 };
+		off_t sp, dp;
+
+		CHECK_EQ(pwrite(a, data, n, 0), (ssize_t)n);
+		CHECK_EQ(lseek(a, 7, SEEK_SET), 7);
+		CHECK_EQ(lseek(b, 3, SEEK_SET), 3);
+		start(&p, &c);
+		T_RUN_UNTIL(L, c.r.done, 1000000);
+		sp = lseek(a, 0, SEEK_CUR);
+		dp = lseek(b, 0, SEEK_CUR);
+		if (c.r.res == -ECANCELED) {
+			CHECK_EQ(sp - 7, dp - 3);
+			CHECK_EQ(pread(b, got, (size_t)(dp - 3), 3), dp - 3);
+			CHECK(memcmp(got, data + 7, (size_t)(dp - 3)) == 0);
+		} else {		/* done before the cancel landed */
+			CHECK_EQ(c.r.res, (int64_t)(n - 7));
+			CHECK_EQ(sp, (off_t)n);
+		}
+		close(a);
+		close(b);
+	}
+	free(got);
+	free(data);
 }
 
 static void test_bad_params(void)
@@ -477,6 +520,7 @@ int main(void)
 	RUN(test_source_ends_early);
 	RUN(test_tap);
 	RUN(test_positions);
+	RUN(test_cancel_positions);
 	RUN(test_rate);
 	RUN(test_many);
 	CHECK_EQ(uaio_loop_inflight(L), 0);

@@ -41,6 +41,23 @@ expect_rc 0 "$F" copy --stats -c 1M "$dir/src" "$dir/s2"
 grep -Eq "^$F: 20000000 bytes in [0-9.]+ s, [0-9.]+ MB/s, CPU [0-9.]+ s" "$dir/err" || { cat "$dir/err"; fail "--stats line"; }
 echo "copy: modes, directories, pipes, --stats ok"
 
+# An existing file is replaced as cp leaves it: its permission bits (and
+# owner, as root), and a name linked elsewhere gets the bytes there too.
+printf 'old\n' >"$dir/priv"; chmod 600 "$dir/priv"; ln "$dir/priv" "$dir/priv.link"
+printf 'old\n' >"$dir/single"; chmod 600 "$dir/single"
+[ "$(id -u)" = 0 ] && chown 65534:65534 "$dir/single"
+expect_rc 0 "$F" copy "$dir/one" "$dir/priv"
+expect_rc 0 "$F" copy "$dir/one" "$dir/single"
+[ "$(stat -c %a "$dir/single")" = 600 ] || fail "replacing widened mode 600 to $(stat -c %a "$dir/single")"
+[ "$(id -u)" != 0 ] || [ "$(stat -c %u:%g "$dir/single")" = 65534:65534 ] || fail "replacing lost the owner"
+cmp -s "$dir/one" "$dir/priv.link" || fail "a hard-linked destination was not written in place"
+[ "$(stat -c %a%h "$dir/priv")" = 6002 ] || fail "a hard-linked destination lost its mode or link"
+# The same file, under its name or another link: refused as cp refuses it.
+expect_rc 1 "$F" copy "$dir/priv" "$dir/priv.link"
+grep -qx "$F: '$dir/priv' and '$dir/priv.link' are the same file" "$dir/err" || { cat "$dir/err"; fail "same-file message"; }
+cmp -s "$dir/one" "$dir/priv" || fail "a same-file copy changed the file"
+echo "copy: a replaced file keeps its mode, owner and links; the same file is refused"
+
 # GNU conventions.
 expect_rc 0 "$F" --help
 grep -q "^Usage: uaio-flow copy SRC DST" "$dir/out" || fail "--help text"

@@ -34,12 +34,44 @@ int open_in(const struct tool *t, const char *path)
 	return fd;
 }
 
-/* DST may be -, an existing device or fifo (written in place), a
- * directory (SRC's name inside it), or a file to create or replace. */
-void open_out(const struct tool *t, struct outfile *o, const char *dst,
-		     const char *src, mode_t mode)
+/* Writes the existing file at o->path in place, as cp does, instead of
+ * a temporary (dropped): a failed transfer leaves it cut short. */
+static void write_in_place(struct outfile *o)
 {
-	struct stat st;
+	if (o->tmp) {
+		close(o->fd);
+		unlink(o->tmp);
+		free(o->tmp);
+		o->tmp = NULL;
+		partial_set(NULL);
+	}
+	if ((o->fd = open_waiting(o->path, O_WRONLY | O_TRUNC)) < 0)
+		fail(o->path, errno);
+}
+
+/* An existing file is replaced by rename only when the new inode can be
+ * to everyone what the old one was: its permission bits, owner and
+ * group, and no other name. Else it is written in place. */
+static void replace(struct outfile *o, const struct stat *old)
+{
+	struct stat now;
+
+	if (old->st_nlink == 1 && fstat(o->fd, &now) == 0 &&
+	    ((now.st_uid == old->st_uid && now.st_gid == old->st_gid) ||
+	     fchown(o->fd, old->st_uid, old->st_gid) == 0) &&
+	    fchmod(o->fd, old->st_mode & 0777) == 0)
+		return;
+	write_in_place(o);
+}
+
+/* DST may be -, an existing device or fifo (written in place), a
+ * directory (SRC's name inside it), or a file to create or replace.
+ * src_st: the source's, when it is a file (the same file is refused). */
+void open_out(const struct tool *t, struct outfile *o, const char *dst,
+	      const char *src, const struct stat *src_st, mode_t mode)
+{
+	struct stat st, old;
+	bool replacing;
 	char *copy, *base, *dir;
 
 	o->tmp = NULL;
@@ -87,6 +119,12 @@ void open_out(const struct tool *t, struct outfile *o, const char *dst,
 		free(o->path);
 		o->path = real;
 	}
+	replacing = stat(o->path, &old) == 0 && S_ISREG(old.st_mode);
+	if (replacing && src_st && S_ISREG(src_st->st_mode) &&
+	    old.st_dev == src_st->st_dev && old.st_ino == src_st->st_ino) {
+		fprintf(stderr, "%s: '%s' and '%s' are the same file\n", ME, src, dst);
+		exit(1);
+	}
 	copy = strdup(o->path);
 	base = strdup(o->path);
 	dir = dirname(copy);
@@ -100,9 +138,17 @@ void open_out(const struct tool *t, struct outfile *o, const char *dst,
 
 		free(o->tmp);
 		o->tmp = NULL;
+		if (replacing) {	/* no temporary here (a read-only directory) */
+			write_in_place(o);
+			return;
+		}
 		fail(o->path, e);
 	}
 	partial_set(o);
+	if (replacing) {
+		replace(o, &old);
+		return;
+	}
 	/* As a new file gets it from cp: the mode asked for, less the
 	 * umask, and never set-user-ID, set-group-ID or sticky. */
 	{

@@ -430,7 +430,7 @@ static int cmd_copy(struct tool *t, const char *src, const char *dst)
 	int in = open_src(t, src, &st);
 	bool ok;
 
-	open_out(t, &o, dst, src, S_ISREG(st.st_mode) ? st.st_mode : 0666);
+	open_out(t, &o, dst, src, &st, S_ISREG(st.st_mode) ? st.st_mode : 0666);
 	start_leg(t, in, o.fd, src, o.path, -1);
 	ok = run(t) && !t->interrupted;	/* a signal, even late: no file */
 	return finish(t, close_out(&o, ok) == 0 && ok);
@@ -474,7 +474,7 @@ static int cmd_recv(struct tool *t, const char *local, const char *file)
 
 	int ls = net_fd(local, true);	/* a bad address before any file */
 
-	open_out(t, &o, file, NULL, 0666);
+	open_out(t, &o, file, NULL, NULL, 0666);
 	s = accept_one(ls, local);
 	start_leg(t, s, o.fd, "connection", o.path, -1);
 	ok = run(t) && !t->interrupted;	/* a signal, even late: no file */

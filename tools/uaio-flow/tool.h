@@ -9,6 +9,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <sys/stat.h>
 #include <sys/types.h>
 #include <time.h>
 #include <uaio/flow.h>
@@ -80,7 +81,7 @@ int accept_one(int ls, const char *spec);
 /* files.c */
 int open_in(const struct tool *t, const char *path);
 void open_out(const struct tool *t, struct outfile *o, const char *dst,
-	      const char *src, mode_t mode);
+	      const char *src, const struct stat *src_st, mode_t mode);
 int close_out(struct outfile *o, bool ok);
 
 #endif

@@ -52,6 +52,15 @@ expect_rc 0 "$F" copy "$dir/one" "$dir/single"
 [ "$(id -u)" != 0 ] || [ "$(stat -c %u:%g "$dir/single")" = 65534:65534 ] || fail "replacing lost the owner"
 cmp -s "$dir/one" "$dir/priv.link" || fail "a hard-linked destination was not written in place"
 [ "$(stat -c %a%h "$dir/priv")" = 6002 ] || fail "a hard-linked destination lost its mode or link"
+# An access ACL stays too: such a file is written in place.
+printf 'old\n' >"$dir/acl"
+if command -v setfacl >/dev/null && setfacl -m u:65534:r "$dir/acl" 2>/dev/null; then
+  expect_rc 0 "$F" copy "$dir/one" "$dir/acl"
+  getfacl -p "$dir/acl" 2>/dev/null | grep -q '^user:nobody:r--' || fail "replacing lost the ACL"
+  cmp -s "$dir/one" "$dir/acl" || fail "the file with an ACL differs"
+else
+  echo "ACL kept: skipped (no setfacl or no ACLs on $dir)"
+fi
 # The same file, under its name or another link: refused as cp refuses it.
 expect_rc 1 "$F" copy "$dir/priv" "$dir/priv.link"
 grep -qx "$F: '$dir/priv' and '$dir/priv.link' are the same file" "$dir/err" || { cat "$dir/err"; fail "same-file message"; }

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/xattr.h>
 #include <unistd.h>
 
 /* ------------------------------------------------------------- files */
@@ -51,12 +52,14 @@ static void write_in_place(struct outfile *o)
 
 /* An existing file is replaced by rename only when the new inode can be
  * to everyone what the old one was: its permission bits, owner and
- * group, and no other name. Else it is written in place. */
+ * group, no access ACL, and no other name. Else it is written in place. */
 static void replace(struct outfile *o, const struct stat *old)
 {
 	struct stat now;
 
-	if (old->st_nlink == 1 && fstat(o->fd, &now) == 0 &&
+	if (old->st_nlink == 1 &&
+	    getxattr(o->path, "system.posix_acl_access", NULL, 0) <= 0 &&
+	    fstat(o->fd, &now) == 0 &&
 	    ((now.st_uid == old->st_uid && now.st_gid == old->st_gid) ||
 	     fchown(o->fd, old->st_uid, old->st_gid) == 0) &&
 	    fchmod(o->fd, old->st_mode & 0777) == 0)

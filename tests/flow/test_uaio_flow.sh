@@ -243,6 +243,8 @@ kill -TERM $spid; wait $spid; rc=$?
 [ $rc -eq 143 ] || { cat "$dir/send.err"; fail "send, SIGTERM part way: exit $rc, not 143"; }
 wait $rp; rc=$?
 [ $rc -eq 1 ] && [ ! -e "$dir/net.cut" ] || { cat "$dir/recv.err"; fail "recv after the sender's SIGTERM: exit $rc, file left: $(ls "$dir" | grep net.cut)"; }
+# ... and says so naming the peer, as send names its: HOST:PORT.
+grep -Eq "^$F: [0-9.]+:[0-9]+: read: " "$dir/recv.err" || { cat "$dir/recv.err"; fail "recv's message does not name the peer"; }
 echo "a sender stopped part way: the receiver fails, no file"
 # Nobody listening: exit 1, a message naming the peer.
 expect_rc 1 $A "$F" send "$dir/src" "$RECV:1"

@@ -468,6 +468,7 @@ static int cmd_send(struct tool *t, const char *file, const char *peer)
 
 static int cmd_recv(struct tool *t, const char *local, const char *file)
 {
+	char peer[NI_MAXHOST + NI_MAXSERV + 4];
 	struct outfile o;
 	int s;
 	bool ok;
@@ -475,8 +476,9 @@ static int cmd_recv(struct tool *t, const char *local, const char *file)
 	int ls = net_fd(local, true);	/* a bad address before any file */
 
 	open_out(t, &o, file, NULL, NULL, 0666);
-	s = accept_one(ls, local);
-	start_leg(t, s, o.fd, "connection", o.path, -1);
+	s = accept_one(ls, local, peer, sizeof(peer));
+	clock_gettime(CLOCK_MONOTONIC, &t->t0);	/* --stats: the transfer, not the wait */
+	start_leg(t, s, o.fd, peer, o.path, -1);
 	ok = run(t) && !t->interrupted;	/* a signal, even late: no file */
 	close(s);
 	return finish(t, close_out(&o, ok) == 0 && ok);
@@ -484,16 +486,18 @@ static int cmd_recv(struct tool *t, const char *local, const char *file)
 
 static int cmd_forward(struct tool *t, const char *local, const char *peer)
 {
+	char from[NI_MAXHOST + NI_MAXSERV + 4];
 	int a, b;
 	bool ok;
 
 	check_spec(peer, false);
-	a = accept_one(net_fd(local, true), local);
+	a = accept_one(net_fd(local, true), local, from, sizeof(from));
 	reset_on_exit(0, a);
 	b = net_fd(peer, false);
 	reset_on_exit(1, b);
-	start_leg(t, a, b, local, peer, b);
-	start_leg(t, b, a, peer, local, a);
+	clock_gettime(CLOCK_MONOTONIC, &t->t0);	/* --stats: the transfer, not the wait */
+	start_leg(t, a, b, from, peer, b);
+	start_leg(t, b, a, peer, from, a);
 	ok = run(t);
 	conn_close(0, a, ok);	/* neither peer may take a cut stream for whole */
 	conn_close(1, b, ok);

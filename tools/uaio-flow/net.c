@@ -4,6 +4,7 @@
 
 #include <ctype.h>
 #include <netdb.h>
+#include <netinet/in.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -121,15 +122,36 @@ int net_fd(const char *spec, bool passive)
 	return fd;
 }
 
-int accept_one(int ls, const char *spec)
+int accept_one(int ls, const char *spec, char *name, size_t n)
 {
+	struct sockaddr_storage sa;
+	socklen_t len = sizeof(sa);
+	char host[NI_MAXHOST], port[NI_MAXSERV];
 	int fd;
 
 	blocking_begin();
-	fd = accept4(ls, NULL, NULL, SOCK_CLOEXEC);
+	fd = accept4(ls, (struct sockaddr *)&sa, &len, SOCK_CLOEXEC);
 	blocking_end();
 	if (fd < 0)
 		fail(spec, errno);
 	close(ls);
+	/* Messages name the peer as send names its: HOST:PORT, [V6]:PORT;
+	 * an IPv4 peer of a dual-stack listener as IPv4. */
+	if (sa.ss_family == AF_INET6 &&
+	    IN6_IS_ADDR_V4MAPPED(&((struct sockaddr_in6 *)&sa)->sin6_addr)) {
+		struct sockaddr_in6 v6 = *(struct sockaddr_in6 *)&sa;
+		struct sockaddr_in *v4 = (struct sockaddr_in *)&sa;
+
+		memset(&sa, 0, sizeof(sa));
+		v4->sin_family = AF_INET;
+		v4->sin_port = v6.sin6_port;
+		memcpy(&v4->sin_addr, &v6.sin6_addr.s6_addr[12], 4);
+		len = sizeof(*v4);
+	}
+	if (getnameinfo((struct sockaddr *)&sa, len, host, sizeof(host), port, sizeof(port),
+			NI_NUMERICHOST | NI_NUMERICSERV) == 0)
+		snprintf(name, n, sa.ss_family == AF_INET6 ? "[%s]:%s" : "%s:%s", host, port);
+	else
+		snprintf(name, n, "%s", spec);
 	return fd;
 }

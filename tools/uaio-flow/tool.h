@@ -9,6 +9,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <netdb.h>
 #include <sys/stat.h>
 #include <sys/types.h>
 #include <time.h>
@@ -76,7 +77,8 @@ void net_abort(int fd);
 /* net.c: "HOST:PORT", "[V6]:PORT", or for listeners "[ADDR:]PORT" */
 void check_spec(const char *spec, bool passive);
 int net_fd(const char *spec, bool passive);
-int accept_one(int ls, const char *spec);
+/* The one connection to a listener (closed): its peer's HOST:PORT in name. */
+int accept_one(int ls, const char *spec, char *name, size_t n);
 
 /* files.c */
 int open_in(const struct tool *t, const char *path);

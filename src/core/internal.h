@@ -237,6 +237,7 @@ static inline unsigned uaio__fired_room(const uaio_loop *l)
 int uaio__drain_inbox(uaio_loop *l);
 void uaio__wake(uaio_loop *l);
 void uaio__inbox_free(uaio_loop *l);
+void uaio__inbox_done(uaio_loop *l, uaio_op *op);
 /* Whether the calling thread drives l (always, for a loop that is not
  * thread-safe): others' changes to its waits must wake it. */
 static inline bool uaio__on_driver(const uaio_loop *l)

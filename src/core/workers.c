@@ -61,15 +61,7 @@ static void *worker_main(void *arg)
 		if (ours)
 			pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, NULL);
 
-		pthread_mutex_lock(&l->inbox_lock);
-		op->next = NULL;
-		if (l->wdone_tail)
-			l->wdone_tail->next = op;
-		else
-			l->wdone_head = op;
-		l->wdone_tail = op;
-		pthread_mutex_unlock(&l->inbox_lock);
-		uaio__wake(l);
+		uaio__inbox_done(l, op);
 		pthread_mutex_lock(&w->mu);
 	}
 	pthread_mutex_unlock(&w->mu);

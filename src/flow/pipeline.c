@@ -154,13 +154,30 @@ static bool pipeline_can_leave(const uaio_flow *f)
 /* --------------------------------------------------------------- steps */
 
 /* Chunk s leaves the flow before all of it was written (a failed read or
- * write, a cancel): a seekable sink may have later chunks already. */
+ * write, a cancel): a seekable sink may have later chunks already, so
+ * the first byte it left unwritten is kept (pipeline_done_upto). */
 static void lost_chunk(uaio_flow *f, struct slot *s)
 {
 	struct pipe_run *r = RUN(f);
 
 	if (s->pos + s->wdone < r->hole)
 		r->hole = s->pos + s->wdone;
+}
+
+static void chunk_written(uaio_flow *f, struct slot *s);
+
+static void read_failed(uaio_flow *f, struct slot *s, int err)
+{
+	lost_chunk(f, s);
+	s->st = S_FREE;
+	flow__fail(f, err, UAIO_FLOW_SIDE_SRC);
+}
+
+static void write_failed(uaio_flow *f, struct slot *s, int err)
+{
+	lost_chunk(f, s);
+	chunk_written(f, s);
+	flow__fail(f, err, UAIO_FLOW_SIDE_DST);
 }
 
 static void read_done(uaio_op *op, int res, void *data);
@@ -262,9 +279,7 @@ static void read_done(uaio_op *op, int res, void *data)
 	f->inflight--;
 	r->reading--;
 	if (res < 0) {
-		lost_chunk(f, s);
-		s->st = S_FREE;
-		flow__fail(f, res, UAIO_FLOW_SIDE_SRC);
+		read_failed(f, s, res);
 	} else if (res == 0 || !f->src.seek) {
 		/* A stream's chunk is what one read gave; 0 ends the source. */
 		s->got += (uint32_t)res;
@@ -276,9 +291,7 @@ static void read_done(uaio_op *op, int res, void *data)
 	} else if ((s->got += (uint32_t)res) < s->asked) {
 		/* A short read of a file: the rest, or 0 at its end. */
 		if ((res = issue_read(f, s)) < 0) {
-			lost_chunk(f, s);
-			s->st = S_FREE;
-			flow__fail(f, res, UAIO_FLOW_SIDE_SRC);
+			read_failed(f, s, res);
 		} else {
 			f->inflight++;
 			r->reading++;
@@ -308,18 +321,14 @@ static void write_done(uaio_op *op, int res, void *data)
 
 	f->inflight--;
 	if (res <= 0) {
-		lost_chunk(f, s);
-		chunk_written(f, s);
-		flow__fail(f, res ? res : -EIO, UAIO_FLOW_SIDE_DST);
+		write_failed(f, s, res ? res : -EIO);
 	} else {
 		s->wdone += (uint32_t)res;
 		flow__moved(f, (uint64_t)res);
 		if (s->wdone < s->got) {		/* a short write: the rest */
 			s->st = S_WRITE;
 			if ((res = issue_write(f, s)) < 0) {
-				lost_chunk(f, s);
-				chunk_written(f, s);
-				flow__fail(f, res, UAIO_FLOW_SIDE_DST);
+				write_failed(f, s, res);
 			} else {
 				f->inflight++;
 			}
@@ -402,9 +411,7 @@ static void pipeline_kick(uaio_flow *f)
 		}
 		s->st = S_WRITE;
 		if ((ret = issue_write(f, s)) < 0) {
-			lost_chunk(f, s);
-			chunk_written(f, s);
-			flow__fail(f, ret, UAIO_FLOW_SIDE_DST);
+			write_failed(f, s, ret);
 			return;
 		}
 		f->inflight++;

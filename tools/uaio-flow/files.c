@@ -102,7 +102,8 @@ void open_out(const struct tool *t, struct outfile *o, const char *dst,
 		if (stat(o->path, &st) == 0 && S_ISDIR(st.st_mode))
 			fail(o->path, EISDIR);
 	}
-	if (stat(o->path, &st) == 0 && !S_ISREG(st.st_mode)) {
+	replacing = stat(o->path, &old) == 0;
+	if (replacing && !S_ISREG(old.st_mode)) {
 		if ((o->fd = open_waiting(o->path, O_WRONLY)) < 0)
 			fail(o->path, errno);
 		return;
@@ -122,7 +123,7 @@ void open_out(const struct tool *t, struct outfile *o, const char *dst,
 		free(o->path);
 		o->path = real;
 	}
-	replacing = stat(o->path, &old) == 0 && S_ISREG(old.st_mode);
+	/* (stat followed any symbolic link: old is the file it leads to) */
 	if (replacing && src_st && S_ISREG(src_st->st_mode) &&
 	    old.st_dev == src_st->st_dev && old.st_ino == src_st->st_ino) {
 		fprintf(stderr, "%s: '%s' and '%s' are the same file\n", ME, src, dst);

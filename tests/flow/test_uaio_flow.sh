@@ -61,6 +61,15 @@ if command -v setfacl >/dev/null && setfacl -m u:65534:r "$dir/acl" 2>/dev/null;
 else
   echo "ACL kept: skipped (no setfacl or no ACLs on $dir)"
 fi
+# So do other extended attributes (user.*).
+printf 'old\n' >"$dir/xa"
+if command -v setfattr >/dev/null && setfattr -n user.uaio -v kept "$dir/xa" 2>/dev/null; then
+  expect_rc 0 "$F" copy "$dir/one" "$dir/xa"
+  [ "$(getfattr --only-values -n user.uaio "$dir/xa" 2>/dev/null)" = kept ] || fail "replacing lost a user.* attribute"
+  cmp -s "$dir/one" "$dir/xa" || fail "the file with an attribute differs"
+else
+  echo "xattrs kept: skipped (no setfattr or no user xattrs on $dir)"
+fi
 # The same file, under its name or another link: refused as cp refuses it.
 expect_rc 1 "$F" copy "$dir/priv" "$dir/priv.link"
 grep -qx "$F: '$dir/priv' and '$dir/priv.link' are the same file" "$dir/err" || { cat "$dir/err"; fail "same-file message"; }

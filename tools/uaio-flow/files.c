@@ -50,15 +50,31 @@ static void write_in_place(struct outfile *o)
 		fail(o->path, errno);
 }
 
+/* Whether the file at path has extended attributes a new inode would
+ * not get: an access ACL, user.*, trusted.*, file capabilities... (an
+ * SELinux label comes with any new file). */
+static bool has_own_xattrs(const char *path)
+{
+	char names[4096];
+	ssize_t n = listxattr(path, names, sizeof(names));
+
+	if (n < 0)	/* ENOTSUP: none; ERANGE (a long list): some */
+		return errno == ERANGE;
+	for (ssize_t i = 0; i < n; i += (ssize_t)strlen(names + i) + 1)
+		if (strcmp(names + i, "security.selinux"))
+			return true;
+	return false;
+}
+
 /* An existing file is replaced by rename only when the new inode can be
  * to everyone what the old one was: its permission bits, owner and
- * group, no access ACL, and no other name. Else it is written in place. */
+ * group, no extended attributes (an ACL, user.* ...), and no other name.
+ * Else it is written in place, as cp writes it. */
 static void replace(struct outfile *o, const struct stat *old)
 {
 	struct stat now;
 
-	if (old->st_nlink == 1 &&
-	    getxattr(o->path, "system.posix_acl_access", NULL, 0) <= 0 &&
+	if (old->st_nlink == 1 && !has_own_xattrs(o->path) &&
 	    fstat(o->fd, &now) == 0 &&
 	    ((now.st_uid == old->st_uid && now.st_gid == old->st_gid) ||
 	     fchown(o->fd, old->st_uid, old->st_gid) == 0) &&

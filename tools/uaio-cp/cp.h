@@ -132,7 +132,8 @@ struct cp_run {
 	struct cp_job *jobs;	/* o.jobs slots */
 	struct cp_job *free_jobs;
 	uint8_t *bufs;		/* one small-file buffer per job slot */
-	int buf_index;		/* their uaio_buf_register index, or -1 */
+	int buf_index;		/* their uaio_buf_register index, -1 (none), or: */
+#define BUF_UNREGISTERED (-2)	/* no file read from disk yet (data.c) */
 	int small;		/* how small files are copied: SMALL_* */
 	/* SMALL_WORK (and SMALL_AUTO where cached): small files go to the
 	 * loop's workers a batch at a time (whole.c, cp_batch) */

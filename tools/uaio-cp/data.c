@@ -24,6 +24,18 @@
 #include <unistd.h>
 #include "job.h"
 
+/* Registers the job buffers, once: for files read from disk through the
+ * ring, where each fixed read then skips pinning its pages. Else (-1,
+ * or RLIMIT_MEMLOCK refused it) plain reads and writes do. */
+static void buf_want(struct cp_run *r)
+{
+	if (r->buf_index == BUF_UNREGISTERED) {
+		int i = uaio_buf_register(r->l, r->bufs, (size_t)r->o.jobs * SMALL_MAX);
+
+		r->buf_index = i < 0 ? -1 : i;
+	}
+}
+
 int cp_data_init(struct cp_run *r)
 {
 	size_t len = (size_t)r->o.jobs * SMALL_MAX;
@@ -34,8 +46,12 @@ int cp_data_init(struct cp_run *r)
 		r->bufs = NULL;
 		return -errno;
 	}
-	/* Without a registration (RLIMIT_MEMLOCK) plain reads and writes do. */
-	r->buf_index = uaio_buf_register(r->l, r->bufs, len);
+	/* Registered once a file is read from disk (buf_want): pinning
+	 * them costs about 1 ms, which a copy of cached files (whole on
+	 * workers, or by flow) never earns back. */
+	r->buf_index = BUF_UNREGISTERED;
+	if (r->small == SMALL_URING)
+		buf_want(r);
 	r->jobs = calloc(r->o.jobs, sizeof(*r->jobs));
 	r->batches = calloc(r->o.jobs, sizeof(*r->batches));
 	if (!r->jobs || !r->batches)
@@ -336,6 +352,8 @@ static bool small_cached(struct cp_run *r, struct cp_dir *dir, const struct cp_j
 	c = uaio_file_cached(j->sfd, 0, (uint64_t)j->st.st_size) != 0;
 	if (dir)
 		dir->small_cached = c;
+	if (!c)
+		buf_want(r);
 	return c;
 }
 

@@ -15,7 +15,7 @@
  * lock): an op still queued by the loop or the worker pool, or one with
  * nothing left to cancel. 0 cancelled, -ENOENT nothing to cancel (or a
  * worker already runs it), 1 the backend's to cancel (in the kernel, on
- * an fd queue, a timer).
+ * an fd queue, a timer, held behind another op on its stream).
  */
 int uaio__cancel_here(uaio_loop *l, uaio_op *target)
 {
@@ -28,6 +28,7 @@ int uaio__cancel_here(uaio_loop *l, uaio_op *target)
 	case OS_KERNEL:
 	case OS_FDQ:
 	case OS_TIMERQ:
+	case OS_HELD:
 		return 1;
 	}
 	return -ENOENT;

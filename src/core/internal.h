@@ -31,11 +31,13 @@ enum {
 	OS_RUNNING,	/* a worker is executing it */
 	OS_TIMERQ,	/* epoll: timeout op in the timer heap */
 	OS_DONE,	/* result known, callback not yet run (loop->done) */
+	OS_HELD,	/* io_uring: behind an op on its stream (uring_order.c) */
 };
 
 /* uaio_op.xflags */
 #define OX_MORE		0x1	/* multishot: more completions follow */
 #define OX_PLAIN	0x2	/* epoll: fd lacks RWF_NOWAIT: readiness, then plain I/O */
+#define OX_ORDERED	0x4	/* io_uring: its stream side's busy op */
 #define OX_STARTED	0x8000	/* io_uring close: local cancels done */
 /* The caller's UAIO_OPF_* flags live above the private ones. */
 #define OX_USER_SHIFT	8
@@ -56,7 +58,13 @@ enum {
 
 struct uaio_fdent {
 	uaio_watch *w;
-	struct uaio_fdq *q;	/* epoll backend: ops waiting on this fd */
+	union {			/* freed with the table (loop.c) */
+		struct uaio_fdq *q;	/* epoll backend: ops waiting on this fd */
+		struct uring_held *held; /* io_uring: ops behind busy[] */
+	};
+	/* io_uring: the op of each side (read, write) of a stream in the
+	 * kernel, which the others of that side wait behind (uring_order.c) */
+	uaio_op *busy[2];
 };
 
 struct uaio_heap_ent {
@@ -244,7 +252,15 @@ static inline bool uaio__on_driver(const uaio_loop *l)
 {
 	return !l->threadsafe || (l->has_owner && pthread_equal(l->owner, pthread_self()));
 }
-struct uaio_fdent *uaio__fdent(uaio_loop *l, int fd, bool grow);
+/* fd's entry in l->fds; with grow, the table grows to hold it (NULL
+ * when it cannot); without, NULL past its end. */
+struct uaio_fdent *uaio__fdent_grow(uaio_loop *l, int fd, bool grow);
+static inline struct uaio_fdent *uaio__fdent(uaio_loop *l, int fd, bool grow)
+{
+	if ((unsigned)fd < l->nfds)
+		return &l->fds[fd];
+	return uaio__fdent_grow(l, fd, grow);
+}
 int uaio__heap_push(uaio_loop *l, uint64_t when, uintptr_t p);
 void uaio__heap_remove(uaio_loop *l, uint32_t idx);
 /* reactor.c: the epoll reactor of both backends. */

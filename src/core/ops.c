@@ -511,12 +511,14 @@ const struct uaio_opdef uaio__opdefs[OP_COUNT] = {
 	[OP_NONE] = { "none", SIDE_NONE, 0, EP_WORK, NULL, NULL, NULL },
 #define FD OPF_FD
 #define RW OPF_RW
+#define ST OPF_ST
 #define UAIO_OP_ROW(name, side, flags, ep, prep, exec, try) \
 	[OP_##name] = { #name, SIDE_##side, flags, EP_##ep, prep, exec, try },
 	UAIO_OPS(UAIO_OP_ROW)
 #undef UAIO_OP_ROW
 #undef FD
 #undef RW
+#undef ST
 };
 
 int uaio__op_read_side(const uaio_op *op)

@@ -11,7 +11,8 @@
  *          EV (the poll events in len), or NONE
  *   flags  FD: fd is the file the op works on, so a pinned handle may
  *          stand for it; RW: file I/O at an offset, which may block on a
- *          disk; 0
+ *          disk; ST: takes or gives a stream's next bytes (RW ops: at
+ *          off -1), so ops of one side of fd keep their order; 0
  *   ep     how the epoll backend runs it: TRY (a non-blocking try, then
  *          readiness), WORK (the worker pool), SELF (the backend itself)
  *   prep   io_uring SQE preparation (NULL: the backend itself / workers)
@@ -32,20 +33,20 @@ struct io_uring_sqe;
 	/* (nothing) */ \
 	X(NOP,        NONE, 0,     SELF, prep_nop,       NULL,           NULL) \
 	/* off: offset or -1; addr: buffer; len: bytes */ \
-	X(READ,       R,    FD|RW, TRY,  prep_read,      exec_read,      try_rw) \
-	X(WRITE,      W,    FD|RW, TRY,  prep_write,     exec_write,     try_rw) \
+	X(READ,       R,    FD|RW|ST, TRY, prep_read,      exec_read,      try_rw) \
+	X(WRITE,      W,    FD|RW|ST, TRY, prep_write,     exec_write,     try_rw) \
 	/* as READ/WRITE; rw_flags: registered buffer (uaio_buf_register) */ \
-	X(READ_FIXED, R,    FD|RW, TRY,  prep_read_fixed, exec_read,     try_rw) \
-	X(WRITE_FIXED, W,   FD|RW, TRY,  prep_write_fixed, exec_write,   try_rw) \
+	X(READ_FIXED, R,    FD|RW|ST, TRY, prep_read_fixed, exec_read,     try_rw) \
+	X(WRITE_FIXED, W,   FD|RW|ST, TRY, prep_write_fixed, exec_write,   try_rw) \
 	/* off: offset or -1; addr: iovec array; len: count */ \
-	X(READV,      R,    FD|RW, TRY,  prep_readv,     exec_readv,     try_rw) \
-	X(WRITEV,     W,    FD|RW, TRY,  prep_writev,    exec_writev,    try_rw) \
+	X(READV,      R,    FD|RW|ST, TRY, prep_readv,     exec_readv,     try_rw) \
+	X(WRITEV,     W,    FD|RW|ST, TRY, prep_writev,    exec_writev,    try_rw) \
 	/* addr: buffer; len: bytes; rw_flags: MSG_* */ \
-	X(RECV,       R,    FD,    TRY,  prep_recv,      exec_recv,      try_recv) \
-	X(SEND,       W,    FD,    TRY,  prep_send,      exec_send,      try_send) \
+	X(RECV,       R,    FD|ST, TRY,  prep_recv,      exec_recv,      try_recv) \
+	X(SEND,       W,    FD|ST, TRY,  prep_send,      exec_send,      try_send) \
 	/* addr: msghdr; rw_flags: MSG_* */ \
-	X(RECVMSG,    R,    FD,    TRY,  prep_recvmsg,   exec_recvmsg,   try_recvmsg) \
-	X(SENDMSG,    W,    FD,    TRY,  prep_sendmsg,   exec_sendmsg,   try_sendmsg) \
+	X(RECVMSG,    R,    FD|ST, TRY,  prep_recvmsg,   exec_recvmsg,   try_recvmsg) \
+	X(SENDMSG,    W,    FD|ST, TRY,  prep_sendmsg,   exec_sendmsg,   try_sendmsg) \
 	/* addr: sockaddr; addr2: socklen_t *; rw_flags: SOCK_* */ \
 	X(ACCEPT,     R,    FD,    TRY,  prep_accept,    NULL,           try_accept) \
 	/* rw_flags: SOCK_* */ \
@@ -109,6 +110,7 @@ enum { SIDE_NONE, SIDE_R, SIDE_W, SIDE_EV };
 enum { EP_SELF, EP_TRY, EP_WORK };
 #define OPF_FD	0x1
 #define OPF_RW	0x2
+#define OPF_ST	0x4
 
 struct uaio_opdef {
 	const char *name;

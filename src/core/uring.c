@@ -142,7 +142,7 @@ static bool is_issuer(const uaio_loop *l)
 }
 
 /* Into the kernel; -EAGAIN when the CQ is spoken for or the SQ is full. */
-static int issue(uaio_loop *l, uaio_op *op)
+static int issue_sqe(uaio_loop *l, uaio_op *op)
 {
 	struct uring_state *u = U(l);
 	struct io_uring_sqe *sqe, *sqe2;
@@ -181,6 +181,23 @@ static int issue(uaio_loop *l, uaio_op *op)
 	return 0;
 }
 
+/* As issue_sqe, for an op that may have to wait behind another on its
+ * stream (uring_order.c). */
+static int issue(uaio_loop *l, uaio_op *op)
+{
+	int r = uring__order_hold(l, op);
+
+	if (r) {		/* held, or -ENOMEM */
+		if (r < 0)
+			uaio__complete(l, op, r);
+		return 0;
+	}
+	r = issue_sqe(l, op);
+	if (UAIO_UNLIKELY(r < 0))
+		uring__order_undo(l, op);
+	return r;
+}
+
 static int uring_cancel(uaio_loop *l, uaio_op *op, uaio_op *target);
 static int uring_cancel_fd(uaio_loop *l, uaio_op *op);
 
@@ -195,6 +212,7 @@ static int start(uaio_loop *l, uaio_op *op)
 	case OP_CLOSE:
 		if (!(op->xflags & OX_STARTED)) {	/* once, even if retried */
 			uaio__cancel_local_fd(l, op->fd);
+			uring__order_cancel_fd(l, op->fd);
 			uring__end_watch_on_close(l, op->fd);
 			op->xflags |= OX_STARTED;
 		}
@@ -247,6 +265,10 @@ static int uring_cancel(uaio_loop *l, uaio_op *op, uaio_op *target)
 	struct io_uring_sqe *sqe;
 	int r = uaio__cancel_here(l, target);
 
+	if (r == 1 && target->state == OS_HELD) {
+		uaio__complete(l, op, uring__order_cancel(l, target));
+		return 0;
+	}
 	if (r == 1 && target->state == OS_KERNEL) {
 		sqe = uring__get_sqe(l);
 		if (!sqe)
@@ -265,7 +287,8 @@ static int uring_cancel_fd(uaio_loop *l, uaio_op *op)
 {
 	struct uring_state *u = U(l);
 	struct io_uring_sqe *sqe;
-	int local = uaio__cancel_local_fd(l, op->fd);
+	/* Held ops first: the busy one's end must not start them. */
+	int local = uring__order_cancel_fd(l, op->fd) + uaio__cancel_local_fd(l, op->fd);
 
 	local += uaio__workers_cancel_fd(l, op->fd);
 	if (!u->cancel_fd || !(sqe = uring__get_sqe(l))) {
@@ -342,6 +365,19 @@ static void uring_flush(uaio_loop *l)
 		ring_submit(l);
 }
 
+/* op, the busy op of its stream's side, ended: the next op held behind
+ * it goes to the kernel, ahead of any waiting for room (later ops of
+ * that side may be among them). */
+static void order_next(uaio_loop *l, uaio_op *op)
+{
+	bool lk = uaio__lock(l);
+	uaio_op *next = uring__order_next(l, op);
+
+	if (next && start(l, next) == -EAGAIN)
+		pending_push(l, next, true);
+	uaio__unlock(l, lk);
+}
+
 struct cqe_copy {
 	uint64_t ud;
 	int32_t res;
@@ -381,6 +417,8 @@ static int reap(uaio_loop *l)
 					break;
 				}
 				ended++;
+				if (op->xflags & OX_ORDERED)
+					order_next(l, op);
 				if (op->opcode == OP_CANCEL_FD)
 					res = (res == -ENOENT ? 0 : res) + (int)op->off;
 				uaio__fire(l, op, res, FIRED_OP);

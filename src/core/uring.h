@@ -70,6 +70,13 @@ void uring__rm_retry(uaio_loop *l);
 /* A poll remove's CQE for watch w. */
 void uring__watch_rm_cqe(uaio_loop *l, uaio_watch *w, int res);
 
+/* uring_order.c: one op at a time per side of a stream. */
+int uring__order_hold(uaio_loop *l, uaio_op *op);
+void uring__order_undo(uaio_loop *l, uaio_op *op);
+uaio_op *uring__order_next(uaio_loop *l, uaio_op *op);
+int uring__order_cancel(uaio_loop *l, uaio_op *target);
+int uring__order_cancel_fd(uaio_loop *l, int fd);
+
 /* uring_rsrc.c */
 int uring__pin(uaio_loop *l, int fd);
 void uring__unpin(uaio_loop *l, int pinned);

@@ -11,7 +11,7 @@
 
 #include "core/internal.h"
 
-struct uaio_fdent *uaio__fdent(uaio_loop *l, int fd, bool grow)
+struct uaio_fdent *uaio__fdent_grow(uaio_loop *l, int fd, bool grow)
 {
 	if ((unsigned)fd >= l->nfds &&
 	    (!grow || UAIO_GROW(l->fds, l->nfds, (size_t)fd + 1) < 0))

@@ -229,12 +229,16 @@ static void far_deadlines(void)
 	CHECK_EQ(result(&r), -ECANCELED);
 }
 
-/* A read left on a descriptor the caller closed does not hold up the
- * next file to get that number: its read gets its data. */
+/* A read left on a descriptor the caller closed with close(2), and a
+ * read on the next file to get that number: the new file's data reaches
+ * the new read, never the old one's buffer. (epoll ends the old read
+ * with EBADF when the new one is queued; io_uring keeps the old file
+ * open for it, and the new read, on that number's read side, waits
+ * behind it until it ends: uaio_loop(7).) */
 static void closed_and_reused(void)
 {
 	int p[2], q[2];
-	char old[4], nw[4] = { 0 };
+	char old[4] = { 0 }, nw[4] = { 0 };
 	struct res r1 = { 0 }, r2 = { 0 };
 	uaio_op op1 = { 0 }, op2 = { 0 };
 
@@ -246,12 +250,11 @@ static void closed_and_reused(void)
 	CHECK_EQ(q[0], p[0]);	/* the number came back */
 	CHECK_OK(uaio_op_read(L, &op2, q[0], nw, sizeof(nw), -1, on_res, &r2));
 	CHECK(write(q[1], "new", 3) == 3);
+	close(p[1]);		/* the old read's end, if it is still waiting */
 	CHECK_EQ(result(&r2), 3);
 	CHECK(!memcmp(nw, "new", 3));
-	/* the old read: pending on the old file (io_uring holds it) or EBADF
-	 * (epoll lost it); either way it ends when its writer goes */
-	close(p[1]);
 	CHECK(result(&r1) == 0 || r1.res == -EBADF);
+	CHECK_EQ(old[0], 0);
 	close(q[0]);
 	close(q[1]);
 }

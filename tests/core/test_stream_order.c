@@ -1,0 +1,306 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Ops queued together on one side of a stream (a pipe, a socket, a file
+ * at its position) take and give its bytes in the order they were made,
+ * on both backends: io_uring wakes the newest waiter first, so without
+ * the loop's ordering queued reads took the bytes in reverse and writes
+ * queued on a full pipe interleaved. Cancels and close still reach the
+ * ops waiting behind another.
+ */
+#include <uaio/loop.h>
+#include "../test.h"
+
+#include <sys/socket.h>
+#include <stdbool.h>
+#include <sys/uio.h>
+
+#define N 4
+#define WLEN 65536
+
+/* Each op's index travels in a struct of its own. */
+struct tagged {
+	uaio_op op;
+	int i, res;
+	int *seq, *nseq;
+};
+
+static void on_tagged(uaio_op *op, int res, void *data)
+{
+	struct tagged *t = data;
+
+	(void)op;
+	t->res = res;
+	t->seq[(*t->nseq)++] = t->i;
+}
+
+/* Fills fd (non-blocking for the fill only) and returns the bytes put. */
+static size_t fill(int fd)
+{
+	static char junk[1 << 16];
+	size_t put = 0;
+	ssize_t w;
+
+	t_set_nonblock(fd);
+	memset(junk, 'z', sizeof(junk));
+	while ((w = write(fd, junk, sizeof(junk))) > 0)
+		put += (size_t)w;
+	CHECK(errno == EAGAIN);
+	fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+	return put;
+}
+
+/* Reads exactly len bytes from fd, turning the loop meanwhile. */
+static void drain(uaio_loop *l, int fd, char *out, size_t len)
+{
+	size_t got = 0;
+
+	t_set_nonblock(fd);
+	while (got < len) {
+		ssize_t r = read(fd, out + got, len - got);
+
+		if (r > 0)
+			got += (size_t)r;
+		else
+			CHECK(r < 0 && errno == EAGAIN);
+		uaio_loop_run_once(l, 0);
+	}
+}
+
+/* Reads what fd gives until *n reaches want and nothing is left: the
+ * byte count. */
+static size_t drain_until(uaio_loop *l, int fd, char *out, size_t cap, const int *n, int want)
+{
+	size_t got = 0;
+
+	t_set_nonblock(fd);
+	for (;;) {
+		ssize_t r = got < cap ? read(fd, out + got, cap - got) : -1;
+
+		if (r > 0) {
+			got += (size_t)r;
+			continue;
+		}
+		CHECK(got == cap || errno == EAGAIN);
+		if (*n == want)
+			return got;
+		uaio_loop_run_once(l, 0);
+	}
+}
+
+/* Reads queued on an empty stream, then bytes one by one. */
+static void reads_in_order(int rd, int wr, bool sock)
+{
+	uaio_loop *l = t_loop_new(0);
+	struct tagged t[N];
+	char got[N];
+	int seq[N], nseq = 0;
+
+	for (int i = 0; i < N; i++) {
+		t[i] = (struct tagged){ .i = i, .seq = seq, .nseq = &nseq };
+		got[i] = 0;
+		if (sock)
+			CHECK_OK(uaio_op_recv(l, &t[i].op, rd, &got[i], 1, 0, on_tagged, &t[i]));
+		else
+			CHECK_OK(uaio_op_read(l, &t[i].op, rd, &got[i], 1, -1, on_tagged, &t[i]));
+	}
+	uaio_loop_run_once(l, 0);	/* all of them waiting for data now */
+	for (int i = 0; i < N; i++) {
+		CHECK_EQ(write(wr, "ABCD" + i, 1), 1);
+		T_RUN_UNTIL(l, nseq > i, 1000);
+	}
+	for (int i = 0; i < N; i++) {
+		CHECK_EQ(t[i].res, 1);
+		CHECK_EQ(got[i], "ABCD"[i]);
+		CHECK_EQ(seq[i], i);
+	}
+	uaio_loop_free(l);
+}
+
+/* Writes queued on a full stream arrive in order, each op's bytes in one
+ * run (a send may move less than asked: what it says it moved). */
+static void writes_in_order(int rd, int wr, bool sock)
+{
+	uaio_loop *l = t_loop_new(0);
+	static char bufs[N][WLEN], out[N * WLEN], junk[8 << 20];
+	struct tagged t[N];
+	int seq[N], nseq = 0;
+	size_t filled = fill(wr), got, at = 0;
+
+	CHECK(filled <= sizeof(junk));
+	for (int i = 0; i < N; i++) {
+		memset(bufs[i], 'A' + i, WLEN);
+		t[i] = (struct tagged){ .i = i, .seq = seq, .nseq = &nseq };
+		if (sock)
+			CHECK_OK(uaio_op_send(l, &t[i].op, wr, bufs[i], WLEN, 0, on_tagged, &t[i]));
+		else
+			CHECK_OK(uaio_op_write(l, &t[i].op, wr, bufs[i], WLEN, -1, on_tagged, &t[i]));
+	}
+	uaio_loop_run_once(l, 0);
+	drain(l, rd, junk, filled);
+	got = drain_until(l, rd, out, sizeof(out), &nseq, N);
+	for (int k = 0; k < N; k++) {
+		int i = seq[k];
+
+		CHECK_EQ(i, k);
+		CHECK(t[i].res > 0 && t[i].res <= WLEN);
+		for (int b = 0; b < t[i].res; b++)
+			if (out[at + (size_t)b] != 'A' + i) {
+				fprintf(stderr, "write %d's byte %d is '%c'\n", i, b, out[at + (size_t)b]);
+				exit(T_EXIT_FAIL);
+			}
+		at += (size_t)t[i].res;
+	}
+	CHECK_EQ(at, got);
+	uaio_loop_free(l);
+}
+
+static void t_pipe_reads(void)
+{
+	int p[2];
+
+	CHECK(pipe(p) == 0);
+	reads_in_order(p[0], p[1], false);
+	close(p[0]);
+	close(p[1]);
+}
+
+static void t_pipe_writes(void)
+{
+	int p[2];
+
+	CHECK(pipe(p) == 0);
+	writes_in_order(p[0], p[1], false);
+	close(p[0]);
+	close(p[1]);
+}
+
+static void t_socket_recvs(void)
+{
+	int s[2];
+
+	CHECK(socketpair(AF_UNIX, SOCK_STREAM, 0, s) == 0);
+	reads_in_order(s[0], s[1], true);
+	close(s[0]);
+	close(s[1]);
+}
+
+static void t_socket_sends(void)
+{
+	int s[2];
+
+	CHECK(socketpair(AF_UNIX, SOCK_STREAM, 0, s) == 0);
+	writes_in_order(s[0], s[1], true);
+	close(s[0]);
+	close(s[1]);
+}
+
+/* A cancel finds an op waiting behind another; the rest keep order. A
+ * cancel of every op on the fd and a close end those still waiting. */
+static void t_cancel_waiting(void)
+{
+	uaio_loop *l = t_loop_new(0);
+	struct tagged t[N];
+	char got[N];
+	int seq[N], nseq = 0, p[2];
+	uaio_op c = { 0 };
+	struct tagged ct = { .seq = (int[1]){ 0 }, .nseq = (int[1]){ 0 } };
+
+	CHECK(pipe(p) == 0);
+	for (int i = 0; i < N; i++) {
+		t[i] = (struct tagged){ .i = i, .seq = seq, .nseq = &nseq };
+		got[i] = 0;
+		CHECK_OK(uaio_op_read(l, &t[i].op, p[0], &got[i], 1, -1, on_tagged, &t[i]));
+	}
+	uaio_loop_run_once(l, 0);
+	CHECK(uaio_op_pending(&t[2].op));
+	CHECK_OK(uaio_op_cancel(l, &c, &t[2].op, on_tagged, &ct));
+	T_RUN_UNTIL(l, nseq == 1 && *ct.nseq == 1, 1000);
+	CHECK_EQ(ct.res, 0);
+	CHECK_EQ(t[2].res, -ECANCELED);
+	CHECK_EQ(write(p[1], "ab", 2), 2);
+	T_RUN_UNTIL(l, nseq == 3, 1000);
+	CHECK_EQ(got[0], 'a');
+	CHECK_EQ(got[1], 'b');
+	CHECK_EQ(seq[1], 0);
+	CHECK_EQ(seq[2], 1);
+	/* op 3 waits on an empty pipe, alone now: queue two behind it, then
+	 * cancel all three by descriptor. */
+	t[0] = (struct tagged){ .i = 10, .seq = seq, .nseq = &nseq };
+	t[1] = (struct tagged){ .i = 11, .seq = seq, .nseq = &nseq };
+	nseq = 0;
+	CHECK_OK(uaio_op_read(l, &t[0].op, p[0], &got[0], 1, -1, on_tagged, &t[0]));
+	CHECK_OK(uaio_op_read(l, &t[1].op, p[0], &got[1], 1, -1, on_tagged, &t[1]));
+	uaio_loop_run_once(l, 0);
+	*ct.nseq = 0;
+	CHECK_OK(uaio_op_cancel_fd(l, &c, p[0], on_tagged, &ct));
+	T_RUN_UNTIL(l, nseq == 3 && *ct.nseq == 1, 1000);
+	CHECK_EQ(ct.res, 3);
+	CHECK_EQ(t[3].res, -ECANCELED);
+	CHECK_EQ(t[0].res, -ECANCELED);
+	CHECK_EQ(t[1].res, -ECANCELED);
+	/* and a close of the descriptor ends the ones waiting behind */
+	nseq = 0;
+	for (int i = 0; i < 3; i++) {
+		t[i] = (struct tagged){ .i = i, .seq = seq, .nseq = &nseq };
+		CHECK_OK(uaio_op_read(l, &t[i].op, p[0], &got[i], 1, -1, on_tagged, &t[i]));
+	}
+	uaio_loop_run_once(l, 0);
+	*ct.nseq = 0;
+	CHECK_OK(uaio_op_close(l, &c, p[0], on_tagged, &ct));
+	T_RUN_UNTIL(l, nseq == 3 && *ct.nseq == 1, 1000);
+	CHECK_EQ(ct.res, 0);
+	for (int i = 0; i < 3; i++)
+		CHECK_EQ(t[i].res, -ECANCELED);
+	close(p[1]);
+	uaio_loop_free(l);
+}
+
+/* Positional reads of one file are not held behind each other: each is
+ * answered at its offset, whatever order they end in. */
+static void t_file_positions(void)
+{
+	uaio_loop *l = t_loop_new(0);
+	char path[] = "/tmp/uaio-order-XXXXXX", got[N];
+	struct tagged t[N];
+	int seq[N], nseq = 0, fd = mkstemp(path);
+
+	CHECK(fd >= 0);
+	unlink(path);
+	CHECK_EQ(write(fd, "wxyz", 4), 4);
+	CHECK_EQ(lseek(fd, 0, SEEK_SET), 0);
+	for (int i = 0; i < N; i++) {
+		t[i] = (struct tagged){ .i = i, .seq = seq, .nseq = &nseq };
+		CHECK_OK(uaio_op_read(l, &t[i].op, fd, &got[i], 1, N - 1 - i, on_tagged, &t[i]));
+	}
+	T_RUN_UNTIL(l, nseq == N, 1000);
+	for (int i = 0; i < N; i++)
+		CHECK_EQ(got[i], "zyxw"[i]);
+	/* at the file position (-1): in order, one byte each */
+	nseq = 0;
+	for (int i = 0; i < N; i++) {
+		t[i] = (struct tagged){ .i = i, .seq = seq, .nseq = &nseq };
+		CHECK_OK(uaio_op_read(l, &t[i].op, fd, &got[i], 1, -1, on_tagged, &t[i]));
+	}
+	T_RUN_UNTIL(l, nseq == N, 1000);
+	for (int i = 0; i < N; i++) {
+		CHECK_EQ(got[i], "wxyz"[i]);
+		CHECK_EQ(seq[i], i);
+	}
+	close(fd);
+	uaio_loop_free(l);
+}
+
+int main(int argc, char **argv)
+{
+	(void)argc;
+	t_watchdog(60);
+	signal(SIGPIPE, SIG_IGN);
+	t_banner(argv[0]);
+	RUN(t_pipe_reads);
+	RUN(t_pipe_writes);
+	RUN(t_socket_recvs);
+	RUN(t_socket_sends);
+	RUN(t_cancel_waiting);
+	RUN(t_file_positions);
+	return T_EXIT_PASS;
+}

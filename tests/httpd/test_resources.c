@@ -4,16 +4,19 @@
  * cache within a small RLIMIT_NOFILE and at its last descriptor, descriptors
  * of deleted files given back, a file found shorter than its cache entry,
  * a file under a write lease, an access log on a FIFO that has no reader
- * or stops reading.
+ * or stops reading, one client's thousands of pipelined requests (every
+ * one logged), and a log whose disk fills mid-line.
  */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/mount.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -365,6 +368,130 @@ static void t_last_fd(void)
 	}
 }
 
+struct sender {
+	struct ht_conn *c;
+	const char *buf;
+	size_t len;
+	int ret;
+};
+
+static void *send_all(void *arg)
+{
+	struct sender *sd = arg;
+
+	sd->ret = ht_send(sd->c, sd->buf, sd->len);
+	return NULL;
+}
+
+static size_t count_lines(const char *b, size_t len)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; i < len; i++)
+		n += b[i] == '\n';
+	return n;
+}
+
+/* One client's 3000 requests sent in one go: every one has its log line.
+ * (The loop answered them all in a row, the log's two 64 KiB buffers
+ * filled before their write came back, and 60 % were dropped.) */
+static void t_log_pipelined(void)
+{
+	enum { N = 3000 };
+	static const char req[] = "GET /f1.txt HTTP/1.1\r\nHost: x\r\n\r\n";
+	char *logp = ht_join(ht_scratch(), "pipelined.log"), *all, *log, *err;
+	struct sender sd;
+	struct ht_server s;
+	struct ht_resp r;
+	pthread_t t;
+	size_t len = 0;
+	int ok = 0;
+
+	all = malloc(N * (sizeof(req) - 1));
+	FATAL(all != NULL, "malloc");
+	for (int i = 0; i < N; i++)
+		memcpy(all + (size_t)i * (sizeof(req) - 1), req, sizeof(req) - 1);
+	ht_start(&s, root, "--log", logp, NULL);
+	sd = (struct sender){ ht_connect(s.port), all, N * (sizeof(req) - 1), 0 };
+	FATAL(pthread_create(&t, NULL, send_all, &sd) == 0, "pthread_create");
+	for (int i = 0; i < N; i++) {
+		if (ht_read(sd.c, &r, 0) != HT_OK)
+			break;
+		ok += r.status == 200;
+		ht_resp_free(&r);
+	}
+	pthread_join(t, NULL);
+	ht_close(sd.c);
+	EXPECT(sd.ret == 0 && ok == N, "served %d of %d pipelined requests", ok, N);
+	EXPECT(ht_stop(&s) == 0, "exit 0");
+	log = ht_slurp(logp, &len);
+	EXPECT(log && count_lines(log, len) == N, "%zu log lines for %d requests",
+	       log ? count_lines(log, len) : 0, N);
+	err = ht_slurp(s.err, NULL);
+	EXPECT(err && !strstr(err, "dropped"), "stderr: '%.300s'", err ? err : "");
+	free(err);
+	free(log);
+	free(all);
+}
+
+/* The log's disk fills in the middle of a line: once there is room again,
+ * the lines after the cut one are whole, each on its own line. */
+static void t_log_disk_full(void)
+{
+	char *mnt = ht_mkdir("logfs"), *logp = ht_join(mnt, "access.log");
+	char *filler = ht_join(mnt, "filler"), *log, *line, target[1100];
+	static char pad[12288];
+	struct ht_server s;
+	struct ht_resp r;
+	size_t len = 0;
+	int whole = 0;
+
+	if (mount("tmpfs", mnt, "tmpfs", 0, "size=16k") < 0) {
+		fprintf(stderr, "    skipped: mounting a 16 KiB tmpfs: %s\n", strerror(errno));
+		return;
+	}
+	ht_write(filler, pad, sizeof(pad));	/* one page left for the log */
+	memset(target, 'q', sizeof(target));
+	memcpy(target, "/f1.txt?", 8);
+	target[sizeof(target) - 1] = 0;
+	ht_start(&s, root, "--log", logp, NULL);
+	for (int i = 0; i < 20; i++) {		/* 22 KB of lines */
+		char req[1200];
+
+		snprintf(req, sizeof(req), "GET %s HTTP/1.1\r\nHost: x\r\n\r\n", target);
+		EXPECT(ht_request(s.port, req, &r) == HT_OK && r.status == 200, "GET");
+		ht_resp_free(&r);
+	}
+	usleep(1500000);			/* the sweep's flush: the disk fills */
+	unlink(filler);
+	for (int i = 0; i < 3; i++) {
+		EXPECT(ht_get(s.port, "/f2.txt", "", &r) == HT_OK && r.status == 200, "GET");
+		ht_resp_free(&r);
+	}
+	EXPECT(ht_stop(&s) == 0, "exit 0");
+	log = ht_slurp(logp, &len);
+	EXPECT(log && len > 0 && log[len - 1] == '\n', "the log ends with a whole line");
+	/* the last three lines are the /f2.txt ones, whole: none glued to
+	 * the cut /f1.txt?qqq... line */
+	for (line = log ? log + len : NULL; line && line > log && whole < 4; ) {
+		char *start = line - 1;
+
+		while (start > log && start[-1] != '\n')
+			start--;
+		if (whole < 3)
+			EXPECT(!strncmp(start, "127.0.0.1 - - [", 15) &&
+			       strstr(start, "\"GET /f2.txt HTTP/1.1\" 200 ") &&
+			       strstr(start, "\"GET /f2.txt HTTP/1.1\" 200 ") < line &&
+			       !memchr(start, 'q', (size_t)(line - start)),
+			       "line %d from the end: '%.80s'", whole + 1, start);
+		whole++;
+		line = start;
+	}
+	EXPECT(whole == 4, "a cut line before the three whole ones");
+	free(log);
+	umount2(mnt, MNT_DETACH);
+}
+
 int main(void)
 {
 	ht_init("httpd/test_resources", 300);
@@ -373,6 +500,8 @@ int main(void)
 	RUN(t_shrunk_entry);
 	RUN(t_log_fifo_no_reader);
 	RUN(t_log_fifo_stalled);
+	RUN(t_log_pipelined);
+	RUN(t_log_disk_full);
 	RUN(t_lease_all);
 	RUN(t_last_fd);
 	RUN(t_small_nofile);

@@ -97,7 +97,7 @@ static void conn_try_free(struct conn *c)
 {
 	struct server *s = c->srv;
 
-	if (c->state != C_CLOSING || c->watching || c->waiting ||
+	if (c->state != C_CLOSING || c->watching || c->waiting || c->deferred ||
 	    (c->resp && !resp_idle(c)))
 		return;
 	resp_free(c);
@@ -151,6 +151,9 @@ static int on_input(uaio_watch *w)
 	struct conn *c = w->data;
 
 	c->maybe_more = true;
+	if (c->deferred)	/* its next turn reads this too */
+		return 0;
+	c->turn = 0;
 	if (c->state == C_IDLE || c->state == C_HEAD)
 		conn_read(c);
 	else if (c->state == C_LINGER)
@@ -211,7 +214,7 @@ static void conn_read(struct conn *c)
 {
 	struct server *s = c->srv;
 
-	while (c->maybe_more && (c->state == C_IDLE || c->state == C_HEAD)) {
+	while (c->maybe_more && !c->deferred && (c->state == C_IDLE || c->state == C_HEAD)) {
 		size_t room;
 		ssize_t n;
 
@@ -292,6 +295,43 @@ static int too_big_status(const struct conn *c)
 	return c->req->line_done || c->req->head_done ? 431 : 414;
 }
 
+/* c's turn is over with requests left: the next comes at the next
+ * iteration, after the other connections' and the log's. */
+static void conn_defer(struct conn *c)
+{
+	struct server *s = c->srv;
+
+	c->deferred = true;
+	c->defer_next = NULL;
+	if (s->deferred_tail)
+		s->deferred_tail->defer_next = c;
+	else
+		s->deferred = c;
+	s->deferred_tail = c;
+	if (!uaio_timer_pending(&s->resume))
+		uaio_timer_start(s->loop, &s->resume, 0, 0);
+}
+
+void conn_resume(uaio_timer *t)
+{
+	struct server *s = t->data;
+	struct conn *c = s->deferred, *n;
+
+	s->deferred = s->deferred_tail = NULL;
+	for (; c; c = n) {
+		n = c->defer_next;
+		c->deferred = false;
+		c->turn = 0;
+		if (c->state == C_CLOSING) {
+			conn_try_free(c);
+			continue;
+		}
+		conn_parse(c);
+		if (!c->deferred && (c->state == C_IDLE || c->state == C_HEAD))
+			conn_read(c);
+	}
+}
+
 /* Feeds llhttp what it has not seen; answers each complete request. */
 static void conn_parse(struct conn *c)
 {
@@ -300,8 +340,14 @@ static void conn_parse(struct conn *c)
 		const char *from = c->rbuf + c->rparsed;
 		llhttp_errno_t e;
 
-		if (!c->req->start)
+		if (!c->req->start) {
+			if (c->turn >= HTTPD_TURN) {
+				conn_defer(c);
+				break;
+			}
+			c->turn++;
 			request_begin(c);
+		}
 		e = llhttp_execute(&c->parser, from, c->rlen - c->rparsed);
 		if (e == HPE_OK) {
 			c->rparsed = c->rlen;
@@ -352,7 +398,8 @@ static void conn_next(struct conn *c)
 			return;
 		}
 	}
-	if (!c->in_parse) {
+	if (!c->in_parse) {	/* a response that ended later: a new turn */
+		c->turn = 0;
 		conn_parse(c);
 		if (c->state == C_IDLE || c->state == C_HEAD)
 			conn_read(c);

@@ -45,6 +45,9 @@
 /* Lingering close (RFC 9112 9.6), as nginx's lingering_timeout and
  * lingering_time: quiet this long, or this long in all, and it closes. */
 #define HTTPD_LINGER_MS		5000
+/* A connection's pipelined requests answered in a row at most before the
+ * loop's other work runs (other connections, the access log's write). */
+#define HTTPD_TURN		32
 #define HTTPD_LINGER_MAX_MS	30000
 
 enum disk_io { DISK_LAIO, DISK_BLOCKING, DISK_THREADS };
@@ -305,6 +308,9 @@ struct conn {
 	bool watching;			/* until the watch's handle_close */
 	bool maybe_more;		/* readable edge not yet drained */
 	bool in_parse;			/* conn_parse's loop is on the stack */
+	bool deferred;			/* its turn is over: on s->deferred */
+	uint16_t turn;			/* requests begun in this turn */
+	struct conn *defer_next;
 	uint64_t deadline_ms;		/* 0: none */
 	uint64_t linger_end_ms;		/* C_LINGER: closes by then at most */
 	struct conn *prev, *next;	/* the server's list, for the sweep */
@@ -331,6 +337,8 @@ int conn_send(struct conn *c, struct iovec *iov, int *iovcnt, bool more);
 /* Waits for room, then calls resp_continue. */
 void conn_want_write(struct conn *c);
 void conn_sweep(struct server *s, uint64_t now_ms);
+/* The resume timer: deferred connections take their next turn. */
+void conn_resume(uaio_timer *t);
 
 void respond(struct conn *c);
 void respond_error(struct conn *c, int status);
@@ -363,6 +371,10 @@ struct server {
 	uaio_watch laio_watch;
 	bool laio_watching;
 	struct conn *conns;		/* every connection, for the sweep */
+	/* Connections whose turn ended with requests left (HTTPD_TURN),
+	 * resumed by the resume timer at the next iteration, in order. */
+	struct conn *deferred, *deferred_tail;
+	uaio_timer resume;
 	unsigned nconns;
 	llhttp_settings_t settings;
 	struct file_cache *files;

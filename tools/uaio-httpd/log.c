@@ -3,10 +3,15 @@
  * The access log, in Common Log Format, off the request path: lines are
  * formatted into one of two buffers, and a full buffer (or the sweep,
  * once a second) goes out as one write on the loop while the other
- * fills. When both are busy, lines are dropped and counted, never waited
- * for. To a pipe or socket (shared by --threads loops), a write is whole
- * lines of at most PIPE_BUF bytes, which the kernel keeps in one piece:
- * the loops' lines never tear one another.
+ * fills. A write that is slow to come back (io_uring's worker waiting for
+ * a CPU took 4 ms here, while one client's pipelined requests made 22 KB
+ * of lines a millisecond) lets the filling buffer grow, to LOG_BUF_MAX;
+ * past that, lines are dropped and counted, never waited for. To a pipe
+ * or socket (shared by --threads loops), a write is whole lines of at
+ * most PIPE_BUF bytes, which the kernel keeps in one piece: the loops'
+ * lines never tear one another. A file write that failed part way (a
+ * full disk) left a line cut short: the next write starts with a newline,
+ * so the lines after it are whole.
  */
 #define _GNU_SOURCE 1	/* program_invocation_name */
 #include <errno.h>
@@ -18,14 +23,16 @@
 #include <time.h>
 #include "httpd.h"
 
-#define LOG_BUF (64 * 1024)
+#define LOG_BUF (64 * 1024)		/* each buffer's first size */
+#define LOG_BUF_MAX (1024 * 1024)	/* and the most it grows to */
 #define LOG_FLUSH (32 * 1024)
 
 struct log {
 	struct server *s;
 	int fd;
 	char *buf[2];
-	size_t len[2], done;
+	size_t len[2], cap[2], done;
+	bool torn;			/* the last write ended inside a line */
 	size_t atom;			/* PIPE_BUF to a pipe or socket, else 0 */
 	int cur;			/* the buffer being filled */
 	bool busy;			/* the other one is being written */
@@ -46,6 +53,7 @@ struct log *log_new(struct server *s, int fd)
 	}
 	lg->s = s;
 	lg->fd = fd;
+	lg->cap[0] = lg->cap[1] = LOG_BUF;
 	lg->stamp_sec = -1;
 	return lg;
 }
@@ -73,6 +81,9 @@ static void lost(struct log *lg, int w, size_t from, int err)
 {
 	for (size_t i = from; i < lg->len[w]; i++)
 		lg->dropped += lg->buf[w][i] == '\n';
+	/* a line cut short, if what went out does not end with one */
+	if (from > 0 && from < lg->len[w] && lg->buf[w][from - 1] != '\n')
+		lg->torn = true;
 	if (err && !lg->err) {
 		lg->err = err;
 		fprintf(stderr, "%s: writing the access log: %s; its lines are dropped\n",
@@ -134,6 +145,23 @@ static void written(uaio_op *op, int res, void *data)
 	server_maybe_stop(lg->s);
 }
 
+/* The filling buffer doubles (the other is being written), up to
+ * LOG_BUF_MAX: whether it has need bytes of room now. */
+static bool grow(struct log *lg, size_t need)
+{
+	int w = lg->cur;
+	size_t cap = lg->cap[w];
+	char *b;
+
+	while (cap - lg->len[w] < need && cap < LOG_BUF_MAX)
+		cap *= 2;
+	if (cap - lg->len[w] < need || !(b = realloc(lg->buf[w], cap)))
+		return false;
+	lg->buf[w] = b;
+	lg->cap[w] = cap;
+	return true;
+}
+
 void log_flush(struct server *s)
 {
 	struct log *lg = s->log;
@@ -141,6 +169,11 @@ void log_flush(struct server *s)
 
 	if (!lg || lg->busy || lg->len[w = lg->cur] == 0)
 		return;
+	if (lg->torn && (lg->len[w] < lg->cap[w] || grow(lg, 1))) {
+		memmove(lg->buf[w] + 1, lg->buf[w], lg->len[w]++);
+		lg->buf[w][0] = '\n';
+		lg->torn = false;
+	}
 	lg->cur ^= 1;
 	lg->busy = true;
 	lg->done = 0;
@@ -171,6 +204,7 @@ void log_request(struct server *s, const struct conn *c, int status,
 {
 	struct log *lg = s->log;
 	const struct request *q = c->req;
+	size_t need;
 	time_t now;
 	int n;
 
@@ -185,16 +219,17 @@ void log_request(struct server *s, const struct conn *c, int status,
 		lg->stamp_sec = now;
 	}
 	/* room for the target escaped: four bytes for each at worst */
-	if (LOG_BUF - lg->len[lg->cur] < 512 + 4 * q->target.n) {
+	need = 512 + 4 * q->target.n;
+	if (lg->cap[lg->cur] - lg->len[lg->cur] < need) {
 		log_flush(s);
-		if (LOG_BUF - lg->len[lg->cur] < 512 + 4 * q->target.n) {
+		if (lg->cap[lg->cur] - lg->len[lg->cur] < need && !grow(lg, need)) {
 			lg->dropped++;
 			return;
 		}
 	}
 	if (q->head_done) {
 		char *b = lg->buf[lg->cur] + lg->len[lg->cur];
-		size_t room = LOG_BUF - lg->len[lg->cur], k;
+		size_t room = lg->cap[lg->cur] - lg->len[lg->cur], k;
 
 		n = snprintf(b, room, "%s - - [%s] \"%s ", c->peer[0] ? c->peer : "-",
 			     lg->stamp, llhttp_method_name((llhttp_method_t)q->method));
@@ -215,7 +250,7 @@ void log_request(struct server *s, const struct conn *c, int status,
 		n = n < 0 ? n : n + (int)k;
 	} else {	/* unparsable: CLF's "-" request */
 		n = snprintf(lg->buf[lg->cur] + lg->len[lg->cur],
-			     LOG_BUF - lg->len[lg->cur], "%s - - [%s] \"-\" %d %llu\n",
+			     lg->cap[lg->cur] - lg->len[lg->cur], "%s - - [%s] \"-\" %d %llu\n",
 			     c->peer[0] ? c->peer : "-", lg->stamp, status,
 			     (unsigned long long)bytes);
 	}

@@ -166,6 +166,7 @@ int server_init(struct server *s, const struct httpd_config *cfg, int lfd)
 	period = period < 50 ? 50 : period > 1000 ? 1000 : period;
 	uaio_timer_init(&s->sweep, on_sweep, s);
 	uaio_timer_init(&s->retry, on_retry, s);
+	uaio_timer_init(&s->resume, conn_resume, s);
 	uaio_timer_start(s->loop, &s->sweep, period * 1000000ull, period * 1000000ull);
 	if (cfg->disk_io == DISK_LAIO) {
 		int fd = laio_fd();

@@ -354,6 +354,9 @@ void ht_startv(struct ht_server *s, const char *dir, const char *const *opts)
 			if (sscanf(e, "uaio-httpd: listening on http://127.0.0.1:%d/", &port) == 1)
 				snprintf(expect, sizeof(expect),
 					 "uaio-httpd: listening on http://127.0.0.1:%d/", port);
+			else if (sscanf(e, "uaio-httpd: listening on http://[::]:%d/", &port) == 1)
+				snprintf(expect, sizeof(expect),	/* --addr :: */
+					 "uaio-httpd: listening on http://[::]:%d/", port);
 			if (port <= 0 || port > 65535 || strcmp(e, expect)) {
 				fprintf(stderr, "    first stderr line: '%s'\n", e);
 				ht_kill(s);

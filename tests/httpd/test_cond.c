@@ -114,8 +114,17 @@ static void t_if_modified_since(void)
 	     "If-Modified-Since: 31 Feb (ignored)", 200);
 	cond("GET", "If-Modified-Since: Thu, 29 Feb 2099 10:00:00 GMT\r\n",
 	     "If-Modified-Since: 29 Feb of a common year (ignored)", 200);
-	cond("GET", "If-Modified-Since: Tue, 29 Feb 2028 10:00:00 GMT\r\n",
-	     "If-Modified-Since: 29 Feb 2028, after Last-Modified", 304);
+	cond("GET", "If-Unmodified-Since: Thu, 29 Feb 2024 10:00:00 GMT\r\n",
+	     "If-Unmodified-Since: 29 Feb 2024, before Last-Modified", 412);
+	cond("GET", "If-Unmodified-Since: Wed, 29 Feb 2023 10:00:00 GMT\r\n",
+	     "If-Unmodified-Since: 29 Feb of a common year (ignored)", 200);
+	/* ahead of the server's clock: not a date it gave, ignored */
+	cond("GET", "If-Modified-Since: Thu, 01 Jan 2099 00:00:00 GMT\r\n",
+	     "If-Modified-Since in 2099 (ignored)", 200);
+	/* given twice: a list, ignored (RFC 9110 13.1.3), not refused */
+	snprintf(h, sizeof(h), "If-Modified-Since: %s\r\nIf-Modified-Since: %s\r\n",
+		 lastmod, lastmod);
+	cond("GET", h, "If-Modified-Since twice (ignored)", 200);
 	cond("GET", "If-Modified-Since: Fri, 31 Dec 2099 -1:00:00 GMT\r\n",
 	     "If-Modified-Since: hour -1 (ignored)", 200);
 

@@ -403,6 +403,31 @@ static void t_log_escape(void)
 	free(text);
 }
 
+/* On the dual-stack socket (--addr ::) an IPv4 client is logged as
+ * IPv4, as on an IPv4 socket, not as ::ffff:127.0.0.1. */
+static void t_log_v4_mapped(void)
+{
+	struct ht_server s;
+	struct ht_resp r;
+	char *logf = ht_join(ht_scratch(), "mapped.log"), *text;
+	int fd = socket(AF_INET6, SOCK_STREAM, 0);
+
+	if (fd < 0) {
+		fprintf(stderr, "    skipped: no IPv6 here\n");
+		return;
+	}
+	close(fd);
+	unlink(logf);
+	ht_start(&s, root, "--addr", "::", "--log", logf, NULL);
+	EXPECT(ht_get(s.port, "/small.txt", "", &r) == HT_OK && r.status == 200, "GET over IPv4");
+	ht_resp_free(&r);
+	EXPECT(ht_stop_sig(&s, SIGTERM) == 0, "exit 0 on SIGTERM");
+	text = ht_slurp(logf, NULL);
+	EXPECT(text && !strncmp(text, "127.0.0.1 - - [", 15),
+	       "the IPv4 client's name: '%.80s'", text ? text : "");
+	free(text);
+}
+
 static void t_log(void)
 {
 	/* the body's bytes, whatever made them: a file, an error page, a
@@ -678,6 +703,7 @@ int main(void)
 	fprintf(stderr, "  t_sigterm_inflight (SIGINT) ...\n");
 	t_sigterm_inflight(SIGINT);
 	RUN(t_peer_closed);
+	RUN(t_log_v4_mapped);
 	RUN(t_log_reopen);
 	RUN(t_log_escape);
 	RUN(t_log);

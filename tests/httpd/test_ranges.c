@@ -310,6 +310,14 @@ static void t_if_range(void)
 	full(h, "If-Range with a date other than Last-Modified", 0);
 	snprintf(h, sizeof(h), "If-Range: %s\r\n", etag);
 	full(h, "If-Range without Range", 0);
+	/* given twice: which validator holds? the whole file (it was 400) */
+	{
+		char h2[640];
+
+		snprintf(h2, sizeof(h2), "If-Range: %s\r\nIf-Range: %s\r\nRange: bytes=0-99\r\n",
+			 etag, etag);
+		full(h2, "If-Range twice", 0);
+	}
 
 	/* A date whose day starts with W is still a date (RFC 9110 13.1.5:
 	 * an entity-tag has a '"' in its first three characters). */

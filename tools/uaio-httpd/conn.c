@@ -37,6 +37,11 @@ static void peer_name(struct conn *c, const struct sockaddr *sa)
 	if (sa->sa_family == AF_INET)
 		inet_ntop(AF_INET, &((const struct sockaddr_in *)sa)->sin_addr,
 			  c->peer, sizeof(c->peer));
+	else if (sa->sa_family == AF_INET6 &&
+		 IN6_IS_ADDR_V4MAPPED(&((const struct sockaddr_in6 *)sa)->sin6_addr))
+		/* an IPv4 client of the dual-stack socket: as IPv4 */
+		inet_ntop(AF_INET, &((const struct sockaddr_in6 *)sa)->sin6_addr.s6_addr[12],
+			  c->peer, sizeof(c->peer));
 	else if (sa->sa_family == AF_INET6)
 		inet_ntop(AF_INET6, &((const struct sockaddr_in6 *)sa)->sin6_addr,
 			  c->peer, sizeof(c->peer));

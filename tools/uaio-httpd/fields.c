@@ -227,6 +227,13 @@ bool proto_etag_in(struct span list, const char *etag)
 	return etag_matches(list, etag, true);
 }
 
+/* A date validator's one date: false when absent, given more than once
+ * (a list, which RFC 9110 13.1.3 and 13.1.4 say to ignore) or not a date. */
+static bool one_date(const struct request *r, int h, time_t *t)
+{
+	return r->hdr[h].p && r->dup[h] == 1 && !proto_parse_date(r->hdr[h], t);
+}
+
 int proto_preconditions(const struct request *r, const char *etag, time_t mtime)
 {
 	time_t ims, ius;
@@ -234,16 +241,17 @@ int proto_preconditions(const struct request *r, const char *etag, time_t mtime)
 	if (r->hdr[H_IF_MATCH].p) {
 		if (!etag_matches(r->hdr[H_IF_MATCH], etag, false))
 			return 412;
-	} else if (r->hdr[H_IF_UNMODIFIED_SINCE].p &&
-		   !proto_parse_date(r->hdr[H_IF_UNMODIFIED_SINCE], &ius) && mtime > ius) {
+	} else if (one_date(r, H_IF_UNMODIFIED_SINCE, &ius) && mtime > ius) {
 		return 412;
 	}
 	if (r->method != HTTP_GET && r->method != HTTP_HEAD)
 		return 200;
 	if (r->hdr[H_IF_NONE_MATCH].p)
 		return proto_etag_in(r->hdr[H_IF_NONE_MATCH], etag) ? 304 : 200;
-	if (r->hdr[H_IF_MODIFIED_SINCE].p &&
-	    !proto_parse_date(r->hdr[H_IF_MODIFIED_SINCE], &ims) && mtime <= ims)
+	/* A date ahead of the server's clock is not one it gave: ignored
+	 * (RFC 2616 14.25; Apache), or a file restored with an older mtime
+	 * would stay 304 for a client holding a later date. */
+	if (one_date(r, H_IF_MODIFIED_SINCE, &ims) && mtime <= ims && ims <= time(NULL))
 		return 304;
 	return 200;
 }
@@ -255,6 +263,8 @@ bool proto_if_range(const struct request *r, const char *etag, time_t mtime)
 
 	if (!v.p)
 		return true;
+	if (r->dup[H_IF_RANGE] > 1)	/* which one? the whole file, then */
+		return false;
 	/* An entity-tag has a '"' among its first three characters
 	 * (RFC 9110 13.1.5); a date never does. */
 	if ((v.n && v.p[0] == '"') || (v.n >= 3 && !memcmp(v.p, "W/\"", 3)))

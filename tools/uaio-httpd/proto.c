@@ -342,9 +342,10 @@ int proto_verdict(const struct request *q)
 	if (q->bad_head || (q->minor >= 1 && !q->hdr[H_HOST].p) || q->dup[H_HOST] > 1 ||
 	    (q->hdr[H_HOST].p && !proto_host_ok(q->hdr[H_HOST])))
 		return 400;
-	for (int h = H_IF_NONE_MATCH; h < H_NHDRS; h++)	/* the validators */
-		if (q->dup[h] > 1)
-			return 400;
+	/* The entity-tag lists on several lines (as nginx: 400); the dates
+	 * and If-Range given twice are ignored (fields.c) */
+	if (q->dup[H_IF_NONE_MATCH] > 1 || q->dup[H_IF_MATCH] > 1)
+		return 400;
 	/* llhttp refuses (400) a body whose last coding is not chunked; one
 	 * that adds a coding before it is not understood here: 501 (RFC 9112
 	 * 6.1), rather than a response as if the body had been read. */

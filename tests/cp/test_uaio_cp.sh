@@ -339,6 +339,9 @@ x" "q'"'"'s" "q'"'"'s \"d\"" "$(printf "\303\251t\303\251")" "$(printf "bad\377"
 both -s -v "a	b" "nl
 x" "q's" "q's \"d\"" "$(printf "\303\251t\303\251")" "$(printf "bad\377")" "$(printf "\tlead")" 'back\\slash' "x?y" "{" "#h" "h#" t
 both -s -v "a	b" "$(printf "\303\251t\303\251")" "$(printf "bad\377")" nosuch/
+# A quote before a name's end inside $'...': gnulib's second pass starts
+# with an escape pending ('''x'\''y'$'\001', '\001''a'\''b'$'\001').
+both "$(printf "x'y\001")" "$(printf "a b'\001")" "$(printf "\001a'b\001")" "$(printf "a'b\001c")" t
 if locale -a 2>/dev/null | grep -qix 'c\.utf-\?8'; then
   LC_ALL=C.UTF-8
   both -s -v "a	b" "q's" "$(printf "\303\251t\303\251")" "$(printf "bad\377")" "$(printf "\tlead")" t

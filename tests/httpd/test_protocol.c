@@ -317,6 +317,28 @@ static void t_http10(void)
 		ht_resp_free(&r);
 		ht_close(c);
 	}
+	/* Connection: keep-alive asks to keep it, as nginx does: the answer
+	 * says so, and the next request is served on it. */
+	{
+		struct ht_conn *c = ht_connect(srv.port);
+		struct ht_resp r;
+		size_t extra = 0;
+
+		ht_sends(c, "GET /index.html HTTP/1.0\r\nConnection: keep-alive\r\n\r\n"
+			    "GET /index.html HTTP/1.0\r\n\r\n");
+		ht_read(c, &r, 0);
+		EXPECT_R(&r, r.rc == HT_OK && r.status == 200 &&
+			 ht_hdr_has_token(&r, "Connection", "keep-alive"),
+			 "HTTP/1.0 keep-alive: 200 with Connection: keep-alive");
+		ht_resp_free(&r);
+		ht_read(c, &r, 0);
+		EXPECT_R(&r, r.rc == HT_OK && r.status == 200 && r.body_len == flen(&files[0]),
+			 "HTTP/1.0 keep-alive: the next request served");
+		ht_resp_free(&r);
+		EXPECT(ht_wait_close(c, 10000, &extra) && extra == 0,
+		       "HTTP/1.0 without keep-alive: closed after (%zu extra bytes)", extra);
+		ht_close(c);
+	}
 }
 
 static void expect_400(const char *req, const char *what)

@@ -127,6 +127,8 @@ static void head_end(struct conn *c)
 
 	if (c->close_after)
 		add(r, "Connection: close\r\n");
+	else if (c->req && c->req->minor == 0)	/* HTTP/1.0 asked to keep it */
+		add(r, "Connection: keep-alive\r\n");
 	add(r, "\r\n");
 	r->seg[0] = (struct seg){ .mem = r->head, .len = r->head_len };
 	r->nseg = 1;
@@ -203,7 +205,8 @@ void respond(struct conn *c)
 	r = c->resp;
 	c->state = C_WORK;
 	c->deadline_ms = 0;
-	if (!q->keep_alive || q->major != 1 || q->minor == 0 || c->srv->draining)
+	/* llhttp keeps an HTTP/1.0 connection alive only when it asked */
+	if (!q->keep_alive || q->major != 1 || c->srv->draining)
 		c->close_after = true;
 	if ((st = proto_verdict(q)) != 0) {
 		error_page(c, st, st == 405 ? "Allow: GET, HEAD\r\n" : "");

@@ -53,6 +53,12 @@ static void setup(void)
 	put("sub/bad\xffQZ.txt", "not utf-8\n");	/* not listed */
 	put("sub/\"><img src=x onerror=alert(1)>.txt", "xss\n");
 	dir("sub/nested");
+	{	/* a link to a directory inside: listed as a directory */
+		char *l = ht_join(root, "sub/linked");
+
+		FATAL(symlink("nested", l) == 0, "symlink");
+		free(l);
+	}
 	dir("big");
 	for (int i = 0; i < NBIG; i++) {
 		char n[64];
@@ -154,7 +160,9 @@ static void t_list(void)
 	EXPECT_R(&r, r.rc == HT_OK && r.status == 200, "GET /sub/ with --list: 200");
 	EXPECT_R(&r, !strcmp(ht_mime(&r, m, sizeof(m)), "text/html"), "listing is text/html");
 	EXPECT_R(&r, ht_body_has(&r, "plain.txt"), "listing names plain.txt");
-	EXPECT_R(&r, ht_body_has(&r, "nested"), "listing names the subdirectory 'nested'");
+	EXPECT_R(&r, ht_body_has(&r, "href=\"nested/\""), "listing links the subdirectory 'nested/'");
+	EXPECT_R(&r, ht_body_has(&r, "href=\"linked/\""),
+		 "a link to a directory is listed with its '/' (a 301 per click without)");
 	EXPECT_R(&r, ht_body_has(&r, "a&amp;b.txt"), "listing shows a&b.txt as a&amp;b.txt");
 	EXPECT_R(&r, !ht_body_has(&r, "a&b.txt"), "raw 'a&b.txt' in the listing (not escaped)");
 	EXPECT_R(&r, ht_body_has(&r, "&lt;x&gt;.txt"), "listing shows <x>.txt as &lt;x&gt;.txt");

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include "httpd.h"
 
@@ -50,6 +51,17 @@ static void html(struct page *pg, const char *s)
 		default: put(pg, s, 1);
 		}
 	}
+}
+
+/* A directory, or a link to one (its href ends in '/', as the 301 would
+ * make it); a file system without d_type is asked too. */
+static bool is_dir(int dirfd, const struct dirent *e)
+{
+	struct stat st;
+
+	if (e->d_type != DT_LNK && e->d_type != DT_UNKNOWN)
+		return e->d_type == DT_DIR;
+	return fstatat(dirfd, e->d_name, &st, 0) == 0 && S_ISDIR(st.st_mode);
 }
 
 static void url(struct page *pg, const char *s)
@@ -106,7 +118,7 @@ char *listing_html(int dirfd, const char *urlpath, size_t *len)
 				break;
 		}
 		names[n] = strdup(e->d_name);
-		dirs[n] = (char *)(uintptr_t)(e->d_type == DT_DIR);
+		dirs[n] = (char *)(uintptr_t)is_dir(dirfd, e);
 		if (!names[n])
 			break;
 		n++;

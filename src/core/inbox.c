@@ -103,12 +103,7 @@ UAIO_API int uaio_loop_post(uaio_loop *l, void (*fn)(void *), void *data)
 void uaio__inbox_done(uaio_loop *l, uaio_op *op)
 {
 	pthread_mutex_lock(&l->inbox_lock);
-	op->next = NULL;
-	if (l->wdone_tail)
-		l->wdone_tail->next = op;
-	else
-		l->wdone_head = op;
-	l->wdone_tail = op;
+	UAIO_FIFO_PUSH(l->wdone_head, l->wdone_tail, op);
 	pthread_mutex_unlock(&l->inbox_lock);
 	uaio__wake(l);
 }

@@ -214,12 +214,7 @@ UAIO_API void uaio_loop_unlock(uaio_loop *l)
 
 static void done_push(uaio_loop *l, uaio_op *op)
 {
-	op->next = NULL;
-	if (l->done_tail)
-		l->done_tail->next = op;
-	else
-		l->done_head = op;
-	l->done_tail = op;
+	UAIO_FIFO_PUSH(l->done_head, l->done_tail, op);
 }
 
 /* Result known outside a CQE: the callback runs at the next dispatch

@@ -123,12 +123,7 @@ static void pending_push(uaio_loop *l, uaio_op *op, bool front)
 			l->pending_tail = op;
 		return;
 	}
-	op->next = NULL;
-	if (l->pending_tail)
-		l->pending_tail->next = op;
-	else
-		l->pending_head = op;
-	l->pending_tail = op;
+	UAIO_FIFO_PUSH(l->pending_head, l->pending_tail, op);
 }
 
 /*

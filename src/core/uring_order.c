@@ -54,12 +54,7 @@ int uring__order_hold(uaio_loop *l, uaio_op *op)
 	if (!e->held && !(e->held = calloc(1, sizeof(*e->held))))
 		return -ENOMEM;
 	h = e->held;
-	op->next = NULL;
-	if (h->tail[s])
-		h->tail[s]->next = op;
-	else
-		h->head[s] = op;
-	h->tail[s] = op;
+	UAIO_FIFO_PUSH(h->head[s], h->tail[s], op);
 	op->state = OS_HELD;
 	return 1;
 }

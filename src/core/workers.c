@@ -97,12 +97,7 @@ int uaio__workers_submit(uaio_loop *l, uaio_op *op)
 		w->max = l->nworkers;
 	}
 	op->state = OS_WORKQ;
-	op->next = NULL;
-	if (w->tail)
-		w->tail->next = op;
-	else
-		w->head = op;
-	w->tail = op;
+	UAIO_FIFO_PUSH(w->head, w->tail, op);
 	if (!w->idle && w->nthreads < w->max) {
 		pthread_attr_t attr;
 

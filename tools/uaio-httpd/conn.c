@@ -307,12 +307,8 @@ static void conn_defer(struct conn *c)
 	struct server *s = c->srv;
 
 	c->deferred = true;
-	c->defer_next = NULL;
-	if (s->deferred_tail)
-		s->deferred_tail->defer_next = c;
-	else
-		s->deferred = c;
-	s->deferred_tail = c;
+	c->defer_next = s->deferred;	/* each is resumed in the next pass */
+	s->deferred = c;
 	if (!uaio_timer_pending(&s->resume))
 		uaio_timer_start(s->loop, &s->resume, 0, 0);
 }
@@ -322,7 +318,7 @@ void conn_resume(uaio_timer *t)
 	struct server *s = t->data;
 	struct conn *c = s->deferred, *n;
 
-	s->deferred = s->deferred_tail = NULL;
+	s->deferred = NULL;
 	for (; c; c = n) {
 		n = c->defer_next;
 		c->deferred = false;

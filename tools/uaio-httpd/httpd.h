@@ -372,8 +372,8 @@ struct server {
 	bool laio_watching;
 	struct conn *conns;		/* every connection, for the sweep */
 	/* Connections whose turn ended with requests left (HTTPD_TURN),
-	 * resumed by the resume timer at the next iteration, in order. */
-	struct conn *deferred, *deferred_tail;
+	 * each resumed by the resume timer at the next iteration. */
+	struct conn *deferred;
 	uaio_timer resume;
 	unsigned nconns;
 	llhttp_settings_t settings;

@@ -154,44 +154,23 @@ static void writes_in_order(int rd, int wr, bool sock)
 	uaio_loop_free(l);
 }
 
-static void t_pipe_reads(void)
+/* Reads, then writes, on a pipe and on a socketpair. */
+static void t_streams(void)
 {
-	int p[2];
+	for (int sock = 0; sock < 2; sock++)
+		for (int wr = 0; wr < 2; wr++) {
+			int p[2];
 
-	CHECK(pipe(p) == 0);
-	reads_in_order(p[0], p[1], false);
-	close(p[0]);
-	close(p[1]);
-}
-
-static void t_pipe_writes(void)
-{
-	int p[2];
-
-	CHECK(pipe(p) == 0);
-	writes_in_order(p[0], p[1], false);
-	close(p[0]);
-	close(p[1]);
-}
-
-static void t_socket_recvs(void)
-{
-	int s[2];
-
-	CHECK(socketpair(AF_UNIX, SOCK_STREAM, 0, s) == 0);
-	reads_in_order(s[0], s[1], true);
-	close(s[0]);
-	close(s[1]);
-}
-
-static void t_socket_sends(void)
-{
-	int s[2];
-
-	CHECK(socketpair(AF_UNIX, SOCK_STREAM, 0, s) == 0);
-	writes_in_order(s[0], s[1], true);
-	close(s[0]);
-	close(s[1]);
+			fprintf(stderr, "    %s %s\n", sock ? "socketpair" : "pipe",
+				wr ? "writes" : "reads");
+			CHECK(sock ? socketpair(AF_UNIX, SOCK_STREAM, 0, p) == 0 : pipe(p) == 0);
+			if (wr)
+				writes_in_order(p[0], p[1], sock);
+			else
+				reads_in_order(p[0], p[1], sock);
+			close(p[0]);
+			close(p[1]);
+		}
 }
 
 /* A cancel finds an op waiting behind another; the rest keep order. A
@@ -296,10 +275,7 @@ int main(int argc, char **argv)
 	t_watchdog(60);
 	signal(SIGPIPE, SIG_IGN);
 	t_banner(argv[0]);
-	RUN(t_pipe_reads);
-	RUN(t_pipe_writes);
-	RUN(t_socket_recvs);
-	RUN(t_socket_sends);
+	RUN(t_streams);
 	RUN(t_cancel_waiting);
 	RUN(t_file_positions);
 	return T_EXIT_PASS;

@@ -224,8 +224,9 @@ static int uring_submit(uaio_loop *l, uaio_op *op)
 	    op->opcode != OP_CANCEL_FD)
 		return uaio__workers_submit(l, op);
 	if ((op->xflags & OX_ISSUE_HERE) && l->threadsafe) {
-		/* Out now, from this thread, or not at all (see loop.h). */
-		int r = start(l, op);
+		/* Out now, from this thread, or not at all (see loop.h): not
+		 * behind another op on its stream either. */
+		int r = uring__order_busy(l, op) ? -EAGAIN : start(l, op);
 		if (r < 0)
 			return r;
 		ring_submit(l);

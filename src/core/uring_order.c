@@ -59,6 +59,14 @@ int uring__order_hold(uaio_loop *l, uaio_op *op)
 	return 1;
 }
 
+/* Whether op would wait behind another on its stream. */
+bool uring__order_busy(uaio_loop *l, const uaio_op *op)
+{
+	struct uaio_fdent *e;
+
+	return ordered(op) && (e = uaio__fdent(l, op->fd, false)) && e->busy[side(op)];
+}
+
 /* op did not go to the kernel (no room): its side is free again. */
 void uring__order_undo(uaio_loop *l, uaio_op *op)
 {

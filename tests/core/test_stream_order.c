@@ -234,6 +234,38 @@ static void t_cancel_waiting(void)
 	uaio_loop_free(l);
 }
 
+/* UAIO_OPF_ISSUE_HERE goes out at once or not at all: behind another op
+ * on its stream side it is refused (-EAGAIN), not held. */
+static void t_issue_here(void)
+{
+	uaio_loop *l = t_loop_new(UAIO_LOOP_THREADSAFE);
+	struct tagged t[3];
+	char got[3] = { 0 };
+	int seq[3], nseq = 0, p[2];
+
+	if (t_is_epoll()) {		/* the flag is io_uring's */
+		uaio_loop_free(l);
+		return;
+	}
+	CHECK(pipe(p) == 0);
+	for (int i = 0; i < 3; i++) {
+		t[i] = (struct tagged){ .i = i, .seq = seq, .nseq = &nseq };
+		uaio_op_set_flags(&t[i].op, i < 2 ? UAIO_OPF_ISSUE_HERE : 0);
+	}
+	CHECK_OK(uaio_op_read(l, &t[0].op, p[0], &got[0], 1, -1, on_tagged, &t[0]));
+	CHECK_EQ(uaio_op_read(l, &t[1].op, p[0], &got[1], 1, -1, on_tagged, &t[1]), -EAGAIN);
+	CHECK(!uaio_op_pending(&t[1].op));
+	CHECK_OK(uaio_op_read(l, &t[2].op, p[0], &got[2], 1, -1, on_tagged, &t[2]));
+	CHECK_EQ(write(p[1], "xy", 2), 2);
+	T_RUN_UNTIL(l, nseq == 2, 1000);
+	CHECK_EQ(got[0], 'x');
+	CHECK_EQ(got[2], 'y');
+	CHECK_EQ(seq[0], 0);
+	close(p[0]);
+	close(p[1]);
+	uaio_loop_free(l);
+}
+
 /* Positional reads of one file are not held behind each other: each is
  * answered at its offset, whatever order they end in. */
 static void t_file_positions(void)
@@ -277,6 +309,7 @@ int main(int argc, char **argv)
 	t_banner(argv[0]);
 	RUN(t_streams);
 	RUN(t_cancel_waiting);
+	RUN(t_issue_here);
 	RUN(t_file_positions);
 	return T_EXIT_PASS;
 }

@@ -381,9 +381,10 @@ int uaio_op_write_fixed(uaio_loop *l, uaio_op *op, int fd, const void *buf,
  * instead of leaving it to the thread that drives the loop: the kernel
  * resolves the descriptor then, and no wake-up is needed. io_uring cancels
  * a thread's requests when that thread exits, so the caller must outlive
- * the op. When the op cannot go out at once (the ring is full, or an op on
- * the same side of its stream is in flight) the call fails with -EAGAIN
- * and nothing is queued. Other loops ignore the flag.
+ * the op, and order it with other ops on its stream (it is not held
+ * behind them). When the op cannot go out at once (the ring is full) the
+ * call fails with -EAGAIN and nothing is queued. Other loops ignore the
+ * flag.
  */
 #define UAIO_OPF_ISSUE_HERE	(1u << 0)
 void uaio_op_set_flags(uaio_op *op, unsigned flags);

@@ -224,9 +224,9 @@ static int uring_submit(uaio_loop *l, uaio_op *op)
 	    op->opcode != OP_CANCEL_FD)
 		return uaio__workers_submit(l, op);
 	if ((op->xflags & OX_ISSUE_HERE) && l->threadsafe) {
-		/* Out now, from this thread, or not at all (see loop.h): not
-		 * behind another op on its stream either. */
-		int r = uring__order_busy(l, op) ? -EAGAIN : start(l, op);
+		/* Out now, from this thread, or not at all (see loop.h); the
+		 * stream order is the caller's then (uring_order.c). */
+		int r = start(l, op);
 		if (r < 0)
 			return r;
 		ring_submit(l);
@@ -361,16 +361,59 @@ static void uring_flush(uaio_loop *l)
 		ring_submit(l);
 }
 
-/* op, the busy op of its stream's side, ended: the next op held behind
- * it goes to the kernel, ahead of any waiting for room (later ops of
- * that side may be among them). */
-static void order_next(uaio_loop *l, uaio_op *op)
+static bool returns_fd(const uaio_op *op)
+{
+	return op->opcode == OP_ACCEPT || op->opcode == OP_ACCEPT_MULTI ||
+	       op->opcode == OP_OPENAT || op->opcode == OP_OPENAT2;
+}
+
+/* Ops that were held behind another on their stream (first .. last,
+ * in order) go to the kernel: the first now if there is room, the rest
+ * behind it, ahead of whatever waits for room (later ops of that side
+ * may be among them). */
+static void order_resume(uaio_loop *l, uaio_op *first, uaio_op *last)
+{
+	uaio_op *rest = first->next;
+
+	first->next = NULL;
+	if (start(l, first) != -EAGAIN) {
+		if (!rest)
+			return;
+		first = rest;	/* held again behind it, in order */
+		for (uaio_op *op = rest, *next; op; op = next) {
+			next = op->next;
+			if (start(l, op) == -EAGAIN) {
+				first = op;
+				op->next = next;
+				goto queue;
+			}
+		}
+		return;
+	}
+	first->next = rest;
+queue:
+	for (uaio_op *op = first; op; op = op->next)
+		op->state = OS_PENDING;
+	last->next = l->pending_head;
+	l->pending_head = first;
+	if (!l->pending_tail)
+		l->pending_tail = last;
+}
+
+/* The final completion of op, the busy op of its stream side: the next
+ * ops on that side go. Or op returned a new descriptor (accept, open):
+ * ops left busy on that number by a plain close(2) hold up no more. */
+static void order_after(uaio_loop *l, uaio_op *op, int res)
 {
 	bool lk = uaio__lock(l);
-	uaio_op *next = uring__order_next(l, op);
+	uaio_op *first = NULL, *last = NULL;
 
-	if (next && start(l, next) == -EAGAIN)
-		pending_push(l, next, true);
+	if (op->xflags & OX_ORDERED)
+		first = uring__order_next(l, op, &last);
+	else if (res >= 0)
+		first = uring__order_new_file(l, res, &last);
+	if (first)
+		order_resume(l, first, last);
 	uaio__unlock(l, lk);
 }
 
@@ -408,13 +451,15 @@ static int reap(uaio_loop *l)
 			case TAG_OP: {
 				uaio_op *op = p;
 
+				if (returns_fd(op) && res >= 0)
+					order_after(l, op, res);
 				if (cqe->flags & IORING_CQE_F_MORE) {
 					uaio__fire(l, op, res, FIRED_OP_MORE);
 					break;
 				}
 				ended++;
 				if (op->xflags & OX_ORDERED)
-					order_next(l, op);
+					order_after(l, op, res);
 				if (op->opcode == OP_CANCEL_FD)
 					res = (res == -ENOENT ? 0 : res) + (int)op->off;
 				uaio__fire(l, op, res, FIRED_OP);

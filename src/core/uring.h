@@ -72,9 +72,9 @@ void uring__watch_rm_cqe(uaio_loop *l, uaio_watch *w, int res);
 
 /* uring_order.c: one op at a time per side of a stream. */
 int uring__order_hold(uaio_loop *l, uaio_op *op);
-bool uring__order_busy(uaio_loop *l, const uaio_op *op);
 void uring__order_undo(uaio_loop *l, uaio_op *op);
-uaio_op *uring__order_next(uaio_loop *l, uaio_op *op);
+uaio_op *uring__order_next(uaio_loop *l, uaio_op *op, uaio_op **tail);
+uaio_op *uring__order_new_file(uaio_loop *l, int fd, uaio_op **tail);
 int uring__order_cancel(uaio_loop *l, uaio_op *target);
 int uring__order_cancel_fd(uaio_loop *l, int fd);
 

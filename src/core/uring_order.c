@@ -6,7 +6,11 @@
  * on a full pipe interleave. So the ops of one side (read, write) of a
  * stream go to the kernel one at a time, in the order they were made, as
  * the epoll backend's descriptor queues run them. Positional file I/O
- * (off >= 0) and ops by a pinned handle are not held.
+ * (off >= 0), ops by a pinned handle and ops a thread-safe loop's caller
+ * issues itself (UAIO_OPF_ISSUE_HERE) are not held.
+ *
+ * All of it runs on the thread that drives the loop, under the loop's
+ * lock: the fd table grows only there.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -18,12 +22,13 @@ struct uring_held {
 	uaio_op *head[2], *tail[2];	/* per side, linked by next */
 };
 
-static bool ordered(const uaio_op *op)
+static bool ordered(const uaio_loop *l, const uaio_op *op)
 {
 	const struct uaio_opdef *d = uaio__opdef(op);
 
 	return (d->flags & OPF_ST) && op->fd >= 0 && op->fd < UAIO_FD_FIXED &&
-	       (!(d->flags & OPF_RW) || op->off == (uint64_t)-1);
+	       (!(d->flags & OPF_RW) || op->off == (uint64_t)-1) &&
+	       !(l->threadsafe && (op->xflags & OX_ISSUE_HERE));
 }
 
 static int side(const uaio_op *op)
@@ -41,7 +46,7 @@ int uring__order_hold(uaio_loop *l, uaio_op *op)
 	struct uring_held *h;
 	int s;
 
-	if (!ordered(op))
+	if (!ordered(l, op))
 		return 0;
 	if (!(e = uaio__fdent(l, op->fd, true)))
 		return -ENOMEM;
@@ -59,14 +64,6 @@ int uring__order_hold(uaio_loop *l, uaio_op *op)
 	return 1;
 }
 
-/* Whether op would wait behind another on its stream. */
-bool uring__order_busy(uaio_loop *l, const uaio_op *op)
-{
-	struct uaio_fdent *e;
-
-	return ordered(op) && (e = uaio__fdent(l, op->fd, false)) && e->busy[side(op)];
-}
-
 /* op did not go to the kernel (no room): its side is free again. */
 void uring__order_undo(uaio_loop *l, uaio_op *op)
 {
@@ -78,26 +75,61 @@ void uring__order_undo(uaio_loop *l, uaio_op *op)
 	op->xflags &= (uint16_t)~OX_ORDERED;
 }
 
-/* op, its side's busy op, ended (its last completion): the next held op
- * of that side, taken off the list, for the caller to start; or NULL. */
-uaio_op *uring__order_next(uaio_loop *l, uaio_op *op)
+/* Takes side s's held ops off fd's entry: the first, linked by next to
+ * the others in order, and the last in *tail; NULL when none. */
+static uaio_op *take_held(struct uaio_fdent *e, int s, uaio_op **tail)
+{
+	uaio_op *first;
+
+	if (!e->held || !(first = e->held->head[s]))
+		return NULL;
+	*tail = e->held->tail[s];
+	e->held->head[s] = e->held->tail[s] = NULL;
+	for (uaio_op *op = first; op; op = op->next)
+		op->state = OS_IDLE;
+	return first;
+}
+
+/* op, its side's busy op, ended (its last completion): the side's held
+ * ops, in order (*tail the last), for the caller to start the first and
+ * queue the rest behind it; NULL when none. */
+uaio_op *uring__order_next(uaio_loop *l, uaio_op *op, uaio_op **tail)
 {
 	struct uaio_fdent *e = uaio__fdent(l, op->fd, false);
-	struct uring_held *h;
-	uaio_op *next;
 	int s = side(op);
 
 	op->xflags &= (uint16_t)~OX_ORDERED;
 	if (!e || e->busy[s] != op)
 		return NULL;
 	e->busy[s] = NULL;
-	if (!(h = e->held) || !(next = h->head[s]))
+	return take_held(e, s, tail);
+}
+
+/* fd is a new file (an accept or open of the loop's returned it): what
+ * was busy there was on an old file a plain close(2) left in the kernel,
+ * and must not hold up this one. Its held ops come back, both sides in
+ * order (reads first), for the caller to queue; NULL when none. */
+uaio_op *uring__order_new_file(uaio_loop *l, int fd, uaio_op **tail)
+{
+	struct uaio_fdent *e = uaio__fdent(l, fd, false);
+	uaio_op *first = NULL, *last = NULL, *t;
+
+	if (!e || (!e->busy[0] && !e->busy[1]))
 		return NULL;
-	if (!(h->head[s] = next->next))
-		h->tail[s] = NULL;
-	next->next = NULL;
-	next->state = OS_IDLE;
-	return next;
+	e->busy[0] = e->busy[1] = NULL;
+	for (int s = 0; s < 2; s++) {
+		uaio_op *h = take_held(e, s, &t);
+
+		if (!h)
+			continue;
+		if (last)
+			last->next = h;
+		else
+			first = h;
+		last = t;
+	}
+	*tail = last;
+	return first;
 }
 
 /* Cancels held ops of fd (target: that one only), -ECANCELED each; how

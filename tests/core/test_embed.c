@@ -166,7 +166,7 @@ static void ready_without_edges(void)
 	uaio_loop *l = t_loop_new(0);
 	static uaio_watch w[N];
 	static int sp[N][2];
-	uaio_watch fw;
+	uaio_watch fw = { 0 };
 	char path[] = "/tmp/uaio-embed-XXXXXX";
 	int fd = mkstemp(path);
 

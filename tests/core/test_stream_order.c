@@ -11,6 +11,7 @@
 #include "../test.h"
 
 #include <sys/socket.h>
+#include <sys/un.h>
 #include <stdbool.h>
 #include <sys/uio.h>
 
@@ -234,35 +235,136 @@ static void t_cancel_waiting(void)
 	uaio_loop_free(l);
 }
 
-/* UAIO_OPF_ISSUE_HERE goes out at once or not at all: behind another op
- * on its stream side it is refused (-EAGAIN), not held. */
+/* UAIO_OPF_ISSUE_HERE on a thread-safe loop: the calling thread issues
+ * the op itself, at once, outside the loop's stream order (its order is
+ * the caller's): a second such read on a busy side goes out too. */
 static void t_issue_here(void)
 {
 	uaio_loop *l = t_loop_new(UAIO_LOOP_THREADSAFE);
-	struct tagged t[3];
-	char got[3] = { 0 };
-	int seq[3], nseq = 0, p[2];
+	struct tagged t[2];
+	char got[2] = { 0 };
+	int seq[2], nseq = 0, p[2];
 
-	if (t_is_epoll()) {		/* the flag is io_uring's */
-		uaio_loop_free(l);
-		return;
+	CHECK(pipe(p) == 0);
+	for (int i = 0; i < 2; i++) {
+		t[i] = (struct tagged){ .i = i, .seq = seq, .nseq = &nseq };
+		uaio_op_set_flags(&t[i].op, UAIO_OPF_ISSUE_HERE);
+		CHECK_OK(uaio_op_read(l, &t[i].op, p[0], &got[i], 1, -1, on_tagged, &t[i]));
 	}
+	CHECK_EQ(write(p[1], "xy", 2), 2);
+	T_RUN_UNTIL(l, nseq == 2, 1000);
+	CHECK(t[0].res == 1 && t[1].res == 1);
+	CHECK((got[0] == 'x' && got[1] == 'y') || (got[0] == 'y' && got[1] == 'x'));
+	close(p[0]);
+	close(p[1]);
+	uaio_loop_free(l);
+}
+
+static int n_timeouts;
+
+static void on_timeout_op(uaio_op *op, int res, void *data)
+{
+	(void)op;
+	(void)res;
+	(void)data;
+	n_timeouts++;
+}
+
+/* The ring's completion room is spoken for when a held op's turn comes:
+ * it waits for room with those behind it, in order, and a cancel of it
+ * there lets the next go (that one was left held for ever, and a later
+ * read took its bytes). */
+static void t_resume_without_room(void)
+{
+	enum { NT = 4200 };	/* past the completion room of a default ring */
+	uaio_loop *l = t_loop_new(0);
+	static uaio_op tmo[NT], tc[NT];
+	struct tagged t[4];
+	char got[4] = { 0 };
+	int seq[4], nseq = 0, p[2];
+	uaio_op c = { 0 };
+	struct tagged ct = { .seq = (int[1]){ 0 }, .nseq = (int[1]){ 0 } };
+
 	CHECK(pipe(p) == 0);
 	for (int i = 0; i < 3; i++) {
 		t[i] = (struct tagged){ .i = i, .seq = seq, .nseq = &nseq };
-		uaio_op_set_flags(&t[i].op, i < 2 ? UAIO_OPF_ISSUE_HERE : 0);
+		CHECK_OK(uaio_op_read(l, &t[i].op, p[0], &got[i], 1, -1, on_tagged, &t[i]));
 	}
-	CHECK_OK(uaio_op_read(l, &t[0].op, p[0], &got[0], 1, -1, on_tagged, &t[0]));
-	CHECK_EQ(uaio_op_read(l, &t[1].op, p[0], &got[1], 1, -1, on_tagged, &t[1]), -EAGAIN);
-	CHECK(!uaio_op_pending(&t[1].op));
-	CHECK_OK(uaio_op_read(l, &t[2].op, p[0], &got[2], 1, -1, on_tagged, &t[2]));
-	CHECK_EQ(write(p[1], "xy", 2), 2);
-	T_RUN_UNTIL(l, nseq == 2, 1000);
+	uaio_loop_run_once(l, 0);
+	/* long timeouts take the completion room (some wait for it) */
+	for (int i = 0; i < NT; i++)
+		CHECK_OK(uaio_op_timeout(l, &tmo[i], 60ull * 1000000000, on_timeout_op, NULL));
+	uaio_loop_run_once(l, 0);
+	CHECK_EQ(write(p[1], "x", 1), 1);
+	T_RUN_UNTIL(l, nseq == 1, 1000);
 	CHECK_EQ(got[0], 'x');
+	CHECK(uaio_op_pending(&t[1].op) && uaio_op_pending(&t[2].op));
+	CHECK_OK(uaio_op_cancel(l, &c, &t[1].op, on_tagged, &ct));
+	T_RUN_UNTIL(l, nseq == 2, 1000);
+	CHECK_EQ(t[1].res, -ECANCELED);
+	for (int i = 0; i < NT; i++)
+		CHECK_OK(uaio_op_cancel(l, &tc[i], &tmo[i], on_timeout_op, NULL));
+	T_RUN_UNTIL(l, n_timeouts == 2 * NT, 100000);
+	CHECK_EQ(write(p[1], "yz", 2), 2);
+	T_RUN_UNTIL(l, nseq == 3, 1000);
+	t[3] = (struct tagged){ .i = 3, .seq = seq, .nseq = &nseq };
+	CHECK_OK(uaio_op_read(l, &t[3].op, p[0], &got[3], 1, -1, on_tagged, &t[3]));
+	T_RUN_UNTIL(l, nseq == 4, 1000);
 	CHECK_EQ(got[2], 'y');
-	CHECK_EQ(seq[0], 0);
+	CHECK_EQ(got[3], 'z');
 	close(p[0]);
 	close(p[1]);
+	uaio_loop_free(l);
+}
+
+static void on_accepted(uaio_op *op, int res, void *data)
+{
+	(void)op;
+	*(int *)data = res < 0 ? res : res + 1;	/* 0: not yet */
+}
+
+/* A connection closed with close(2) while a recv waits on it (io_uring
+ * keeps that recv in the kernel): the next connection the loop accepts
+ * gets the number, and its recv is not held behind the old one. */
+static void t_accepted_reuses_number(void)
+{
+	uaio_loop *l = t_loop_new(0);
+	struct sockaddr_un a = { .sun_family = AF_UNIX };
+	int ls, c1, c2, got1 = 0, got2 = 0, seq[2], nseq = 0;
+	uaio_op acc = { 0 };
+	struct tagged t[2];
+	char b[2] = { 0 };
+
+	snprintf(a.sun_path, sizeof(a.sun_path), "/tmp/uaio-order-%d.sock", (int)getpid());
+	unlink(a.sun_path);
+	ls = socket(AF_UNIX, SOCK_STREAM, 0);
+	CHECK(ls >= 0 && bind(ls, (struct sockaddr *)&a, sizeof(a)) == 0 && listen(ls, 4) == 0);
+	c1 = socket(AF_UNIX, SOCK_STREAM, 0);
+	CHECK(connect(c1, (struct sockaddr *)&a, sizeof(a)) == 0);
+	CHECK_OK(uaio_op_accept(l, &acc, ls, NULL, NULL, SOCK_CLOEXEC, on_accepted, &got1));
+	T_RUN_UNTIL(l, got1 != 0, 1000);
+	CHECK(got1 > 0);
+	t[0] = (struct tagged){ .i = 0, .seq = seq, .nseq = &nseq };
+	CHECK_OK(uaio_op_recv(l, &t[0].op, got1 - 1, &b[0], 1, 0, on_tagged, &t[0]));
+	uaio_loop_run_once(l, 0);
+	c2 = socket(AF_UNIX, SOCK_STREAM, 0);
+	CHECK(connect(c2, (struct sockaddr *)&a, sizeof(a)) == 0);
+	close(got1 - 1);		/* its recv stays in the kernel (io_uring) */
+	CHECK_OK(uaio_op_accept(l, &acc, ls, NULL, NULL, SOCK_CLOEXEC, on_accepted, &got2));
+	T_RUN_UNTIL(l, got2 != 0, 1000);
+	CHECK_EQ(got2, got1);		/* the number came back */
+	CHECK_EQ(write(c2, "n", 1), 1);
+	t[1] = (struct tagged){ .i = 1, .seq = seq, .nseq = &nseq };
+	CHECK_OK(uaio_op_recv(l, &t[1].op, got2 - 1, &b[1], 1, 0, on_tagged, &t[1]));
+	T_RUN_UNTIL(l, b[1] == 'n', 1000);
+	CHECK_EQ(t[1].res, 1);
+	close(c1);			/* the old recv ends (0, or EBADF on epoll) */
+	T_RUN_UNTIL(l, nseq == 2, 1000);
+	CHECK(t[0].res == 0 || t[0].res == -EBADF);
+	close(c2);
+	close(got2 - 1);
+	close(ls);
+	unlink(a.sun_path);
 	uaio_loop_free(l);
 }
 
@@ -310,6 +412,8 @@ int main(int argc, char **argv)
 	RUN(t_streams);
 	RUN(t_cancel_waiting);
 	RUN(t_issue_here);
+	RUN(t_resume_without_room);
+	RUN(t_accepted_reuses_number);
 	RUN(t_file_positions);
 	return T_EXIT_PASS;
 }

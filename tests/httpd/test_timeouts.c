@@ -53,6 +53,26 @@ static int closed_within(struct ht_conn *c, int ms)
 	return ht_wait_close(c, ms, &extra);
 }
 
+/* A head that never ends gets its 408 logged, with the request unknown
+ * ("-"), as nginx logs it. */
+static void t_header_timeout_logged(void)
+{
+	char *logf = ht_join(ht_scratch(), "t408.log"), *text;
+	struct ht_conn *c;
+
+	unlink(logf);
+	ht_start(&srv, root, "--header-timeout", "1", "--log", logf, NULL);
+	c = ht_connect(srv.port);
+	ht_sends(c, "GET /sma");
+	EXPECT(closed_within(c, 10000), "--header-timeout 1: still open after 10 s");
+	ht_close(c);
+	ht_stop(&srv);
+	text = ht_slurp(logf, NULL);
+	EXPECT(text && strstr(text, "127.0.0.1 - - [") && strstr(text, "] \"-\" 408 0\n"),
+	       "the 408 in the log: '%.200s'", text ? text : "");
+	free(text);
+}
+
 static void t_header_timeout(void)
 {
 	struct ht_conn *c;
@@ -205,6 +225,7 @@ int main(void)
 	ht_init("httpd/test_timeouts", 170);
 	setup();
 	RUN(t_header_timeout);
+	RUN(t_header_timeout_logged);
 	RUN(t_idle_timeout);
 	RUN(t_send_timeout);
 	return ht_finish();

@@ -511,6 +511,7 @@ void conn_sweep(struct server *s, uint64_t now_ms)
 					"Connection: close\r\n\r\n", server_date(s));
 
 				(void)!send(c->fd, t, (size_t)n, MSG_DONTWAIT | MSG_NOSIGNAL);
+				log_request(s, c, 408, 0);	/* as nginx logs it */
 			}
 			c->close_after = false;
 			conn_close(c);

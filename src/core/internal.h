@@ -38,6 +38,7 @@ enum {
 #define OX_MORE		0x1	/* multishot: more completions follow */
 #define OX_PLAIN	0x2	/* epoll: fd lacks RWF_NOWAIT: readiness, then plain I/O */
 #define OX_ORDERED	0x4	/* io_uring: its stream side's busy op */
+#define OX_CANCELLING	0x8	/* io_uring: a cancel of it is in the kernel */
 #define OX_STARTED	0x8000	/* io_uring close: local cancels done */
 /* The caller's UAIO_OPF_* flags live above the private ones. */
 #define OX_USER_SHIFT	8

@@ -265,12 +265,21 @@ static int uring_cancel(uaio_loop *l, uaio_op *op, uaio_op *target)
 		uaio__complete(l, op, uring__order_cancel(l, target));
 		return 0;
 	}
+	if (r == 1 && target->state == OS_KERNEL && (target->xflags & OX_CANCELLING)) {
+		/* The kernel would say 0 to this one too: the first has it,
+		 * as the epoll backend's first has ended it (-ENOENT). (Were
+		 * the first to find it running, -EALREADY, this one would
+		 * say -ENOENT too: the flag lives until it is resubmitted.) */
+		uaio__complete(l, op, -ENOENT);
+		return 0;
+	}
 	if (r == 1 && target->state == OS_KERNEL) {
 		sqe = uring__get_sqe(l);
 		if (!sqe)
 			return -EAGAIN;
 		io_uring_prep_cancel64(sqe, ud(target, TAG_OP), 0);
 		io_uring_sqe_set_data64(sqe, ud(op, TAG_OP));
+		target->xflags |= OX_CANCELLING;
 		op->state = OS_KERNEL;
 		U(l)->kops++;
 		return 0;

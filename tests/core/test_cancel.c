@@ -43,6 +43,18 @@ static void one_op(void)
 	CHECK_EQ(uaio_loop_run(l), 0);
 	CHECK_EQ(rc2.res, -ENOENT);
 	CHECK_EQ(r.calls, 1);
+	/* Two cancels of one op in one batch: the first cancels it, the
+	 * second finds nothing to cancel (io_uring's kernel said 0 to both). */
+	r = rc = rc2 = (struct rec){ 0 };
+	CHECK_OK(uaio_op_read(l, &rd, p[0], b, sizeof(b), -1, on_op, &r));
+	CHECK(uaio_loop_run_once(l, 0) >= 0);
+	CHECK_OK(uaio_op_cancel(l, &can, &rd, on_op, &rc));
+	CHECK_OK(uaio_op_cancel(l, &can2, &rd, on_op, &rc2));
+	CHECK_EQ(uaio_loop_run(l), 0);
+	CHECK_EQ(r.res, -ECANCELED);
+	CHECK_EQ(rc.res, 0);
+	CHECK_EQ(rc2.res, -ENOENT);
+	CHECK_EQ(r.calls + rc.calls + rc2.calls, 3);
 	/* Bad input. */
 	CHECK_EQ(uaio_op_cancel(l, &can2, NULL, on_op, &rc2), -EINVAL);
 	CHECK_EQ(uaio_op_cancel(l, &can2, &can2, on_op, &rc2), -EINVAL);

@@ -214,7 +214,10 @@ static void t_max_conns(void)
 {
 	struct ht_conn *c[4];
 
-	ht_start(&srv, root, "--max-conns", "4", NULL);
+	char *logf = ht_join(ht_scratch(), "maxconns.log"), *text;
+
+	unlink(logf);
+	ht_start(&srv, root, "--max-conns", "4", "--log", logf, NULL);
 	for (int i = 0; i < 4; i++) {
 		c[i] = ht_connect(srv.port);
 		get_on(c[i], i);	/* accepted and counted for sure */
@@ -272,6 +275,11 @@ static void t_max_conns(void)
 	}
 	EXPECT(ok, "--max-conns 4: with every connection closed, 4 new ones do not all fit");
 	ht_stop(&srv);
+	/* each refusal is in the access log, its request unread ("-") */
+	text = ht_slurp(logf, NULL);
+	EXPECT(text && strstr(text, "127.0.0.1 - - [") && strstr(text, "] \"-\" 503 0\n"),
+	       "the 503s in the log: '%.200s'", text ? text : "");
+	free(text);
 }
 
 int main(void)

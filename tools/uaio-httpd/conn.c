@@ -62,9 +62,13 @@ void conn_accepted(struct server *s, int fd, const struct sockaddr *sa)
 		 * The request that came already is read and dropped: closing
 		 * with it unread would answer with a reset, which can destroy
 		 * the 503 before the client reads it. */
+		struct conn refused = { .srv = s };
 		char junk[4096];
 
 		(void)!send(fd, busy, sizeof(busy) - 1, MSG_DONTWAIT | MSG_NOSIGNAL);
+		if (sa)
+			peer_name(&refused, sa);
+		log_request(s, &refused, 503, 0);	/* request unread: "-" */
 		shutdown(fd, SHUT_WR);
 		for (int i = 0; i < 16 &&	/* a head's worth, no more */
 		     recv(fd, junk, sizeof(junk), MSG_DONTWAIT) > 0; i++)

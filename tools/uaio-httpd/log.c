@@ -219,7 +219,7 @@ void log_request(struct server *s, const struct conn *c, int status,
 		lg->stamp_sec = now;
 	}
 	/* room for the target escaped: four bytes for each at worst */
-	need = 512 + 4 * q->target.n;
+	need = 512 + (q ? 4 * q->target.n : 0);
 	if (lg->cap[lg->cur] - lg->len[lg->cur] < need) {
 		log_flush(s);
 		if (lg->cap[lg->cur] - lg->len[lg->cur] < need && !grow(lg, need)) {
@@ -227,7 +227,7 @@ void log_request(struct server *s, const struct conn *c, int status,
 			return;
 		}
 	}
-	if (q->head_done) {
+	if (q && q->head_done) {
 		char *b = lg->buf[lg->cur] + lg->len[lg->cur];
 		size_t room = lg->cap[lg->cur] - lg->len[lg->cur], k;
 

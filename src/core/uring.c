@@ -197,7 +197,7 @@ static int uring_cancel(uaio_loop *l, uaio_op *op, uaio_op *target);
 static int uring_cancel_fd(uaio_loop *l, uaio_op *op);
 
 /* Starts op on the issuing thread: 0, or -EAGAIN to wait for room. */
-static int start(uaio_loop *l, uaio_op *op)
+int uring__start(uaio_loop *l, uaio_op *op)
 {
 	switch (op->opcode) {
 	case OP_CANCEL:
@@ -226,7 +226,7 @@ static int uring_submit(uaio_loop *l, uaio_op *op)
 	if ((op->xflags & OX_ISSUE_HERE) && l->threadsafe) {
 		/* Out now, from this thread, or not at all (see loop.h); the
 		 * stream order is the caller's then (uring_order.c). */
-		int r = start(l, op);
+		int r = uring__start(l, op);
 		if (r < 0)
 			return r;
 		ring_submit(l);
@@ -236,7 +236,7 @@ static int uring_submit(uaio_loop *l, uaio_op *op)
 	/* A cancel needs one completion of room and makes room: it goes
 	 * ahead of ops waiting for room (behind them, a full ring would
 	 * never hear of it); so do the other ops that end on their own. */
-	if (jumps_queue(op) && (!issuer || start(l, op) == -EAGAIN)) {
+	if (jumps_queue(op) && (!issuer || uring__start(l, op) == -EAGAIN)) {
 		pending_push(l, op, true);
 		if (!issuer)
 			uaio__wake(l);
@@ -245,7 +245,7 @@ static int uring_submit(uaio_loop *l, uaio_op *op)
 	if (jumps_queue(op))
 		return 0;
 	/* FIFO behind waiting ops; other threads hand over to the issuer. */
-	if (l->pending_head || !issuer || start(l, op) == -EAGAIN) {
+	if (l->pending_head || !issuer || uring__start(l, op) == -EAGAIN) {
 		pending_push(l, op, false);
 		if (!issuer)
 			uaio__wake(l);
@@ -357,7 +357,7 @@ static void refill(uaio_loop *l)
 		if (!l->pending_head)
 			l->pending_tail = NULL;
 		op->state = OS_IDLE;
-		if (start(l, op) == -EAGAIN) {
+		if (uring__start(l, op) == -EAGAIN) {
 			pending_push(l, op, true);
 			break;
 		}
@@ -368,62 +368,6 @@ static void uring_flush(uaio_loop *l)
 {
 	if (is_issuer(l) && io_uring_sq_ready(&U(l)->ring))
 		ring_submit(l);
-}
-
-static bool returns_fd(const uaio_op *op)
-{
-	return op->opcode == OP_ACCEPT || op->opcode == OP_ACCEPT_MULTI ||
-	       op->opcode == OP_OPENAT || op->opcode == OP_OPENAT2;
-}
-
-/* Ops that were held behind another on their stream (first .. last,
- * in order) go to the kernel: the first now if there is room, the rest
- * behind it, ahead of whatever waits for room (later ops of that side
- * may be among them). */
-static void order_resume(uaio_loop *l, uaio_op *first, uaio_op *last)
-{
-	uaio_op *rest = first->next;
-
-	first->next = NULL;
-	if (start(l, first) != -EAGAIN) {
-		if (!rest)
-			return;
-		first = rest;	/* held again behind it, in order */
-		for (uaio_op *op = rest, *next; op; op = next) {
-			next = op->next;
-			if (start(l, op) == -EAGAIN) {
-				first = op;
-				op->next = next;
-				goto queue;
-			}
-		}
-		return;
-	}
-	first->next = rest;
-queue:
-	for (uaio_op *op = first; op; op = op->next)
-		op->state = OS_PENDING;
-	last->next = l->pending_head;
-	l->pending_head = first;
-	if (!l->pending_tail)
-		l->pending_tail = last;
-}
-
-/* The final completion of op, the busy op of its stream side: the next
- * ops on that side go. Or op returned a new descriptor (accept, open):
- * ops left busy on that number by a plain close(2) hold up no more. */
-static void order_after(uaio_loop *l, uaio_op *op, int res)
-{
-	bool lk = uaio__lock(l);
-	uaio_op *first = NULL, *last = NULL;
-
-	if (op->xflags & OX_ORDERED)
-		first = uring__order_next(l, op, &last);
-	else if (res >= 0)
-		first = uring__order_new_file(l, res, &last);
-	if (first)
-		order_resume(l, first, last);
-	uaio__unlock(l, lk);
 }
 
 struct cqe_copy {
@@ -460,15 +404,15 @@ static int reap(uaio_loop *l)
 			case TAG_OP: {
 				uaio_op *op = p;
 
-				if (returns_fd(op) && res >= 0)
-					order_after(l, op, res);
+				if (uring__returns_fd(op) && res >= 0)
+					uring__order_after(l, op, res);
 				if (cqe->flags & IORING_CQE_F_MORE) {
 					uaio__fire(l, op, res, FIRED_OP_MORE);
 					break;
 				}
 				ended++;
 				if (op->xflags & OX_ORDERED)
-					order_after(l, op, res);
+					uring__order_after(l, op, res);
 				if (op->opcode == OP_CANCEL_FD)
 					res = (res == -ENOENT ? 0 : res) + (int)op->off;
 				uaio__fire(l, op, res, FIRED_OP);

@@ -60,6 +60,8 @@ int uring__init(uaio_loop *l, const struct uaio_loop_params *p);
 void uring__fini(uaio_loop *l);
 
 /* uring.c */
+/* Starts op on the issuing thread: 0, or -EAGAIN to wait for room. */
+int uring__start(uaio_loop *l, uaio_op *op);
 /* An SQE, submitting what is queued if the SQ is full. */
 struct io_uring_sqe *uring__get_sqe(uaio_loop *l);
 /* Cancels the ring's read of the wake eventfd (epoll reads it now). */
@@ -73,8 +75,10 @@ void uring__watch_rm_cqe(uaio_loop *l, uaio_watch *w, int res);
 /* uring_order.c: one op at a time per side of a stream. */
 int uring__order_hold(uaio_loop *l, uaio_op *op);
 void uring__order_undo(uaio_loop *l, uaio_op *op);
-uaio_op *uring__order_next(uaio_loop *l, uaio_op *op, uaio_op **tail);
-uaio_op *uring__order_new_file(uaio_loop *l, int fd, uaio_op **tail);
+/* An op's completion (res): the ops held behind it go, or, for an op
+ * that returns a descriptor, that number's order is reset. */
+bool uring__returns_fd(const uaio_op *op);
+void uring__order_after(uaio_loop *l, uaio_op *op, int res);
 int uring__order_cancel(uaio_loop *l, uaio_op *target);
 int uring__order_cancel_fd(uaio_loop *l, int fd);
 

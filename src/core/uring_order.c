@@ -93,7 +93,7 @@ static uaio_op *take_held(struct uaio_fdent *e, int s, uaio_op **tail)
 /* op, its side's busy op, ended (its last completion): the side's held
  * ops, in order (*tail the last), for the caller to start the first and
  * queue the rest behind it; NULL when none. */
-uaio_op *uring__order_next(uaio_loop *l, uaio_op *op, uaio_op **tail)
+static uaio_op *order_next(uaio_loop *l, uaio_op *op, uaio_op **tail)
 {
 	struct uaio_fdent *e = uaio__fdent(l, op->fd, false);
 	int s = side(op);
@@ -109,7 +109,7 @@ uaio_op *uring__order_next(uaio_loop *l, uaio_op *op, uaio_op **tail)
  * was busy there was on an old file a plain close(2) left in the kernel,
  * and must not hold up this one. Its held ops come back, both sides in
  * order (reads first), for the caller to queue; NULL when none. */
-uaio_op *uring__order_new_file(uaio_loop *l, int fd, uaio_op **tail)
+static uaio_op *order_new_file(uaio_loop *l, int fd, uaio_op **tail)
 {
 	struct uaio_fdent *e = uaio__fdent(l, fd, false);
 	uaio_op *first = NULL, *last = NULL, *t;
@@ -170,4 +170,61 @@ int uring__order_cancel(uaio_loop *l, uaio_op *target)
 int uring__order_cancel_fd(uaio_loop *l, int fd)
 {
 	return cancel_held(l, fd, NULL);
+}
+
+/* ------------------------------------------------- on a completion */
+
+bool uring__returns_fd(const uaio_op *op)
+{
+	return op->opcode == OP_ACCEPT || op->opcode == OP_ACCEPT_MULTI ||
+	       op->opcode == OP_OPENAT || op->opcode == OP_OPENAT2;
+}
+
+/* Ops that were held behind another on their stream (first .. last,
+ * in order) go to the kernel: the first now if there is room, the rest
+ * behind it, ahead of whatever waits for room (later ops of that side
+ * may be among them). */
+static void order_resume(uaio_loop *l, uaio_op *first, uaio_op *last)
+{
+	uaio_op *rest = first->next;
+
+	first->next = NULL;
+	if (uring__start(l, first) != -EAGAIN) {
+		/* the rest are held again behind it, in order (start of one
+		 * fails only when the first did not go after all) */
+		for (uaio_op *op = rest, *next; op; op = next) {
+			next = op->next;
+			if (uring__start(l, op) == -EAGAIN) {
+				first = op;
+				op->next = next;
+				goto queue;
+			}
+		}
+		return;
+	}
+	first->next = rest;
+queue:
+	for (uaio_op *op = first; op; op = op->next)
+		op->state = OS_PENDING;
+	last->next = l->pending_head;
+	l->pending_head = first;
+	if (!l->pending_tail)
+		l->pending_tail = last;
+}
+
+/* The final completion of op, the busy op of its stream side: the next
+ * ops on that side go. Or op returned a new descriptor (accept, open):
+ * ops left busy on that number by a plain close(2) hold up no more. */
+void uring__order_after(uaio_loop *l, uaio_op *op, int res)
+{
+	bool lk = uaio__lock(l);
+	uaio_op *first = NULL, *last = NULL;
+
+	if (op->xflags & OX_ORDERED)
+		first = order_next(l, op, &last);
+	else if (res >= 0)
+		first = order_new_file(l, res, &last);
+	if (first)
+		order_resume(l, first, last);
+	uaio__unlock(l, lk);
 }

@@ -34,44 +34,47 @@ int uaio__cancel_here(uaio_loop *l, uaio_op *target)
 	return -ENOENT;
 }
 
-/* Removes target from the loop's own queues (not yet in any kernel or
- * worker): 0 if found and cancelled, -ENOENT otherwise. Under the lock. */
-int uaio__cancel_local(uaio_loop *l, uaio_op *target)
+/* Takes out of the FIFO head..tail (linked by next) and ends with
+ * -ECANCELED: target, or with no target every op on fd but a close or
+ * a cancel (they end on their own). How many. Under the lock. */
+int uaio__cancel_queued(uaio_loop *l, uaio_op **head, uaio_op **tail, int fd,
+			const uaio_op *target)
 {
-	uaio_op **pp, *prev = NULL;
-
-	if (target->state != OS_PENDING)
-		return -ENOENT;
-	for (pp = &l->pending_head; *pp; prev = *pp, pp = &(*pp)->next) {
-		if (*pp == target) {
-			*pp = target->next;
-			if (l->pending_tail == target)
-				l->pending_tail = prev;
-			uaio__complete(l, target, -ECANCELED);
-			return 0;
-		}
-	}
-	return -ENOENT;
-}
-
-int uaio__cancel_local_fd(uaio_loop *l, int fd)
-{
-	uaio_op **pp = &l->pending_head, *prev = NULL;
+	uaio_op **pp = head, *prev = NULL;
 	int n = 0;
 
 	while (*pp) {
 		uaio_op *op = *pp;
-		if (op->fd == fd && op->opcode != OP_CLOSE &&
-		    op->opcode != OP_CANCEL && op->opcode != OP_CANCEL_FD) {
-			*pp = op->next;
-			if (l->pending_tail == op)
-				l->pending_tail = prev;
-			uaio__complete(l, op, -ECANCELED);
-			n++;
-		} else {
+
+		if (target ? op != target :
+		    op->fd != fd || op->opcode == OP_CLOSE ||
+		    op->opcode == OP_CANCEL || op->opcode == OP_CANCEL_FD) {
 			prev = op;
 			pp = &op->next;
+			continue;
 		}
+		*pp = op->next;
+		if (*tail == op)
+			*tail = prev;
+		uaio__complete(l, op, -ECANCELED);
+		n++;
+		if (target)
+			break;
 	}
 	return n;
+}
+
+/* Removes target from the loop's own queue (not yet in any kernel or
+ * worker): 0 if found and cancelled, -ENOENT otherwise. Under the lock. */
+int uaio__cancel_local(uaio_loop *l, uaio_op *target)
+{
+	if (target->state != OS_PENDING ||
+	    !uaio__cancel_queued(l, &l->pending_head, &l->pending_tail, -1, target))
+		return -ENOENT;
+	return 0;
+}
+
+int uaio__cancel_local_fd(uaio_loop *l, int fd)
+{
+	return uaio__cancel_queued(l, &l->pending_head, &l->pending_tail, fd, NULL);
 }

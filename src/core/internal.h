@@ -278,6 +278,8 @@ bool uaio__epoll_fire(uaio_loop *l, int fd, uint32_t events, unsigned need);
  * -errno. Both backends sleep in epoll (see uring.c). */
 int uaio__epoll_wait(int epfd, struct epoll_event *evs, int max, int64_t timeout_ns);
 int uaio__cancel_here(uaio_loop *l, uaio_op *target);
+int uaio__cancel_queued(uaio_loop *l, uaio_op **head, uaio_op **tail, int fd,
+			const uaio_op *target);
 int uaio__cancel_local(uaio_loop *l, uaio_op *target);
 int uaio__cancel_local_fd(uaio_loop *l, int fd);
 

@@ -113,16 +113,25 @@ static bool past_budget(const uaio_op *op)
 	return jumps_queue(op) || op->opcode == OP_CLOSE || op->opcode == OP_NOP;
 }
 
+/* first .. last (linked by next) wait for room ahead of the others. */
+void uring__pending_front(uaio_loop *l, uaio_op *first, uaio_op *last)
+{
+	for (uaio_op *op = first; op != last->next; op = op->next)
+		op->state = OS_PENDING;
+	last->next = l->pending_head;
+	l->pending_head = first;
+	if (!l->pending_tail)
+		l->pending_tail = last;
+}
+
 static void pending_push(uaio_loop *l, uaio_op *op, bool front)
 {
-	op->state = OS_PENDING;
 	if (front) {
-		op->next = l->pending_head;
-		l->pending_head = op;
-		if (!l->pending_tail)
-			l->pending_tail = op;
+		op->next = NULL;
+		uring__pending_front(l, op, op);
 		return;
 	}
+	op->state = OS_PENDING;
 	UAIO_FIFO_PUSH(l->pending_head, l->pending_tail, op);
 }
 

@@ -62,6 +62,8 @@ void uring__fini(uaio_loop *l);
 /* uring.c */
 /* Starts op on the issuing thread: 0, or -EAGAIN to wait for room. */
 int uring__start(uaio_loop *l, uaio_op *op);
+/* first .. last (linked by next) wait for room ahead of the others. */
+void uring__pending_front(uaio_loop *l, uaio_op *first, uaio_op *last);
 /* An SQE, submitting what is queued if the SQ is full. */
 struct io_uring_sqe *uring__get_sqe(uaio_loop *l);
 /* Cancels the ring's read of the wake eventfd (epoll reads it now). */

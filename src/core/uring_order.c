@@ -139,26 +139,8 @@ static int cancel_held(uaio_loop *l, int fd, const uaio_op *target)
 	struct uaio_fdent *e = uaio__fdent(l, fd, false);
 	int n = 0;
 
-	if (!e || !e->held)
-		return 0;
-	for (int s = 0; s < 2; s++) {
-		uaio_op **pp = &e->held->head[s], *prev = NULL;
-
-		while (*pp) {
-			uaio_op *op = *pp;
-
-			if (target && op != target) {
-				prev = op;
-				pp = &op->next;
-				continue;
-			}
-			*pp = op->next;
-			if (e->held->tail[s] == op)
-				e->held->tail[s] = prev;
-			uaio__complete(l, op, -ECANCELED);
-			n++;
-		}
-	}
+	for (int s = 0; e && e->held && s < 2 && !(target && n); s++)
+		n += uaio__cancel_queued(l, &e->held->head[s], &e->held->tail[s], fd, target);
 	return n;
 }
 
@@ -181,35 +163,23 @@ bool uring__returns_fd(const uaio_op *op)
 }
 
 /* Ops that were held behind another on their stream (first .. last,
- * in order) go to the kernel: the first now if there is room, the rest
- * behind it, ahead of whatever waits for room (later ops of that side
- * may be among them). */
+ * in order) go, in order: the first to the kernel, the others held
+ * again behind it. One that finds no room waits for it with those after
+ * it, ahead of whatever else waits (later ops of that side may be among
+ * them). */
 static void order_resume(uaio_loop *l, uaio_op *first, uaio_op *last)
 {
-	uaio_op *rest = first->next;
+	while (first) {
+		uaio_op *next = first->next;
 
-	first->next = NULL;
-	if (uring__start(l, first) != -EAGAIN) {
-		/* the rest are held again behind it, in order (start of one
-		 * fails only when the first did not go after all) */
-		for (uaio_op *op = rest, *next; op; op = next) {
-			next = op->next;
-			if (uring__start(l, op) == -EAGAIN) {
-				first = op;
-				op->next = next;
-				goto queue;
-			}
+		first->next = NULL;
+		if (uring__start(l, first) == -EAGAIN) {
+			first->next = next;
+			uring__pending_front(l, first, last);
+			return;
 		}
-		return;
+		first = next;
 	}
-	first->next = rest;
-queue:
-	for (uaio_op *op = first; op; op = op->next)
-		op->state = OS_PENDING;
-	last->next = l->pending_head;
-	l->pending_head = first;
-	if (!l->pending_tail)
-		l->pending_tail = last;
 }
 
 /* The final completion of op, the busy op of its stream side: the next

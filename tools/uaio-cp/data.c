@@ -47,8 +47,8 @@ int cp_data_init(struct cp_run *r)
 		return -errno;
 	}
 	/* Registered once a file is read from disk (buf_want): pinning
-	 * them costs about 1 ms, which a copy of cached files (whole on
-	 * workers, or by flow) never earns back. */
+	 * them cost about 0.6 ms of every run (docs/cp.md), which a copy of
+	 * cached files (whole on workers, or by flow) never earns back. */
 	r->buf_index = BUF_UNREGISTERED;
 	if (r->small == SMALL_URING)
 		buf_want(r);

@@ -228,6 +228,7 @@ static void writes(void)
 	CHECK(a.ret == -1 && a.err == EBADF && !a.bg);
 	a = ANY(laio_syscall(SYS_openat2, AT_FDCWD, p2, NULL, 24));
 	CHECK(a.ret == -1 && a.err == EFAULT && !a.bg);
+	CHECK(unlink(p2) == 0);
 }
 
 static void paths(void)

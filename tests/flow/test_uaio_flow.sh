@@ -8,6 +8,7 @@ pids=
 cleanup() {
   for p in $pids; do kill "$p" 2>/dev/null; done
   [ -n "$mnt" ] && umount "$mnt" 2>/dev/null
+  [ -n "$mnt" ] && rmdir "$mnt"
   for ns in ufa ufb ufc; do ip netns del $ns 2>/dev/null; done
   rm -rf "$dir"
 }
@@ -179,7 +180,7 @@ echo "a sink that refuses splice falls back: ok"
 echo "closed stdin/stdout: ok"
 
 # A failed transfer leaves no file that looks complete (nor a temporary).
-if [ "$(id -u)" = 0 ] && mnt=$(mktemp -d /tmp/uaio-flow-full-XXXXXX) && mount -t tmpfs -o size=1m tmpfs "$mnt" 2>/dev/null; then
+if [ "$(id -u)" = 0 ] && mnt=$(mktemp -d /tmp/uaio-flow-full-XXXXXX) && { mount -t tmpfs -o size=1m tmpfs "$mnt" 2>/dev/null || { rmdir "$mnt"; false; }; }; then
   for m in auto kbuf pagecache; do
     expect_rc 1 "$F" copy --mode=$m "$dir/src" "$mnt/dst"
     grep -q "^$F: $mnt/dst: write: No space left on device" "$dir/err" || { cat "$dir/err"; fail "ENOSPC message ($m)"; }

@@ -26,6 +26,7 @@ struct file_cache {
 	struct file **bucket;
 	unsigned mask;
 	unsigned n;
+	unsigned tick;			/* moves to the front so far */
 	struct file *head, *tail;	/* most recently used first */
 	int spare[2];			/* the reserve, -1 while lent */
 };
@@ -95,6 +96,7 @@ static void lru_unlink(struct file_cache *fc, struct file *f)
 
 static void lru_front(struct file_cache *fc, struct file *f)
 {
+	f->lru_tick = ++fc->tick;
 	f->lnext = fc->head;
 	f->lprev = NULL;
 	if (fc->head)
@@ -119,7 +121,7 @@ void file_put(struct server *s, struct file *f)
  * was still sending it). */
 static bool uncache(struct file_cache *fc, struct file *f)
 {
-	struct file **pp = &fc->bucket[hash(f->path) & fc->mask];
+	struct file **pp = &fc->bucket[f->hash & fc->mask];
 	bool closes = f->refs == 1 && f->fd >= 0;
 
 	while (*pp != f)
@@ -152,7 +154,7 @@ void files_forget(struct file_cache *fc, struct file *f)
 
 	if (!fc || !f || !f->path)
 		return;
-	for (e = fc->bucket[hash(f->path) & fc->mask]; e && e != f; e = e->hnext)
+	for (e = fc->bucket[f->hash & fc->mask]; e && e != f; e = e->hnext)
 		;
 	if (e)
 		uncache(fc, f);
@@ -201,10 +203,13 @@ static bool same_file(const struct file *f)
 
 struct file *files_find(struct file_cache *fc, const char *path)
 {
+	unsigned h = hash(path);
 	struct file *f;
 
-	for (f = fc->bucket[hash(path) & fc->mask]; f; f = f->hnext)
-		if (!strcmp(f->path, path))
+	/* The hash first: a chain's other entries cost no visit to their
+	 * names (each a cache miss on a large set). */
+	for (f = fc->bucket[h & fc->mask]; f; f = f->hnext)
+		if (f->hash == h && !strcmp(f->path, path))
 			break;
 	if (!f)
 		return NULL;
@@ -214,8 +219,15 @@ struct file *files_find(struct file_cache *fc, const char *path)
 		uncache(fc, f);
 		return NULL;
 	}
-	lru_unlink(fc, f);
-	lru_front(fc, f);
+	/* Moved to the front only when it is out of the front quarter
+	 * already (at most tick - lru_tick entries are ahead of it): a hit on
+	 * a recent entry writes nothing, and its neighbours, which would be
+	 * two more cache misses, stay untouched. The order stays LRU where
+	 * eviction looks, at the tail. */
+	if (fc->tick - f->lru_tick >= fc->n / 4) {
+		lru_unlink(fc, f);
+		lru_front(fc, f);
+	}
 	f->refs++;
 	return f;
 }
@@ -226,7 +238,8 @@ void files_add(struct file_cache *fc, struct file *f)
 
 	if (!fc->s->cfg->cache_entries)
 		return;
-	b = &fc->bucket[hash(f->path) & fc->mask];
+	f->hash = hash(f->path);
+	b = &fc->bucket[f->hash & fc->mask];
 	f->hnext = *b;
 	*b = f;
 	lru_front(fc, f);

@@ -170,7 +170,12 @@ struct conn;
 
 /* An open file of the cache, shared by the responses using it. */
 struct file {
+	/* cache.c's lookup reads these first: kept together at the front */
+	struct file *hnext;		/* hash chain */
 	char *path;			/* normalised, the cache key */
+	unsigned hash;			/* of path */
+	unsigned lru_tick;		/* cache.c: when last moved to the front */
+	struct file *lprev, *lnext;	/* LRU */
 	int fd;				/* -1 for a directory */
 	bool dir;
 	uint64_t size;
@@ -187,8 +192,6 @@ struct file {
 	 * built per response. */
 	uint16_t hdr_len;
 	char hdr[HTTPD_FILE_HDR];
-	struct file *hnext;		/* hash chain */
-	struct file *lprev, *lnext;	/* LRU */
 };
 
 /* Completions of files_open / files_read / files_list that went to the

@@ -270,5 +270,8 @@ bool proto_if_range(const struct request *r, const char *etag, time_t mtime)
 	if ((v.n && v.p[0] == '"') || (v.n >= 3 && !memcmp(v.p, "W/\"", 3)))
 		return etag_list_has(v, etag, false) && v.p[0] == '"' &&
 		       v.n == strlen(etag);	/* one strong tag, exactly */
-	return !proto_parse_date(v, &t) && t == mtime;
+	/* A date is a strong validator only when the file cannot have
+	 * changed twice within its second, unseen (RFC 9110 8.8.2.2): one a
+	 * minute old, as Apache decides; a newer one means the whole file. */
+	return !proto_parse_date(v, &t) && t == mtime && time(NULL) - mtime >= 60;
 }

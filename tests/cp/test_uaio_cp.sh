@@ -892,6 +892,33 @@ if [ -w /dev/full ]; then
 fi
 ok "--help, --version"
 
+# Standard descriptors closed (>&- and the like): a file opened or made
+# takes the lowest free number, so -v's lines must not land in a copy.
+# cp's status and messages are the reference (write error, status 1).
+# 1500 long names: -v's output is far more than stdio's buffer, written
+# out while copies are open.
+mkdir -p "$T/closed/s"
+i=0
+while [ $i -lt 1500 ]; do
+  echo "file $i" >"$T/closed/s/a_file_with_a_rather_long_name_$i"
+  i=$((i + 1))
+done
+for c in '>&-' '2>&-' '<&-' '<&- >&- 2>&-'; do
+  for prog in cp uaio-cp; do
+    rmtree "$T/closed/$prog"
+    mkdir "$T/closed/$prog"
+    (cd "$T/closed" && eval "exec $prog -p -v s/* $prog $c") 2>"$T/closed/$prog.err"
+    echo $? >"$T/closed/$prog.rc"
+  done
+  sed 's/^cp: /uaio-cp: /' "$T/closed/cp.err" >"$T/closed/cp.err.n"
+  [ "$(cat "$T/closed/cp.rc")" = "$(cat "$T/closed/uaio-cp.rc")" ] &&
+    cmp -s "$T/closed/cp.err.n" "$T/closed/uaio-cp.err" ||
+    { cat "$T/closed/cp.err" "$T/closed/uaio-cp.err"
+      fail "-p -v s/* DIR $c: status $(cat "$T/closed/uaio-cp.rc"), cp's $(cat "$T/closed/cp.rc")"; }
+  what="-p -v s/* DIR $c" tc "$T/closed/cp" "$T/closed/uaio-cp"
+done
+ok "closed stdin, stdout, stderr: nothing written into a copy, cp's status"
+
 # A pipe whose reader has gone: cp's write raises SIGPIPE and cp dies of
 # it, silently (status 141); with SIGPIPE ignored, an error and status 1.
 # GNU cp's own status is the reference: a test run with SIGPIPE ignored

@@ -23,7 +23,7 @@ int tool_close_stdout(const char *prog)
 	return 1;
 }
 
-int tool_hold_std_fds(int n)
+static int hold_std_fds(int n, bool failing)
 {
 	int mask = 0;
 
@@ -33,7 +33,7 @@ int tool_hold_std_fds(int n)
 		if (fcntl(fd, F_GETFD) >= 0 || errno != EBADF)
 			continue;
 		/* the lowest free number: fd, as those below it are open */
-		got = open("/dev/null", fd ? O_WRONLY : O_RDONLY);
+		got = open("/dev/null", (fd != 0) == failing ? O_RDONLY : O_WRONLY);
 		if (got != fd) {
 			if (got >= 0) {
 				close(got);
@@ -44,4 +44,14 @@ int tool_hold_std_fds(int n)
 		mask |= 1 << fd;
 	}
 	return mask;
+}
+
+int tool_hold_std_fds(int n)
+{
+	return hold_std_fds(n, false);
+}
+
+int tool_stand_in_std_fds(void)
+{
+	return hold_std_fds(3, true);
 }

@@ -17,4 +17,11 @@ int tool_close_stdout(const char *prog);
  * mask of those it opened (bit fd), or -1 with errno set. */
 int tool_hold_std_fds(int n);
 
+/* Descriptors 0 to 2 found closed are opened on /dev/null the wrong way
+ * round (0 for writing, 1 and 2 for reading): no file the tool opens
+ * takes their number, and reading stdin or writing stdout or stderr
+ * still fails with EBADF, as on the closed descriptor (for a tool that
+ * must say what GNU's says then). The mask as above. */
+int tool_stand_in_std_fds(void);
+
 #endif

@@ -525,12 +525,15 @@ static void t_port_taken(void)
 	ht_stop(&s);
 }
 
-/* --help and --version that cannot be written: 'write error', exit 1. */
+/* --help and --version that cannot be written, to /dev/full or to a
+ * closed stdout (>&-, not taken for /dev/null): 'write error', exit 1,
+ * as GNU's. */
 static void t_help_full(void)
 {
 	static const char *opt[] = { "--help", "--version" };
 
-	for (int i = 0; i < 2; i++) {
+	for (int i = 0; i < 4; i++) {
+		bool closed = i >= 2;
 		int st;
 		pid_t p = fork();
 
@@ -538,15 +541,15 @@ static void t_help_full(void)
 		if (p == 0) {
 			int fd = open("/dev/full", O_WRONLY);
 
-			if (fd < 0 || dup2(fd, 1) < 0)
+			if (fd < 0 || dup2(fd, 1) < 0 || (closed && close(1) < 0))
 				_exit(126);
-			execl(ht_bin(), "uaio-httpd", opt[i], (char *)NULL);
+			execl(ht_bin(), "uaio-httpd", opt[i % 2], (char *)NULL);
 			_exit(127);
 		}
 		FATAL(waitpid(p, &st, 0) == p, "waitpid");
 		EXPECT(WIFEXITED(st) && WEXITSTATUS(st) == 1,
-		       "%s >/dev/full: exit 1 expected, got %d", opt[i],
-		       WIFEXITED(st) ? WEXITSTATUS(st) : -1);
+		       "%s %s: exit 1 expected, got %d", opt[i % 2],
+		       closed ? ">&-" : ">/dev/full", WIFEXITED(st) ? WEXITSTATUS(st) : -1);
 	}
 }
 

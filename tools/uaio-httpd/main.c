@@ -281,9 +281,6 @@ int main(int argc, char **argv)
 	bool draining = false, failed = false;
 	int opt;
 
-	/* Descriptors 0-2 closed at start are held on /dev/null: stderr's
-	 * messages and a --log=- would land in a client's socket. */
-	(void)tool_hold_std_fds(3);
 	/* Signals are taken by the main thread only, from the start: one
 	 * that comes while the server starts waits for it (a SIGTERM then
 	 * stops it as any other; a SIGHUP killed it). */
@@ -334,6 +331,10 @@ int main(int argc, char **argv)
 			return 2;
 		}
 	}
+	/* Descriptors 0-2 closed at start are held on /dev/null: stderr's
+	 * messages and a --log=- would land in a client's socket. Not
+	 * before the options: --help >&- is a write error, as GNU's. */
+	(void)tool_hold_std_fds(3);
 	if (optind == argc)
 		die_usage("missing directory operand%s", "");
 	if (argc - optind > 1)

@@ -178,6 +178,23 @@ echo "a sink that refuses splice falls back: ok"
 [ $rc = 1 ] && grep -qx "$F: -: Bad file descriptor" "$dir/err" || { cat "$dir/err"; fail "copy to - with stdout closed: exit $rc"; }
 [ -z "$(ls -A "$dir/e")" ] || { ls -la "$dir/e"; fail "files left with stdin closed"; }
 echo "closed stdin/stdout: ok"
+# A pipe whose reader has gone (| head): the writer dies of SIGPIPE,
+# silently, as cat does (status 141; it said "Broken pipe", status 1);
+# with SIGPIPE ignored from the start, a write error and 1, as cat's.
+# cat's status is the reference (a test run with SIGPIPE ignored cannot
+# have it reset by sh). 20 MB: far more than a pipe holds.
+for ign in '' "trap '' PIPE;"; do
+  for p in cat flow; do
+    cmd="cat $dir/src"
+    [ $p = flow ] && cmd="$F copy $dir/src -"
+    { (eval "$ign"; exec $cmd) 2>"$dir/$p.perr"; echo $? >"$dir/$p.prc"; } | head -c 5 >/dev/null
+  done
+  [ "$(cat "$dir/flow.prc")" = "$(cat "$dir/cat.prc")" ] || { cat "$dir/flow.perr"
+    fail "copy FILE - | head -c 5 ($ign): exit $(cat "$dir/flow.prc"), cat's $(cat "$dir/cat.prc")"; }
+  [ -s "$dir/cat.perr" ] || [ ! -s "$dir/flow.perr" ] || { cat "$dir/flow.perr"
+    fail "copy FILE - | head -c 5 ($ign): a message where cat says nothing"; }
+done
+echo "a pipe closed by its reader: as cat: ok"
 
 # A failed transfer leaves no file that looks complete (nor a temporary).
 if [ "$(id -u)" = 0 ] && mnt=$(mktemp -d /tmp/uaio-flow-full-XXXXXX) && { mount -t tmpfs -o size=1m tmpfs "$mnt" 2>/dev/null || { rmdir "$mnt"; false; }; }; then

@@ -45,6 +45,9 @@
 static struct outfile *exit_partial;
 static int exit_sockets[2] = { -1, -1 };
 static volatile sig_atomic_t exit_signal;
+/* SIGPIPE's action at start was the default: a pipe whose reader went
+ * away ends the tool by it, silently, as it ends cat and dd. */
+static bool sigpipe_kills;
 
 void partial_set(struct outfile *o)
 {
@@ -83,15 +86,16 @@ static void remove_partial(void)
 		net_abort(exit_sockets[i]);
 }
 
-/* INT, TERM or HUP ended the transfer: what is left is cleaned up, then
- * the tool dies of that signal, as dd does, so that a shell loop or
- * script around it stops too. */
-static void die_of(int sig)
+/* What is left is cleaned up, then the tool dies of sig, saying so when
+ * loud. */
+static void die_by(int sig, bool loud)
 {
 	sigset_t set;
 
-	fprintf(stderr, "%s: interrupted\n", ME);
-	fflush(stderr);
+	if (loud) {
+		fprintf(stderr, "%s: interrupted\n", ME);
+		fflush(stderr);
+	}
 	remove_partial();
 	signal(sig, SIG_DFL);
 	sigemptyset(&set);
@@ -99,6 +103,13 @@ static void die_of(int sig)
 	sigprocmask(SIG_UNBLOCK, &set, NULL);
 	raise(sig);
 	_exit(128 + sig);
+}
+
+/* INT, TERM or HUP ended the transfer: the tool dies of that signal, as
+ * dd does, so that a shell loop or script around it stops too. */
+static void die_of(int sig)
+{
+	die_by(sig, true);
 }
 
 static void on_async_signal(int sig)
@@ -288,6 +299,7 @@ static void start_leg(struct tool *t, int src, int dst, const char *sname,
 		      const char *dname, int shut_fd)
 {
 	struct leg *g = &t->legs[t->nlegs++];
+	struct stat st;
 	struct uaio_flow_params p = {
 		.src = { .type = UAIO_FLOW_FD, .fd = src, .off = -1 },
 		.dst = { .type = UAIO_FLOW_FD, .fd = dst, .off = -1 },
@@ -299,6 +311,7 @@ static void start_leg(struct tool *t, int src, int dst, const char *sname,
 	int r;
 
 	*g = (struct leg){ .src_name = sname, .dst_name = dname, .shut_fd = shut_fd };
+	g->dst_pipe = fstat(dst, &st) == 0 && S_ISFIFO(st.st_mode);
 	if ((r = uaio_flow_start(t->l, &p, &g->f)) < 0) {
 		if (r == -EINVAL && t->o.mode != UAIO_FLOW_AUTO)
 			fprintf(stderr, "%s: mode %s cannot move %s to %s\n", ME,
@@ -337,6 +350,11 @@ static bool run(struct tool *t)
 			continue;
 		}
 		ok = false;
+		/* the flow ignored SIGPIPE for the write; a pipe's reader is
+		 * gone, not a peer's connection */
+		if (g->res == -EPIPE && g->side == UAIO_FLOW_SIDE_DST && g->dst_pipe &&
+		    sigpipe_kills)
+			die_by(SIGPIPE, false);
 		if (t->interrupted && g->res == -ECANCELED)
 			continue;
 		if (g->res == -ECANCELED)	/* ended because the other leg failed */
@@ -373,6 +391,15 @@ static void tool_init(struct tool *t)
 		fail("/dev/null", errno);
 	t->closed[0] = held & 1;
 	t->closed[1] = held & 2;
+	{
+		struct sigaction old;
+		sigset_t cur;
+
+		sigpipe_kills = sigaction(SIGPIPE, NULL, &old) == 0 &&
+				old.sa_handler == SIG_DFL &&
+				sigprocmask(SIG_BLOCK, NULL, &cur) == 0 &&
+				!sigismember(&cur, SIGPIPE);
+	}
 	signal(SIGPIPE, SIG_IGN);
 	atexit(remove_partial);
 	sigemptyset(&sa.sa_mask);

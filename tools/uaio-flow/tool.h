@@ -36,6 +36,7 @@ struct leg {
 	int64_t res;
 	int side;
 	int shut_fd;		/* shut for writing when this leg ends (-1) */
+	bool dst_pipe;		/* writes to a pipe or FIFO */
 	uint64_t bytes;		/* moved, once the flow has ended */
 	char method[32];
 };

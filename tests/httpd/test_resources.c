@@ -101,6 +101,67 @@ static void t_small_nofile(void)
 	       NFILES, st);
 }
 
+/* RLIMIT_NOFILE 64 and --threads 6 to 12: the threads' loops and
+ * reserves take about 7 descriptors each, and for one of these counts
+ * all of the 64 (8 in a shell). The server must then serve anyway or
+ * refuse to start (status 1, a message); it listened, and every
+ * connection waited in the backlog for ever (accept: EMFILE). */
+static int nofile_threads_n(const char *threads)
+{
+	const char *a[] = { "", "--port", "0", "--addr", "127.0.0.1", "--threads", threads,
+			    root, NULL };
+	struct ht_server s;
+	struct ht_resp r;
+	char *err;
+	int port = 0, rc = 1;
+
+	ht_spawn(&s, a);
+	for (int i = 0; i < 1000 && !port && !ht_wait(&s, 0); i++) {
+		err = ht_slurp(s.err, NULL);
+		if (!err || sscanf(err, "uaio-httpd: listening on http://127.0.0.1:%d/", &port) != 1)
+			usleep(10000);
+		free(err);
+	}
+	if (s.exited || ht_wait(&s, 0)) {
+		err = ht_slurp(s.err, NULL);
+		rc = !(WIFEXITED(s.status) && WEXITSTATUS(s.status) == 1 && err &&
+		       !strncmp(err, "uaio-httpd: ", 12));
+		if (rc)
+			fprintf(stderr, "    --threads %s: status %#x, '%.200s'\n", threads,
+				s.status, err ? err : "");
+		free(err);
+		return rc;
+	}
+	if (port) {
+		ht_timeout_ms = 3000;
+		rc = !(ht_get(port, "/f1.txt", "", &r) == HT_OK && r.status == 200);
+		if (rc)
+			fprintf(stderr, "    --threads %s: listening, and no 200 within 3 s\n",
+				threads);
+		ht_resp_free(&r);
+	}
+	ht_kill(&s);
+	return rc;
+}
+
+static int nofile_threads(void)
+{
+	static const char *const n[] = { "6", "7", "8", "9", "10", "11", "12" };
+	int rc = 0;
+
+	for (size_t i = 0; i < sizeof(n) / sizeof(n[0]); i++)
+		rc |= nofile_threads_n(n[i]);
+	return rc;
+}
+
+static void t_nofile_threads(void)
+{
+	int st = nofile_64(nofile_threads);
+
+	EXPECT(st == 0, "RLIMIT_NOFILE 64, --threads 6 to 12: served or refused to start "
+	       "(child status %d)", st);
+}
+
 static int deleted_fds(pid_t pid)
 {
 	char dir[64], p[PATH_MAX], t[PATH_MAX];
@@ -505,5 +566,6 @@ int main(void)
 	RUN(t_lease_all);
 	RUN(t_last_fd);
 	RUN(t_small_nofile);
+	RUN(t_nofile_threads);
 	return ht_finish();
 }

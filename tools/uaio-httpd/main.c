@@ -186,6 +186,22 @@ static int listen_on(const char *addr, int *port, bool reuseport, bool first,
 	return fd;
 }
 
+/* A connection's socket, a flow's pipe and the file it sends. */
+#define HTTPD_MIN_SPARE_FDS 4
+
+/* How many more descriptors could be opened now, up to
+ * HTTPD_MIN_SPARE_FDS: fd's copies are made, then closed. */
+static int spare_fds(int fd)
+{
+	int got[HTTPD_MIN_SPARE_FDS], n = 0;
+
+	while (n < HTTPD_MIN_SPARE_FDS && (got[n] = fcntl(fd, F_DUPFD_CLOEXEC, 0)) >= 0)
+		n++;
+	for (int i = 0; i < n; i++)
+		close(got[i]);
+	return n;
+}
+
 struct worker {
 	pthread_t tid;
 	struct server srv;
@@ -428,6 +444,16 @@ int main(int argc, char **argv)
 				strerror(-ws[i].rc));
 			return 1;
 		}
+	/* The threads' own loops and reserves may use up a small limit
+	 * (64 and --threads 8): then every connection would wait in the
+	 * backlog for ever, accept failing with EMFILE. */
+	if (spare_fds(cfg.rootfd) < HTTPD_MIN_SPARE_FDS) {
+		fprintf(stderr, "%s: too few file descriptors left for a connection "
+			"(RLIMIT_NOFILE %llu, %u threads)\n", HTTPD_ME,
+			getrlimit(RLIMIT_NOFILE, &rl) == 0 ? (unsigned long long)rl.rlim_cur : 0ull,
+			cfg.threads);
+		return 1;
+	}
 	if (!cfg.quiet) {
 		fprintf(stderr, "%s: listening on http://%s/\n", HTTPD_ME, shown);
 		fflush(stderr);

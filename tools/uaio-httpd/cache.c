@@ -133,9 +133,6 @@ static bool uncache(struct file_cache *fc, struct file *f)
 	return closes;
 }
 
-/* An entry past its trust is kept for as long again, for files_renew:
- * a name still in use is walked again then, and its entry goes on
- * without a reopen; one not asked for in that time is closed. */
 void files_sweep(struct file_cache *fc)
 {
 	uint64_t now;
@@ -145,7 +142,7 @@ void files_sweep(struct file_cache *fc)
 	now = server_now_ms(fc->s);
 	for (struct file *f = fc->tail, *p; f; f = p) {
 		p = f->lprev;
-		if (now - f->checked_ms >= 2 * (uint64_t)fc->s->cfg->cache_valid_ms)
+		if (now - f->checked_ms >= fc->s->cfg->cache_valid_ms)
 			uncache(fc, f);
 	}
 	spare_take(fc);
@@ -192,23 +189,19 @@ void files_free(struct file_cache *fc)
  * and Last-Modified built for it (a resumed download with If-Range would
  * join two versions). fstat of an open descriptor reads the in-memory
  * inode; a directory entry has no descriptor and nothing to compare. */
-static bool same_stat(const struct file *f, const struct stat *st)
-{
-	return st->st_nlink > 0 && (uint64_t)st->st_size == f->size &&
-	       st->st_mtim.tv_sec == f->mtim.tv_sec && st->st_mtim.tv_nsec == f->mtim.tv_nsec &&
-	       st->st_ctim.tv_sec == f->ctim.tv_sec && st->st_ctim.tv_nsec == f->ctim.tv_nsec;
-}
-
 static bool same_file(const struct file *f)
 {
 	struct stat st;
 
 	if (f->dir)
 		return true;
-	return fstat(f->fd, &st) == 0 && same_stat(f, &st);
+	return fstat(f->fd, &st) == 0 && st.st_nlink > 0 &&
+	       (uint64_t)st.st_size == f->size &&
+	       st.st_mtim.tv_sec == f->mtim.tv_sec && st.st_mtim.tv_nsec == f->mtim.tv_nsec &&
+	       st.st_ctim.tv_sec == f->ctim.tv_sec && st.st_ctim.tv_nsec == f->ctim.tv_nsec;
 }
 
-static struct file *lookup(struct file_cache *fc, const char *path)
+struct file *files_find(struct file_cache *fc, const char *path)
 {
 	unsigned h = hash(path);
 	struct file *f;
@@ -218,11 +211,14 @@ static struct file *lookup(struct file_cache *fc, const char *path)
 	for (f = fc->bucket[h & fc->mask]; f; f = f->hnext)
 		if (f->hash == h && !strcmp(f->path, path))
 			break;
-	return f;
-}
-
-static void hit(struct file_cache *fc, struct file *f)
-{
+	if (!f)
+		return NULL;
+	/* stale (the name may lead elsewhere now) or changed: opened afresh */
+	if (server_now_ms(fc->s) - f->checked_ms >= fc->s->cfg->cache_valid_ms ||
+	    !same_file(f)) {
+		uncache(fc, f);
+		return NULL;
+	}
 	/* Moved to the front only when it is out of the front quarter
 	 * already (at most tick - lru_tick entries are ahead of it): a hit on
 	 * a recent entry writes nothing, and its neighbours, which would be
@@ -233,37 +229,6 @@ static void hit(struct file_cache *fc, struct file *f)
 		lru_front(fc, f);
 	}
 	f->refs++;
-}
-
-struct file *files_find(struct file_cache *fc, const char *path)
-{
-	struct file *f = lookup(fc, path);
-
-	/* Past its trust the name may lead elsewhere now: walked again
-	 * (files_renew). Changed: opened afresh. */
-	if (!f || server_now_ms(fc->s) - f->checked_ms >= fc->s->cfg->cache_valid_ms)
-		return NULL;
-	if (!same_file(f)) {
-		uncache(fc, f);
-		return NULL;
-	}
-	hit(fc, f);
-	return f;
-}
-
-struct file *files_renew(struct file_cache *fc, const char *path, const struct stat *st)
-{
-	struct file *f = lookup(fc, path);
-
-	if (!f)
-		return NULL;
-	if (f->dir != S_ISDIR(st->st_mode) || f->dev != st->st_dev || f->ino != st->st_ino ||
-	    (!f->dir && !same_stat(f, st))) {
-		uncache(fc, f);		/* another file now, or this one changed */
-		return NULL;
-	}
-	f->checked_ms = server_now_ms(fc->s);
-	hit(fc, f);
 	return f;
 }
 

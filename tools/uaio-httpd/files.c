@@ -57,7 +57,6 @@ static int make_file(struct conn *c, int fd, const struct stat *st,
 	f->mtime = st->st_mtim.tv_sec;
 	if (f->mtime > (now = time(NULL)))
 		f->mtime = now;
-	f->dev = st->st_dev;
 	f->ino = st->st_ino;
 	f->mtim = st->st_mtim;
 	f->ctim = st->st_ctim;
@@ -151,11 +150,6 @@ static int opened_inline(struct conn *c, long fd, struct file **out)
 	fd = path_check(cfg, fd, &r->st);
 	if (fd < 0)
 		return (int)fd;
-	/* The name still leads to the cached file, unchanged: no reopen. */
-	if ((*out = files_renew(c->srv->files, r->path, &r->st))) {
-		close((int)fd);
-		return 0;
-	}
 	if (cfg->reopen && S_ISREG(r->st.st_mode)) {
 		fd = reopen_now(c->srv->files, fd);
 		if (fd < 0)
@@ -344,11 +338,6 @@ void files_complete(struct conn *c, long res)
 				return;
 		} else if (res < 0)
 			err = (int)res;
-		else if (c->srv->cfg->disk_io == DISK_THREADS &&
-			 (f = files_renew(c->srv->files, r->path, &r->st))) {
-			close((int)res);	/* the worker's reopen was not needed */
-			err = 0;
-		}
 		else if (c->srv->cfg->disk_io == DISK_THREADS)
 			err = make_file(c, (int)res, &r->st, &f);
 		else

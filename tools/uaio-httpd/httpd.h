@@ -180,7 +180,6 @@ struct file {
 	bool dir;
 	uint64_t size;
 	time_t mtime;
-	dev_t dev;
 	ino_t ino;
 	struct timespec mtim, ctim;	/* as fstat gave them (mtime is clamped) */
 	uint64_t checked_ms;		/* when its name was last looked up */
@@ -204,8 +203,8 @@ typedef void (*files_read_cb)(struct conn *c, ssize_t res);
 struct file_cache;
 struct file_cache *files_new(struct server *s);
 void files_free(struct file_cache *fc);
-/* Closes the entries a second past their trust, not renewed since: a
- * deleted file's space comes back, descriptors go free. */
+/* Closes the entries past their trust (they would be opened afresh
+ * anyway): a deleted file's space comes back, descriptors go free. */
 void files_sweep(struct file_cache *fc);
 /* A file found changed (shorter than its entry says): out of the cache. */
 void files_forget(struct file_cache *fc, struct file *f);
@@ -214,10 +213,6 @@ void files_forget(struct file_cache *fc, struct file *f);
 bool files_make_room(struct file_cache *fc);
 /* The entry for path while it is trusted (a new reference), else NULL. */
 struct file *files_find(struct file_cache *fc, const char *path);
-/* The name walked again (st: its stat now) after files_find found its
- * entry past its trust: that entry, trusted anew, when it is still the
- * same unchanged file (a reference taken); else NULL. */
-struct file *files_renew(struct file_cache *fc, const char *path, const struct stat *st);
 /* A new file joins the cache (which takes a reference of its own). */
 void files_add(struct file_cache *fc, struct file *f);
 /* A reference given back; the last one closes the file. */

@@ -294,7 +294,8 @@ int main(int argc, char **argv)
 	struct rlimit rl;
 	sigset_t set;
 	char shown[INET6_ADDRSTRLEN + 16];
-	bool draining = false, failed = false;
+	bool draining = false, failed = false, start_failed = false;
+	unsigned nstarted;
 	int opt;
 
 	/* Signals are taken by the main thread only, from the start: one
@@ -426,39 +427,49 @@ int main(int argc, char **argv)
 		ws[i].ended = &ended;
 		ws[i].pid = getpid();
 	}
+	nstarted = cfg.threads;
 	for (unsigned i = 0; i < cfg.threads; i++) {
 		int e = pthread_create(&ws[i].tid, NULL, worker_main, &ws[i]);
 
 		if (e) {	/* its error is the result, errno is untouched */
 			fprintf(stderr, "%s: cannot start a thread: %s\n", HTTPD_ME, strerror(e));
-			return 1;
+			nstarted = i;
+			start_failed = true;
+			break;
 		}
 	}
 	pthread_mutex_lock(&mu);
-	while (ready < cfg.threads)
+	while (ready < nstarted)
 		pthread_cond_wait(&cv, &mu);
 	pthread_mutex_unlock(&mu);
-	for (unsigned i = 0; i < cfg.threads; i++)
+	for (unsigned i = 0; i < nstarted && !start_failed; i++)
 		if (ws[i].rc < 0) {
 			fprintf(stderr, "%s: cannot start: %s\n", HTTPD_ME,
 				strerror(-ws[i].rc));
-			return 1;
+			start_failed = true;
 		}
 	/* The threads' own loops and reserves may use up a small limit
 	 * (64 and --threads 8): then every connection would wait in the
 	 * backlog for ever, accept failing with EMFILE. */
-	if (spare_fds(cfg.rootfd) < HTTPD_MIN_SPARE_FDS) {
+	if (!start_failed && spare_fds(cfg.rootfd) < HTTPD_MIN_SPARE_FDS) {
 		fprintf(stderr, "%s: too few file descriptors left for a connection "
 			"(RLIMIT_NOFILE %llu, %u threads)\n", HTTPD_ME,
 			getrlimit(RLIMIT_NOFILE, &rl) == 0 ? (unsigned long long)rl.rlim_cur : 0ull,
 			cfg.threads);
-		return 1;
+		start_failed = true;
 	}
-	if (!cfg.quiet) {
+	/* A failed start stops the threads that did start, as a SIGTERM
+	 * would, and frees what all of them hold (the exit status is 1). */
+	if (start_failed) {
+		failed = draining = true;
+		for (unsigned i = 0; i < nstarted; i++)
+			if (ws[i].rc == 0)
+				uaio_loop_post(ws[i].srv.loop, server_drain, &ws[i].srv);
+	} else if (!cfg.quiet) {
 		fprintf(stderr, "%s: listening on http://%s/\n", HTTPD_ME, shown);
 		fflush(stderr);
 	}
-	while (__atomic_load_n(&ended, __ATOMIC_SEQ_CST) < cfg.threads) {
+	while (__atomic_load_n(&ended, __ATOMIC_SEQ_CST) < nstarted) {
 		siginfo_t si;
 		int sig = sigwaitinfo(&set, &si);
 
@@ -493,12 +504,11 @@ int main(int argc, char **argv)
 						       &ws[i].srv);
 		}
 	}
-	for (unsigned i = 0; i < cfg.threads; i++) {
+	for (unsigned i = 0; i < nstarted; i++) {
 		pthread_join(ws[i].tid, NULL);
-		if (ws[i].rc < 0) {
+		if (ws[i].rc < 0 && !start_failed)	/* a start's was said above */
 			fprintf(stderr, "%s: %s\n", HTTPD_ME, strerror(-ws[i].rc));
-			failed = true;
-		}
+		failed |= ws[i].rc < 0;
 		server_fini(&ws[i].srv);
 	}
 	free(ws);

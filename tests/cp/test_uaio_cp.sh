@@ -919,6 +919,30 @@ for c in '>&-' '2>&-' '<&-' '<&- >&- 2>&-'; do
 done
 ok "closed stdin, stdout, stderr: nothing written into a copy, cp's status"
 
+# A name of the closed descriptor itself (/dev/stdin <&-, /dev/stdout
+# >&-) leads nowhere for cp (status 1, nothing made); the stand-in
+# holding the number must not be reopened through it (/dev/null: an
+# empty copy, or the file written into nothing, and status 0). The
+# messages differ (cp's stat finds nothing, the stand-in cannot be
+# opened), the status and the files must not.
+if [ -e /proc/self/fd ]; then
+  echo data >"$T/closed/one"
+  for c in '/dev/stdin n <&-' 'one /dev/stdout >&-' '/dev/fd/2 n 2>&-' 'one /dev/fd/0 <&-'; do
+    for prog in cp uaio-cp; do
+      rmtree "$T/closed/$prog"
+      mkdir "$T/closed/$prog"
+      cp -p "$T/closed/one" "$T/closed/$prog/one"
+      (cd "$T/closed/$prog" && eval "exec $prog $c") 2>"$T/closed/$prog.err"
+      echo $? >"$T/closed/$prog.rc"
+    done
+    [ "$(cat "$T/closed/cp.rc")" = "$(cat "$T/closed/uaio-cp.rc")" ] ||
+      { cat "$T/closed/cp.err" "$T/closed/uaio-cp.err"
+        fail "$c: status $(cat "$T/closed/uaio-cp.rc"), cp's $(cat "$T/closed/cp.rc")"; }
+    what="$c" tc "$T/closed/cp" "$T/closed/uaio-cp"
+  done
+  ok "closed stdin, stdout, stderr named as a file: nothing read or written through /dev/null"
+fi
+
 # A pipe whose reader has gone: cp's write raises SIGPIPE and cp dies of
 # it, silently (status 141); with SIGPIPE ignored, an error and status 1.
 # GNU cp's own status is the reference: a test run with SIGPIPE ignored

@@ -7,6 +7,7 @@
 #include <stdio_ext.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/socket.h>
 #include "tool_common.h"
 
 int tool_close_stdout(const char *prog)
@@ -23,6 +24,34 @@ int tool_close_stdout(const char *prog)
 	return 1;
 }
 
+/* Descriptor fd (the lowest free number) made an O_PATH descriptor of
+ * an unbound socket, or -1: reading and writing it fail with EBADF, and
+ * a name that leads to it (/dev/stdin, /dev/fd/1, /proc/self/fd/2)
+ * cannot be opened (ENXIO), where /dev/null behind it would be reopened
+ * and read as empty or written to as a sink. Needs /proc, as those names
+ * do; without it they lead nowhere anyway. */
+static int stand_in(int fd)
+{
+	char self[32];
+	int s = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0), o;
+
+	if (s != fd) {
+		if (s >= 0)
+			close(s);
+		return -1;
+	}
+	snprintf(self, sizeof(self), "/proc/self/fd/%d", s);
+	o = open(self, O_PATH | O_CLOEXEC);
+	if (o < 0 || dup2(o, fd) != fd) {	/* the socket's number, in its place */
+		if (o >= 0)
+			close(o);
+		close(s);
+		return -1;
+	}
+	close(o);
+	return fd;
+}
+
 static int hold_std_fds(int n, bool failing)
 {
 	int mask = 0;
@@ -33,7 +62,9 @@ static int hold_std_fds(int n, bool failing)
 		if (fcntl(fd, F_GETFD) >= 0 || errno != EBADF)
 			continue;
 		/* the lowest free number: fd, as those below it are open */
-		got = open("/dev/null", (fd != 0) == failing ? O_RDONLY : O_WRONLY);
+		got = failing ? stand_in(fd) : -1;
+		if (got < 0)
+			got = open("/dev/null", (fd != 0) == failing ? O_RDONLY : O_WRONLY);
 		if (got != fd) {
 			if (got >= 0) {
 				close(got);

@@ -176,6 +176,12 @@ echo "a sink that refuses splice falls back: ok"
 [ $rc = 1 ] && grep -qx "$F: -: Bad file descriptor" "$dir/err" || { cat "$dir/err"; fail "copy - with stdin closed: exit $rc"; }
 "$F" copy "$dir/one" - >&- 2>"$dir/err"; rc=$?
 [ $rc = 1 ] && grep -qx "$F: -: Bad file descriptor" "$dir/err" || { cat "$dir/err"; fail "copy to - with stdout closed: exit $rc"; }
+# Named through /dev/stdin or /dev/stdout, a closed one fails too (cat:
+# status 1), not a read of an empty file or a write into nothing.
+"$F" copy /dev/stdin "$dir/e/o" <&- 2>"$dir/err"; rc=$?
+[ $rc = 1 ] || { cat "$dir/err"; fail "copy /dev/stdin with stdin closed: exit $rc"; }
+"$F" copy "$dir/one" /dev/stdout >&- 2>"$dir/err"; rc=$?
+[ $rc = 1 ] || { cat "$dir/err"; fail "copy to /dev/stdout with stdout closed: exit $rc"; }
 [ -z "$(ls -A "$dir/e")" ] || { ls -la "$dir/e"; fail "files left with stdin closed"; }
 echo "closed stdin/stdout: ok"
 # A pipe whose reader has gone (| head): the writer dies of SIGPIPE,

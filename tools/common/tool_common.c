@@ -82,7 +82,7 @@ int tool_hold_std_fds(int n)
 	return hold_std_fds(n, false);
 }
 
-int tool_stand_in_std_fds(void)
+int tool_stand_in_std_fds(int n)
 {
-	return hold_std_fds(3, true);
+	return hold_std_fds(n, true);
 }

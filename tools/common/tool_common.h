@@ -17,7 +17,7 @@ int tool_close_stdout(const char *prog);
  * mask of those it opened (bit fd), or -1 with errno set. */
 int tool_hold_std_fds(int n);
 
-/* Descriptors 0 to 2 found closed are held by a stand-in that cannot
+/* Descriptors 0 to n - 1 found closed are held by a stand-in that cannot
  * be read or written: an O_PATH descriptor of an unbound socket (so
  * /dev/stdin and the like cannot be opened through it either), or, when
  * that cannot be made, /dev/null opened the wrong way round (0 for
@@ -25,6 +25,6 @@ int tool_hold_std_fds(int n);
  * number, and reading stdin or writing stdout or stderr still fails
  * with EBADF, as on the closed descriptor (for a tool that must say
  * what GNU's says then). The mask as above. */
-int tool_stand_in_std_fds(void);
+int tool_stand_in_std_fds(int n);
 
 #endif

@@ -114,7 +114,7 @@ int main(int argc, char **argv)
 	/* A closed 0-2 would be taken by a file opened or made here, and
 	 * -v's output or a message written into a copy (`-v >&-`); held
 	 * so that writing to it still fails as cp's does on the closed one. */
-	(void)tool_stand_in_std_fds();
+	(void)tool_stand_in_std_fds(3);
 	setlocale(LC_ALL, "");
 	n = cp_parse(&r, argc, argv, &first);
 	files = argv + first;

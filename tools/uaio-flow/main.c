@@ -385,7 +385,7 @@ static void tool_init(struct tool *t)
 	struct uaio_loop_params p = { 0 };
 	struct sigaction sa = { .sa_handler = on_async_signal };	/* no SA_RESTART */
 	sigset_t set;
-	int held = tool_hold_std_fds(2), r;
+	int held = tool_stand_in_std_fds(2), r;
 
 	if (held < 0)
 		fail("/dev/null", errno);

@@ -498,7 +498,7 @@ int main(int argc, char **argv)
 			failed = true;
 		if (!draining) {
 			draining = true;
-			for (unsigned i = 0; i < cfg.threads; i++)
+			for (unsigned i = 0; i < nstarted; i++)
 				if (ws[i].rc == 0)
 					uaio_loop_post(ws[i].srv.loop, server_drain,
 						       &ws[i].srv);

@@ -422,8 +422,16 @@ static int reap(uaio_loop *l)
 				ended++;
 				if (op->xflags & OX_ORDERED)
 					uring__order_after(l, op, res);
-				if (op->opcode == OP_CANCEL_FD)
-					res = (res == -ENOENT ? 0 : res) + (int)op->off;
+				if (op->opcode == OP_CANCEL_FD) {
+					/* The kernel's count plus the loop's own; the
+					 * kernel's error (-EBADF after a close(2))
+					 * only when the loop cancelled none, as on
+					 * epoll: never the two summed. */
+					int local = (int)op->off;
+
+					res = res >= 0 ? res + local :
+					      res == -ENOENT || local ? local : res;
+				}
 				uaio__fire(l, op, res, FIRED_OP);
 				break;
 			}

@@ -96,6 +96,41 @@ static void whole_fd(void)
 	uaio_loop_free(l);
 }
 
+/* cancel_fd on a number already given up by close(2), with one read in
+ * the kernel and one held behind it (io_uring) or two queued (epoll):
+ * the result is how many the loop cancelled, never the kernel's -EBADF
+ * added to that count (io_uring said -EBADF + 1 = -8). */
+static void after_plain_close(void)
+{
+	uaio_loop *l = t_loop_new(0);
+	uaio_op rd[2] = { { 0 } }, can = { 0 };
+	struct rec r[2] = { { 0 } }, rc = { 0 };
+	char b[2];
+	int p[2], fd, cancelled = 0;
+
+	CHECK(pipe(p) == 0);
+	for (int i = 0; i < 2; i++)
+		CHECK_OK(uaio_op_read(l, &rd[i], p[0], &b[i], 1, -1, on_op, &r[i]));
+	CHECK(uaio_loop_run_once(l, 0) >= 0);
+	fd = p[0];
+	close(p[0]);
+	CHECK_OK(uaio_op_cancel_fd(l, &can, fd, on_op, &rc));
+	T_RUN_UNTIL(l, rc.calls, 100);
+	/* io_uring's read keeps the old pipe: data ends it (epoll's left
+	 * none: the write fails, EPIPE) */
+	signal(SIGPIPE, SIG_IGN);
+	CHECK(write(p[1], "x", 1) == 1 || errno == EPIPE);
+	CHECK_EQ(uaio_loop_run(l), 0);
+	for (int i = 0; i < 2; i++) {
+		CHECK_EQ(r[i].calls, 1);
+		cancelled += r[i].res == -ECANCELED;
+	}
+	CHECK(cancelled >= 1);
+	CHECK_EQ(rc.res, cancelled);
+	close(p[1]);
+	uaio_loop_free(l);
+}
+
 /* Half the reads find data, all are cancelled at once: every op ends
  * exactly once, and the bytes read are the ones written. */
 static void racing(void)
@@ -166,6 +201,7 @@ int main(void)
 	t_banner("test_cancel");
 	RUN(one_op);
 	RUN(whole_fd);
+	RUN(after_plain_close);
 	RUN(racing);
 	RUN(callback_frees_op);
 	return T_EXIT_PASS;

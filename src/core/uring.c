@@ -385,6 +385,20 @@ struct cqe_copy {
 	uint32_t flags;
 };
 
+/*
+ * The kernel's restart codes (-ERESTARTSYS, -ERESTARTNOINTR,
+ * -ERESTARTNOHAND, -ERESTART_RESTARTBLOCK) never reach a program from a
+ * system call, but io_uring passes them on from an io-wq worker that a
+ * cancel interrupted (a blocked splice or tee). Its read and write paths
+ * turn them into -EINTR: so does the loop, for every op.
+ */
+static inline int op_res(int res)
+{
+	if (UAIO_UNLIKELY(res <= -512 && res >= -516 && res != -515))
+		return -EINTR;
+	return res;
+}
+
 /* Moves CQEs to l->fired while there is room there; the rest stay in
  * the CQ for the next round. */
 static int reap(uaio_loop *l)
@@ -413,6 +427,7 @@ static int reap(uaio_loop *l)
 			case TAG_OP: {
 				uaio_op *op = p;
 
+				res = op_res(res);
 				if (uring__returns_fd(op) && res >= 0)
 					uring__order_after(l, op, res);
 				if (cqe->flags & IORING_CQE_F_MORE) {

@@ -131,6 +131,37 @@ static void after_plain_close(void)
 	uaio_loop_free(l);
 }
 
+/* A cancel of a splice blocked in a worker (-EALREADY): the splice then
+ * ends with its data or a real errno. io_uring's worker is interrupted
+ * and the kernel handed over its internal -ERESTARTSYS (-512) as is. */
+static void running_splice(void)
+{
+	uaio_loop *l = t_loop_new(0);
+	uaio_op sp = { 0 }, can = { 0 };
+	struct rec r = { 0 }, rc = { 0 };
+	int in[2], out[2];
+
+	CHECK(pipe(in) == 0 && pipe(out) == 0);
+	CHECK_OK(uaio_op_splice(l, &sp, in[0], -1, out[1], -1, 100, 0, on_op, &r));
+	/* into the worker, and blocked there on the empty pipe */
+	for (int i = 0; i < 10; i++)
+		CHECK(uaio_loop_run_once(l, 5000000) >= 0);
+	CHECK_OK(uaio_op_cancel(l, &can, &sp, on_op, &rc));
+	T_RUN_UNTIL(l, rc.calls, 100);
+	for (int i = 0; i < 10; i++)
+		CHECK(uaio_loop_run_once(l, 5000000) >= 0);
+	CHECK(write(in[1], "hello", 5) == 5);
+	CHECK_EQ(uaio_loop_run(l), 0);
+	CHECK_EQ(r.calls, 1);
+	fprintf(stderr, "    cancel %d, splice %d\n", rc.res, r.res);
+	if (rc.res == 0)
+		CHECK_EQ(r.res, -ECANCELED);
+	else
+		CHECK(r.res == 5 || r.res == -EINTR);
+	close(in[0]); close(in[1]); close(out[0]); close(out[1]);
+	uaio_loop_free(l);
+}
+
 /* Half the reads find data, all are cancelled at once: every op ends
  * exactly once, and the bytes read are the ones written. */
 static void racing(void)
@@ -202,6 +233,7 @@ int main(void)
 	RUN(one_op);
 	RUN(whole_fd);
 	RUN(after_plain_close);
+	RUN(running_splice);
 	RUN(racing);
 	RUN(callback_frees_op);
 	return T_EXIT_PASS;

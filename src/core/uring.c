@@ -113,6 +113,25 @@ static bool past_budget(const uaio_op *op)
 	return jumps_queue(op) || op->opcode == OP_CLOSE || op->opcode == OP_NOP;
 }
 
+/* An op waiting for room works on fd (a splice's or tee's output too). */
+static bool pending_on(const uaio_loop *l, int fd)
+{
+	for (const uaio_op *op = l->pending_head; op; op = op->next)
+		if (op->fd == fd || ((op->opcode == OP_SPLICE || op->opcode == OP_TEE) &&
+				     (int)op->addr2 == fd))
+			return true;
+	return false;
+}
+
+/* A close goes ahead too, but of its own descriptor's ops (made before
+ * it, they go first): behind idle reads that hold the whole budget it
+ * waited for ever, though its cancel is what makes room. */
+static bool goes_ahead(const uaio_loop *l, const uaio_op *op)
+{
+	return jumps_queue(op) ||
+	       (op->opcode == OP_CLOSE && l->pending_head && !pending_on(l, op->fd));
+}
+
 /* first .. last (linked by next) wait for room ahead of the others. */
 void uring__pending_front(uaio_loop *l, uaio_op *first, uaio_op *last)
 {
@@ -227,7 +246,7 @@ int uring__start(uaio_loop *l, uaio_op *op)
 
 static int uring_submit(uaio_loop *l, uaio_op *op)
 {
-	bool issuer;
+	bool issuer, ahead;
 
 	if (!uaio__opdef(op)->prep && op->opcode != OP_CANCEL &&
 	    op->opcode != OP_CANCEL_FD)
@@ -245,13 +264,14 @@ static int uring_submit(uaio_loop *l, uaio_op *op)
 	/* A cancel needs one completion of room and makes room: it goes
 	 * ahead of ops waiting for room (behind them, a full ring would
 	 * never hear of it); so do the other ops that end on their own. */
-	if (jumps_queue(op) && (!issuer || uring__start(l, op) == -EAGAIN)) {
+	ahead = goes_ahead(l, op);
+	if (ahead && (!issuer || uring__start(l, op) == -EAGAIN)) {
 		pending_push(l, op, true);
 		if (!issuer)
 			uaio__wake(l);
 		return 0;
 	}
-	if (jumps_queue(op))
+	if (ahead)
 		return 0;
 	/* FIFO behind waiting ops; other threads hand over to the issuer. */
 	if (l->pending_head || !issuer || uring__start(l, op) == -EAGAIN) {

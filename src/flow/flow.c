@@ -253,7 +253,7 @@ void flow__eof(uaio_flow *f)
 
 uint64_t flow__allow(uaio_flow *f, uint64_t max, uint64_t outstanding)
 {
-	uint64_t left = max, now, budget;
+	uint64_t left = max, now, earned;
 
 	if (f->flags & (FF_PAUSED | FF_ENDING | FF_EOF | FF_DONE))
 		return 0;
@@ -267,10 +267,13 @@ uint64_t flow__allow(uaio_flow *f, uint64_t max, uint64_t outstanding)
 	}
 	if (f->rate) {
 		now = uaio_loop_now(f->l);
-		/* What the rate allows so far, plus one step of burst. */
-		budget = (uint64_t)((__uint128_t)f->rate * (now - f->t0) / 1000000000u) + max;
-		if (f->taken + outstanding >= budget) {
-			uint64_t need = f->taken + outstanding - budget + 1;
+		/* One step of burst: a step starts once the bytes before it
+		 * are earned, so the flow is never more than that step ahead
+		 * (with the step added to the budget it could start a step
+		 * ahead already, and end two ahead). */
+		earned = (uint64_t)((__uint128_t)f->rate * (now - f->t0) / 1000000000u);
+		if (f->taken + outstanding > earned) {
+			uint64_t need = f->taken + outstanding - earned;
 
 			if (!(f->flags & FF_TIMER)) {
 				f->flags |= FF_TIMER;

@@ -1,0 +1,84 @@
+/* SPDX-License-Identifier: MIT */
+#define _GNU_SOURCE
+/* The rate limit keeps a flow at most one step ahead of rate x time
+ * since its start (docs/flows.md, "Rate limit"), in every mode: the bytes
+ * the sink has taken never exceed that, and the whole flow takes at
+ * least the time the rate gives all but its first step. */
+#include <signal.h>
+#include <time.h>
+
+#include "flow/flow_util.h"
+
+#define RATE	(1u << 20)	/* bytes per second */
+#define CHUNK	(64u << 10)
+#define BYTES	(512u << 10)
+
+struct rt {
+	struct t_result r;
+	uint64_t t0;		/* ns, taken before uaio_flow_start */
+	uint64_t worst;		/* the most bytes ahead of the rate seen */
+};
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static void rt_progress(uaio_flow *f, uint64_t bytes, void *data)
+{
+	struct rt *t = data;
+	uint64_t earned = (uint64_t)((__uint128_t)RATE * (now_ns() - t->t0) / 1000000000u);
+
+	if (bytes > earned && bytes - earned > t->worst)
+		t->worst = bytes - earned;
+}
+
+static void rt_done(uaio_flow *f, int64_t res, int side, void *data)
+{
+	t_on_done(f, res, side, &((struct rt *)data)->r);
+}
+
+int main(void)
+{
+	char *data = malloc(BYTES);
+	uaio_loop *l;
+
+	signal(SIGPIPE, SIG_IGN);
+	t_watchdog(120);
+	t_banner("test_rate");
+	l = t_loop_new(0);
+	t_fill(data, BYTES, 11);
+	for (int mode = UAIO_FLOW_AUTO; mode <= UAIO_FLOW_MMAP; mode++) {
+		int a = t_tmpfile("/var/tmp"), b = t_tmpfile("/var/tmp");
+		struct rt t = { 0 };
+		struct uaio_flow_params p = {
+			.src = { .type = UAIO_FLOW_FD, .fd = a, .off = 0 },
+			.dst = { .type = UAIO_FLOW_FD, .fd = b, .off = 0 },
+			.len = BYTES, .mode = mode, .chunk = CHUNK, .rate = RATE,
+			.progress = rt_progress, .done = rt_done, .data = &t,
+		};
+		uaio_flow *f;
+		uint64_t took;
+
+		CHECK_EQ(pwrite(a, data, BYTES, 0), BYTES);
+		t.t0 = now_ns();
+		CHECK_OK(uaio_flow_start(l, &p, &f));
+		T_RUN_UNTIL(l, t.r.done, 1000000);
+		took = now_ns() - t.t0;
+		fprintf(stderr, "    %s: %.3f s, at most %llu bytes ahead of the rate\n",
+			uaio_flow_mode_name(mode), took / 1e9, (unsigned long long)t.worst);
+		CHECK_EQ(t.r.res, BYTES);
+		/* One step of burst, and no more (1 KiB for rounding). */
+		CHECK(t.worst <= CHUNK + 1024);
+		CHECK(took >= (uint64_t)(BYTES - CHUNK) * 1000000000u / RATE);
+		close(a);
+		close(b);
+	}
+	CHECK_EQ(uaio_loop_inflight(l), 0);
+	uaio_loop_free(l);
+	free(data);
+	return T_EXIT_PASS;
+}

@@ -166,18 +166,30 @@ static void lost_chunk(uaio_flow *f, struct slot *s)
 
 static void chunk_written(uaio_flow *f, struct slot *s);
 
+/* A read goes into a memory sink and a write comes from a memory source:
+ * their -EFAULT (a wrong buf_index, memory not mapped) is that end's. */
+static int read_side(const uaio_flow *f, int err)
+{
+	return err == -EFAULT && f->dst.kind == EK_MEM ? UAIO_FLOW_SIDE_DST : UAIO_FLOW_SIDE_SRC;
+}
+
+static int write_side(const uaio_flow *f, int err)
+{
+	return err == -EFAULT && f->src.kind == EK_MEM ? UAIO_FLOW_SIDE_SRC : UAIO_FLOW_SIDE_DST;
+}
+
 static void read_failed(uaio_flow *f, struct slot *s, int err)
 {
 	lost_chunk(f, s);
 	s->st = S_FREE;
-	flow__fail(f, err, UAIO_FLOW_SIDE_SRC);
+	flow__fail(f, err, read_side(f, err));
 }
 
 static void write_failed(uaio_flow *f, struct slot *s, int err)
 {
 	lost_chunk(f, s);
 	chunk_written(f, s);
-	flow__fail(f, err, UAIO_FLOW_SIDE_DST);
+	flow__fail(f, err, write_side(f, err));
 }
 
 static void read_done(uaio_op *op, int res, void *data);
@@ -390,7 +402,7 @@ static void pipeline_kick(uaio_flow *f)
 		if (!(n = flow__allow(f, r->chunk, r->next_pos - f->taken)))
 			break;
 		if ((ret = start_chunk(f, &r->s[r->rseq % f->depth], (uint32_t)n)) < 0) {
-			flow__fail(f, ret, UAIO_FLOW_SIDE_SRC);
+			flow__fail(f, ret, read_side(f, ret));
 			return;
 		}
 	}

@@ -337,7 +337,12 @@ static void write_done(uaio_op *op, int res, void *data)
 	} else {
 		s->wdone += (uint32_t)res;
 		flow__moved(f, (uint64_t)res);
-		if (s->wdone < s->got) {		/* a short write: the rest */
+		if (s->wdone < s->got && f->err) {
+			/* Ending (progress may have cancelled): the rest is not
+			 * sent, where no cancel would reach its wait. */
+			lost_chunk(f, s);
+			chunk_written(f, s);
+		} else if (s->wdone < s->got) {		/* a short write: the rest */
 			s->st = S_WRITE;
 			if ((res = issue_write(f, s)) < 0) {
 				write_failed(f, s, res);

@@ -108,6 +108,10 @@ static bool sent(uaio_flow *f, long res, uint64_t asked)
 	if (res > 0) {
 		flow__taken(f, (uint64_t)res);
 		flow__moved(f, (uint64_t)res);
+		/* Ending (progress may have cancelled): no wait for room,
+		 * which no cancel would reach. */
+		if (f->err)
+			return false;
 		/* Short: the socket is full (or the file ended, which the
 		 * next send, after the wait, finds out). */
 		if ((uint64_t)res < asked && !(f->flags & FF_EOF))

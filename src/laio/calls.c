@@ -194,22 +194,56 @@ struct laio_row {
 	int (*ring)(struct laio_call *r);	/* the background io_uring op */
 };
 
+static long pool_call(long nr, const long *a);
+
+/*
+ * The cached-lookup try of an open. A cached lookup can still block in
+ * the open itself (a FIFO waiting for its other end, a lease being
+ * broken): tried with O_NONBLOCK, as io_uring tries it, and the caller's
+ * flags put back. -EAGAIN: the ring decides. *wait: a FIFO without a
+ * reader (ENXIO), which the plain call waits for and io_uring's own try
+ * refuses with ENXIO: only the pool makes that call.
+ */
+static long open_cached(int dfd, const char *path, const struct open_how *how,
+			bool *wait)
+{
+	struct open_how h = *how;
+	/* (O_PATH opens nothing that could wait, and takes no O_NONBLOCK) */
+	bool added = !(h.flags & (O_NONBLOCK | O_PATH));
+	int err = errno;
+	long fd;
+
+	if (added)
+		h.flags |= O_NONBLOCK;
+	h.resolve |= RESOLVE_CACHED;
+	fd = syscall(SYS_openat2, dfd, path, &h, sizeof(h));
+	if (fd < 0) {
+		*wait = errno == ENXIO && added;
+		fd = *wait ? -EAGAIN : -errno;
+		errno = err;
+		return fd;
+	}
+	/* F_SETFL takes only its own flags from these: what open set. */
+	if (added && fcntl((int)fd, F_SETFL, (int)how->flags) < 0) {
+		close((int)fd);
+		errno = err;
+		return -EAGAIN;
+	}
+	return fd;
+}
+
 static long open_call(long nr, long *a)
 {
 	/* Cached lookups complete in the caller (what io_uring tries too). */
 	if (!((int)a[2] & (O_CREAT | O_TRUNC | O_TMPFILE))) {
-		struct open_how how = {
-			.flags = (uint64_t)(unsigned)a[2],
-			.resolve = RESOLVE_CACHED,
-		};
-		long fd = syscall(SYS_openat2, (int)a[0], (const char *)a[1], &how,
-				  sizeof(how));
+		struct open_how how = { .flags = (uint64_t)(unsigned)a[2] };
+		bool wait = false;
+		long fd = open_cached((int)a[0], (const char *)a[1], &how, &wait);
 
-		if (fd >= 0)
+		if (wait)	/* a[] is openat's now, whatever nr was */
+			return pool_call(SYS_openat, a);
+		if (fd != -EAGAIN && fd != -EINVAL && fd != -ENOSYS && fd != -E2BIG)
 			return laio__ret_inline(fd);
-		if (errno != EAGAIN && errno != EINVAL && errno != ENOSYS &&
-		    errno != E2BIG)
-			return laio__ret_inline(-errno);
 	}
 	return laio__try_ring(nr, a, s_openat);
 }
@@ -225,15 +259,13 @@ static long openat2_call(long nr, long *a)
 		goto pool;
 	if (!(how->flags & (O_CREAT | O_TRUNC | O_TMPFILE)) &&
 	    !(how->resolve & RESOLVE_CACHED)) {
-		struct open_how h = *how;
-		long fd;
+		bool wait = false;
+		long fd = open_cached((int)a[0], (const char *)a[1], how, &wait);
 
-		h.resolve |= RESOLVE_CACHED;
-		fd = syscall(SYS_openat2, (int)a[0], (const char *)a[1], &h, sizeof(h));
-		if (fd >= 0)
+		if (wait)
+			goto pool;
+		if (fd != -EAGAIN)
 			return laio__ret_inline(fd);
-		if (errno != EAGAIN)
-			return laio__ret_inline(-errno);
 	} else if (how->resolve & RESOLVE_CACHED) {
 		return laio__ret_inline(uaio__sysret(syscall(nr, a[0], a[1], a[2], a[3])));
 	}
@@ -326,7 +358,7 @@ static const struct laio_class {
 		     "io_uring op, returned inline if the kernel completes it during submission",
 		     c_conn },
 	[C_OPEN] = { "opens",
-		     "`openat2` with `RESOLVE_CACHED` (no `O_CREAT`, `O_TRUNC`, `O_TMPFILE`)",
+		     "`openat2` with `RESOLVE_CACHED` and `O_NONBLOCK`, as io_uring tries it (no `O_CREAT`, `O_TRUNC`, `O_TMPFILE`; a FIFO opened for reading does not wait for a writer; one opened for writing with no reader goes to the helper pool)",
 		     "io_uring op, returned inline if the kernel completes it during submission",
 		     c_open },
 	[C_RING] = { "calls with an io_uring opcode",

@@ -223,8 +223,9 @@ static long open_cached(int dfd, const char *path, const struct open_how *how,
 		errno = err;
 		return fd;
 	}
-	/* F_SETFL takes only its own flags from these: what open set. */
-	if (added && fcntl((int)fd, F_SETFL, (int)how->flags) < 0) {
+	/* F_SETFL takes only its own flags from these: what open set. Not
+	 * O_ASYNC, which open(2) ignores and F_SETFL would turn on. */
+	if (added && fcntl((int)fd, F_SETFL, (int)(how->flags & ~(uint64_t)O_ASYNC)) < 0) {
 		close((int)fd);
 		errno = err;
 		return -EAGAIN;

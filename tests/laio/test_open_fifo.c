@@ -20,6 +20,25 @@ static long finish(long r)
 	return r == -1 ? -errno : r;
 }
 
+/* r: a writer's laio open of fifo, which has no reader. It must have
+ * gone to the background, and end once a reader opens, blocking. */
+static void writer_waits(long r, const char *fifo)
+{
+	struct laio_completion c;
+	void *h;
+	int rd;
+
+	CHECK(r == -1 && errno == EINPROGRESS);
+	h = laio_gethandle();
+	rd = open(fifo, O_RDONLY | O_NONBLOCK);
+	CHECK(rd >= 0);
+	c = wait_one(h);
+	CHECK(c.laio_return_value >= 0);
+	CHECK(!(fcntl((int)c.laio_return_value, F_GETFL) & O_NONBLOCK));
+	close((int)c.laio_return_value);
+	close(rd);
+}
+
 int main(void)
 {
 	char path[] = "/tmp/laio-fifo-XXXXXX";
@@ -44,40 +63,10 @@ int main(void)
 	close((int)w);
 	close((int)r);
 
-	/* No reader: a writer's open waits in the background, not here. */
-	errno = 0;
-	r = laio_syscall(SYS_openat2, AT_FDCWD, fifo, &how, sizeof(how));
-	CHECK(r >= 0 || errno == EINPROGRESS);
-	if (r == -1) {
-		void *h = laio_gethandle();
-		int rd = open(fifo, O_RDONLY | O_NONBLOCK);
-		struct laio_completion c;
-
-		CHECK(rd >= 0);
-		c = wait_one(h);
-		CHECK(c.laio_return_value >= 0);
-		CHECK(!(fcntl((int)c.laio_return_value, F_GETFL) & O_NONBLOCK));
-		close((int)c.laio_return_value);
-		close(rd);
-	} else {
-		close((int)r);
-	}
-
-	/* The same through open(2), which the table rewrites to openat. */
-	errno = 0;
-	r = laio_syscall(SYS_open, fifo, O_WRONLY, 0);
-	CHECK(r == -1 && errno == EINPROGRESS);
-	{
-		void *h = laio_gethandle();
-		int rd = open(fifo, O_RDONLY | O_NONBLOCK);
-		struct laio_completion c;
-
-		CHECK(rd >= 0);
-		c = wait_one(h);
-		CHECK(c.laio_return_value >= 0);
-		close((int)c.laio_return_value);
-		close(rd);
-	}
+	/* No reader: a writer's open waits in the background, not here;
+	 * the same through open(2), which the table rewrites to openat. */
+	writer_waits(laio_syscall(SYS_openat2, AT_FDCWD, fifo, &how, sizeof(how)), fifo);
+	writer_waits(laio_syscall(SYS_open, fifo, O_WRONLY, 0), fifo);
 
 	/* Flags the caller asked for are kept; O_PATH still opens inline. */
 	r = INL(laio_syscall(SYS_openat, AT_FDCWD, fifo, O_RDONLY | O_NONBLOCK, 0));

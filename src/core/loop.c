@@ -493,7 +493,7 @@ UAIO_API int uaio_loop_run_once(uaio_loop *l, int64_t timeout_ns)
 	if (!l)
 		return -EINVAL;
 	if (l->threadsafe && (!l->has_owner || !pthread_equal(l->owner, pthread_self()))) {
-		/* Whoever drives the loop issues for everyone (see uring.c). */
+		/* Whoever drives the loop issues for everyone (see uring_submit.c). */
 		bool lk = uaio__lock(l);
 		l->owner = pthread_self();
 		l->has_owner = true;

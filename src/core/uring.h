@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The io_uring backend's private header: its state, user_data tags, and
- * what its files (uring.c: ring, submission, reaping; uring_rsrc.c:
- * registered files and buffers; uring_watch.c: watches) share.
+ * what its files (uring_submit.c: ops into the ring; uring.c: waiting
+ * and reaping; uring_order.c: stream order; uring_rsrc.c: registered
+ * files and buffers; uring_watch.c: watches) share.
  */
 #ifndef UAIO_CORE_URING_H
 #define UAIO_CORE_URING_H
@@ -18,7 +19,6 @@
 #define TAG_IGNORE	3u
 #define TAG_WREMOVE	4u	/* a watch's poll remove (pointers are 8-aligned) */
 #define TAG_MASK	7u
-#define CQE_BATCH	64
 #define EP_BATCH	256
 #define EV_KEY		UINT64_MAX	/* the registered eventfd in the epoll set */
 #define EV_WAKE		(UINT64_MAX - 1)	/* the loop's wake eventfd there */
@@ -59,13 +59,24 @@ static inline uint64_t ud(const void *p, unsigned tag)
 int uring__init(uaio_loop *l, const struct uaio_loop_params *p);
 void uring__fini(uaio_loop *l);
 
-/* uring.c */
+/* uring_submit.c */
+/* The first submitting thread enables the ring and becomes its issuer. */
+int uring__ring_enable(uaio_loop *l);
+int uring__ring_submit(uaio_loop *l);
+int uring__submit(uaio_loop *l, uaio_op *op);
+void uring__flush(uaio_loop *l);
 /* Starts op on the issuing thread: 0, or -EAGAIN to wait for room. */
 int uring__start(uaio_loop *l, uaio_op *op);
+/* Ops that may enter past the completion budget (they end soon). */
+bool uring__past_budget(const uaio_op *op);
+/* Moves ops waiting for room into the ring while there is room. */
+void uring__refill(uaio_loop *l);
 /* first .. last (linked by next) wait for room ahead of the others. */
 void uring__pending_front(uaio_loop *l, uaio_op *first, uaio_op *last);
 /* An SQE, submitting what is queued if the SQ is full. */
 struct io_uring_sqe *uring__get_sqe(uaio_loop *l);
+
+/* uring.c */
 /* Cancels the ring's read of the wake eventfd (epoll reads it now). */
 void uring__cancel_wake(uaio_loop *l);
 

@@ -1,0 +1,346 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * io_uring backend: submission. An op goes into the ring from the thread
+ * that issues for it (io_uring ties a request to its thread), in stream
+ * order (uring_order.c), or waits in loop->pending while the completion
+ * budget (cq_cap) is spoken for: the kernel never has to overflow for
+ * ops. Cancels, timeouts and closes may go ahead of the waiting ops
+ * (goes_ahead). uring.c reaps and waits.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <liburing.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "core/uring.h"
+
+int uring__ring_enable(uaio_loop *l)
+{
+	struct uring_state *u = U(l);
+
+	if (UAIO_LIKELY(u->enabled))
+		return 0;
+	/* The first thread to submit becomes the single issuer. */
+	if (u->ring.flags & IORING_SETUP_R_DISABLED) {
+		/* liburing 2.3 declares io_uring_enable_rings but does not
+		 * export it: register directly. */
+		if (syscall(__NR_io_uring_register, u->ring.ring_fd,
+			    IORING_REGISTER_ENABLE_RINGS, NULL, 0) < 0)
+			return -errno;
+	}
+	u->enabled = true;
+	if (!l->threadsafe && io_uring_register_ring_fd(&u->ring) == 1)
+		l->features |= UAIO_FEAT_REG_RING_FD;
+	return 0;
+}
+
+int uring__ring_submit(uaio_loop *l)
+{
+	int r = uring__ring_enable(l);
+	if (r < 0)
+		return r;
+	do {
+		r = io_uring_submit(&U(l)->ring);
+	} while (r == -EINTR);
+	return r;
+}
+
+/* An SQE, submitting what is queued if the SQ is full. */
+struct io_uring_sqe *uring__get_sqe(uaio_loop *l)
+{
+	struct uring_state *u = U(l);
+	struct io_uring_sqe *sqe = io_uring_get_sqe(&u->ring);
+
+	if (UAIO_UNLIKELY(!sqe)) {
+		uring__ring_submit(l);
+		sqe = io_uring_get_sqe(&u->ring);
+	}
+	return sqe;
+}
+
+static void prep(struct io_uring_sqe *sqe, uaio_op *op)
+{
+	const struct uaio_opdef *d = uaio__opdef(op);
+
+	d->prep(sqe, op);
+	/* A pinned handle names a registered file (ops whose file is fd). */
+	if (UAIO_UNLIKELY(op->fd >= UAIO_FD_FIXED) && (d->flags & OPF_FD)) {
+		sqe->fd = op->fd & ~UAIO_FD_FIXED;
+		sqe->flags |= IOSQE_FIXED_FILE;
+	}
+	io_uring_sqe_set_data64(sqe, ud(op, TAG_OP));
+}
+
+static bool is_cancel(const uaio_op *op)
+{
+	return op->opcode == OP_CANCEL || op->opcode == OP_CANCEL_FD;
+}
+
+/*
+ * Ops that end on their own, soon (never waiting on a peer), go to the
+ * kernel even when the ring's completion budget (cq_cap) is spoken for:
+ * behind idle reads that fill it (a server's connections) they would wait
+ * for ever, a close among them, whose own cancel is what would make room.
+ * The kernel keeps completions past the CQ's size (IORING_FEAT_NODROP)
+ * until reaped. Cancels and timeouts, which touch no descriptor, also go
+ * ahead of ops waiting for room; a close keeps its place (the writes made
+ * before it go first).
+ */
+static bool jumps_queue(const uaio_op *op)
+{
+	return is_cancel(op) || op->opcode == OP_TIMEOUT;
+}
+
+bool uring__past_budget(const uaio_op *op)
+{
+	return jumps_queue(op) || op->opcode == OP_CLOSE || op->opcode == OP_NOP;
+}
+
+/* An op waiting for room works on fd (a splice's or tee's output too). */
+static bool pending_on(const uaio_loop *l, int fd)
+{
+	for (const uaio_op *op = l->pending_head; op; op = op->next)
+		if (op->fd == fd || ((op->opcode == OP_SPLICE || op->opcode == OP_TEE) &&
+				     (int)op->addr2 == fd))
+			return true;
+	return false;
+}
+
+/* A close goes ahead too, but of its own descriptor's ops (made before
+ * it, they go first): behind idle reads that hold the whole budget it
+ * waited for ever, though its cancel is what makes room. */
+static bool goes_ahead(const uaio_loop *l, const uaio_op *op)
+{
+	return jumps_queue(op) ||
+	       (op->opcode == OP_CLOSE && l->pending_head && !pending_on(l, op->fd));
+}
+
+/* first .. last (linked by next) wait for room ahead of the others. */
+void uring__pending_front(uaio_loop *l, uaio_op *first, uaio_op *last)
+{
+	for (uaio_op *op = first; op != last->next; op = op->next)
+		op->state = OS_PENDING;
+	last->next = l->pending_head;
+	l->pending_head = first;
+	if (!l->pending_tail)
+		l->pending_tail = last;
+}
+
+static void pending_push(uaio_loop *l, uaio_op *op, bool front)
+{
+	if (front) {
+		op->next = NULL;
+		uring__pending_front(l, op, op);
+		return;
+	}
+	op->state = OS_PENDING;
+	UAIO_FIFO_PUSH(l->pending_head, l->pending_tail, op);
+}
+
+/*
+ * io_uring ties a request to the thread that issued it and cancels it when
+ * that thread exits. A thread-safe loop therefore issues only from the
+ * thread that drives it; other threads queue and wake that thread.
+ */
+static bool is_issuer(const uaio_loop *l)
+{
+	return uaio__on_driver(l);
+}
+
+/* Into the kernel; -EAGAIN when the CQ is spoken for or the SQ is full. */
+static int issue_sqe(uaio_loop *l, uaio_op *op)
+{
+	struct uring_state *u = U(l);
+	struct io_uring_sqe *sqe, *sqe2;
+
+	if (UAIO_UNLIKELY(u->kops + 2 > u->cq_cap) && !uring__past_budget(op))
+		return -EAGAIN;
+	/* Before the loop first runs, a full SQ is not submitted here: that
+	 * would make this thread the ring's single issuer, and a loop filled
+	 * here may run on another. The op waits for room instead. */
+	if (UAIO_UNLIKELY(!u->enabled) && io_uring_sq_space_left(&u->ring) < 2)
+		return -EAGAIN;
+	sqe = uring__get_sqe(l);
+	if (UAIO_UNLIKELY(!sqe))
+		return -EAGAIN;
+	if (op->opcode == OP_CLOSE && u->cancel_fd) {
+		/* Cancel what is in flight on fd first, whatever it finds:
+		 * a hard link runs the close even if the cancel "fails". */
+		io_uring_prep_cancel_fd(sqe, op->fd, IORING_ASYNC_CANCEL_ALL);
+		io_uring_sqe_set_data64(sqe, ud(NULL, TAG_IGNORE));
+		sqe->flags |= IOSQE_IO_HARDLINK;
+		u->kops++;
+		/* The pair must reach the kernel together: no submit between. */
+		sqe2 = io_uring_get_sqe(&u->ring);
+		if (!sqe2) {
+			sqe->flags &= ~IOSQE_IO_HARDLINK;
+			uring__ring_submit(l);
+			sqe2 = uring__get_sqe(l);
+			if (!sqe2)
+				return -EAGAIN;
+		}
+		sqe = sqe2;
+	}
+	prep(sqe, op);
+	op->state = OS_KERNEL;
+	u->kops++;
+	return 0;
+}
+
+/* As issue_sqe, for an op that may have to wait behind another on its
+ * stream (uring_order.c). */
+static int issue(uaio_loop *l, uaio_op *op)
+{
+	int r = uring__order_hold(l, op);
+
+	if (r) {		/* held, or -ENOMEM */
+		if (r < 0)
+			uaio__complete(l, op, r);
+		return 0;
+	}
+	r = issue_sqe(l, op);
+	if (UAIO_UNLIKELY(r < 0))
+		uring__order_undo(l, op);
+	return r;
+}
+
+static int uring_cancel(uaio_loop *l, uaio_op *op, uaio_op *target);
+static int uring_cancel_fd(uaio_loop *l, uaio_op *op);
+
+/* Starts op on the issuing thread: 0, or -EAGAIN to wait for room. */
+int uring__start(uaio_loop *l, uaio_op *op)
+{
+	switch (op->opcode) {
+	case OP_CANCEL:
+		return uring_cancel(l, op, (uaio_op *)(uintptr_t)op->addr);
+	case OP_CANCEL_FD:
+		return uring_cancel_fd(l, op);
+	case OP_CLOSE:
+		if (!(op->xflags & OX_STARTED)) {	/* once, even if retried */
+			uaio__cancel_local_fd(l, op->fd);
+			uring__order_cancel_fd(l, op->fd);
+			uring__end_watch_on_close(l, op->fd);
+			op->xflags |= OX_STARTED;
+		}
+		break;
+	}
+	return issue(l, op);
+}
+
+int uring__submit(uaio_loop *l, uaio_op *op)
+{
+	bool issuer, ahead;
+
+	if (!uaio__opdef(op)->prep && op->opcode != OP_CANCEL &&
+	    op->opcode != OP_CANCEL_FD)
+		return uaio__workers_submit(l, op);
+	if ((op->xflags & OX_ISSUE_HERE) && l->threadsafe) {
+		/* Out now, from this thread, or not at all (see loop.h); the
+		 * stream order is the caller's then (uring_order.c). */
+		int r = uring__start(l, op);
+		if (r < 0)
+			return r;
+		uring__ring_submit(l);
+		return 0;
+	}
+	issuer = is_issuer(l);
+	/* A cancel needs one completion of room and makes room: it goes
+	 * ahead of ops waiting for room (behind them, a full ring would
+	 * never hear of it); so do the other ops that end on their own. */
+	ahead = goes_ahead(l, op);
+	if (ahead && (!issuer || uring__start(l, op) == -EAGAIN)) {
+		pending_push(l, op, true);
+		if (!issuer)
+			uaio__wake(l);
+		return 0;
+	}
+	if (ahead)
+		return 0;
+	/* FIFO behind waiting ops; other threads hand over to the issuer. */
+	if (l->pending_head || !issuer || uring__start(l, op) == -EAGAIN) {
+		pending_push(l, op, false);
+		if (!issuer)
+			uaio__wake(l);
+	}
+	return 0;
+}
+
+/* The core has done what both backends share (uaio__cancel_here); run
+ * again here, since a cancel handed over to the issuing thread finds its
+ * target as it is by then. In the kernel: an async cancel. */
+static int uring_cancel(uaio_loop *l, uaio_op *op, uaio_op *target)
+{
+	struct io_uring_sqe *sqe;
+	int r = uaio__cancel_here(l, target);
+
+	if (r == 1 && target->state == OS_HELD) {
+		uaio__complete(l, op, uring__order_cancel(l, target));
+		return 0;
+	}
+	if (r == 1 && target->state == OS_KERNEL && (target->xflags & OX_CANCELLING)) {
+		/* The kernel would say 0 to this one too: the first has it,
+		 * as the epoll backend's first has ended it (-ENOENT). (Were
+		 * the first to find it running, -EALREADY, this one would
+		 * say -ENOENT too: the flag lives until it is resubmitted.) */
+		uaio__complete(l, op, -ENOENT);
+		return 0;
+	}
+	if (r == 1 && target->state == OS_KERNEL) {
+		sqe = uring__get_sqe(l);
+		if (!sqe)
+			return -EAGAIN;
+		io_uring_prep_cancel64(sqe, ud(target, TAG_OP), 0);
+		io_uring_sqe_set_data64(sqe, ud(op, TAG_OP));
+		target->xflags |= OX_CANCELLING;
+		op->state = OS_KERNEL;
+		U(l)->kops++;
+		return 0;
+	}
+	uaio__complete(l, op, r == 1 ? -ENOENT : r);
+	return 0;
+}
+
+static int uring_cancel_fd(uaio_loop *l, uaio_op *op)
+{
+	struct uring_state *u = U(l);
+	struct io_uring_sqe *sqe;
+	/* Held ops first: the busy one's end must not start them. */
+	int local = uring__order_cancel_fd(l, op->fd) + uaio__cancel_local_fd(l, op->fd);
+
+	local += uaio__workers_cancel_fd(l, op->fd);
+	if (!u->cancel_fd || !(sqe = uring__get_sqe(l))) {
+		uaio__complete(l, op, local);
+		return 0;
+	}
+	io_uring_prep_cancel_fd(sqe, op->fd, IORING_ASYNC_CANCEL_ALL);
+	io_uring_sqe_set_data64(sqe, ud(op, TAG_OP));
+	op->off = (uint64_t)local;	/* added to the kernel's count */
+	op->state = OS_KERNEL;
+	u->kops++;
+	return 0;
+}
+
+/* Moves pending ops into the ring while there is room. */
+void uring__refill(uaio_loop *l)
+{
+	struct uring_state *u = U(l);
+
+	while (l->pending_head && (u->kops + 2 <= u->cq_cap || uring__past_budget(l->pending_head))) {
+		uaio_op *op = l->pending_head;
+		l->pending_head = op->next;
+		if (!l->pending_head)
+			l->pending_tail = NULL;
+		op->state = OS_IDLE;
+		if (uring__start(l, op) == -EAGAIN) {
+			pending_push(l, op, true);
+			break;
+		}
+	}
+}
+
+void uring__flush(uaio_loop *l)
+{
+	if (is_issuer(l) && io_uring_sq_ready(&U(l)->ring))
+		uring__ring_submit(l);
+}

@@ -24,15 +24,15 @@
  * table gives the median and the best ns per request, and instructions
  * per request (user space, median) when perf_event_open() works.
  *
+ * Files: parse_cost.h (inputs and results), parse_llhttp.c,
+ * parse_pico.c, parse_hp.c (one per parser), this one (timing, main).
+ *
  * usage: parse_cost [SECONDS_PER_CELL [REPS]]
  */
 #define _GNU_SOURCE
-#include <dlfcn.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <linux/perf_event.h>
-#include <stdbool.h>
-#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -41,183 +41,7 @@
 #include <time.h>
 #include <unistd.h>
 
-/* llhttp.h and http_parser.h cannot share a translation unit (the same
- * HPE_* and HTTP_* names): this file is compiled a second time with
- * PARSE_COST_HP defined for the http-parser part alone. */
-#ifdef PARSE_COST_HP
-#include <http_parser.h>
-#else
-#include <llhttp.h>
-#endif
-
-/* ------------------------------------------------------------- inputs */
-
-#define MAX_HEADERS 64
-#define PIPELINE 16
-
-struct input {
-	const char *name;
-	char *buf;
-	size_t len;
-	int nreq;		/* requests in buf */
-};
-
-/* ------------------------------------------------------------ results */
-
-struct span {
-	const char *p;
-	size_t n;
-};
-
-/* What a server keeps of one request head. */
-struct req {
-	const char *base;
-	struct span target;
-	struct span field, val;		/* header being parsed */
-	struct span hn[MAX_HEADERS], hv[MAX_HEADERS];
-	int nh;
-	int minor;
-	bool get;
-	bool in_value;			/* http-parser: a value was last */
-	bool done;
-};
-
-/* Consumes a finished request: a checksum of its spans, the same for
- * every parser. */
-static inline uint64_t fold(const struct req *r)
-{
-	uint64_t h = (uint64_t)(r->target.p - r->base) * 31 + r->target.n;
-
-	h = h * 131 + (uint64_t)r->minor * 2 + r->get;
-	for (int i = 0; i < r->nh; i++) {
-		h = h * 131 + (uint64_t)(r->hn[i].p - r->base) + r->hn[i].n;
-		h = h * 131 + (uint64_t)(r->hv[i].p - r->base) + r->hv[i].n;
-	}
-	return h;
-}
-
-static inline void begin(struct req *r, const char *base)
-{
-	r->base = base;
-	r->target = (struct span){ 0 };
-	r->field = r->val = (struct span){ 0 };
-	r->nh = 0;
-	r->in_value = false;
-	r->done = false;
-}
-
-/* Spans may come in pieces (across reads); they are adjacent. */
-static inline void extend(struct span *s, const char *at, size_t n)
-{
-	if (!s->p)
-		*s = (struct span){ at, n };
-	else
-		s->n = (size_t)(at + n - s->p);
-}
-
-static inline void push_header(struct req *r)
-{
-	if (r->nh < MAX_HEADERS) {
-		r->hn[r->nh] = r->field;
-		r->hv[r->nh] = r->val.p ? r->val : (struct span){ r->field.p, 0 };
-		r->nh++;
-	}
-	r->field = r->val = (struct span){ 0 };
-}
-
-void hp_setup(char *name, size_t namesz);
-int hp_parse(const struct input *in, uint64_t *sum);
-
-#ifdef PARSE_COST_HP
-
-/* -------------------------------------------------------- http-parser */
-
-static int hp_url(http_parser *p, const char *at, size_t n)
-{
-	extend(&((struct req *)p->data)->target, at, n);
-	return 0;
-}
-
-static int hp_field(http_parser *p, const char *at, size_t n)
-{
-	struct req *r = p->data;
-
-	if (r->in_value) {	/* no value_complete: a new field ends it */
-		push_header(r);
-		r->in_value = false;
-	}
-	extend(&r->field, at, n);
-	return 0;
-}
-
-static int hp_value(http_parser *p, const char *at, size_t n)
-{
-	struct req *r = p->data;
-
-	r->in_value = true;
-	extend(&r->val, at, n);
-	return 0;
-}
-
-static int hp_headers_done(http_parser *p)
-{
-	struct req *r = p->data;
-
-	if (r->in_value || r->field.p)
-		push_header(r);
-	r->in_value = false;
-	r->get = p->method == HTTP_GET;
-	r->minor = p->http_minor;
-	return 0;
-}
-
-static int hp_message_done(http_parser *p)
-{
-	((struct req *)p->data)->done = true;
-	http_parser_pause(p, 1);
-	return 0;
-}
-
-static http_parser_settings hp_settings;
-static http_parser hp_parser;
-
-void hp_setup(char *name, size_t namesz)
-{
-	http_parser_settings_init(&hp_settings);
-	hp_settings.on_url = hp_url;
-	hp_settings.on_header_field = hp_field;
-	hp_settings.on_header_value = hp_value;
-	hp_settings.on_headers_complete = hp_headers_done;
-	hp_settings.on_message_complete = hp_message_done;
-	http_parser_init(&hp_parser, HTTP_REQUEST);
-	snprintf(name, namesz, "http-parser %d.%d.%d", HTTP_PARSER_VERSION_MAJOR,
-		 HTTP_PARSER_VERSION_MINOR, HTTP_PARSER_VERSION_PATCH);
-}
-
-int hp_parse(const struct input *in, uint64_t *sum)
-{
-	struct req r;
-	const char *at = in->buf, *end = in->buf + in->len;
-	int n = 0;
-
-	hp_parser.data = &r;
-	while (at < end) {
-		size_t got;
-
-		begin(&r, at);
-		got = http_parser_execute(&hp_parser, &hp_settings, at,
-					  (size_t)(end - at));
-		if (HTTP_PARSER_ERRNO(&hp_parser) != HPE_PAUSED || !r.done || !got)
-			return -1;
-		http_parser_pause(&hp_parser, 0);
-		at += got;
-		*sum += fold(&r);
-		n++;
-	}
-	return n;
-}
-
-#else /* !PARSE_COST_HP: everything else */
+#include "parse_cost.h"
 
 /* ----------------------------------------------------------- requests */
 
@@ -268,160 +92,6 @@ static void make_inputs(void)
 				    PIPELINE };
 }
 
-/* ------------------------------------------------ picohttpparser's API */
-
-struct phr_header {
-	const char *name;
-	size_t name_len;
-	const char *value;
-	size_t value_len;
-};
-
-typedef int (*phr_parse_request_fn)(const char *buf, size_t len,
-	const char **method, size_t *method_len, const char **path,
-	size_t *path_len, int *minor_version, struct phr_header *headers,
-	size_t *num_headers, size_t last_len);
-
-static phr_parse_request_fn phr_parse_request;
-static char pico_lib[256];
-
-/* ------------------------------------------------------------- llhttp */
-
-static int ll_url(llhttp_t *p, const char *at, size_t n)
-{
-	extend(&((struct req *)p->data)->target, at, n);
-	return 0;
-}
-
-static int ll_field(llhttp_t *p, const char *at, size_t n)
-{
-	extend(&((struct req *)p->data)->field, at, n);
-	return 0;
-}
-
-static int ll_value(llhttp_t *p, const char *at, size_t n)
-{
-	extend(&((struct req *)p->data)->val, at, n);
-	return 0;
-}
-
-static int ll_value_done(llhttp_t *p)
-{
-	push_header(p->data);
-	return 0;
-}
-
-static int ll_headers_done(llhttp_t *p)
-{
-	struct req *r = p->data;
-
-	r->get = llhttp_get_method(p) == HTTP_GET;
-	r->minor = llhttp_get_http_minor(p);
-	return 0;
-}
-
-static int ll_message_done(llhttp_t *p)
-{
-	((struct req *)p->data)->done = true;
-	return HPE_PAUSED;
-}
-
-static llhttp_settings_t ll_settings;
-static llhttp_t ll_parser;
-
-static void ll_setup(void)
-{
-	llhttp_settings_init(&ll_settings);
-	ll_settings.on_url = ll_url;
-	ll_settings.on_header_field = ll_field;
-	ll_settings.on_header_value = ll_value;
-	ll_settings.on_header_value_complete = ll_value_done;
-	ll_settings.on_headers_complete = ll_headers_done;
-	ll_settings.on_message_complete = ll_message_done;
-	llhttp_init(&ll_parser, HTTP_REQUEST, &ll_settings);
-}
-
-/* One read's worth: every request in it, one execute() per request as
- * uaio-httpd does. Returns the requests parsed, -1 on error. */
-static int ll_parse(const struct input *in, uint64_t *sum)
-{
-	struct req r;
-	const char *at = in->buf, *end = in->buf + in->len;
-	int n = 0;
-
-	ll_parser.data = &r;
-	while (at < end) {
-		llhttp_errno_t e;
-
-		begin(&r, at);
-		e = llhttp_execute(&ll_parser, at, (size_t)(end - at));
-		if (e != HPE_PAUSED || !r.done)
-			return -1;
-		at = llhttp_get_error_pos(&ll_parser);
-		llhttp_resume(&ll_parser);
-		*sum += fold(&r);
-		n++;
-	}
-	return n;
-}
-
-/* ----------------------------------------------------- picohttpparser */
-
-static int pico_parse(const struct input *in, uint64_t *sum)
-{
-	struct req r;
-	struct phr_header h[MAX_HEADERS];
-	const char *at = in->buf, *end = in->buf + in->len;
-	int n = 0;
-
-	while (at < end) {
-		const char *m, *path;
-		size_t mlen, plen, nh = MAX_HEADERS;
-		int minor, len;
-
-		begin(&r, at);
-		len = phr_parse_request(at, (size_t)(end - at), &m, &mlen, &path,
-					&plen, &minor, h, &nh, 0);
-		if (len <= 0)
-			return -1;
-		r.target = (struct span){ path, plen };
-		r.minor = minor;
-		r.get = mlen == 3 && !memcmp(m, "GET", 3);
-		for (size_t i = 0; i < nh; i++) {
-			r.hn[i] = (struct span){ h[i].name, h[i].name_len };
-			r.hv[i] = (struct span){ h[i].value, h[i].value_len };
-		}
-		r.nh = (int)nh;
-		at += len;
-		*sum += fold(&r);
-		n++;
-	}
-	return n;
-}
-
-static bool pico_load(char *why, size_t whysz)
-{
-	static const char *names[] = {
-		"libh2o.so.0.13", "libh2o-evloop.so.0.13", NULL,
-	};
-
-	for (int i = 0; names[i]; i++) {
-		void *h = dlopen(names[i], RTLD_NOW | RTLD_LOCAL);
-
-		if (!h) {
-			snprintf(why, whysz, "%s", dlerror());
-			continue;
-		}
-		phr_parse_request = (phr_parse_request_fn)dlsym(h, "phr_parse_request");
-		if (phr_parse_request) {
-			snprintf(pico_lib, sizeof(pico_lib), "%s", names[i]);
-			return true;
-		}
-		snprintf(why, whysz, "%s has no phr_parse_request", names[i]);
-	}
-	return false;
-}
-
 /* ------------------------------------------------------------ parsers */
 
 struct parser {
@@ -432,6 +102,7 @@ struct parser {
 
 static struct parser parsers[3];
 static int nparsers;
+static const char *pico_lib;
 
 /* ------------------------------------------------------------- timing */
 
@@ -523,15 +194,13 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	make_inputs();
-	ll_setup();
 	{
 		static char name[64];
 
-		snprintf(name, sizeof(name), "llhttp %d.%d.%d", LLHTTP_VERSION_MAJOR,
-			 LLHTTP_VERSION_MINOR, LLHTTP_VERSION_PATCH);
+		ll_setup(name, sizeof(name));
 		parsers[nparsers++] = (struct parser){ name, ll_parse, NULL };
 	}
-	if (pico_load(why, sizeof(why)))
+	if (pico_load(why, sizeof(why), &pico_lib))
 		parsers[nparsers++] = (struct parser){ "picohttpparser (libh2o 0.13)",
 						       pico_parse, NULL };
 	else
@@ -643,4 +312,3 @@ int main(int argc, char **argv)
 		printf("\npicohttpparser: phr_parse_request from %s\n", pico_lib);
 	return sink == 42 ? 3 : 0;	/* sink read: the work is used */
 }
-#endif /* !PARSE_COST_HP */

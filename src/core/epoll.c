@@ -51,6 +51,11 @@ static void ep_fini(uaio_loop *l)
 	l->bs = NULL;
 }
 
+static void ep_forsake(uaio_loop *l)
+{
+	uaio__fd_close(E(l)->epfd);
+}
+
 static void always_remove(uaio_loop *l, uaio_watch *w)
 {
 	struct epoll_state *es = E(l);
@@ -363,6 +368,7 @@ const struct uaio_backend uaio__epoll_backend = {
 	.kind = UAIO_BACKEND_EPOLL,
 	.init = ep_init,
 	.fini = ep_fini,
+	.forsake = ep_forsake,
 	.submit = ep_submit,
 	.watch_arm = ep_watch_arm,
 	.watch_stop = ep_watch_stop,

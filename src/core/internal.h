@@ -95,6 +95,10 @@ struct uaio_backend {
 	int kind;
 	int (*init)(uaio_loop *l, const struct uaio_loop_params *p);
 	void (*fini)(uaio_loop *l);
+	/* A fork child's loop that another thread was inside: close the
+	 * backend's descriptors, reading only their numbers (see
+	 * uaio__loop_forsake). */
+	void (*forsake)(uaio_loop *l);
 	/* Queue op (state set by the backend). Called under the loop lock. */
 	int (*submit)(uaio_loop *l, uaio_op *op);
 	/* Make the backend watch w->events (0 = nothing); w is active. */

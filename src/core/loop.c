@@ -117,6 +117,14 @@ UAIO_API void uaio_loop_free(uaio_loop *l)
 	free(l);
 }
 
+void uaio__loop_forsake(uaio_loop *l)
+{
+	if (!l)
+		return;
+	l->be->forsake(l);
+	uaio__fd_close(l->wake_fd);
+}
+
 UAIO_API int uaio_loop_backend(const uaio_loop *l)
 {
 	return l->be->kind;

@@ -22,4 +22,13 @@
 int uaio__thread_start(pthread_t *t, const pthread_attr_t *attr,
 		       void *(*fn)(void *), void *arg);
 
+/*
+ * In a fork child, a loop some thread of the parent was inside (its
+ * lists and locks may be mid-update): closes its descriptors, reading
+ * nothing but their numbers, and leaks the rest. The child then holds
+ * none of the parent's rings, eventfds or epoll sets.
+ */
+struct uaio_loop;
+void uaio__loop_forsake(struct uaio_loop *l);
+
 #endif

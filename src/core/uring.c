@@ -329,6 +329,7 @@ const struct uaio_backend uaio__uring_backend = {
 	.kind = UAIO_BACKEND_URING,
 	.init = uring__init,
 	.fini = uring__fini,
+	.forsake = uring__forsake,
 	.submit = uring__submit,
 	.watch_arm = uring__watch_arm,
 	.watch_stop = uring__watch_stop,

@@ -58,6 +58,7 @@ static inline uint64_t ud(const void *p, unsigned tag)
 /* uring_setup.c: the ring, made and torn down. */
 int uring__init(uaio_loop *l, const struct uaio_loop_params *p);
 void uring__fini(uaio_loop *l);
+void uring__forsake(uaio_loop *l);
 
 /* uring_submit.c */
 /* The first submitting thread enables the ring and becomes its issuer. */

@@ -89,6 +89,21 @@ int uring__init(uaio_loop *l, const struct uaio_loop_params *p)
 	return 0;
 }
 
+void uring__forsake(uaio_loop *l)
+{
+	struct uring_state *u = U(l);
+
+	if (!u)
+		return;
+	uaio__fd_close(u->ring.ring_fd);
+	if (u->epfd >= 0)
+		uaio__fd_close(u->epfd);
+	if (u->evfd >= 0)
+		uaio__fd_close(u->evfd);
+	if (u->tsfd >= 0)
+		uaio__fd_close(u->tsfd);
+}
+
 void uring__fini(uaio_loop *l)
 {
 	struct uring_state *u = U(l);

@@ -40,9 +40,12 @@ static void engine_fork_child(void)
 
 	pthread_mutex_init(&e->init_mu, NULL);
 	pthread_mutex_init(&e->mu, NULL);
-	/* A loop another thread was inside may be mid-update: leak it. */
+	/* A loop another thread was inside may be mid-update: leak it, but
+	 * not its descriptors. */
 	if (e->loop && !e->driving)
 		uaio_loop_free(e->loop);
+	else if (e->loop)
+		uaio__loop_forsake(e->loop);
 	e->loop = NULL;
 	UAIO_SLAB_FOREACH(&e->calls, r)
 		laio__call_free_parts(r);

@@ -1,7 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /* fork(): the child starts with no background calls and a working engine. */
 #include "laio/laio_util.h"
+#include <dirent.h>
+#include <pthread.h>
 #include <stdbool.h>
+#include <string.h>
 
 static void fork_with(bool raw)
 {
@@ -55,9 +58,111 @@ static void fork_by_laio(void)
 	fork_with(true);
 }
 
+/* The engine's kind of descriptors this process holds: rings, eventfds,
+ * epoll sets. */
+static int engine_fds(void)
+{
+	DIR *d = opendir("/proc/self/fd");
+	struct dirent *de;
+	char path[300], target[64];
+	int n = 0;
+	ssize_t len;
+
+	CHECK(d != NULL);
+	while ((de = readdir(d))) {
+		snprintf(path, sizeof(path), "/proc/self/fd/%s", de->d_name);
+		if ((len = readlink(path, target, sizeof(target) - 1)) < 0)
+			continue;
+		target[len] = 0;
+		n += !strcmp(target, "anon_inode:[io_uring]") ||
+		     !strcmp(target, "anon_inode:[eventfd]") ||
+		     !strcmp(target, "anon_inode:[eventpoll]");
+	}
+	closedir(d);
+	return n;
+}
+
+static struct laio_completion poller_got;
+static pid_t poller_tid;
+
+static void *poller(void *arg)
+{
+	(void)arg;
+	__atomic_store_n(&poller_tid, (pid_t)syscall(SYS_gettid), __ATOMIC_RELEASE);
+	CHECK_EQ(laio_poll(&poller_got, 1, NULL), 1);
+	return NULL;
+}
+
+/* Whether thread tid sleeps (in laio_poll, driving the loop). */
+static bool sleeping(pid_t tid)
+{
+	char path[64], buf[256], *p;
+	FILE *f;
+	bool s = false;
+
+	snprintf(path, sizeof(path), "/proc/self/task/%d/stat", (int)tid);
+	if (!(f = fopen(path, "r")))
+		return false;
+	if (fgets(buf, sizeof(buf), f) && (p = strrchr(buf, ')')))
+		s = p[2] == 'S';
+	fclose(f);
+	return s;
+}
+
+/* A fork while another thread drives the engine's loop in laio_poll: the
+ * child leaks that loop (it may be mid-update) but keeps none of its
+ * descriptors. */
+static void fork_while_polling(void)
+{
+	int p[2];
+	char b = 0;
+	pthread_t t;
+	pid_t tid;
+	void *h;
+
+	CHECK(pipe(p) == 0);
+	h = BG(laio_syscall(SYS_read, p[0], &b, 1));
+	CHECK(engine_fds() > 0);
+	CHECK(pthread_create(&t, NULL, poller, NULL) == 0);
+	while (!(tid = __atomic_load_n(&poller_tid, __ATOMIC_ACQUIRE)) || !sleeping(tid))
+		usleep(1000);
+	fflush(NULL);
+	pid_t pid = fork();
+	CHECK(pid >= 0);
+	if (pid == 0) {
+		struct laio_completion c;
+		struct timespec z = { 0, 0 };
+		int q[2];
+		char cb = 0;
+
+		alarm(20);
+		CHECK_EQ(engine_fds(), 0);
+		CHECK_EQ(laio_poll(&c, 1, &z), 0);
+		/* a fresh engine works */
+		CHECK(pipe(q) == 0);
+		void *hc = BG(laio_syscall(SYS_read, q[0], &cb, 1));
+		CHECK(write(q[1], "c", 1) == 1);
+		c = wait_one(hc);
+		CHECK_EQ(c.laio_return_value, 1);
+		CHECK_EQ(cb, 'c');
+		_exit(0);
+	}
+	int st;
+	CHECK(waitpid(pid, &st, 0) == pid);
+	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	CHECK(write(p[1], "p", 1) == 1);
+	CHECK(pthread_join(t, NULL) == 0);
+	CHECK(poller_got.laio_handle == h);
+	CHECK_EQ(poller_got.laio_return_value, 1);
+	CHECK_EQ(b, 'p');
+	close(p[0]);
+	close(p[1]);
+}
+
 int main(void)
 {
 	RUN_MECHS(fork_outstanding);
 	RUN_MECHS(fork_by_laio);
+	RUN_MECHS(fork_while_polling);
 	return T_EXIT_PASS;
 }

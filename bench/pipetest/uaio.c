@@ -162,6 +162,19 @@ static void on_nothing(uaio_op *op, int res, void *data)
 {
 }
 
+/* The resident set once the loop has taken in what was just started. */
+static long settled_rss(uaio_loop *l)
+{
+	uaio_loop_run_once(l, 0);
+	uaio_loop_run_once(l, 0);
+	return rss_bytes();
+}
+
+static double per_item(long bytes, int n)
+{
+	return n ? (double)bytes / n : 0;
+}
+
 void memory_report(int count, int limit)
 {
 	printf("mem sizeof_uaio_op=%zu sizeof_uaio_watch=%zu sizeof_uaio_timer=%zu "
@@ -192,21 +205,18 @@ void memory_report(int count, int limit)
 		for (int k = 0; k < nfd; k++) {
 			int fd = k & 1 ? pt.wfd[k / 2] : pt.rfd[k / 2];
 
-			/* Write ends never become readable: idle pt.watches. */
+			/* Write ends never become readable: idle watches. */
 			if (uaio_watch_start(l, &w[k], fd, UAIO_READABLE,
 					     &reactor_handler, NULL) < 0)
 				break;
 			started++;
 		}
-		uaio_loop_run_once(l, 0);
-		uaio_loop_run_once(l, 0);
-		long after = rss_bytes();
+		long grew = settled_rss(l) - before;
 
 		printf("mem kind=watch %s watched=%d rss_delta_bytes=%ld "
 		       "bytes_per_item=%.1f rss_per_100k_bytes=%.0f\n",
-		       uaio_desc(), started, after - before,
-		       started ? (double)(after - before) / started : 0,
-		       started ? (double)(after - before) / started * 100000 : 0);
+		       uaio_desc(), started, grew, per_item(grew, started),
+		       per_item(grew, started) * 100000);
 		fflush(stdout);
 		uaio_loop_free(l);
 		free(w);
@@ -216,7 +226,7 @@ void memory_report(int count, int limit)
 		close(pt.wfd[i]);
 	}
 
-	/* In-flight pt.ops: long timeouts need no descriptor each. */
+	/* Ops in flight: long timeouts need no descriptor each. */
 	for (int force_epoll = 0; force_epoll <= 1; force_epoll++) {
 		uaio_loop *l = pt.loop = uaio_open(force_epoll);
 		uaio_op *o = calloc(count, sizeof(*o));
@@ -235,15 +245,12 @@ void memory_report(int count, int limit)
 				break;
 			started++;
 		}
-		uaio_loop_run_once(l, 0);
-		uaio_loop_run_once(l, 0);
-		long after = rss_bytes();
+		long grew = settled_rss(l) - before;
 
 		printf("mem kind=op %s submitted=%d inflight=%u rss_delta_bytes=%ld "
 		       "bytes_per_item=%.1f rss_per_100k_bytes=%.0f%s%s\n",
-		       uaio_desc(), started, uaio_loop_inflight(l), after - before,
-		       started ? (double)(after - before) / started : 0,
-		       started ? (double)(after - before) / started * 100000 : 0,
+		       uaio_desc(), started, uaio_loop_inflight(l), grew,
+		       per_item(grew, started), per_item(grew, started) * 100000,
 		       err < 0 ? " stopped_by=" : "", err < 0 ? strerror(-err) : "");
 		fflush(stdout);
 		uaio_loop_free(l);

@@ -89,6 +89,17 @@ int uring__init(uaio_loop *l, const struct uaio_loop_params *p)
 	return 0;
 }
 
+/* The epoll set, its eventfd, a thread-safe loop's descriptor. */
+static void close_side_fds(struct uring_state *u)
+{
+	if (u->epfd >= 0)
+		uaio__fd_close(u->epfd);
+	if (u->evfd >= 0)
+		uaio__fd_close(u->evfd);
+	if (u->tsfd >= 0)
+		uaio__fd_close(u->tsfd);
+}
+
 void uring__forsake(uaio_loop *l)
 {
 	struct uring_state *u = U(l);
@@ -96,12 +107,7 @@ void uring__forsake(uaio_loop *l)
 	if (!u)
 		return;
 	uaio__fd_close(u->ring.ring_fd);
-	if (u->epfd >= 0)
-		uaio__fd_close(u->epfd);
-	if (u->evfd >= 0)
-		uaio__fd_close(u->evfd);
-	if (u->tsfd >= 0)
-		uaio__fd_close(u->tsfd);
+	close_side_fds(u);
 }
 
 void uring__fini(uaio_loop *l)
@@ -112,12 +118,7 @@ void uring__fini(uaio_loop *l)
 		return;
 	uaio__fd_disown(u->ring.ring_fd);
 	io_uring_queue_exit(&u->ring);
-	if (u->epfd >= 0)
-		uaio__fd_close(u->epfd);
-	if (u->evfd >= 0)
-		uaio__fd_close(u->evfd);
-	if (u->tsfd >= 0)
-		uaio__fd_close(u->tsfd);
+	close_side_fds(u);
 	free(u->slot_free);
 	free(u);
 	l->bs = NULL;

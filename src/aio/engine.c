@@ -403,6 +403,7 @@ static bool engine_retire(uaio_loop *l)
 			uaio_watch_stop(l, &E->own_watch);
 		E->loop = NULL;
 		uaio_loop_free(l);
+		aio__threads_retire_locked();
 	}
 	aio__unlock();
 	return idle;

@@ -416,6 +416,7 @@ int aio__engine_start_locked(void);
 int aio__threads_start_locked(void);
 void aio__thread_exit_wait(void *arg);
 void aio__threads_fork_child(void);
+void aio__threads_retire_locked(void);
 int aio__own_issue_locked(struct aio_req *r, int fd);
 bool aio__own_wait(const struct aiocb *const list[], int nent,
 		   const struct timespec *deadline, int *res);

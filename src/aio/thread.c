@@ -72,8 +72,8 @@ int aio__threads_start_locked(void)
 {
 	int r;
 
-	/* A new engine (the last one retired idle) keeps the eventfd the
-	 * threads' rings have registered. */
+	/* A new engine keeps the eventfd of rings that outlived the last
+	 * one (their threads were waiting on them when it retired). */
 	if (E->own_evfd < 0 &&
 	    (E->own_evfd = uaio__fd_own(eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK))) < 0)
 		return -errno;
@@ -134,6 +134,25 @@ static void ring_drop_locked(struct aio_thread *t)
 	t->ring_ok = false;
 	uaio__fd_disown(t->ring.ring_fd);
 	io_uring_queue_exit(&t->ring);
+}
+
+/* The engine retires (no request anywhere): the threads' rings and their
+ * eventfd go too, as glibc's idle helpers leave nothing behind; a thread
+ * makes its ring anew on its next direct request. One still inside
+ * aio_suspend's wait (reaping) keeps its ring, and the eventfd with it. */
+void aio__threads_retire_locked(void)
+{
+	struct aio_thread *t, *next;
+
+	for (t = E->threads; t; t = next) {
+		next = t->next;
+		if (!t->reaping && !t->direct)
+			ring_drop_locked(t);
+	}
+	if (!E->threads && E->own_evfd >= 0) {
+		uaio__fd_close(E->own_evfd);
+		E->own_evfd = -1;
+	}
 }
 
 /* pthread key destructor: the exiting thread waits until the kernel has

@@ -339,14 +339,66 @@ static int threads_now(void)
 	return n;
 }
 
+/* Descriptors of the kinds an AIO engine holds: rings, eventfds, epoll
+ * sets (glibc's helpers hold none). */
+static int engine_fds(void)
+{
+	DIR *d = opendir("/proc/self/fd");
+	struct dirent *de;
+	char path[300], target[64];
+	int n = 0;
+	ssize_t len;
+
+	if (!d)
+		return -1;
+	while ((de = readdir(d))) {
+		snprintf(path, sizeof(path), "/proc/self/fd/%s", de->d_name);
+		if ((len = readlink(path, target, sizeof(target) - 1)) < 0)
+			continue;
+		target[len] = 0;
+		n += !strcmp(target, "anon_inode:[io_uring]") ||
+		     !strcmp(target, "anon_inode:[eventfd]") ||
+		     !strcmp(target, "anon_inode:[eventpoll]");
+	}
+	closedir(d);
+	return n;
+}
+
+/* Two O_DIRECT reads, waited for in aio_suspend: the second goes on the
+ * thread's own ring under uaio. 0, or why not (no O_DIRECT here: 0). */
+static int direct_reads(void)
+{
+	char path[] = "/var/tmp/uaio-idle-XXXXXX";
+	int fd = mkstemp(path), dfd;
+	void *buf = NULL;
+	struct aiocb r;
+	int ret = 0;
+
+	if (fd < 0 || posix_memalign(&buf, 4096, 4096) || ftruncate(fd, 8192))
+		return 5;
+	dfd = open(path, O_RDONLY | O_DIRECT);
+	unlink(path);
+	close(fd);
+	for (int k = 0; dfd >= 0 && k < 2 && !ret; k++) {
+		cb_init(&r, dfd, buf, 4096, 4096 * k);
+		if (aio_read(&r) || wait_for(&r) != 4096)
+			ret = 6;
+	}
+	if (dfd >= 0)
+		close(dfd);
+	free(buf);
+	return ret;
+}
+
 /* Done with AIO for aio_idle_time (1 s), a program is single-threaded
  * again, as glibc's helper threads end (unshare(2) of a user namespace
- * wants that); a request after that is served as any other. */
+ * wants that), and holds no descriptor of the engine's; a request after
+ * that is served as any other. */
 static int idle_child(void)
 {
 	struct aioinit init = { .aio_threads = 4, .aio_num = 64, .aio_idle_time = 1 };
 	struct aiocb r;
-	int p[2];
+	int p[2], ret;
 	char b[4];
 
 	aio_init(&init);
@@ -359,12 +411,16 @@ static int idle_child(void)
 			return 3;
 		close(p[0]);
 		close(p[1]);
+		if ((ret = direct_reads()))
+			return ret;
 		/* a bound, not a timing: up to 60 s for what takes 1 */
 		for (int i = 0; threads_now() != 1; i++) {
 			if (i == 600)
 				return 4;
 			usleep(100000);
 		}
+		if (engine_fds() != 0)
+			return 7;
 	}
 	return 0;
 }

@@ -488,6 +488,9 @@ static void t_rfc(void)
 		      "0\r\n\r\n", 501, "Transfer-Encoding: gzip, chunked");
 	expect_status("GET /plain.txt HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: gzip\r\n\r\n", 400,
 		      "Transfer-Encoding: gzip (chunked not last)");
+	/* HTTP/1.0 has no transfer codings: its framing is faulty (6.1) */
+	expect_status("GET /plain.txt HTTP/1.0\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n",
+		      400, "Transfer-Encoding in HTTP/1.0");
 	expect_status("FOO /plain.txt HTTP/1.1\r\nHost: t\r\n\r\n", 501, "an unknown method");
 	expect_status("G@T /plain.txt HTTP/1.1\r\nHost: t\r\n\r\n", 400, "a method that is no token");
 	expect_status("GET http://t?q=1 HTTP/1.1\r\nHost: t\r\n\r\n", 200,

@@ -124,9 +124,10 @@ bool proto_name_ok(const char *s, size_t n);
 int proto_path(struct span target, char *out, size_t outsz, bool *slash);
 
 /* What a parsed request gets before any file is looked up: 0 (go on),
- * 400 (HTTP/0.9, bad or missing Host, a header line RFC 9112 refuses, a
- * validator given twice), 405 (not GET or HEAD), 501 (a transfer coding
- * other than chunked) or 505 (HTTP/2 and up). */
+ * 400 (HTTP/0.9, Transfer-Encoding in HTTP/1.0, bad or missing Host, a
+ * header line RFC 9112 refuses, a validator given twice), 405 (not GET
+ * or HEAD), 501 (a transfer coding other than chunked) or 505 (HTTP/2
+ * and up). */
 int proto_verdict(const struct request *q);
 /* Whether a Host value is a uri-host with an optional port (RFC 9112 3.2;
  * empty is allowed). */

@@ -329,6 +329,10 @@ int proto_verdict(const struct request *q)
 	 * spoken here (RFC 9110 15.6.6). */
 	if (q->major != 1)
 		return q->major ? 505 : 400;
+	/* Transfer-Encoding in HTTP/1.0 is faulty framing (RFC 9112 6.1,
+	 * 6.3): 400, as nginx, whatever the method. */
+	if (q->minor == 0 && q->hdr[H_TRANSFER_ENCODING].p)
+		return 400;
 	if (q->method != HTTP_GET && q->method != HTTP_HEAD)
 		return 405;
 	/* Host: required in 1.1, once, well formed (RFC 9112 3.2); the

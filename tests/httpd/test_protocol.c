@@ -452,6 +452,18 @@ static void t_rfc(void)
 		snprintf(what, sizeof(what), "Host:%s", hosts[i].value);
 		expect_status(req, hosts[i].want, what);
 	}
+	/* Host on 256 or 257 lines is as repeated as on two (a count of
+	 * lines that wrapped took them for one) */
+	for (int n = 256; n <= 257; n++) {
+		char req[4096], what[40];
+		size_t len = (size_t)snprintf(req, sizeof(req), "GET /plain.txt HTTP/1.1\r\n");
+
+		for (int i = 0; i < n; i++)
+			len += (size_t)snprintf(req + len, sizeof(req) - len, "Host: t\r\n");
+		snprintf(req + len, sizeof(req) - len, "\r\n");
+		snprintf(what, sizeof(what), "Host on %d lines", n);
+		expect_status(req, 400, what);
+	}
 	expect_status("GET /plain.txt HTTP/2.0\r\nHost: t\r\n\r\n", 505, "HTTP/2.0 on this port");
 	expect_status("GET /plain.txt HTTP/3.0\r\nHost: t\r\n\r\n", 505, "HTTP/3.0");
 	expect_status("GET /plain.txt HTTP/0.9\r\nHost: t\r\n\r\n", 400, "HTTP/0.9 with headers");

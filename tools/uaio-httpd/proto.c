@@ -112,8 +112,12 @@ static int on_value_done(llhttp_t *p)
 		r->bad_head = true;
 	while (v.n && (v.p[v.n - 1] == ' ' || v.p[v.n - 1] == '\t'))
 		v.n--;
-	if (r->cur != H_OTHER && !r->dup[r->cur]++)
+	/* The count stops at its top: wrapped, 256 Host lines were none
+	 * repeated and 257 one. */
+	if (r->cur != H_OTHER && !r->dup[r->cur])
 		r->hdr[r->cur] = v;
+	if (r->cur != H_OTHER && r->dup[r->cur] < UINT8_MAX)
+		r->dup[r->cur]++;
 	r->val = (struct span){ 0 };
 	r->cur = H_OTHER;
 	return 0;

@@ -176,8 +176,10 @@ int proto_parse_date(struct span s, time_t *t)
 
 /* ------------------------------------------------------------ validators */
 
-/* Each entity-tag of a comma-separated list, W/ prefix dropped. */
-static bool etag_list_has(struct span list, const char *etag, bool weak_ok)
+/* Each entity-tag of a comma-separated list, W/ prefix dropped: 1 when
+ * one is etag, 0 when none is, -1 when the list turns malformed first
+ * (what follows matches nothing). */
+static int etag_list_has(struct span list, const char *etag, bool weak_ok)
 {
 	const char *p = list.p, *end = list.p + list.n;
 	size_t elen = strlen(etag);
@@ -189,42 +191,43 @@ static bool etag_list_has(struct span list, const char *etag, bool weak_ok)
 		while (p < end && (*p == ' ' || *p == '\t' || *p == ','))
 			p++;
 		if (p == end)
-			return false;
+			return 0;
 		if (end - p >= 2 && p[0] == 'W' && p[1] == '/')
 			weak = true, p += 2;
-		if (*p != '"')
-			return false;	/* malformed: matches nothing */
+		if (p == end || *p != '"')
+			return -1;
 		q = memchr(p + 1, '"', (size_t)(end - p - 1));
 		if (!q)
-			return false;
+			return -1;
 		q++;
 		if ((size_t)(q - p) == elen && !memcmp(p, etag, elen) &&
 		    (weak_ok || !weak))
-			return true;
+			return 1;
 		p = q;
 	}
 }
 
-/* "*", or a list naming etag: If-None-Match compares weakly, If-Match
- * strongly (RFC 9110 8.8.3.2). */
-static bool etag_matches(struct span list, const char *etag, bool weak_ok)
+/* "*", or a list naming etag: If-None-Match (h) compares weakly, If-Match
+ * strongly (RFC 9110 8.8.3.2). A list on several lines is the lines'
+ * values joined by commas (RFC 9110 5.3), read line after line; "*"
+ * stands alone, so with another line it is malformed. */
+static bool etag_matches(const struct request *r, int h, const char *etag)
 {
-	const char *p = list.p, *end = list.p + list.n;
+	const struct span *line = r->tags[h == H_IF_MATCH];
+	const char *p = line[0].p, *end = line[0].p + line[0].n;
+	int n = r->dup[h] < HTTPD_LIST_LINES ? r->dup[h] : HTTPD_LIST_LINES, m = 0;
 
 	while (p < end && (*p == ' ' || *p == '\t'))
 		p++;
-	if (p < end && *p == '*') {	/* "*" stands alone, or the value is malformed */
+	if (n == 1 && p < end && *p == '*') {	/* "*" alone, or malformed */
 		for (p++; p < end; p++)
 			if (*p != ' ' && *p != '\t')
 				return false;
 		return true;
 	}
-	return etag_list_has(list, etag, weak_ok);
-}
-
-bool proto_etag_in(struct span list, const char *etag)
-{
-	return etag_matches(list, etag, true);
+	for (int i = 0; i < n && !m; i++)
+		m = etag_list_has(line[i], etag, h == H_IF_NONE_MATCH);
+	return m == 1;
 }
 
 /* A date validator's one date: false when absent, given more than once
@@ -239,7 +242,7 @@ int proto_preconditions(const struct request *r, const char *etag, time_t mtime)
 	time_t ims, ius;
 
 	if (r->hdr[H_IF_MATCH].p) {
-		if (!etag_matches(r->hdr[H_IF_MATCH], etag, false))
+		if (!etag_matches(r, H_IF_MATCH, etag))
 			return 412;
 	} else if (one_date(r, H_IF_UNMODIFIED_SINCE, &ius) && mtime > ius) {
 		return 412;
@@ -247,7 +250,7 @@ int proto_preconditions(const struct request *r, const char *etag, time_t mtime)
 	if (r->method != HTTP_GET && r->method != HTTP_HEAD)
 		return 200;
 	if (r->hdr[H_IF_NONE_MATCH].p)
-		return proto_etag_in(r->hdr[H_IF_NONE_MATCH], etag) ? 304 : 200;
+		return etag_matches(r, H_IF_NONE_MATCH, etag) ? 304 : 200;
 	/* A date ahead of the server's clock is not one it gave: ignored
 	 * (RFC 2616 14.25; Apache), or a file restored with an older mtime
 	 * would stay 304 for a client holding a later date. */
@@ -268,7 +271,7 @@ bool proto_if_range(const struct request *r, const char *etag, time_t mtime)
 	/* An entity-tag has a '"' among its first three characters
 	 * (RFC 9110 13.1.5); a date never does. */
 	if ((v.n && v.p[0] == '"') || (v.n >= 3 && !memcmp(v.p, "W/\"", 3)))
-		return etag_list_has(v, etag, false) && v.p[0] == '"' &&
+		return etag_list_has(v, etag, false) == 1 && v.p[0] == '"' &&
 		       v.n == strlen(etag);	/* one strong tag, exactly */
 	/* A date is a strong validator only when the file cannot have
 	 * changed twice within its second, unseen (RFC 9110 8.8.2.2): one a

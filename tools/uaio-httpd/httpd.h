@@ -41,6 +41,8 @@
 #define HTTPD_PATH_MAX	4096
 #define HTTPD_TYPE_MAX	128		/* longer types in mime.types are skipped */
 #define HTTPD_RANGES_MAX 16
+/* If-None-Match or If-Match on more lines than this: 400. */
+#define HTTPD_LIST_LINES 8
 #define HTTPD_FILE_HDR	256		/* struct file's prebuilt headers */
 /* Lingering close (RFC 9112 9.6), as nginx's lingering_timeout and
  * lingering_time: quiet this long, or this long in all, and it closes. */
@@ -91,6 +93,9 @@ struct request {
 	struct span target;
 	struct span hdr[H_NHDRS];
 	uint8_t dup[H_NHDRS];		/* times seen */
+	/* If-None-Match's [0] and If-Match's [1] lines: one list, their
+	 * values joined by commas (RFC 9110 5.3) */
+	struct span tags[2][HTTPD_LIST_LINES];
 	int cur;			/* enum hdr of the header being read */
 	struct span field, val;		/* the header being read */
 	uint8_t method;			/* llhttp_method_t */
@@ -125,9 +130,9 @@ int proto_path(struct span target, char *out, size_t outsz, bool *slash);
 
 /* What a parsed request gets before any file is looked up: 0 (go on),
  * 400 (HTTP/0.9, Transfer-Encoding in HTTP/1.0, bad or missing Host, a
- * header line RFC 9112 refuses, a validator given twice), 405 (not GET
- * or HEAD), 501 (a transfer coding other than chunked) or 505 (HTTP/2
- * and up). */
+ * header line RFC 9112 refuses, an entity-tag list on more than
+ * HTTPD_LIST_LINES lines), 405 (not GET or HEAD), 501 (a transfer coding
+ * other than chunked) or 505 (HTTP/2 and up). */
 int proto_verdict(const struct request *q);
 /* Whether a Host value is a uri-host with an optional port (RFC 9112 3.2;
  * empty is allowed). */
@@ -147,8 +152,6 @@ int proto_ranges(struct span h, uint64_t size, struct range *r, int max);
 void proto_date(time_t t, char *out);
 /* IMF-fixdate, RFC 850 or asctime date; 0 and *t, or -1. */
 int proto_parse_date(struct span s, time_t *t);
-/* Whether an If-None-Match list names etag (weak comparison), or is "*". */
-bool proto_etag_in(struct span list, const char *etag);
 
 /* What the validators of a request make of a file, in RFC 9110 13.2.2's
  * order: 412 when If-Match names none of its tags or If-Unmodified-Since

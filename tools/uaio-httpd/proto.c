@@ -112,10 +112,14 @@ static int on_value_done(llhttp_t *p)
 		r->bad_head = true;
 	while (v.n && (v.p[v.n - 1] == ' ' || v.p[v.n - 1] == '\t'))
 		v.n--;
-	/* The count stops at its top: wrapped, 256 Host lines were none
-	 * repeated and 257 one. */
 	if (r->cur != H_OTHER && !r->dup[r->cur])
 		r->hdr[r->cur] = v;
+	/* every line of an entity-tag list: fields.c reads them as one */
+	if ((r->cur == H_IF_NONE_MATCH || r->cur == H_IF_MATCH) &&
+	    r->dup[r->cur] < HTTPD_LIST_LINES)
+		r->tags[r->cur == H_IF_MATCH][r->dup[r->cur]] = v;
+	/* The count stops at its top: wrapped, 256 Host lines were none
+	 * repeated and 257 one. */
 	if (r->cur != H_OTHER && r->dup[r->cur] < UINT8_MAX)
 		r->dup[r->cur]++;
 	r->val = (struct span){ 0 };
@@ -339,8 +343,7 @@ int proto_verdict(const struct request *q)
 		return 400;
 	if (q->method != HTTP_GET && q->method != HTTP_HEAD)
 		return 405;
-	/* Host: required in 1.1, once, well formed (RFC 9112 3.2); the
-	 * validators once each, as a second list or date is ambiguous. */
+	/* Host: required in 1.1, once, well formed (RFC 9112 3.2). */
 	/* llhttp lets a TAB or other control byte through in a query: a
 	 * target has none (RFC 9112 3.2), and a Location copied from it
 	 * would carry it. */
@@ -350,9 +353,11 @@ int proto_verdict(const struct request *q)
 	if (q->bad_head || (q->minor >= 1 && !q->hdr[H_HOST].p) || q->dup[H_HOST] > 1 ||
 	    (q->hdr[H_HOST].p && !proto_host_ok(q->hdr[H_HOST])))
 		return 400;
-	/* The entity-tag lists on several lines (as nginx: 400); the dates
-	 * and If-Range given twice are ignored (fields.c) */
-	if (q->dup[H_IF_NONE_MATCH] > 1 || q->dup[H_IF_MATCH] > 1)
+	/* An entity-tag list on several lines is one list (fields.c), on
+	 * more than are kept a 400; the dates and If-Range given twice are
+	 * ignored (fields.c) */
+	if (q->dup[H_IF_NONE_MATCH] > HTTPD_LIST_LINES ||
+	    q->dup[H_IF_MATCH] > HTTPD_LIST_LINES)
 		return 400;
 	/* llhttp refuses (400) a body whose last coding is not chunked; one
 	 * that adds a coding before it is not understood here: 501 (RFC 9112

@@ -93,9 +93,6 @@ struct request {
 	struct span target;
 	struct span hdr[H_NHDRS];
 	uint8_t dup[H_NHDRS];		/* times seen */
-	/* If-None-Match's [0] and If-Match's [1] lines: one list, their
-	 * values joined by commas (RFC 9110 5.3) */
-	struct span tags[2][HTTPD_LIST_LINES];
 	int cur;			/* enum hdr of the header being read */
 	struct span field, val;		/* the header being read */
 	uint8_t method;			/* llhttp_method_t */
@@ -108,6 +105,10 @@ struct request {
 	bool has_body;			/* not read: the connection closes */
 	bool bad_head;			/* a header line RFC 9112 says to refuse (400) */
 	const char *start;		/* the request's first byte */
+	/* If-None-Match's [0] and If-Match's [1] lines: one list, their
+	 * values joined by commas (RFC 9110 5.3). Last: proto_reset leaves
+	 * them, as only the first dup[] of each are read. */
+	struct span tags[2][HTTPD_LIST_LINES];
 };
 
 void proto_settings(llhttp_settings_t *s);

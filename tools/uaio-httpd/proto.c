@@ -197,7 +197,7 @@ bool proto_unversioned(const struct request *r, const char *end)
 
 void proto_reset(struct request *r, const char *start)
 {
-	memset(r, 0, sizeof(*r));
+	memset(r, 0, offsetof(struct request, tags));
 	r->start = start;
 }
 

@@ -155,6 +155,11 @@ int ht_wait_close(struct ht_conn *c, int ms, size_t *extra);
 int ht_request(int port, const char *req, struct ht_resp *r);
 /* "GET path HTTP/1.1\r\nHost: t\r\n" extra "\r\n" on a new connection. */
 int ht_get(int port, const char *path, const char *extra, struct ht_resp *r);
+/* Whether a new connection gets GET /small.txt answered 200 within 2 s. */
+int ht_still_serving(int port);
+/* Waits (30 s at most) until port serves GET /small.txt (1), or s
+ * exits (0). */
+int ht_serving(struct ht_server *s, int port);
 
 /* --- content checks --------------------------------------------------- */
 

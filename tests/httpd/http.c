@@ -438,3 +438,33 @@ int ht_get(int port, const char *path, const char *extra, struct ht_resp *r)
 	snprintf(req, sizeof(req), "GET %s HTTP/1.1\r\nHost: t\r\n%s\r\n", path, extra ? extra : "");
 	return ht_request(port, req, r);
 }
+
+int ht_still_serving(int port)
+{
+	struct ht_conn *c = ht_connect_opt(port, 0);
+	struct ht_resp r;
+	int save = ht_timeout_ms, served;
+
+	if (!c)
+		return 0;
+	ht_timeout_ms = 2000;
+	ht_sends(c, "GET /small.txt HTTP/1.1\r\nHost: t\r\n\r\n");
+	ht_read(c, &r, 0);
+	ht_timeout_ms = save;
+	served = r.rc == HT_OK && r.status == 200;
+	ht_resp_free(&r);
+	ht_close(c);
+	return served;
+}
+
+int ht_serving(struct ht_server *s, int port)
+{
+	for (int i = 0; i < 300; i++) {
+		if (ht_still_serving(port))
+			return 1;
+		if (!ht_alive(s))
+			return 0;
+		usleep(100000);
+	}
+	return 0;
+}

@@ -601,6 +601,13 @@ rmtree "$T/fifo2"
 SETUP='echo src >f; chmod 755 f; echo old >e; chmod 600 e'
 both --preserve=ownership f e
 both -r --preserve=ownership,timestamps f e
+# -H follows the operands only: inside the tree it is -P, so an existing
+# symlink, FIFO or file where a symlink or FIFO goes is removed first
+# (an operand's is not: "cannot create fifo ...: File exists"). Sorted:
+# the two source trees need not number their entries alike.
+SETUP='mkdir -p s e; ln -s f s/l; mkfifo s/p; ln -s x e/l; echo y >e/p'
+both -s -rHv s/. e
+both -rHv s/p e/p
 SETUP=:
 ok "same_name against the target directory, symlinked parents, devices and FIFOs as streams, --preserve=ownership on existing files"
 

@@ -491,7 +491,15 @@ static void decide(struct cp_run *r, struct cp_dir *pd, const char *src,
 void cp_entry(struct cp_run *r, struct cp_dir *pd, const char *src,
 	      const char *dst, const struct stat *st, bool top, int sfd)
 {
+	int deref = r->o.deref;
+
+	/* -H follows the operands only: below them cp's copy_dir runs with
+	 * DEREF_NEVER, which also removes an existing destination of any
+	 * type but a regular file's (its unlink before copying). */
+	if (!top && deref == DEREF_ARGS)
+		r->o.deref = DEREF_NEVER;
 	decide(r, pd, src, dst, st, top, &sfd);
+	r->o.deref = deref;
 	if (sfd >= 0)
 		close(sfd);
 }

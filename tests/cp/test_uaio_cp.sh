@@ -420,6 +420,12 @@ SETUP='mkdir t; yes abcdefghij | head -c 3000000 >big; ln -s t/big l'
 both big l t
 SETUP='mkdir t; yes abcdefghij | head -c 3000000 >t/b; ln -s t/b lnk; echo small >b'
 both lnk b t
+# A destination that is a symlink to a later source: that source is read
+# once the copy written through the link is done (operands, and in a tree).
+SETUP='mkdir t; yes abcdefghij | head -c 3000000 >a; echo old >b; ln -s ../b t/a'
+both a b t
+SETUP='mkdir s e; yes abcdefghij | head -c 3000000 >s/a; echo old >s/b; ln -s ../s/b e/a'
+both -r s/. e
 SETUP='mkdir -p d1 t; for i in $(seq 50); do echo $i >d1/f$i; done; yes abcdefghij | head -c 3000000 >d1/big; ln -s t/d1 d2'
 both -s -rH d1 d2 t
 # All hole and under 512 bytes: never sparse by cp's block count

@@ -71,7 +71,8 @@ static const char *target_of(struct cp_run *r, char **files, int *n)
  * copy while it starts the next. That next one waits for them when what
  * it reads may be what they write: a directory (its walk reads what it
  * finds), a file with other names (one may be a destination being
- * written), or a file whose real path is in the target directory (or
+ * written), a file a job writes (led there by a symlink at its
+ * destination), or a file whose real path is in the target directory (or
  * cannot be found yet: a symlink to a file being made there); and when
  * what it would overwrite is what one of them reads.
  */
@@ -92,7 +93,8 @@ static bool operand_waits(struct cp_run *r, const char *src, const char *target,
 	if (in)
 		return true;
 	if ((r->o.deref == DEREF_NEVER ? lstat(src, &st) : stat(src, &st)) < 0 ||
-	    S_ISDIR(st.st_mode) || st.st_nlink > 1)
+	    S_ISDIR(st.st_mode) || st.st_nlink > 1 ||
+	    cp_wait_writer(r, &st))	/* written through a symlink at a destination */
 		return true;
 	if (!*target_real && !(*target_real = realpath(target, NULL)))
 		return true;

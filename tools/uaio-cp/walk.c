@@ -256,9 +256,9 @@ void cp_copy_dir(struct cp_run *r, struct cp_dir *pd, const char *src,
 			cp_drain(r, 1);
 			ret = fstatat(at, name, &cst, 0);
 		}
-		/* another name of a destination being written */
-		if (ret == 0 && S_ISREG(cst.st_mode) && cst.st_nlink > 1 &&
-		    cp_wait_writer(r, &cst))
+		/* a destination being written: another name of it, or the
+		 * file an existing symlink there led the job to */
+		if (ret == 0 && S_ISREG(cst.st_mode) && cp_wait_writer(r, &cst))
 			ret = sfd >= 0 ? fstat(sfd, &cst) : fstatat(at, name, &cst, at_follow);
 		if (ret < 0)
 			cp_err(r, errno, "cannot stat %s", q(r, s));

@@ -426,6 +426,17 @@ SETUP='mkdir t; yes abcdefghij | head -c 3000000 >a; echo old >b; ln -s ../b t/a
 both a b t
 SETUP='mkdir s e; yes abcdefghij | head -c 3000000 >s/a; echo old >s/b; ln -s ../s/b e/a'
 both -r s/. e
+# ... and a destination symlink to a file another copy makes (dangling
+# until then) or writes: the later copy waits for it, then writes it.
+SETUP='mkdir s e; yes abcdefghij | head -c 3000000 >s/a; echo small >s/b; ln -s a e/b'
+both -r s/. e
+SETUP='mkdir s e; yes abcdefghij | head -c 3000000 >s/a; echo small >s/b; ln -s b e/a; echo old >e/b'
+both -r s/a s/b e
+# (-u: e/b, older than s/b, has s/a's older time once written; a larger s/a,
+# to be caught while it is being written)
+SETUP='mkdir s e; yes abcdefghij | head -c 30000000 >s/a; echo small >s/b; ln -s b e/a; echo old >e/b
+  touch -d 2000-01-01 s/a; touch -d 2001-01-01 s/b; touch -d 1999-01-01 e/b'
+both -au s/a s/b e
 SETUP='mkdir -p d1 t; for i in $(seq 50); do echo $i >d1/f$i; done; yes abcdefghij | head -c 3000000 >d1/big; ln -s t/d1 d2'
 both -s -rH d1 d2 t
 # All hole and under 512 bytes: never sparse by cp's block count

@@ -390,9 +390,17 @@ static void decide(struct cp_run *r, struct cp_dir *pd, const char *src,
 		 * regular file would be written through: one stat for the
 		 * rest, and a dangling one is known here, in the walk's
 		 * order, not when a job fails to create the file. */
-		if (ret == 0 && !use_lstat && S_ISLNK(dst_st.st_mode) &&
-		    (ret = fstatat(at, name, &dst_st, 0)) < 0 && errno == ENOENT)
-			dangling = true;
+		if (ret == 0 && !use_lstat && S_ISLNK(dst_st.st_mode)) {
+			/* it may lead to a file a job is still making or
+			 * writing: cp, one file after another, finds it done */
+			cp_drain(r, 1);
+			if ((ret = fstatat(at, name, &dst_st, 0)) < 0 && errno == ENOENT)
+				dangling = true;
+		}
+		/* a file a job is writing (through a symlink at its own
+		 * destination): cp, -u included, finds it written */
+		if (ret == 0 && S_ISREG(dst_st.st_mode) && cp_wait_writer(r, &dst_st))
+			ret = fstatat(at, name, &dst_st, AT_SYMLINK_NOFOLLOW);
 		if (ret == 0) {
 			exists = stat_ok = true;
 		} else if (errno == ELOOP && r->o.force) {

@@ -1,0 +1,298 @@
+#!/bin/sh
+# uaio-cp against GNU cp (9.1) in the copy's surroundings: run as nobody,
+# a full tmpfs, the source on another file system, a tree deeper than its
+# directory descriptors under RLIMIT_NOFILE, FIFOs without -R, the page
+# cache's state, stdout that fails or is closed, closed standard
+# descriptors, a reader gone (SIGPIPE), a tight descriptor limit. The
+# cases and their comparison as in test_uaio_cp.sh (lib.sh).
+# Usage: test_uaio_cp_env.sh TOOL TREECMP. Exit 0 pass, 1 fail, 77 skip.
+
+. "$(dirname "$0")/lib.sh"
+
+# Unprivileged: -f replaces a read-only file; unreadable entries.
+if [ $have_nobody = 1 ]; then
+  AS=$NOBODY
+  SETUP='echo new >new; echo old >ro; chmod 0444 ro'
+  both new ro
+  both -f new ro
+  [ "$(cat "$T/u/ro")" = new ] || fail "-f did not replace a read-only file"
+  SETUP='mkdir -p s/sub s/closed; echo a >s/a; echo b >s/noread; echo c >s/closed/c; echo d >s/sub/d
+    chmod 0000 s/noread s/closed; touch -d 2001-01-01 s/a s/sub/d s/sub s/closed s'
+  both -s -r s dst
+  [ $urc = 1 ] && grep -qx "uaio-cp: cannot open 's/noread' for reading: Permission denied" "$T/u.err" &&
+    grep -qx "uaio-cp: cannot access 's/closed': Permission denied" "$T/u.err" &&
+    [ -f "$T/u/dst/sub/d" ] && [ -f "$T/u/dst/a" ] ||
+    { cat "$T/u.err"; fail "unreadable entries: exit 1, messages, the rest copied"; }
+  both -s -a s dst
+  tc "$T/g/dst" "$T/u/dst" --dir-times --strict-holes
+  AS=
+  who="as nobody"
+  [ $root = 1 ] || who="not root"
+  ok "-f over a 0444 file; unreadable file and directory ($who)"
+else
+  echo "skip: -f and unreadable entries (setpriv cannot switch to nobody)"
+fi
+
+# No space left: a 1 MiB tmpfs.
+enospc() { # PROG ARGS...: copies into the full file system
+  prog=$1
+  shift
+  umount "$mnt" 2>/dev/null
+  mount -t tmpfs -o size=1m,mode=0755 tmpfs "$mnt" || fail "mounting a tmpfs"
+  (cd "$T/nospc" && exec "$prog" "$@") >"$T/ns.out" 2>"$T/ns.err" </dev/null
+  rc=$?
+  what="$prog $* (1 MiB tmpfs)"
+  [ $rc = 1 ] || { cat "$T/ns.err"; fail "$what: exit status $rc, not 1"; }
+  grep -q 'No space left on device' "$T/ns.err" || { cat "$T/ns.err"; fail "$what: no ENOSPC message"; }
+  for f in $(cd "$mnt" && find . -type f); do
+    if [ "$(stat -c %s "$mnt/$f")" = "$(stat -c %s "$T/nospc/$f")" ] && ! cmp -s "$mnt/$f" "$T/nospc/$f"; then
+      fail "$what: $f has the source's size but not its contents"
+    fi
+  done
+}
+if [ $root = 1 ] && mkdir "$T/full" && mount -t tmpfs -o size=1m tmpfs "$T/full" 2>/dev/null; then
+  mnt=$T/full
+  mkdir -p "$T/nospc/tree/a" "$T/nospc/tree/b" || fail "mkdir"
+  head -c 3145728 /dev/urandom >"$T/nospc/big"
+  ln "$T/nospc/big" "$T/nospc/biglink"	# its copy fails: the link waits, then tries
+  for i in 1 2 3 4 5 6; do head -c 300000 /dev/urandom >"$T/nospc/tree/a/f$i"; done
+  for prog in cp uaio-cp; do
+    enospc $prog big "$mnt/"
+    enospc $prog -r tree "$mnt/"
+    enospc $prog -a big tree "$mnt/"
+    enospc $prog -a big biglink "$mnt/"
+  done
+  # Source and copy on one file system: copy_file_range fails, and cp
+  # 9.1 says "error copying" (uaio-cp said "error writing").
+  umount "$mnt"
+  mount -t tmpfs -o size=5m tmpfs "$mnt" || fail "mounting a tmpfs"
+  mkdir "$mnt/s" && head -c 3000000 /dev/urandom >"$mnt/s/a" || fail "source on the tmpfs"
+  for prog in cp uaio-cp; do
+    rm -rf "$mnt/o"
+    (cd "$mnt" && exec $prog -r s o) 2>"$T/ns.err" </dev/null
+    rc=$?
+    [ $rc = 1 ] || { cat "$T/ns.err"; fail "$prog -r on one full tmpfs: exit $rc, not 1"; }
+    grep -qx "$prog: error copying 's/a' to 'o/a': No space left on device" "$T/ns.err" ||
+      { cat "$T/ns.err"; fail "$prog -r on one full tmpfs: not cp's message"; }
+  done
+  umount "$mnt"
+  mnt=
+  ok "ENOSPC: exit 1, 'No space left on device', no full-size file with other contents"
+else
+  echo "skip: ENOSPC (needs root to mount a 1 MiB tmpfs)"
+fi
+
+# Another file system: the source on tmpfs (/dev/shm), the copy on /var/tmp.
+if [ "$(stat -f -c %T /dev/shm 2>/dev/null)" = tmpfs ] && S=$(mktemp -d /dev/shm/uaio-cp-test-XXXXXX); then
+  chmod 755 "$S"
+  make_tree "$S/src" || fail "making the tree on /dev/shm"
+  SETUP=:
+  both -s -a "$S/src" dst
+  tc "$S/src" "$T/u/dst" --dir-times
+  tc "$T/g/dst" "$T/u/dst" --dir-times --strict-holes
+  rmtree "$S"
+  S=
+  ok "-a from tmpfs to $(stat -f -c %T "$T")"
+else
+  echo "skip: no tmpfs at /dev/shm"
+fi
+
+# 10 000 files in 100 directories.
+mkdir "$T/many" || fail mkdir
+i=0
+while [ $i -lt 100 ]; do
+  mkdir "$T/many/d$i" || fail mkdir
+  j=0
+  while [ $j -lt 100 ]; do
+    echo "$i $j" >"$T/many/d$i/f$j"
+    j=$((j + 1))
+  done
+  i=$((i + 1))
+done
+chmod 0600 "$T/many/d7/f7"
+touch -d '2001-02-03 04:05:06.5' "$T/many/d9"
+SETUP=:
+both -s -a ../many dst
+tc "$T/many" "$T/u/dst" --dir-times
+tc "$T/g/dst" "$T/u/dst" --dir-times --strict-holes
+ok "-a of 10000 files"
+
+# -a skips the fchown and fchmod that would change nothing (a file of ours,
+# in a directory that gives it our group and the mode asked): not in a
+# set-group-ID directory of another group, where the group must still be
+# set back; nor for a mode the umask would cut.
+if [ $root = 1 ]; then
+  SETUP='mkdir dst && chgrp 5678 dst && chmod 2775 dst && mkdir src src/d &&
+    echo a >src/a && echo b >src/d/b && echo c >src/c && chmod 0664 src/c && chmod 2755 src/d'
+  for UM in 022 002; do
+    both -a src/a src/c src/d dst
+    for f in a c d d/b; do
+      [ "$(stat -c %g "$T/u/dst/$f")" = 0 ] || fail "-a into a set-group-ID directory: dst/$f has group $(stat -c %g "$T/u/dst/$f")"
+    done
+  done
+  UM=022
+  SETUP=:
+  ok "-a: the owner and mode of new files in a set-group-ID directory, umask 022 and 002"
+fi
+
+# A tree deeper than the directories that may hold descriptors (32), with
+# an unreadable file and a private directory on the way: under a limit
+# that leaves descriptors to some directories and under one that leaves
+# them to none (every entry by path), the same copy as GNU cp's.
+mkdir "$T/deep" || fail mkdir
+p="$T/deep"
+i=0
+while [ $i -lt 45 ]; do
+  p="$p/l$i"
+  mkdir "$p" && echo "$i" >"$p/f" && ln -s f "$p/s" || fail mkdir
+  i=$((i + 1))
+done
+chmod 0700 "$T/deep/l0/l1/l2"
+chmod 0000 "$T/deep/l0/l1/l2/l3/l4/l5/l6/l7/l8/l9/l10/l11/l12/l13/l14/l15/l16/l17/l18/l19/l20/l21/l22/l23/l24/l25/l26/l27/l28/l29/l30/l31/l32/l33/l34/l35/f"
+SETUP='cp -a "$T/deep" deep'
+# (treecmp, which holds a descriptor per level, compares outside the limit)
+for lim in 200 40; do
+  NOFILE=$lim
+  both -M -a deep dst
+  what="deep tree, -a, ulimit -n $lim"
+  tc "$T/g/dst" "$T/u/dst" --strict-holes --dir-times
+  if [ $have_nobody = 1 ]; then
+    AS=$NOBODY
+    both -M -r deep dst
+    AS=
+    what="deep tree, -r as nobody, ulimit -n $lim"
+    tc "$T/g" "$T/u" --no-times --strict-holes
+  fi
+done
+NOFILE=$(ulimit -n)
+SETUP=:
+ok "a tree 45 deep, with and without directory descriptors"
+
+# Without -R a fifo is read into a regular file, as cp does, whichever
+# small-file strategy runs (pread(2) cannot read a fifo).
+mkdir -p "$T/fifo"
+for sm in work uring inline; do
+  rm -f "$T/fifo/p" "$T/fifo/out"
+  mkfifo "$T/fifo/p" || fail "mkfifo"
+  (printf 'through a fifo\n' >"$T/fifo/p" &)
+  UAIO_CP_SMALL=$sm uaio-cp --reflink=never "$T/fifo/p" "$T/fifo/out" 2>"$T/err" ||
+    { cat "$T/err"; fail "fifo without -R (UAIO_CP_SMALL=$sm) exited $?"; }
+  [ -f "$T/fifo/out" ] && [ "$(cat "$T/fifo/out")" = "through a fifo" ] ||
+    fail "fifo without -R (UAIO_CP_SMALL=$sm): not a regular file with the fifo's data"
+done
+ok "a fifo without -R is read into a file (every small-file strategy)"
+
+# The default small-file strategy follows the page cache: a directory whose
+# first small file is not cached goes by io_uring, one whose first is, whole
+# on a worker thread; either way the tree cp -a makes.
+mkdir -p "$T/cold/src/a" "$T/cold/src/b"
+for i in 1 2 3 4 5 6 7 8 9 10 11 12; do
+  head -c $((i * 997)) /dev/urandom >"$T/cold/src/a/f$i"
+  head -c $((i * 991)) /dev/urandom >"$T/cold/src/b/f$i"
+done
+sync
+for f in "$T/cold/src/a"/*; do dd if="$f" iflag=nocache count=0 status=none; done
+cp -a "$T/cold/src" "$T/cold/g" || fail "cp -a of the cold tree"
+uaio-cp -a "$T/cold/src" "$T/cold/u" 2>"$T/err" || { cat "$T/err"; fail "uaio-cp -a of the cold tree"; }
+what="half-cold tree" tc "$T/cold/g" "$T/cold/u" --dir-times
+what="half-cold tree" tc "$T/cold/src" "$T/cold/u" --dir-times
+ok "a tree half out of the page cache: the tree cp -a makes (auto small-file strategy)"
+
+uaio-cp --help >"$T/out" 2>"$T/err" || fail "--help exit status $?"
+[ "$(head -n 1 "$T/out")" = "Usage: uaio-cp [OPTION]... [-T] SOURCE DEST" ] ||
+  { head -n 3 "$T/out"; fail "--help's first line"; }
+[ -s "$T/err" ] && { cat "$T/err"; fail "--help wrote to stderr"; }
+uaio-cp --version >"$T/out" 2>"$T/err" || fail "--version exit status $?"
+[ -s "$T/out" ] || fail "--version printed nothing"
+# Output that stdout could not take: cp's close_stdout, status 1.
+if [ -w /dev/full ]; then
+  for a in --help --version; do
+    uaio-cp $a >/dev/full 2>"$T/err" && fail "$a >/dev/full: exit 0"
+    grep -qx "uaio-cp: write error: No space left on device" "$T/err" ||
+      { cat "$T/err"; fail "$a >/dev/full: no write error"; }
+  done
+fi
+ok "--help, --version"
+
+# Standard descriptors closed (>&- and the like): a file opened or made
+# takes the lowest free number, so -v's lines must not land in a copy.
+# cp's status and messages are the reference (write error, status 1).
+# 1500 long names: -v's output is far more than stdio's buffer, written
+# out while copies are open.
+mkdir -p "$T/closed/s"
+i=0
+while [ $i -lt 1500 ]; do
+  echo "file $i" >"$T/closed/s/a_file_with_a_rather_long_name_$i"
+  i=$((i + 1))
+done
+for c in '>&-' '2>&-' '<&-' '<&- >&- 2>&-'; do
+  for prog in cp uaio-cp; do
+    rmtree "$T/closed/$prog"
+    mkdir "$T/closed/$prog"
+    (cd "$T/closed" && eval "exec $prog -p -v s/* $prog $c") 2>"$T/closed/$prog.err"
+    echo $? >"$T/closed/$prog.rc"
+  done
+  sed 's/^cp: /uaio-cp: /' "$T/closed/cp.err" >"$T/closed/cp.err.n"
+  [ "$(cat "$T/closed/cp.rc")" = "$(cat "$T/closed/uaio-cp.rc")" ] &&
+    cmp -s "$T/closed/cp.err.n" "$T/closed/uaio-cp.err" ||
+    { cat "$T/closed/cp.err" "$T/closed/uaio-cp.err"
+      fail "-p -v s/* DIR $c: status $(cat "$T/closed/uaio-cp.rc"), cp's $(cat "$T/closed/cp.rc")"; }
+  what="-p -v s/* DIR $c" tc "$T/closed/cp" "$T/closed/uaio-cp"
+done
+ok "closed stdin, stdout, stderr: nothing written into a copy, cp's status"
+
+# A name of the closed descriptor itself (/dev/stdin <&-, /dev/stdout
+# >&-) leads nowhere for cp (status 1, nothing made); the stand-in
+# holding the number must not be reopened through it (/dev/null: an
+# empty copy, or the file written into nothing, and status 0). The
+# messages differ (cp's stat finds nothing, the stand-in cannot be
+# opened), the status and the files must not.
+if [ -e /proc/self/fd ]; then
+  echo data >"$T/closed/one"
+  for c in '/dev/stdin n <&-' 'one /dev/stdout >&-' '/dev/fd/2 n 2>&-' 'one /dev/fd/0 <&-'; do
+    for prog in cp uaio-cp; do
+      rmtree "$T/closed/$prog"
+      mkdir "$T/closed/$prog"
+      cp -p "$T/closed/one" "$T/closed/$prog/one"
+      (cd "$T/closed/$prog" && eval "exec $prog $c") 2>"$T/closed/$prog.err"
+      echo $? >"$T/closed/$prog.rc"
+    done
+    [ "$(cat "$T/closed/cp.rc")" = "$(cat "$T/closed/uaio-cp.rc")" ] ||
+      { cat "$T/closed/cp.err" "$T/closed/uaio-cp.err"
+        fail "$c: status $(cat "$T/closed/uaio-cp.rc"), cp's $(cat "$T/closed/cp.rc")"; }
+    what="$c" tc "$T/closed/cp" "$T/closed/uaio-cp"
+  done
+  ok "closed stdin, stdout, stderr named as a file: nothing read or written through /dev/null"
+fi
+
+# A pipe whose reader has gone: cp's write raises SIGPIPE and cp dies of
+# it, silently (status 141); with SIGPIPE ignored, an error and status 1.
+# GNU cp's own status is the reference: a test run with SIGPIPE ignored
+# from the start (systemd's default) cannot have it reset by sh.
+# 4 MB: far more than a pipe holds, so the write meets the closed end.
+seq 1 600000 >"$T/pipe.src"
+for ign in '' "trap '' PIPE;"; do
+  for prog in cp uaio-cp; do
+    { (eval "$ign"; exec $prog "$T/pipe.src" /dev/stdout) 2>"$T/$prog.perr"
+      echo $? >"$T/$prog.prc"; } | head -c 5 >/dev/null
+  done
+  sed 's/^cp: /uaio-cp: /' "$T/cp.perr" >"$T/cp.perr.n"
+  [ "$(cat "$T/cp.prc")" = "$(cat "$T/uaio-cp.prc")" ] &&
+    cmp -s "$T/cp.perr.n" "$T/uaio-cp.perr" ||
+    { cat "$T/cp.perr" "$T/uaio-cp.perr"
+      fail "FILE /dev/stdout | head -c 5 ($ign): status $(cat "$T/uaio-cp.prc"), cp's $(cat "$T/cp.prc")"; }
+done
+ok "a pipe closed by its reader"
+
+# A tight RLIMIT_NOFILE (GNU cp needs 2 past its 0-2: a source and a
+# destination; uaio-cp 2 more, its ring and eventfd): the walk waits for
+# the job before it opens the next source, directory or destination,
+# instead of failing with EMFILE.
+SETUP='mkdir -p s/d/e s/x; echo a >s/a; echo b >s/d/b; echo c >s/d/e/c; seq 1 300000 >s/d/big; ln -s a s/l'
+for NOFILE in 7 8; do
+  both -a s t
+done
+NOFILE=$(ulimit -n)
+ok "a tight RLIMIT_NOFILE"
+
+exit $failed

@@ -165,6 +165,21 @@ cmp -s "$dir/one" "$dir/e/$long" || fail "copy to a 250-byte name"
   cmp -s "$dir/one" "$dir/e/rest" || { cat "$dir/err"; fail "DST/ not a directory: refused only after reading"; }
 rm -rf "$dir/e"; mkdir "$dir/e"
 echo "ignored signals, mode bits, symlinks, long names, DST/: ok"
+# A signal just after the last byte (the loop had stopped looking: here
+# while the flow's final lseek is held up by strace) still removes the
+# temporary and ends the tool by it (was: renamed, status 0).
+if command -v strace >/dev/null && strace -o /dev/null true 2>/dev/null; then
+  printf 'old\n' >"$dir/e/late"
+  strace -o /dev/null -e trace=lseek -e inject=lseek:delay_exit=2000000:when=3+ \
+    "$F" copy "$dir/src" "$dir/e/late" 2>"$dir/err" & lp=$!
+  sleep 1; kill -TERM $(pgrep -P $lp); wait $lp; rc=$?
+  [ $rc -eq 143 ] && [ "$(cat "$dir/e/late")" = old ] && [ "$(ls -A "$dir/e")" = late ] ||
+    { cat "$dir/err"; ls -la "$dir/e"; fail "SIGTERM after the last byte: exit $rc, the file replaced or a temporary left"; }
+  rm -f "$dir/e/late"
+  echo "a signal after the last byte: no file, death by it"
+else
+  echo "a signal after the last byte: skipped (no strace)"
+fi
 # A sink without splice support (/dev/full): auto falls back to kbuf, so
 # the error is the device's own (was EINVAL from the splice).
 expect_rc 1 "$F" copy "$dir/src" /dev/full

@@ -189,6 +189,8 @@ int close_out(struct outfile *o, bool ok)
 		r = -1;
 	}
 	if (o->tmp) {
+		if (ok)
+			late_signals();
 		if (ok && rename(o->tmp, o->path) < 0) {
 			fprintf(stderr, "%s: %s: %s\n", ME, o->path, strerror(errno));
 			r = -1;

@@ -68,6 +68,14 @@ void fail(const char *what, int err) __attribute__((noreturn));
 void die_usage(const char *fmt, const char *arg) __attribute__((noreturn));
 void blocking_begin(void);
 void blocking_end(void);
+/* A signal that came after the loop last looked (as the flow ended, or
+ * in the output's close) is pending still: unblocked, it ends the tool
+ * before a rename claims the file whole. */
+static inline void late_signals(void)
+{
+	blocking_begin();
+	blocking_end();
+}
 /* The file to remove on an early exit (NULL: none). */
 void partial_set(struct outfile *o);
 /* A connection (slot 0 or 1; -1: none) reset on an early exit. */

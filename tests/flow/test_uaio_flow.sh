@@ -180,6 +180,22 @@ if command -v strace >/dev/null && strace -o /dev/null true 2>/dev/null; then
 else
   echo "a signal after the last byte: skipped (no strace)"
 fi
+# A file the user may not write (mode 444, the user's own, in a directory
+# the user may write) is refused as cp refuses it, and left as it was
+# (was: replaced by rename, status 0). As nobody when root.
+as=
+[ "$(id -u)" = 0 ] && as="setpriv --reuid=65534 --regid=65534 --clear-groups"
+if [ -z "$as" ] || { command -v setpriv >/dev/null && chmod 711 "$dir"; }; then
+  mkdir "$dir/w" && chmod 777 "$dir/w"
+  $as sh -c 'printf old >"$1/ro" && chmod 444 "$1/ro" && printf new >"$1/new"' sh "$dir/w"
+  expect_rc 1 $as "$F" copy "$dir/w/new" "$dir/w/ro"
+  grep -qx "$F: $dir/w/ro: Permission denied" "$dir/err" && [ "$(cat "$dir/w/ro")" = old ] &&
+    [ "$(ls -A "$dir/w" | wc -l)" = 2 ] || { cat "$dir/err"; ls -la "$dir/w"; fail "a write-protected DST was replaced"; }
+  rm -rf "$dir/w"
+  echo "a write-protected destination is refused, as cp refuses it: ok"
+else
+  echo "write-protected destination: skipped (root without setpriv)"
+fi
 # A sink without splice support (/dev/full): auto falls back to kbuf, so
 # the error is the device's own (was EINVAL from the splice).
 expect_rc 1 "$F" copy "$dir/src" /dev/full

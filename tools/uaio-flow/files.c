@@ -145,6 +145,10 @@ void open_out(const struct tool *t, struct outfile *o, const char *dst,
 		fprintf(stderr, "%s: '%s' and '%s' are the same file\n", ME, src, dst);
 		exit(1);
 	}
+	/* One the user may not write is refused, as cp (without -f) refuses
+	 * it: the rename would replace it all the same. */
+	if (replacing && faccessat(AT_FDCWD, o->path, W_OK, AT_EACCESS) < 0)
+		fail(o->path, errno);
 	copy = strdup(o->path);
 	base = strdup(o->path);
 	dir = dirname(copy);

@@ -7,6 +7,8 @@
 #define _GNU_SOURCE
 #include "aio/engine.h"
 
+#include <sys/resource.h>
+
 struct aio_engine aio__engine = {
 	.max = UAIO_AIO_MAX_DEFAULT,
 	.workers = 8,
@@ -153,6 +155,45 @@ bool aio__signals_hold(void)
 	lock_self.held = true;
 	lock_self.held_depth = lock_self.depth;
 	return true;
+}
+
+/*
+ * A write at or past RLIMIT_FSIZE raises SIGXFSZ at the thread that makes
+ * it, and its default action kills the process. glibc writes from helper
+ * threads that block every signal: a program sees EFBIG, never the
+ * signal. uaio writes on the caller's thread too (an inline try, the
+ * thread's own ring, the fallback backend's try), so under a limit a
+ * submitting call blocks SIGXFSZ and takes back one raised meanwhile; a
+ * request's own SIGEV_SIGNAL of that number (SI_ASYNCIO) is put back.
+ */
+void aio__xfsz_hold(struct aio_xfsz *x)
+{
+	struct rlimit rl;
+	sigset_t set, pend;
+
+	x->hold = getrlimit(RLIMIT_FSIZE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY;
+	if (!x->hold)
+		return;
+	sigemptyset(&set);
+	sigaddset(&set, SIGXFSZ);
+	pthread_sigmask(SIG_BLOCK, &set, &x->old);
+	x->pending = sigpending(&pend) == 0 && sigismember(&pend, SIGXFSZ);
+}
+
+void aio__xfsz_release(struct aio_xfsz *x)
+{
+	sigset_t set, pend;
+	siginfo_t si;
+
+	if (!x->hold)
+		return;
+	sigemptyset(&set);
+	sigaddset(&set, SIGXFSZ);
+	if (!x->pending && sigpending(&pend) == 0 && sigismember(&pend, SIGXFSZ) &&
+	    sigtimedwait(&set, &si, &(struct timespec){ 0, 0 }) == SIGXFSZ &&
+	    si.si_code == SI_ASYNCIO)
+		syscall(SYS_rt_sigqueueinfo, getpid(), SIGXFSZ, &si);
+	pthread_sigmask(SIG_SETMASK, &x->old, NULL);
 }
 
 /* ------------------------------------------------------ hints */

@@ -391,6 +391,12 @@ void aio__unlock(void);
 void aio__cond_wait(void);
 void aio__cond_broadcast(void);
 bool aio__signals_hold(void);
+/* Around a submitting call that may write on the caller's thread (see
+ * engine.c): SIGXFSZ blocked under a file size limit, and the one such a
+ * write raised taken back. */
+struct aio_xfsz { sigset_t old; bool hold, pending; };
+void aio__xfsz_hold(struct aio_xfsz *x);
+void aio__xfsz_release(struct aio_xfsz *x);
 void aio__publish(struct aiocb *cb, long res);
 bool aio__sev_notifies(const struct sigevent *sev);
 bool aio__lone_running_locked(int fd);

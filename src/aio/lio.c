@@ -38,6 +38,7 @@ int aio__lio_listio(int mode, struct aiocb *const list[], int nent,
 		    struct sigevent *sig)
 {
 	struct aio_lio *g = NULL;
+	struct aio_xfsz x;
 	/* LIO_WAIT's caller waits for the whole list anyway: nothing to
 	 * overlap with, so it may finish all of it inline. */
 	struct lio_ctx pc = { .fd = -1, .pinned = -1,
@@ -68,6 +69,7 @@ int aio__lio_listio(int mode, struct aiocb *const list[], int nent,
 		if (notify)
 			g->sev = *sig;
 	}
+	aio__xfsz_hold(&x);
 	for (int i = 0; i < nent; i++) {
 		struct aiocb *cb = list[i];
 		int op = cb ? cb->aio_lio_opcode : LIO_NOP, rw = op & 127;
@@ -94,6 +96,7 @@ int aio__lio_listio(int mode, struct aiocb *const list[], int nent,
 			accepted++;
 	}
 	aio__batch_flush(&pc);
+	aio__xfsz_release(&x);
 	aio__lio_ctx_release(&pc);
 	if (!g)
 		return posix_ret(refused);

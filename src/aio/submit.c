@@ -542,9 +542,15 @@ UAIO_API int uaio_read(struct aiocb *cb)
 
 UAIO_API int uaio_write(struct aiocb *cb)
 {
+	struct aio_xfsz x;
+	int r;
+
 	if (opcode_taken(cb))
 		cb->aio_lio_opcode = LIO_WRITE;
-	return posix_ret(aio__submit_rw(cb, K_WRITE, NULL, NULL));
+	aio__xfsz_hold(&x);
+	r = aio__submit_rw(cb, K_WRITE, NULL, NULL);
+	aio__xfsz_release(&x);
+	return posix_ret(r);
 }
 
 static bool serial_has(int fd, const struct stat *st)

@@ -7,7 +7,9 @@
 #define _GNU_SOURCE
 #include "aio/engine.h"
 
+#include <sys/ioctl.h>
 #include <sys/resource.h>
+#include <termios.h>
 
 struct aio_engine aio__engine = {
 	.max = UAIO_AIO_MAX_DEFAULT,
@@ -194,6 +196,21 @@ void aio__xfsz_release(struct aio_xfsz *x)
 	    si.si_code == SI_ASYNCIO)
 		syscall(SYS_rt_sigqueueinfo, getpid(), SIGXFSZ, &si);
 	pthread_sigmask(SIG_SETMASK, &x->old, NULL);
+}
+
+/*
+ * Whether fd is the controlling terminal of a process in the background
+ * (TIOCGPGRP is ENOTTY for another terminal; a pty master, which job
+ * control leaves alone, answers TIOCGPTN). glibc's helper reads it with
+ * SIGTTIN blocked, and the kernel fails that read with EIO at once; uaio
+ * would wait for input first, which may never come.
+ */
+bool aio__tty_background(int fd)
+{
+	pid_t fg = tcgetpgrp(fd);
+	unsigned n;
+
+	return fg > 0 && fg != getpgrp() && ioctl(fd, TIOCGPTN, &n) < 0;
 }
 
 /* ------------------------------------------------------ hints */

@@ -191,6 +191,7 @@ struct aio_serial {
 	uint8_t ops;			/* SO_* of those in flight */
 	bool expired;			/* timed's clock ran out */
 	bool sock;			/* a socket (writes by send, MSG_NOSIGNAL) */
+	bool tty;			/* a character device: job control */
 	bool reg;			/* a regular file's O_APPEND writes: in call
 					 * order, O_NONBLOCK meaningless, one write
 					 * each (a short one is its result) */
@@ -397,6 +398,7 @@ bool aio__signals_hold(void);
 struct aio_xfsz { sigset_t old; bool hold, pending; };
 void aio__xfsz_hold(struct aio_xfsz *x);
 void aio__xfsz_release(struct aio_xfsz *x);
+bool aio__tty_background(int fd);
 void aio__publish(struct aiocb *cb, long res);
 bool aio__sev_notifies(const struct sigevent *sev);
 bool aio__lone_running_locked(int fd);
@@ -435,7 +437,7 @@ struct aio_fdw *aio__fdw_get_locked(int fd, bool create);
 void aio__fdw_maybe_free_locked(struct aio_fdw *w);
 int aio__req_issue_locked(struct aio_req *r);
 void aio__serial_started(struct aio_req *r);
-int aio__serial_nonblock_try(struct aio_req *r, int fd, bool sock, long *res);
+int aio__serial_nonblock_try(struct aio_req *r, const struct aio_serial *s, long *res);
 void aio__req_release_locked(struct aio_req *r, long res);
 void aio__req_end_locked(struct aio_req *r, long res);
 void aio__req_finish_parallel_locked(struct aio_req *r, long res);

@@ -235,7 +235,7 @@ static void serial_advance_locked(struct aio_serial *s)
 		int ret;
 
 		s->head = r->next;
-		if (!s->reg && aio__serial_nonblock_try(r, s->fd, s->sock, &res)) {
+		if (!s->reg && aio__serial_nonblock_try(r, s, &res)) {
 			aio__req_release_locked(r, res);
 			continue;
 		}

@@ -52,22 +52,26 @@ static long attempt(int fd, int kind, struct aiocb *cb, int64_t off, int rwf)
 }
 
 /*
- * A stream write made on the caller's thread must not raise SIGPIPE
- * there: glibc writes from a helper thread that blocks every signal, so
- * a program never sees one, only EPIPE. A socket is asked not to
- * (MSG_NOSIGNAL); for a pipe the signal is blocked around the write and
- * the one it raised, if any, taken back.
+ * A stream request made on the caller's thread must not raise SIGPIPE or
+ * job control's SIGTTIN / SIGTTOU there: glibc reads and writes from a
+ * helper thread that blocks every signal, so a program never sees one.
+ * A socket is asked not to (MSG_NOSIGNAL); elsewhere the signals are
+ * blocked around the call (the kernel then lets a background write to
+ * the terminal through, and fails a read with EIO) and the SIGPIPE it
+ * raised, if any, taken back.
  */
 static long attempt_stream(int fd, int kind, struct aiocb *cb, int64_t off, int rwf,
-			   bool sock)
+			   const struct aio_serial *s)
 {
 	sigset_t pipe_set, old, pend;
 	bool pending;
 	long res;
 
-	if (kind != K_WRITE)
+	if (s->tty && kind == K_READ && aio__tty_background(fd))
+		return -EIO;
+	if (kind != K_WRITE && !s->tty)
 		return attempt(fd, kind, cb, off, rwf);
-	if (sock) {
+	if (s->sock) {
 		uint64_t done = priv(cb)->done;
 
 		res = send(fd, (const char *)cb->aio_buf + done, cb_len(cb) - done,
@@ -76,6 +80,8 @@ static long attempt_stream(int fd, int kind, struct aiocb *cb, int64_t off, int 
 	}
 	sigemptyset(&pipe_set);
 	sigaddset(&pipe_set, SIGPIPE);
+	sigaddset(&pipe_set, SIGTTIN);
+	sigaddset(&pipe_set, SIGTTOU);
 	pthread_sigmask(SIG_BLOCK, &pipe_set, &old);
 	pending = sigpending(&pend) == 0 && sigismember(&pend, SIGPIPE);
 	res = attempt(fd, kind, cb, off, rwf);
@@ -91,16 +97,20 @@ static long attempt_stream(int fd, int kind, struct aiocb *cb, int64_t off, int 
  * ends at once (EAGAIN, or what it could move). 1 with *res when that is
  * the request's end; 0 when it is to be issued as usual.
  */
-int aio__serial_nonblock_try(struct aio_req *r, int fd, bool sock, long *res)
+int aio__serial_nonblock_try(struct aio_req *r, const struct aio_serial *s, long *res)
 {
-	int fl = fcntl(fd, F_GETFL);
+	int fd = s->fd, fl = fcntl(fd, F_GETFL);
 	long n;
 
+	if (s->tty && r->kind == K_READ && aio__tty_background(fd)) {
+		*res = -EIO;	/* see attempt_stream */
+		return 1;
+	}
 	if (fl < 0 || !(fl & O_NONBLOCK) || r->kind > K_WRITE)
 		return 0;
-	n = attempt_stream(fd, r->kind, r->cb, -1, RWF_NOWAIT, sock);
+	n = attempt_stream(fd, r->kind, r->cb, -1, RWF_NOWAIT, s);
 	if (n == -EOPNOTSUPP)
-		n = attempt_stream(fd, r->kind, r->cb, -1, 0, sock);
+		n = attempt_stream(fd, r->kind, r->cb, -1, 0, s);
 	*res = n + (n >= 0 ? (long)priv(r->cb)->done : 0);
 	return 1;
 }
@@ -185,6 +195,7 @@ static int submit_serial(struct aiocb *cb, int kind, int fd, int fl,
 	s = aio__serial_get_locked(fd, st, true);
 	if (s) {
 		s->sock = S_ISSOCK(st->st_mode);
+		s->tty = S_ISCHR(st->st_mode);
 		s->reg = reg;
 	}
 	if (!s) {
@@ -196,9 +207,9 @@ static int submit_serial(struct aiocb *cb, int kind, int fd, int fl,
 		 * later request can overtake it. */
 		int64_t off = reg ? cb->aio_offset : -1;
 
-		res = attempt_stream(fd, kind, cb, off, RWF_NOWAIT, S_ISSOCK(st->st_mode));
+		res = attempt_stream(fd, kind, cb, off, RWF_NOWAIT, s);
 		if (res == -EOPNOTSUPP && (fl & O_NONBLOCK))
-			res = attempt_stream(fd, kind, cb, off, 0, S_ISSOCK(st->st_mode));
+			res = attempt_stream(fd, kind, cb, off, 0, s);
 		if (attempt_final(cb, kind, res, true, fl & O_NONBLOCK)) {
 			aio__serial_maybe_free_locked(s);
 			aio__unlock();

@@ -310,6 +310,10 @@ struct aio_engine {
 	atomic_uint seq;
 	atomic_uint waiters;
 	_Atomic unsigned long long inline_bytes;	/* copied by submitters */
+	/* RLIMIT_FSIZE is finite (aio__xfsz_hold), as last looked up; the
+	 * next look after fsize_left more submissions. */
+	atomic_bool fsize_limited;
+	atomic_uint fsize_left;
 };
 
 extern struct aio_engine aio__engine;

@@ -30,6 +30,7 @@
  *
  * Files: status.c (the aiocb's status, aio_error / aio_return /
  * aio_suspend), engine.c (records, hints, pins, the engine thread, fork),
+ * lock.c (the engine lock; signals held on the caller's thread),
  * thread.c (a submitting thread's own ring, its exit),
  * queue.c (stream FIFOs, fsync barriers, issue and end), submit.c
  * (aio_read / aio_write / aio_fsync), lio.c, cancel.c.
@@ -393,6 +394,10 @@ int aio__futex_wait_abs(atomic_uint *word, unsigned snap, const struct timespec 
 void aio__lock(void);
 bool aio__trylock(void);
 void aio__unlock(void);
+bool aio__lock_fork_prepare(void);
+bool aio__lock_fork_loop(void);
+void aio__lock_fork_parent(void);
+void aio__lock_fork_child(void);
 void aio__cond_wait(void);
 void aio__cond_broadcast(void);
 bool aio__signals_hold(void);

@@ -140,6 +140,7 @@ struct uaio_workers {
 	uaio_op *head, *tail;
 	pthread_t *tids;
 	unsigned nthreads, max, idle;
+	unsigned nqueued;	/* ops in head..tail */
 	bool stop;
 };
 

@@ -51,6 +51,7 @@ static void *worker_main(void *arg)
 		w->head = op->next;
 		if (!w->head)
 			w->tail = NULL;
+		w->nqueued--;
 		op->state = OS_RUNNING;
 		pthread_mutex_unlock(&w->mu);
 
@@ -98,7 +99,10 @@ int uaio__workers_submit(uaio_loop *l, uaio_op *op)
 	}
 	op->state = OS_WORKQ;
 	UAIO_FIFO_PUSH(w->head, w->tail, op);
-	if (!w->idle && w->nthreads < w->max) {
+	/* An idle thread already signalled for an earlier op stays counted
+	 * in idle until it wakes: start a thread for each op beyond them, or
+	 * two quick ops run one after the other on one thread. */
+	if (++w->nqueued > w->idle && w->nthreads < w->max) {
 		pthread_attr_t attr;
 
 		pthread_attr_init(&attr);
@@ -110,6 +114,7 @@ int uaio__workers_submit(uaio_loop *l, uaio_op *op)
 		pthread_attr_destroy(&attr);
 		if (ret) {
 			w->head = w->tail = NULL;
+			w->nqueued = 0;
 			pthread_mutex_unlock(&w->mu);
 			return ret;
 		}
@@ -136,6 +141,7 @@ int uaio__workers_cancel(uaio_loop *l, uaio_op *target)
 				*pp = target->next;
 				if (w->tail == target)
 					w->tail = prev;
+				w->nqueued--;
 				ret = 0;
 				break;
 			}
@@ -161,6 +167,7 @@ int uaio__workers_cancel_fd(uaio_loop *l, int fd)
 			*pp = op->next;
 			if (w->tail == op)
 				w->tail = prev;
+			w->nqueued--;
 			op->next = hit;
 			hit = op;
 		} else {
@@ -185,6 +192,7 @@ void uaio__workers_stop(uaio_loop *l, bool join)
 	pthread_mutex_lock(&w->mu);
 	w->stop = true;
 	w->head = w->tail = NULL;
+	w->nqueued = 0;
 	pthread_cond_broadcast(&w->cv);
 	pthread_mutex_unlock(&w->mu);
 	/* A thread in one of the loop's own system calls may wait there for

@@ -195,6 +195,7 @@ struct uaio_loop {
 	unsigned nbufs;
 
 	pthread_mutex_t lock;		/* thread-safe loops only */
+	_Atomic uintptr_t holder;	/* &uaio__self of the thread holding lock */
 	pthread_t owner;		/* thread-safe loops: the driving thread */
 	bool has_owner;
 };
@@ -206,8 +207,16 @@ void uaio__bufs_free(uaio_loop *l);
 extern const struct uaio_backend uaio__uring_backend;
 extern const struct uaio_backend uaio__epoll_backend;
 
-/* Thread-safe loops take the loop lock around submission state. */
-extern __thread uaio_loop *uaio__held;
+/* Thread-safe loops take the loop lock around submission state. The loop
+ * records which thread holds it (the address of that thread's uaio__self):
+ * one thread-local "held" loop was lost when a thread holding a's lock
+ * (uaio_loop_lock) submitted to b, and a's next op locked a again. */
+extern __thread char uaio__self;
+static inline bool uaio__holds(const uaio_loop *l)
+{
+	return atomic_load_explicit(&l->holder, memory_order_relaxed) ==
+	       (uintptr_t)&uaio__self;
+}
 /* now + after, saturated: a deadline past the clock's range is never. */
 static inline uint64_t uaio__deadline(uint64_t now, uint64_t after)
 {
@@ -216,10 +225,10 @@ static inline uint64_t uaio__deadline(uint64_t now, uint64_t after)
 
 static inline bool uaio__lock(uaio_loop *l)
 {
-	if (!l->threadsafe || uaio__held == l)
+	if (!l->threadsafe || uaio__holds(l))
 		return false;
 	pthread_mutex_lock(&l->lock);
-	uaio__held = l;
+	atomic_store_explicit(&l->holder, (uintptr_t)&uaio__self, memory_order_relaxed);
 	return true;
 }
 static inline void uaio__unlock(uaio_loop *l, bool taken)
@@ -227,7 +236,7 @@ static inline void uaio__unlock(uaio_loop *l, bool taken)
 	if (taken) {
 		if (l->be->flush)
 			l->be->flush(l);
-		uaio__held = NULL;
+		atomic_store_explicit(&l->holder, 0, memory_order_relaxed);
 		pthread_mutex_unlock(&l->lock);
 	}
 }

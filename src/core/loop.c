@@ -21,7 +21,7 @@
 
 #include "core/internal.h"
 
-__thread uaio_loop *uaio__held;
+__thread char uaio__self;
 
 static const struct uaio_backend *pick_backend(const struct uaio_loop_params *p)
 {
@@ -206,15 +206,12 @@ UAIO_API void uaio_loop_stop(uaio_loop *l)
 
 UAIO_API void uaio_loop_lock(uaio_loop *l)
 {
-	if (l->threadsafe && uaio__held != l) {
-		pthread_mutex_lock(&l->lock);
-		uaio__held = l;
-	}
+	uaio__lock(l);
 }
 
 UAIO_API void uaio_loop_unlock(uaio_loop *l)
 {
-	if (l->threadsafe && uaio__held == l)
+	if (l->threadsafe && uaio__holds(l))
 		uaio__unlock(l, true);
 }
 

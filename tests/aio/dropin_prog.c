@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include "../engine_fds.h"
 
 /* The line of the last check made: a crash report names it (line 0:
  * after main returned). */
@@ -336,31 +337,6 @@ static int threads_now(void)
 			break;
 	if (f)
 		fclose(f);
-	return n;
-}
-
-/* Descriptors of the kinds an AIO engine holds: rings, eventfds, epoll
- * sets (glibc's helpers hold none). */
-static int engine_fds(void)
-{
-	DIR *d = opendir("/proc/self/fd");
-	struct dirent *de;
-	char path[300], target[64];
-	int n = 0;
-	ssize_t len;
-
-	if (!d)
-		return -1;
-	while ((de = readdir(d))) {
-		snprintf(path, sizeof(path), "/proc/self/fd/%s", de->d_name);
-		if ((len = readlink(path, target, sizeof(target) - 1)) < 0)
-			continue;
-		target[len] = 0;
-		n += !strcmp(target, "anon_inode:[io_uring]") ||
-		     !strcmp(target, "anon_inode:[eventfd]") ||
-		     !strcmp(target, "anon_inode:[eventpoll]");
-	}
-	closedir(d);
 	return n;
 }
 

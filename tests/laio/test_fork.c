@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /* fork(): the child starts with no background calls and a working engine. */
 #include "laio/laio_util.h"
-#include <dirent.h>
 #include <pthread.h>
 #include <stdbool.h>
 #include <string.h>
+#include "engine_fds.h"
 
 static void fork_with(bool raw)
 {
@@ -56,30 +56,6 @@ static void fork_outstanding(void)
 static void fork_by_laio(void)
 {
 	fork_with(true);
-}
-
-/* The engine's kind of descriptors this process holds: rings, eventfds,
- * epoll sets. */
-static int engine_fds(void)
-{
-	DIR *d = opendir("/proc/self/fd");
-	struct dirent *de;
-	char path[300], target[64];
-	int n = 0;
-	ssize_t len;
-
-	CHECK(d != NULL);
-	while ((de = readdir(d))) {
-		snprintf(path, sizeof(path), "/proc/self/fd/%s", de->d_name);
-		if ((len = readlink(path, target, sizeof(target) - 1)) < 0)
-			continue;
-		target[len] = 0;
-		n += !strcmp(target, "anon_inode:[io_uring]") ||
-		     !strcmp(target, "anon_inode:[eventfd]") ||
-		     !strcmp(target, "anon_inode:[eventpoll]");
-	}
-	closedir(d);
-	return n;
 }
 
 static struct laio_completion poller_got;

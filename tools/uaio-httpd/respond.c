@@ -149,9 +149,14 @@ static bool is_head(const struct conn *c)
 	return c->req->head_done && c->req->method == HTTP_HEAD;
 }
 
+/* The send timeout runs from here, not only from a send that moved
+ * bytes: a response whose first send finds the socket full (the one
+ * before it left the buffer over its size) would wait for room with no
+ * deadline, holding its slot, and a SIGTERM's drain, for ever. */
 static void start_send(struct conn *c)
 {
 	c->state = C_SEND;
+	c->deadline_ms = server_now_ms(c->srv) + c->srv->cfg->send_timeout_ms;
 	resp_continue(c);
 }
 

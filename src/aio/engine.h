@@ -33,7 +33,8 @@
  * lock.c (the engine lock; signals held on the caller's thread),
  * thread.c (a submitting thread's own ring, its exit),
  * queue.c (stream FIFOs, fsync barriers, issue and end), submit.c
- * (aio_read / aio_write / aio_fsync), lio.c, cancel.c.
+ * (aio_read / aio_write / aio_fsync), attempt.c (the inline try), lio.c,
+ * cancel.c.
  */
 #ifndef UAIO_AIO_ENGINE_H
 #define UAIO_AIO_ENGINE_H
@@ -446,12 +447,19 @@ struct aio_fdw *aio__fdw_get_locked(int fd, bool create);
 void aio__fdw_maybe_free_locked(struct aio_fdw *w);
 int aio__req_issue_locked(struct aio_req *r);
 void aio__serial_started(struct aio_req *r);
-int aio__serial_nonblock_try(struct aio_req *r, const struct aio_serial *s, long *res);
 void aio__req_release_locked(struct aio_req *r, long res);
 void aio__req_end_locked(struct aio_req *r, long res);
 void aio__req_finish_parallel_locked(struct aio_req *r, long res);
 void aio__leader_end_locked(struct aio_req *r, long res);
 void aio__req_cb(uaio_op *op, int res, void *data);
+
+/* attempt.c */
+long aio__attempt(int fd, int kind, struct aiocb *cb, int64_t off, int rwf);
+long aio__attempt_stream(int fd, int kind, struct aiocb *cb, int64_t off, int rwf,
+			 const struct aio_serial *s);
+bool aio__page_write_ok(const struct aiocb *cb, int kind, int fl);
+bool aio__attempt_final(struct aiocb *cb, int kind, long res, bool stream, bool nonblock);
+int aio__serial_nonblock_try(struct aio_req *r, const struct aio_serial *s, long *res);
 
 /* submit.c */
 int aio__cb_check(struct aiocb *cb, bool prio);

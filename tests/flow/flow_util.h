@@ -242,7 +242,14 @@ static inline void t_on_done(uaio_flow *f, int64_t res, int side, void *data)
 	r->side = side;
 }
 
-#endif
+/* A cancelled flow: done once, with -ECANCELED, and nothing of it left
+ * in the loop. */
+static inline void t_expect_cancelled(uaio_loop *l, const struct t_result *r)
+{
+	CHECK_EQ(r->done, 1);
+	CHECK_EQ(r->res, -ECANCELED);
+	CHECK_EQ(uaio_loop_inflight(l), 0);
+}
 
 struct t_sync {
 	struct t_result r;
@@ -303,3 +310,5 @@ static inline int t_cmp_fds(int a, int b, size_t n)
 	free(y);
 	return diff;
 }
+
+#endif

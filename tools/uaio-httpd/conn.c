@@ -32,6 +32,13 @@ static void set_deadline(struct conn *c, unsigned ms)
 	c->deadline_ms = ms ? server_now_ms(c->srv) + ms : 0;
 }
 
+/* A response starts sending, or its bytes moved: the send timeout runs
+ * from now. */
+void conn_send_clock(struct conn *c)
+{
+	set_deadline(c, c->srv->cfg->send_timeout_ms);
+}
+
 static void peer_name(struct conn *c, const struct sockaddr *sa)
 {
 	if (sa->sa_family == AF_INET)
@@ -205,7 +212,7 @@ int conn_send(struct conn *c, struct iovec *iov, int *iovcnt, bool more)
 				return 0;
 			return -errno;
 		}
-		set_deadline(c, c->srv->cfg->send_timeout_ms);
+		conn_send_clock(c);
 		while (*iovcnt > 0 && (size_t)n >= iov->iov_len) {
 			n -= (ssize_t)iov->iov_len;
 			memmove(iov, iov + 1, (size_t)--*iovcnt * sizeof(*iov));

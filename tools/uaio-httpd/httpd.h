@@ -344,6 +344,7 @@ void conn_released(struct conn *c);
 int conn_send(struct conn *c, struct iovec *iov, int *iovcnt, bool more);
 /* Waits for room, then calls resp_continue. */
 void conn_want_write(struct conn *c);
+void conn_send_clock(struct conn *c);
 void conn_sweep(struct server *s, uint64_t now_ms);
 /* The resume timer: deferred connections take their next turn. */
 void conn_resume(uaio_timer *t);

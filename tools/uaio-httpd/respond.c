@@ -156,7 +156,7 @@ static bool is_head(const struct conn *c)
 static void start_send(struct conn *c)
 {
 	c->state = C_SEND;
-	c->deadline_ms = server_now_ms(c->srv) + c->srv->cfg->send_timeout_ms;
+	conn_send_clock(c);
 	resp_continue(c);
 }
 

@@ -13,7 +13,7 @@ static void flow_progress(uaio_flow *fl, uint64_t bytes, void *data)
 {
 	struct conn *c = data;
 
-	c->deadline_ms = server_now_ms(c->srv) + c->srv->cfg->send_timeout_ms;
+	conn_send_clock(c);
 }
 
 static void flow_done(uaio_flow *fl, int64_t res, int side, void *data)

@@ -127,6 +127,14 @@ static void t_if_modified_since(void)
 	cond("GET", h, "If-Modified-Since twice (ignored)", 200);
 	cond("GET", "If-Modified-Since: Fri, 31 Dec 2099 -1:00:00 GMT\r\n",
 	     "If-Modified-Since: hour -1 (ignored)", 200);
+	/* RFC 850's two-digit years: more than 50 years ahead is the last
+	 * century (RFC 9110 5.6.7); so "70" is 2070 from 2020 to 2069 */
+	cond("GET", "If-Unmodified-Since: Thursday, 01-Jan-70 00:00:00 GMT\r\n",
+	     "If-Unmodified-Since: RFC 850 year 70 (2070, after Last-Modified)", 200);
+	cond("GET", "If-Unmodified-Since: Friday, 01-Jan-99 00:00:00 GMT\r\n",
+	     "If-Unmodified-Since: RFC 850 year 99 (1999, before Last-Modified)", 412);
+	cond("GET", "If-Unmodified-Since: Friday, 01-Jan-21 00:00:00 GMT\r\n",
+	     "If-Unmodified-Since: RFC 850 year 21 (2021, before Last-Modified)", 412);
 
 	/* If-None-Match wins when both are present */
 	ht_fmt_date(lm + 3600, d);

@@ -134,6 +134,25 @@ static int month_days(int m, int year)
 	return days[m] + (m == 1 && leap);
 }
 
+/*
+ * RFC 850's two-digit year: the one in this century, unless that is more
+ * than 50 years ahead, then the one a century before (RFC 9110 5.6.7).
+ * In 2026, "70" is 2070 and "77" is 1977. As tm_year (from 1900).
+ */
+static int rfc850_year(int yy)
+{
+	struct tm now;
+	time_t t = time(NULL);
+	int year;
+
+	if (yy < 0 || yy > 99 || !gmtime_r(&t, &now))
+		return -1;
+	year = (now.tm_year + 1900) / 100 * 100 + yy;
+	if (year > now.tm_year + 1900 + 50)
+		year -= 100;
+	return year - 1900;
+}
+
 int proto_parse_date(struct span s, time_t *t)
 {
 	char buf[64], m[4], w[16], tz[4];
@@ -153,8 +172,7 @@ int proto_parse_date(struct span s, time_t *t)
 			  w, &tm.tm_mday, m, &tm.tm_year, &tm.tm_hour, &tm.tm_min,
 			  &tm.tm_sec, tz, &n) == 8 && n == (int)s.n &&
 		   !strcmp(tz, "GMT")) {
-		if (tm.tm_year < 70)
-			tm.tm_year += 100;
+		tm.tm_year = rfc850_year(tm.tm_year);
 	} else if (n = 0, sscanf(buf, "%3s %3s %2d %2d:%2d:%2d %4d%n", w, m,
 			  &tm.tm_mday, &tm.tm_hour, &tm.tm_min, &tm.tm_sec,
 			  &tm.tm_year, &n) == 7 && n == (int)s.n) {

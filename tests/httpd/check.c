@@ -201,3 +201,15 @@ int ht_body_has(const struct ht_resp *r, const char *needle)
 {
 	return r->body && memmem(r->body, r->body_len, needle, strlen(needle)) != NULL;
 }
+
+void ht_expect_serving(struct ht_server *s, const char *path, const char *after)
+{
+	struct ht_resp r;
+
+	EXPECT(ht_alive(s), "server died after %s", after);
+	if (!ht_alive(s))
+		exit(ht_finish());
+	ht_get(s->port, path, NULL, &r);
+	EXPECT_R(&r, r.rc == HT_OK && r.status == 200, "GET %s after %s: 200", path, after);
+	ht_resp_free(&r);
+}

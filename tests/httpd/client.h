@@ -160,6 +160,9 @@ int ht_still_serving(int port);
 /* Waits (30 s at most) until port serves GET /small.txt (1), or s
  * exits (0). */
 int ht_serving(struct ht_server *s, int port);
+/* Checks that s is alive and answers GET path with 200 (after: what
+ * came before, for the message); a dead server ends the test. */
+void ht_expect_serving(struct ht_server *s, const char *path, const char *after);
 
 /* --- content checks --------------------------------------------------- */
 

@@ -35,17 +35,6 @@ static void setup(void)
 	ht_put(root, "small.txt", small, strlen(small));
 }
 
-static void serves(const char *after)
-{
-	struct ht_resp r;
-	EXPECT(ht_alive(&srv), "server died after %s", after);
-	if (!ht_alive(&srv))
-		exit(ht_finish());
-	ht_get(srv.port, "/small.txt", NULL, &r);
-	EXPECT_R(&r, r.rc == HT_OK && r.status == 200, "GET /small.txt after %s", after);
-	ht_resp_free(&r);
-}
-
 /* Whether the server ends c within ms (a 408 before the end is fine). */
 static int closed_within(struct ht_conn *c, int ms)
 {
@@ -113,7 +102,7 @@ static void t_header_timeout(void)
 	EXPECT(closed, "--header-timeout 1: a head dripped one line per 200 ms is still accepted "
 	       "after 15 s (the timeout must cover the whole head, not each read)");
 	ht_close(c);
-	serves("header timeouts");
+	ht_expect_serving(&srv, "/small.txt", "header timeouts");
 
 	/* the header timeout does not apply to a request that is complete:
 	 * a response read slowly over several seconds still completes */
@@ -150,7 +139,7 @@ static void idle_case(const char *secs)
 	EXPECT(extra == 0 || extra > 12, "--idle-timeout %s: %zu stray bytes before the close", secs,
 	       extra);
 	ht_close(c);
-	serves("an idle timeout");
+	ht_expect_serving(&srv, "/small.txt", "an idle timeout");
 	ht_stop(&srv);
 }
 
@@ -216,7 +205,7 @@ static void t_send_timeout(void)
 	EXPECT_R(&r, !memcmp(r.body, big, r.body_len), "--send-timeout: wrong bytes before the end");
 	ht_resp_free(&r);
 	ht_close(c);
-	serves("a send timeout");
+	ht_expect_serving(&srv, "/small.txt", "a send timeout");
 	ht_stop(&srv);
 }
 

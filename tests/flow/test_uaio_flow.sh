@@ -168,7 +168,7 @@ echo "ignored signals, mode bits, symlinks, long names, DST/: ok"
 # A signal just after the last byte (the loop had stopped looking: here
 # while the flow's final lseek is held up by strace) still removes the
 # temporary and ends the tool by it (was: renamed, status 0).
-if command -v strace >/dev/null && strace -o /dev/null true 2>/dev/null; then
+if command -v strace >/dev/null && command -v pgrep >/dev/null && strace -o /dev/null true 2>/dev/null; then
   printf 'old\n' >"$dir/e/late"
   strace -o /dev/null -e trace=lseek -e inject=lseek:delay_exit=2000000:when=3+ \
     "$F" copy "$dir/src" "$dir/e/late" 2>"$dir/err" & lp=$!
@@ -178,7 +178,7 @@ if command -v strace >/dev/null && strace -o /dev/null true 2>/dev/null; then
   rm -f "$dir/e/late"
   echo "a signal after the last byte: no file, death by it"
 else
-  echo "a signal after the last byte: skipped (no strace)"
+  echo "a signal after the last byte: skipped (no strace or pgrep)"
 fi
 # A file the user may not write (mode 444, the user's own, in a directory
 # the user may write) is refused as cp refuses it, and left as it was

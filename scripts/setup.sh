@@ -23,7 +23,7 @@ if [ ${#missing[@]} -gt 0 ]; then
     trap '$SUDO rm -f /usr/sbin/policy-rc.d' EXIT
   fi
   $SUDO apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}" >/dev/null
+  $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
 fi
 if [ "${1:-build}" = bench ]; then
   # Plots only: a private venv so the system Python stays untouched.

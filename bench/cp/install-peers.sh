@@ -16,7 +16,7 @@ if ! command -v rsync >/dev/null; then
   log "installing rsync (Debian)"
   SUDO=; [ "$(id -u)" -eq 0 ] || SUDO=sudo
   if ! { $SUDO apt-get update -qq &&
-         DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq rsync >/dev/null; }; then
+         $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq rsync >/dev/null; }; then
     log "rsync: apt-get failed; skipped (its rows say not installed)"
   fi
 fi

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs the peers of the cp suite (bench/cp/bench.py) when missing:
 # rsync from Debian, and the Rust copiers xcp and fcp, pinned, from
-# crates.io with cargo into .venv/cp-peers/bin (where bench.py looks first).
+# crates.io with cargo (Debian's cargo-web when there is none) into
+# .venv/cp-peers/bin (where bench.py looks first).
 # Without cargo or the network the Rust peers are skipped with a logged
 # reason and their rows say "not installed"; this script never fails the
 # setup. Called by scripts/setup.sh bench, from anywhere.
@@ -28,8 +29,19 @@ for spec in "xcp@$XCP_VERSION" "fcp@$FCP_VERSION"; do
   if [ -x "$PEERS/bin/$name" ] && grep -q "^\"$name $ver " "$PEERS/.crates.toml" 2>/dev/null; then
     continue
   fi
+  if [ -z "$CARGO" ] && [ -z "${tried_cargo:-}" ]; then
+    # Debian's cargo-web: bookworm's cargo (Rust 1.63) is older than xcp's
+    # rust-version (1.88); cargo-web from bookworm-security is newer.
+    tried_cargo=1
+    log "installing cargo-web (Debian)"
+    SUDO=; [ "$(id -u)" -eq 0 ] || SUDO=sudo
+    if $SUDO apt-get update -qq &&
+       $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq cargo-web >/dev/null; then
+      CARGO=$(command -v cargo || true)
+    fi
+  fi
   if [ -z "$CARGO" ]; then
-    log "$spec: skipped, no cargo (install Rust from https://rustup.rs to compare with it)"
+    log "$spec: skipped, no cargo (apt-get install cargo-web failed; or Rust from https://rustup.rs)"
     continue
   fi
   log "$spec: cargo install (a few minutes)"

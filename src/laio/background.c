@@ -343,6 +343,11 @@ long laio__rw_after_try(struct laio_call *tmp, long res)
 	/* A caller's O_NONBLOCK pipe or socket does not block. */
 	if (res == -EAGAIN && laio__nonblocking((int)tmp->a[0]) && !laio__fd_isreg(tmp))
 		return laio__ret_inline(-EAGAIN);
+	/* Nor does one that has no RWF_NOWAIT (a tty, inotify): the plain
+	 * call, here; the ring would wait for data the caller did not. */
+	if (res == -EOPNOTSUPP && laio__nonblocking((int)tmp->a[0]) && !laio__fd_isreg(tmp))
+		return laio__ret_inline(uaio__sysret(syscall(nr, tmp->a[0], tmp->a[1], tmp->a[2],
+							   tmp->a[3], tmp->a[4], tmp->a[5])));
 background:
 	if (laio__engine_get() < 0 || !(r = laio__call_new(nr, tmp->a))) {
 		laio__call_free_parts(tmp);

@@ -51,7 +51,8 @@ void *laio_gethandle(void);
  * the number filled (0 on timeout, and at once when the process has no
  * background call outstanding), or -1 with errno EINVAL (c == NULL,
  * n <= 0, or a bad timespec). Each handle is returned exactly once; after
- * that it may be reused by a later call.
+ * that it may be reused by a later call. Signal handlers do not end the
+ * wait (no EINTR): to act on signals, use a timeout or laio_fd().
  */
 int laio_poll(struct laio_completion *c, int n, const struct timespec *timeout);
 

@@ -75,6 +75,20 @@ if [ $root = 1 ] && mkdir "$T/full" && mount -t tmpfs -o size=1m tmpfs "$T/full"
     grep -qx "$prog: error copying 's/a' to 'o/a': No space left on device" "$T/ns.err" ||
       { cat "$T/ns.err"; fail "$prog -r on one full tmpfs: not cp's message"; }
   done
+  # Several cached files above 128 KiB on that one file system: after
+  # the first, each goes whole to a worker by copy_file_range, whose
+  # ENOSPC is still cp's "error copying".
+  rm -rf "$mnt/s" "$mnt/o" && mkdir "$mnt/s" || fail "mkdir on the tmpfs"
+  for i in 1 2 3 4 5 6 7; do head -c 400000 /dev/urandom >"$mnt/s/f$i"; done
+  (cd "$mnt" && exec uaio-cp -r s o) 2>"$T/ns.err" </dev/null
+  rc=$?
+  [ $rc = 1 ] || { cat "$T/ns.err"; fail "uaio-cp -r of 7 files onto their full tmpfs: exit $rc, not 1"; }
+  grep -q . "$T/ns.err" && ! grep -vqx "uaio-cp: error copying 's/f[1-7]' to 'o/f[1-7]': No space left on device" "$T/ns.err" ||
+    { cat "$T/ns.err"; fail "uaio-cp -r of 7 files onto their full tmpfs: not cp's message"; }
+  for i in 1 2 3 4 5 6 7; do
+    [ "$(stat -c %s "$mnt/o/f$i")" != 400000 ] || cmp -s "$mnt/s/f$i" "$mnt/o/f$i" ||
+      fail "uaio-cp -r onto a full tmpfs: o/f$i has the size but not the contents"
+  done
   umount "$mnt"
   mnt=
   ok "ENOSPC: exit 1, 'No space left on device', no full-size file with other contents"

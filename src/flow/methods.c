@@ -10,9 +10,11 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/fs.h>
+#include <linux/sock_diag.h>
 #include <poll.h>
 #include <stdlib.h>
 #include <sys/ioctl.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -190,6 +192,7 @@ struct splice_run {
 	uint64_t asked;		/* the in step's length */
 	uint32_t pipesz;
 	bool in_poll, out_poll;	/* the op is a readiness wait */
+	bool in_ready, out_ready;	/* its poll found the side ready (gate) */
 	/* The sink refused splice while a fill was in flight: the error the
 	 * flow fails with (to fall back) once that fill is back. */
 	int refused;
@@ -326,10 +329,13 @@ static void poll_done(uaio_op *op, int res, void *data)
 	struct splice_run *r = f->run;
 
 	f->inflight--;
-	if (op == &r->in)
+	if (op == &r->in) {
 		r->in_poll = false;
-	else
+		r->in_ready = res > 0;
+	} else {
 		r->out_poll = false;
+		r->out_ready = res > 0;
+	}
 	if (res < 0)
 		flow__fail(f, res, op == &r->in ? UAIO_FLOW_SIDE_SRC : UAIO_FLOW_SIDE_DST);
 	flow__step_done(f);
@@ -345,6 +351,50 @@ static int wait_ready(uaio_flow *f, uaio_op *op, int fd, short ev)
 		f->inflight++;
 	}
 	return ret;
+}
+
+/* On the fallback, SPLICE_F_NONBLOCK reaches only a pipe: a splice from
+ * or to a blocking socket waits for its peer on a pool thread, where no
+ * cancel reaches it. */
+static bool blocking_sock(const uaio_flow *f, const struct flow_ep *e)
+{
+	return e->kind == EK_SOCK && !e->nonblock &&
+	       uaio_loop_backend(f->l) != UAIO_BACKEND_URING;
+}
+
+/* Bytes a socket's send buffer takes now without a wait (UINT64_MAX: no
+ * answer, as before the gate). */
+static uint64_t sock_room(int fd)
+{
+	uint32_t mi[SK_MEMINFO_VARS], used;
+	socklen_t len = sizeof(mi);
+
+	if (getsockopt(fd, SOL_SOCKET, SO_MEMINFO, mi, &len) < 0)
+		return UINT64_MAX;
+	used = mi[SK_MEMINFO_WMEM_QUEUED] > mi[SK_MEMINFO_WMEM_ALLOC] ?
+	       mi[SK_MEMINFO_WMEM_QUEUED] : mi[SK_MEMINFO_WMEM_ALLOC];
+	return mi[SK_MEMINFO_SNDBUF] > used ? mi[SK_MEMINFO_SNDBUF] - used : 0;
+}
+
+/* Before a splice that reads (POLLIN) or writes (POLLOUT) endpoint e: a
+ * blocking socket there is polled first, and a sink is given no more
+ * than its send buffer takes. 0: splice *n bytes now; 1: a poll waits;
+ * -errno. */
+static int gate(uaio_flow *f, uaio_op *op, bool *ready, const struct flow_ep *e,
+		short ev, uint64_t *n)
+{
+	uint64_t room;
+	int ret;
+
+	if (!blocking_sock(f, e))
+		return 0;
+	room = ev == POLLOUT ? sock_room(e->fd) : UINT64_MAX;
+	if (!*ready || !room)
+		return (ret = wait_ready(f, op, e->fd, ev)) < 0 ? ret : 1;
+	*ready = false;
+	if (*n > room)
+		*n = room;
+	return 0;
 }
 
 /* A seekable source is read at explicit offsets: what sits in the flow's
@@ -513,29 +563,42 @@ static void splice_kick(uaio_flow *f)
 	if (!uaio_op_pending(&r->in)) {
 		room = direct(f) ? step_len(f, PIPE_BYTES) : r->pipesz - r->inpipe;
 		if (room && (n = flow__allow(f, room, 0))) {
-			ret = uaio_op_splice(f->l, &r->in, f->src.fd, flow__src_off(f, f->taken),
-					     direct(f) ? f->dst.fd : r->pfd[1],
-					     direct(f) ? flow__dst_off(f, f->moved) : -1,
-					     n, splice_flags(f), splice_in_done, f);
+			/* Direct from a pipe, the socket is the sink. */
+			bool to_sock = direct(f) && f->src.kind == EK_PIPE;
+
+			ret = gate(f, &r->in, &r->in_ready, to_sock ? &f->dst : &f->src,
+				   to_sock ? POLLOUT : POLLIN, &n);
+			if (ret == 0)
+				ret = uaio_op_splice(f->l, &r->in, f->src.fd,
+						     flow__src_off(f, f->taken),
+						     direct(f) ? f->dst.fd : r->pfd[1],
+						     direct(f) ? flow__dst_off(f, f->moved) : -1,
+						     n, splice_flags(f), splice_in_done, f);
 			if (ret < 0) {
 				flow__fail(f, ret, UAIO_FLOW_SIDE_NONE);
 				return;
 			}
-			r->asked = n;
-			f->inflight++;
+			if (ret == 0) {
+				r->asked = n;
+				f->inflight++;
+			}
 		}
 	}
 	/* Drained only as far as it is known to hold: never a wait on an
 	 * empty pipe. Errors end the flow without draining. */
 	if (!direct(f) && r->inpipe && !uaio_op_pending(&r->out) && !f->err) {
-		ret = uaio_op_splice(f->l, &r->out, r->pfd[0], -1, f->dst.fd,
-				     flow__dst_off(f, f->moved), r->inpipe, splice_flags(f),
-				     splice_out_done, f);
+		n = r->inpipe;
+		ret = gate(f, &r->out, &r->out_ready, &f->dst, POLLOUT, &n);
+		if (ret == 0)
+			ret = uaio_op_splice(f->l, &r->out, r->pfd[0], -1, f->dst.fd,
+					     flow__dst_off(f, f->moved), n, splice_flags(f),
+					     splice_out_done, f);
 		if (ret < 0) {
 			flow__fail(f, ret, UAIO_FLOW_SIDE_NONE);
 			return;
 		}
-		f->inflight++;
+		if (ret == 0)
+			f->inflight++;
 	}
 }
 

@@ -193,6 +193,7 @@ struct splice_run {
 	uint32_t pipesz;
 	bool in_poll, out_poll;	/* the op is a readiness wait */
 	bool in_ready, out_ready;	/* its poll found the side ready (gate) */
+	bool full;		/* the fill found our pipe full: it waits for the drain */
 	/* The sink refused splice while a fill was in flight: the error the
 	 * flow fails with (to fall back) once that fill is back. */
 	int refused;
@@ -431,6 +432,11 @@ static void splice_in_done(uaio_op *op, int res, void *data)
 			r->inpipe += (uint64_t)res;
 	} else if (res == 0) {
 		flow__eof(f);
+	} else if (res == -EAGAIN && !direct(f) && r->inpipe) {
+		/* Our pipe's slots are full (partial pages) though it has bytes
+		 * to spare: the drain's completion lets the fill go on. A poll
+		 * of a file source would find it ready at once, a busy loop. */
+		r->full = true;
 	} else if (res == -EAGAIN) {
 		/* Direct, either end may be the one not ready. */
 		struct pollfd pf[2] = { { f->src.fd, POLLIN, 0 }, { f->dst.fd, POLLOUT, 0 } };
@@ -454,6 +460,7 @@ static void splice_out_done(uaio_op *op, int res, void *data)
 	f->inflight--;
 	if (res > 0) {
 		r->inpipe -= (uint64_t)res;
+		r->full = false;
 		flow__moved(f, (uint64_t)res);
 	} else if (res == -EAGAIN) {
 		if ((res = wait_ready(f, &r->out, f->dst.fd, POLLOUT)) < 0)
@@ -560,7 +567,7 @@ static void splice_kick(uaio_flow *f)
 		return;
 	}
 
-	if (!uaio_op_pending(&r->in)) {
+	if (!uaio_op_pending(&r->in) && !r->full) {
 		room = direct(f) ? step_len(f, PIPE_BYTES) : r->pipesz - r->inpipe;
 		if (room && (n = flow__allow(f, room, 0))) {
 			/* Direct from a pipe, the socket is the sink. */

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Flows' private header. A flow is its endpoints, its counters and one
- * method at a time, chosen from a table (flow.c picks, methods.c holds
- * the in-kernel methods, pipeline.c the buffered ones):
+ * method at a time, chosen from a table (flow.c picks; methods.c,
+ * splice.c and sendfile.c hold the in-kernel methods, pipeline.c the
+ * buffered ones):
  *
  *   clone     FICLONE, the whole file at once (file -> file)
  *   cfr       copy_file_range steps (file -> file)
@@ -100,6 +101,24 @@ struct flow_method {
 	uint64_t (*done_upto)(const uaio_flow *f);
 };
 
+#define FLOW_PAGECACHE_CHUNK	(4u << 20)	/* bytes per copy_file_range or files step */
+
+static inline bool flow__is_file(const struct flow_ep *e)
+{
+	return e->kind == EK_FILE;
+}
+
+/* No end is the caller's memory, and no tap looks at the bytes. */
+static inline bool flow__no_user_side(const uaio_flow *f)
+{
+	return f->src.kind != EK_MEM && f->dst.kind != EK_MEM && !f->tap;
+}
+
+static inline uint64_t flow__step_len(const uaio_flow *f, uint64_t dflt)
+{
+	return f->chunk ? f->chunk : dflt;
+}
+
 /* flow.c: what methods report and ask. */
 /* Bytes the next step may take from the source, with outstanding bytes
  * asked for and not yet given (0: none now; the flow steps again by
@@ -151,7 +170,7 @@ static inline int flow__side_of(int err)
 	       err == -ECONNRESET ? UAIO_FLOW_SIDE_DST : UAIO_FLOW_SIDE_SRC;
 }
 
-/* methods.c */
+/* methods.c, splice.c */
 extern const struct flow_method flow__clone, flow__cfr, flow__splice;
 /* Cancel and teardown of a method whose state is one allocation that
  * begins with its one op (clone, copy_file_range, sendfile). */

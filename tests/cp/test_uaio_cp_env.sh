@@ -89,6 +89,24 @@ if [ $root = 1 ] && mkdir "$T/full" && mount -t tmpfs -o size=1m tmpfs "$T/full"
     [ "$(stat -c %s "$mnt/o/f$i")" != 400000 ] || cmp -s "$mnt/s/f$i" "$mnt/o/f$i" ||
       fail "uaio-cp -r onto a full tmpfs: o/f$i has the size but not the contents"
   done
+  # Small files too: cp 9.1 copies them by copy_file_range as well, so
+  # "error copying" (uaio-cp, writing them whole or through its buffer,
+  # said "error writing"), whichever small-file strategy runs.
+  umount "$mnt"
+  mount -t tmpfs -o size=1m tmpfs "$mnt" || fail "mounting a tmpfs"
+  mkdir "$mnt/s" || fail "mkdir"
+  for i in 1 2 3 4 5 6 7 8; do head -c 100000 /dev/urandom >"$mnt/s/f$i"; done
+  for sm in '' work uring inline; do
+    for prog in cp uaio-cp; do
+      rm -rf "$mnt/o"
+      (cd "$mnt" && UAIO_CP_SMALL=$sm exec $prog -r s o) 2>"$T/ns.err" </dev/null
+      rc=$?
+      what="$prog -r of small files on one full tmpfs${sm:+ (UAIO_CP_SMALL=$sm)}"
+      [ $rc = 1 ] || { cat "$T/ns.err"; fail "$what: exit $rc, not 1"; }
+      grep -q . "$T/ns.err" && ! grep -vx "$prog: error copying 's/f[1-8]' to 'o/f[1-8]': No space left on device" "$T/ns.err" ||
+        { cat "$T/ns.err"; fail "$what: not cp's message"; }
+    done
+  done
   umount "$mnt"
   mnt=
   ok "ENOSPC: exit 1, 'No space left on device', no full-size file with other contents"

@@ -177,6 +177,9 @@ void cp_err(struct cp_run *r, int err, const char *fmt, ...)
 /* "error writing NAME", or death by SIGPIPE as cp's own write would
  * give (status 141, no message) for a pipe nobody reads. */
 void cp_write_err(struct cp_run *r, int err, const char *name);
+/* "error copying SRC to DST": cp 9.1's sparse_copy on any failure of its
+ * copy_file_range. */
+void cp_copy_err(struct cp_run *r, int err, const char *src, const char *dst);
 
 void cp_warn(struct cp_run *r, const char *fmt, ...)	/* exit status kept */
 	__attribute__((format(printf, 2, 3)));

@@ -240,9 +240,29 @@ void cp_job_release(struct cp_job *j)
 	r->running--;
 }
 
+/*
+ * Whether cp 9.1 would have moved this file's data with copy_file_range,
+ * whose failure, read or write, it reports as "error copying": no holes
+ * to make (--sparse=always, or a sparse source under auto), cloning
+ * allowed, and a pair of files the kernel takes (one file system, both
+ * regular; asked with a copy of 0 bytes, which makes the same checks).
+ * Any thread: reads only r's options.
+ */
+bool cp_by_cfr(const struct cp_job *j)
+{
+	loff_t in = 0, out = 0;
+
+	return j->r->o.reflink != REFLINK_NEVER && j->r->o.sparse != SPARSE_ALWAYS &&
+	       !j->by_extent && S_ISREG(j->st.st_mode) &&
+	       !j->stream_dst && j->sfd >= 0 && j->dfd >= 0 &&
+	       copy_file_range(j->sfd, &in, j->dfd, &out, 0, 0) == 0;
+}
+
 void cp_job_fail(struct cp_job *j, int err, bool reading)
 {
-	if (reading)
+	if (cp_by_cfr(j))
+		cp_copy_err(j->r, -err, j->src, j->dst);
+	else if (reading)
 		cp_err(j->r, -err, "error reading %s", q(j->r, j->src));
 	else
 		cp_write_err(j->r, -err, q(j->r, j->dst));

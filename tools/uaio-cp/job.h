@@ -54,6 +54,8 @@ struct cp_job {
 	int clone;		/* whole-file path, in_kernel: CLONE_* */
 };
 
+/* STAGE_COPY: a copy_file_range that failed, or a read or write that
+ * failed where cp would have been in copy_file_range (cp_by_cfr) */
 enum { STAGE_CREATE, STAGE_READ, STAGE_WRITE, STAGE_COPY };
 /* FICLONE on a worker: not tried, to try, it took, it was refused */
 enum { CLONE_NONE, CLONE_TRY, CLONE_TOOK, CLONE_REFUSED };
@@ -77,6 +79,7 @@ void cp_job_release(struct cp_job *j);
 void cp_job_fail(struct cp_job *j, int err, bool reading);
 void cp_failed_mode(const struct cp_job *j);
 void cp_job_count(struct cp_job *j, uint64_t n);
+bool cp_by_cfr(const struct cp_job *j);
 
 /* ring.c */
 bool cp_short_end(const struct cp_job *j, size_t got, uint64_t pos);

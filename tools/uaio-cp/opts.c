@@ -57,6 +57,11 @@ void cp_write_err(struct cp_run *r, int err, const char *name)
 	cp_err(r, err, "error writing %s", name);
 }
 
+void cp_copy_err(struct cp_run *r, int err, const char *src, const char *dst)
+{
+	cp_err(r, err, "error copying %s to %s", q(r, src), q(r, dst));
+}
+
 void cp_warn(struct cp_run *r, const char *fmt, ...)
 {
 	va_list ap;

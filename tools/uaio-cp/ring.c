@@ -175,9 +175,7 @@ static void on_flow_done(uaio_flow *f, int64_t res, int side, void *data)
 	struct cp_job *j = data;
 
 	if (res < 0 && !strcmp(uaio_flow_method(f), "copy_file_range")) {
-		/* cp 9.1's sparse_copy says so of any copy_file_range failure */
-		cp_err(j->r, (int)-res, "error copying %s to %s", q(j->r, j->src),
-		       q(j->r, j->dst));
+		cp_copy_err(j->r, (int)-res, j->src, j->dst);
 		j->failed = true;
 		cp_job_end(j);
 		return;

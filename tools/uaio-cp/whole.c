@@ -111,6 +111,8 @@ long cp_whole_copy(void *arg)
 	struct cp_job *j = arg;
 	long ret = whole_data(j);
 
+	if (ret < 0 && j->stage != STAGE_CREATE && cp_by_cfr(j))
+		j->stage = STAGE_COPY;
 	if (j->dfd >= 0) {
 		if (ret < 0 && !j->stream_dst) {
 			(void)!ftruncate(j->dfd, 0);
@@ -138,10 +140,10 @@ void cp_whole_done(uaio_op *op, int res, void *data)
 		r->clone_dev = j->st.st_dev;
 		r->clone_ok = j->clone == CLONE_TOOK;
 	}
-	if (res < 0 && j->stage == STAGE_COPY)	/* as the flow path says it */
-		cp_err(r, -res, "error copying %s to %s", q(r, j->src), q(r, j->dst));
-	else if (res < 0 && j->stage == STAGE_CREATE)
+	if (res < 0 && j->stage == STAGE_CREATE)
 		cp_create_failed(r, -res, j->dst);
+	else if (res < 0 && j->stage == STAGE_COPY)
+		cp_copy_err(r, -res, j->src, j->dst);
 	else if (res < 0 && j->stage == STAGE_READ)
 		cp_err(r, -res, "error reading %s", q(r, j->src));
 	else if (res < 0)

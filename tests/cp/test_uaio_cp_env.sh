@@ -3,7 +3,8 @@
 # a full tmpfs, the source on another file system, a tree deeper than its
 # directory descriptors under RLIMIT_NOFILE, FIFOs without -R, the page
 # cache's state, stdout that fails or is closed, closed standard
-# descriptors, a reader gone (SIGPIPE), a tight descriptor limit. The
+# descriptors, a reader gone (SIGPIPE), a file past RLIMIT_FSIZE
+# (SIGXFSZ), a tight descriptor limit. The
 # cases and their comparison as in test_uaio_cp.sh (lib.sh).
 # Usage: test_uaio_cp_env.sh TOOL TREECMP. Exit 0 pass, 1 fail, 77 skip.
 
@@ -315,6 +316,32 @@ for ign in '' "trap '' PIPE;"; do
       fail "FILE /dev/stdout | head -c 5 ($ign): status $(cat "$T/uaio-cp.prc"), cp's $(cat "$T/cp.prc")"; }
 done
 ok "a pipe closed by its reader"
+
+# A file past RLIMIT_FSIZE: cp's write raises SIGXFSZ and cp dies of it,
+# silently (status 153); with SIGXFSZ ignored, an error and status 1. (The
+# kernel raises it for a write(2) of the program's, not for io_uring's or
+# a blocked worker's: uaio-cp exited 1.) A small file and one for a flow;
+# GNU cp's status and messages are the reference, as for SIGPIPE.
+head -c 100000 /dev/urandom >"$T/fsize.small"
+head -c 3000000 /dev/urandom >"$T/fsize.big"
+for ign in '' "trap '' XFSZ;"; do
+  for f in small big; do
+    for prog in cp uaio-cp; do
+      rm -f "$T/fsize.out"
+      # (the outer subshell keeps sh's "File size limit exceeded" out)
+      ( (eval "$ign"; ulimit -c 0 && ulimit -f 50 && exec $prog "$T/fsize.$f" "$T/fsize.out") \
+          2>"$T/$prog.ferr" </dev/null
+        echo $? >"$T/$prog.frc" ) 2>/dev/null
+    done
+    sed 's/^cp: /uaio-cp: /' "$T/cp.ferr" >"$T/cp.ferr.n"
+    [ "$(cat "$T/cp.frc")" = "$(cat "$T/uaio-cp.frc")" ] &&
+      cmp -s "$T/cp.ferr.n" "$T/uaio-cp.ferr" ||
+      { cat "$T/cp.ferr" "$T/uaio-cp.ferr"
+        fail "$f file past ulimit -f 50 ($ign): status $(cat "$T/uaio-cp.frc"), cp's $(cat "$T/cp.frc")"; }
+  done
+done
+rm -f "$T/fsize.small" "$T/fsize.big" "$T/fsize.out"
+ok "a file past RLIMIT_FSIZE"
 
 # A tight RLIMIT_NOFILE (GNU cp needs 2 past its 0-2: a source and a
 # destination; uaio-cp 2 more, its ring and eventfd): the walk waits for

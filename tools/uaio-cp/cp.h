@@ -121,6 +121,9 @@ struct cp_run {
 	unsigned quoted_next;
 	uaio_loop *l;
 	bool sigpipe_kills;	/* SIGPIPE at its default and not blocked */
+	/* SIGXFSZ likewise, under a finite RLIMIT_FSIZE (EFBIG is then
+	 * taken for that limit's, not the file system's own) */
+	bool sigxfsz_kills;
 	mode_t umask;
 	bool root;
 	uid_t euid;		/* who new files belong to */
@@ -175,10 +178,11 @@ void cp_quote_free(struct cp_run *r);
 void cp_err(struct cp_run *r, int err, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 /* "error writing NAME", or death by SIGPIPE as cp's own write would
- * give (status 141, no message) for a pipe nobody reads. */
+ * give (status 141, no message) for a pipe nobody reads, or by SIGXFSZ
+ * (status 153) for a write past RLIMIT_FSIZE. */
 void cp_write_err(struct cp_run *r, int err, const char *name);
 /* "error copying SRC to DST": cp 9.1's sparse_copy on any failure of its
- * copy_file_range. */
+ * copy_file_range; or death by SIGXFSZ as cp_write_err. */
 void cp_copy_err(struct cp_run *r, int err, const char *src, const char *dst);
 
 void cp_warn(struct cp_run *r, const char *fmt, ...)	/* exit status kept */

@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include "cp.h"
@@ -26,6 +27,17 @@ static void die(struct cp_run *r, int err, bool help, const char *fmt, const cha
 	if (help)
 		fprintf(stderr, "Try '%s --help' for more information.\n", r->prog);
 	exit(1);
+}
+
+/* Whether sig, raised, would end the program: at its default, not blocked. */
+static bool sig_kills(int sig)
+{
+	struct sigaction sa;
+	sigset_t blocked;
+
+	return sigaction(sig, NULL, &sa) == 0 && sa.sa_handler == SIG_DFL &&
+	       pthread_sigmask(SIG_BLOCK, NULL, &blocked) == 0 &&
+	       !sigismember(&blocked, sig);
 }
 
 /* cp's rules for what the last operand means (do_copy in cp.c). */
@@ -125,13 +137,12 @@ int main(int argc, char **argv)
 		cp_refuse_unsupported(&r);
 
 	{
-		struct sigaction sa;
-		sigset_t blocked;
+		struct rlimit rl;
 
-		r.sigpipe_kills = sigaction(SIGPIPE, NULL, &sa) == 0 &&
-				  sa.sa_handler == SIG_DFL &&
-				  pthread_sigmask(SIG_BLOCK, NULL, &blocked) == 0 &&
-				  !sigismember(&blocked, SIGPIPE);
+		r.sigpipe_kills = sig_kills(SIGPIPE);
+		r.sigxfsz_kills = sig_kills(SIGXFSZ) &&
+				  getrlimit(RLIMIT_FSIZE, &rl) == 0 &&
+				  rl.rlim_cur != RLIM_INFINITY;
 	}
 	r.umask = umask(0);
 	umask(r.umask);

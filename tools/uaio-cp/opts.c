@@ -40,25 +40,34 @@ void cp_err(struct cp_run *r, int err, const char *fmt, ...)
 	r->status = 1;
 }
 
-/* cp writes with write(2), and one into a pipe nobody reads raises
- * SIGPIPE, which ends cp silently unless the signal is ignored or
- * blocked. Here the write ran on io_uring or a worker thread, where no
- * SIGPIPE reaches the program: it is raised for it. */
+/* cp writes with write(2) or copy_file_range(2): one into a pipe nobody
+ * reads raises SIGPIPE, one past RLIMIT_FSIZE SIGXFSZ, which end cp
+ * silently unless the signal is ignored or blocked. Here the write ran on
+ * io_uring or a worker thread, where neither signal reaches the program:
+ * it is raised for it. */
+static void raise_as_cp(struct cp_run *r, int err)
+{
+	int sig = err == EPIPE && r->sigpipe_kills ? SIGPIPE :
+		  err == EFBIG && r->sigxfsz_kills ? SIGXFSZ : 0;
+	sigset_t s;
+
+	if (!sig)
+		return;
+	sigemptyset(&s);
+	sigaddset(&s, sig);
+	pthread_sigmask(SIG_UNBLOCK, &s, NULL);
+	raise(sig);
+}
+
 void cp_write_err(struct cp_run *r, int err, const char *name)
 {
-	if (err == EPIPE && r->sigpipe_kills) {
-		sigset_t s;
-
-		sigemptyset(&s);
-		sigaddset(&s, SIGPIPE);
-		pthread_sigmask(SIG_UNBLOCK, &s, NULL);
-		raise(SIGPIPE);
-	}
+	raise_as_cp(r, err);
 	cp_err(r, err, "error writing %s", name);
 }
 
 void cp_copy_err(struct cp_run *r, int err, const char *src, const char *dst)
 {
+	raise_as_cp(r, err);
 	cp_err(r, err, "error copying %s to %s", q(r, src), q(r, dst));
 }
 

@@ -76,9 +76,8 @@ if [ $root = 1 ] && mkdir "$T/full" && mount -t tmpfs -o size=1m tmpfs "$T/full"
     grep -qx "$prog: error copying 's/a' to 'o/a': No space left on device" "$T/ns.err" ||
       { cat "$T/ns.err"; fail "$prog -r on one full tmpfs: not cp's message"; }
   done
-  # Several cached files above 128 KiB on that one file system: after
-  # the first, each goes whole to a worker by copy_file_range, whose
-  # ENOSPC is still cp's "error copying".
+  # Several files above 128 KiB on that one file system, by flows side by
+  # side: copy_file_range's ENOSPC is cp's "error copying" for each.
   rm -rf "$mnt/s" "$mnt/o" && mkdir "$mnt/s" || fail "mkdir on the tmpfs"
   for i in 1 2 3 4 5 6 7; do head -c 400000 /dev/urandom >"$mnt/s/f$i"; done
   (cd "$mnt" && exec uaio-cp -r s o) 2>"$T/ns.err" </dev/null

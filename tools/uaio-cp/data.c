@@ -377,25 +377,6 @@ static bool small_cached(struct cp_run *r, struct cp_dir *dir, const struct cp_j
 	return c;
 }
 
-/*
- * A cached regular file above SMALL_MAX and up to WHOLE_MAX goes whole to
- * a worker as a small one does, its data by copy_file_range or sendfile
- * there (after a FICLONE, while its device may take one): one hand-off,
- * where a flow makes three (the create on io-wq, a worker step, the end
- * on the loop). Only where a flow would move it in the kernel the same
- * way: no holes to keep or make.
- */
-static bool whole_in_kernel(struct cp_run *r, const struct cp_job *j)
-{
-	uint64_t size = (uint64_t)j->st.st_size;
-
-	return (r->small == SMALL_AUTO || r->small == SMALL_WORK) &&
-	       S_ISREG(j->st.st_mode) && size > SMALL_MAX && size <= WHOLE_MAX &&
-	       r->o.reflink == REFLINK_AUTO && r->o.sparse == SPARSE_AUTO &&
-	       !j->stream_dst && !looks_sparse(j) &&
-	       uaio_file_cached(j->sfd, 0, size) == 1;
-}
-
 int cp_file(struct cp_run *r, struct cp_dir *dir, const char *src,
 	    const char *dst, int src_fd, const struct stat *st, int dst_fd,
 	    bool is_new, mode_t create_mode, mode_t omitted, unsigned has,
@@ -438,16 +419,6 @@ int cp_file(struct cp_run *r, struct cp_dir *dir, const char *src,
 	j->close_err = 0;
 	j->cursor = j->counted = 0;
 	j->create_mode = create_mode;
-	j->in_kernel = false;
-	j->clone = CLONE_NONE;
-	if (whole_in_kernel(r, j)) {
-		j->in_kernel = true;
-		j->clone = no_clone(j) ? CLONE_NONE : CLONE_TRY;
-		cp_batch_add(r, j);
-		if (r->pending)
-			cp_batch_flush(r);	/* a worker's work already */
-		return 0;
-	}
 	/* pread(2) cannot read a fifo or a device: those take the ring path. */
 	if ((j->stream_dst && r->o.reflink != REFLINK_ALWAYS) ||
 	    ((uint64_t)st->st_size <= SMALL_MAX && r->small != SMALL_URING &&

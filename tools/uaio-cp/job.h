@@ -11,9 +11,6 @@
 #include "cp.h"
 
 #define SMALL_MAX	(128u << 10)	/* bytes: the buffer path's size, and one slot */
-/* bytes: a cached file up to this goes whole to a worker too, its data
- * moved in the kernel there (whole.c) */
-#define WHOLE_MAX	(8u << 20)
 #define HOLE_BLOCK	4096u		/* --sparse=always: zero runs this aligned become holes */
 
 struct cp_job {
@@ -50,15 +47,11 @@ struct cp_job {
 	int close_err;		/* whole-file path: close(2) of the destination */
 	struct cp_notes notes;	/* whole-file path: the metadata's failures */
 	long res;		/* whole-file path, batched: whole_copy's result */
-	bool in_kernel;		/* whole-file path: data by copy_file_range or sendfile */
-	int clone;		/* whole-file path, in_kernel: CLONE_* */
 };
 
-/* STAGE_COPY: a copy_file_range that failed, or a read or write that
- * failed where cp would have been in copy_file_range (cp_by_cfr) */
+/* STAGE_COPY: a read or write that failed where cp would have been in
+ * copy_file_range (cp_by_cfr) */
 enum { STAGE_CREATE, STAGE_READ, STAGE_WRITE, STAGE_COPY };
-/* FICLONE on a worker: not tried, to try, it took, it was refused */
-enum { CLONE_NONE, CLONE_TRY, CLONE_TOOK, CLONE_REFUSED };
 
 /*
  * Small files handed to the loop's workers together: one hand-off (and

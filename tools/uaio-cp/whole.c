@@ -6,63 +6,13 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
-#include <linux/fs.h>
-#include <sys/ioctl.h>
-#include <sys/sendfile.h>
 #include <unistd.h>
 #include "job.h"
-
-/* copy_file_range's refusals after which cp 9.1 reads and writes instead
- * (copy.c, sparse_copy); any other error is the copy's. */
-static bool cfr_refused(int e)
-{
-	return e == ENOSYS || e == EOPNOTSUPP || e == ENOTSUP || e == EINVAL ||
-	       e == EBADF || e == EXDEV || e == ETXTBSY || e == EPERM;
-}
-
-/*
- * A larger cached file's data without a copy through here: FICLONE while
- * its device may take one (the loop learns the answer), copy_file_range
- * (one file system), else sendfile (another: copy_file_range says EXDEV
- * at once). 1 at the source's end; 0 to go on by reads and writes from
- * *pos, where an error is met again on the side it belongs to; -errno
- * when copy_file_range failed (STAGE_COPY).
- */
-static long kernel_data(struct cp_job *j, uint64_t *pos)
-{
-	bool cfr = true;
-
-	if (j->clone == CLONE_TRY)
-		j->clone = ioctl(j->dfd, FICLONE, j->sfd) == 0 ? CLONE_TOOK : CLONE_REFUSED;
-	if (j->clone == CLONE_TOOK)
-		return 1;
-	for (;;) {
-		loff_t in = (loff_t)*pos, out = (loff_t)*pos;
-		ssize_t n;
-
-		n = cfr ? copy_file_range(j->sfd, &in, j->dfd, &out, 1u << 30, 0) :
-			  sendfile(j->dfd, j->sfd, &in, 1u << 30);
-		if (cfr && n < 0 && !cfr_refused(errno)) {
-			j->stage = STAGE_COPY;
-			return -errno;
-		}
-		if (cfr && n <= 0 && !*pos) {
-			/* refused, or 0 from a file that only looks empty:
-			 * sendfile writes at the new file's position, 0 */
-			cfr = false;
-			continue;
-		}
-		if (n <= 0)
-			return n == 0;
-		*pos += (uint64_t)n;
-	}
-}
 
 /* create, read, write */
 static long whole_data(struct cp_job *j)
 {
 	uint64_t pos = 0;
-	long ret;
 
 	j->stage = STAGE_CREATE;
 	if (j->dfd < 0) {
@@ -74,9 +24,6 @@ static long whole_data(struct cp_job *j)
 		if (j->dfd < 0)
 			return -errno;
 	}
-	j->stage = STAGE_READ;
-	if (j->in_kernel && (ret = kernel_data(j, &pos)) != 0)
-		return ret < 0 ? ret : 0;
 	for (;;) {
 		ssize_t n, w;
 
@@ -136,10 +83,6 @@ void cp_whole_done(uaio_op *op, int res, void *data)
 
 	(void)op;
 	j->failed = res < 0;
-	if (j->clone != CLONE_NONE) {	/* what try_clone learns (data.c) */
-		r->clone_dev = j->st.st_dev;
-		r->clone_ok = j->clone == CLONE_TOOK;
-	}
 	if (res < 0 && j->stage == STAGE_CREATE)
 		cp_create_failed(r, -res, j->dst);
 	else if (res < 0 && j->stage == STAGE_COPY)

@@ -240,7 +240,7 @@ static void exp_qd(void)
 		}
 	}
 	t = now();
-	qd_report(opt_sync ? "sync" : API_NAME, m, t - t0, done, t_end - t0, lat, nlat);
+	qd_report(opt_sync ? "sync" : API_NAME, m, t - t0, done, lat, nlat);
 	close(fd);
 }
 

@@ -67,14 +67,15 @@ static int cmp_double(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-/* (d)'s line: reads per second over the measured window, and latency
- * percentiles from the nlat samples in lat (seconds). */
+/* (d)'s line: reads per second (the done reads, reaped up to secs after
+ * the start), and latency percentiles from the nlat samples in lat
+ * (seconds). */
 static void qd_report(const char *api, long depth, double secs, long done,
-		      double window, double *lat, long nlat)
+		      double *lat, long nlat)
 {
 	qsort(lat, (size_t)nlat, sizeof(*lat), cmp_double);
 	printf("exp=qd api=%s depth=%ld direct=%d secs=%.6f rps=%.0f p50_us=%.1f p99_us=%.1f\n",
-	       api, depth, opt_direct, secs, done / window, nlat ? lat[nlat / 2] * 1e6 : 0,
+	       api, depth, opt_direct, secs, done / secs, nlat ? lat[nlat / 2] * 1e6 : 0,
 	       nlat ? lat[(nlat * 99) / 100] * 1e6 : 0);
 }
 

@@ -14,7 +14,7 @@ import shutil
 import subprocess
 import time
 
-from common import Samples, ratio, rotated
+from common import Samples, parse_kv, ratio, rotated
 
 MB = 1 << 20
 GB = 1 << 30
@@ -239,21 +239,26 @@ def wait_listen(ns, port):
 
 def run_chain(procs, ns_ok):
     """procs: [(ns, argv, listen_port or None)], receivers first; the last
-    one is the sender, run to completion; then all must exit 0."""
+    one is the sender, run to completion; then all must exit 0. Returns
+    the first receiver's stdout."""
     started = []
     try:
         for ns, argv, port in procs[:-1]:
             pre = ["ip", "netns", "exec", ns] if ns_ok else []
             started.append(subprocess.Popen(pre + [str(a) for a in argv],
-                                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE))
+                                            stdout=subprocess.PIPE, stderr=subprocess.PIPE))
             wait_listen(ns if ns_ok else None, port)
         ns, argv, _ = procs[-1]
         pre = ["ip", "netns", "exec", ns] if ns_ok else []
         subprocess.run(pre + [str(a) for a in argv], check=True, stdout=subprocess.DEVNULL,
                        timeout=900)
+        outs = []
         for p in started:
-            if p.wait(timeout=120):
-                raise RuntimeError(p.stderr.read().decode()[-300:])
+            out, err = p.communicate(timeout=120)
+            if p.returncode:
+                raise RuntimeError(err.decode()[-300:])
+            outs.append(out.decode())
+        return outs[0] if outs else ""
     finally:
         for p in started:
             if p.poll() is None:
@@ -303,7 +308,13 @@ def run_net(ctx, cfg, M, flow, peer):
                 # Both ends the same plain programs: only the relay differs.
                 chain = [("ubfc", [peer, "recv", p, "/dev/null"], p), fwd[name](p, q),
                          ("ubfa", [peer, "send", src, ip_b_from_a, q], None)]
-                M.measure(("net3", name), cfg["net"], lambda: run_chain(chain, ns_ok))
+                # The receiver writes to /dev/null: it must at least have
+                # received every byte (its bytes= line).
+                got = {}
+                M.measure(("net3", name), cfg["net"],
+                          lambda: got.update(parse_kv(run_chain(chain, ns_ok))),
+                          check=lambda: None if got.get("bytes") == cfg["net"] else
+                          f"the receiver got {got.get('bytes')} bytes of {cfg['net']}")
     finally:
         if ns_ok:
             netns_cleanup()

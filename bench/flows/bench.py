@@ -167,11 +167,11 @@ def run_disk(ctx, cfg, M, flow, peer):
                     os.sync()
                     (drop_cache if cache == "cold" else warm)(srcs[sz])
                     argv = V[name](srcs[sz], dst)
-                    # Every copy of the first repetition is compared with
-                    # its source (untimed); a wrong one is a failure.
+                    # Every copy is compared with its source (untimed); a
+                    # wrong one is a failure.
                     M.measure(("disk",) + cell + (name,), sz,
                               lambda: ctx.run_cmd([str(a) for a in argv], timeout=900),
-                              check=(lambda: same_bytes(srcs[sz], dst)) if rep == 0 else None)
+                              check=lambda: same_bytes(srcs[sz], dst))
             # The seed's buffer-size sweep: kbuf chunks against the loop's buffer.
             for bs in cfg["sweep"]:
                 for name in rotated(["uaio kbuf", "read/write"], rep):
@@ -185,8 +185,7 @@ def run_disk(ctx, cfg, M, flow, peer):
                         [srcs[cfg["sweep_size"]], dst] + ([] if name == "uaio kbuf" else ["--buf", str(bs)])
                     M.measure(("sweep", bs, name), cfg["sweep_size"],
                               lambda: ctx.run_cmd([str(a) for a in argv], timeout=900),
-                              check=(lambda: same_bytes(srcs[cfg["sweep_size"]], dst))
-                              if rep == 0 else None)
+                              check=lambda: same_bytes(srcs[cfg["sweep_size"]], dst))
     finally:
         dst = os.path.join(str(fs2), "dst")
         if os.path.exists(dst):
@@ -301,7 +300,7 @@ def run_net(ctx, cfg, M, flow, peer):
                 if os.path.exists(dst):
                     os.unlink(dst)
                 M.measure(("net2", name), cfg["net"], lambda: run_chain(two[name](p, dst), ns_ok),
-                          check=(lambda: same_bytes(src, dst)) if rep == 0 else None)
+                          check=lambda: same_bytes(src, dst))
             for name in rotated(list(fwd), rep):
                 warm(src)
                 p, q = nextport(), nextport()
@@ -334,7 +333,9 @@ def run(ctx):
           f"Mode **{ctx.mode}**: {cfg['reps']} repetitions, variants interleaved (order rotated) "
           "in each; medians, best-of in brackets. MB/s = 10^6 bytes/s; CPU = busy seconds of the "
           "whole machine (all cores, /proc/stat) per GiB moved. Destination files are new each "
-          "time; dirty pages are synced before (not during) each run. Cold = the source dropped "
+          "time; dirty pages are synced before (not during) each run. Every copy is compared with "
+          "its source afterwards, untimed (through the forwarder: the bytes received counted), "
+          "and a wrong one is a failed run, not a number. Cold = the source dropped "
           "from the page cache (POSIX_FADV_DONTNEED) first. This VM hands freed memory back to its "
           "host: a 1 GiB copy whose page cache lands on just-returned memory takes up to 10x as "
           "long (seen by hand: the same uaio-flow command 0.27 s and 2.7 s, all of it system "

@@ -338,9 +338,8 @@ def run_trees(ctx, cfg, cprun, C, names, root_ok, dest):
                         t_copy, t_sync, cpu, rss = timed_copy(
                             str(cprun), C[n][0](src, dst), sync_path, errfile, cfg["timeout"],
                             env=C[n][3])
-                        # Full contents on the first repetition, names,
-                        # types, sizes and link targets on the others.
-                        _, dst_sts = verify(src, dst, ref, full=rep == 0)
+                        # Names, types, sizes, link targets and contents.
+                        _, dst_sts = verify(src, dst, ref, full=True)
                     except (BenchError, OSError, subprocess.SubprocessError) as e:
                         S.fail(f"{n} ({tree}, {cache}, repetition {rep + 1})", e)
                         fails.setdefault(key, []).append(str(e))
@@ -424,8 +423,7 @@ def report(ctx, cfg, C, S, fails, kept, stats, root_ok, dest):
           "**Warm**: the tree read whole, then copied once untimed by `cp -r` (the first copy after that read pays this VM's cost of getting fresh memory back from its host, whoever runs it), before the repetition's runs; **cold**: `sync; echo 3 > "
           "/proc/sys/vm/drop_caches` before each copy"
           + ("" if root_ok else " — **cold cells skipped: not root**") + ". Every copy is checked "
-          "against its source: same paths, types, sizes and symlink targets, and on the first "
-          "repetition the same file contents; a copy that fails or differs is counted as a failed "
+          "against its source: same paths, types, sizes, symlink targets and file contents; a copy that fails or differs is counted as a failed "
           "run, never timed. Hard links need not be kept (`cp -r` does not); what each copier kept "
           "is in the last table. On the small and mixed trees `uaio-cp -a` also runs with each of "
           "its small-file strategies, set by `UAIO_CP_SMALL` in its environment: `auto` (the default, "

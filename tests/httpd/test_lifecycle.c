@@ -75,6 +75,11 @@ static void t_usage(void)
 	const char *a13[] = { "", "--port", NULL };
 	/* milliseconds past an unsigned: it wrapped to a 0.03 s timeout */
 	const char *a14[] = { "", "--idle-timeout", "4294967.296", root, NULL };
+	/* a minus after blanks: strtoul negated it, and " -0" was port 0,
+	 * " -18446744073709551615" one thread */
+	const char *a15[] = { "", "-p", " -0", "-a", "127.0.0.1", root, NULL };
+	const char *a16[] = { "", "-p", "0", "-a", "127.0.0.1", "--threads",
+			      " -18446744073709551615", root, NULL };
 
 	run_expect(a1, 2, "no DIR");
 	run_expect(a2, 2, "nonexistent DIR");
@@ -90,6 +95,8 @@ static void t_usage(void)
 	run_expect(a12, 2, "--disk-io=nope");
 	run_expect(a13, 2, "--port without its value");
 	run_expect(a14, 2, "--idle-timeout past 49 days");
+	run_expect(a15, 2, "-p ' -0'");
+	run_expect(a16, 2, "--threads ' -18446744073709551615'");
 	free(file);
 	free(missing);
 }

@@ -65,7 +65,8 @@ static unsigned number(const char *s, const char *what, unsigned long max)
 
 	errno = 0;
 	v = strtoul(s, &end, 10);
-	if (errno || end == s || *end || s[0] == '-' || v > max) {
+	/* strtoul skips blanks and negates a minus after them: " -1" wraps */
+	if (errno || end == s || *end || s[strspn(s, " \t\n\v\f\r")] == '-' || v > max) {
 		char m[96];
 
 		snprintf(m, sizeof(m), "invalid %s: '%%s'", what);

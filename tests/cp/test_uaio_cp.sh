@@ -539,7 +539,15 @@ for TX in "-j 1" "-j 64" "--progress" "--progress -j 3"; do
   tc "$T/src" "$T/u/dst" --dir-times
 done
 TX=
-ok "-j 1, -j 64 and --progress: the tree cp -a makes, nothing printed"
+# A bad -j is a usage error, as cp's own bad arguments; a minus after
+# blanks too (strtoul negated it: ' -18446744073709551615' was 1).
+for j in 0 abc '' 65537 -1 ' -1' ' -18446744073709551615'; do
+  (cd "$T" && uaio-cp -j "$j" src/z1 jx) >"$T/j.out" 2>"$T/j.err"
+  rc=$?
+  [ $rc = 1 ] && [ ! -e "$T/jx" ] && grep -qx "uaio-cp: invalid number of jobs: '$j'" "$T/j.err" ||
+    { cat "$T/j.err"; rm -f "$T/jx"; fail "-j '$j': exit $rc, not refused"; }
+done
+ok "-j 1, -j 64 and --progress: the tree cp -a makes, nothing printed; a bad -j refused"
 
 
 exit $failed

@@ -493,8 +493,9 @@ int cp_parse(struct cp_run *r, int argc, char **argv, int *first)
 
 			errno = 0;
 			v = strtoul(optarg, &end, 10);
+			/* (a minus after blanks: strtoul negates it) */
 			if (errno || end == optarg || *end || v == 0 || v > 65536 ||
-			    *optarg == '-') {
+			    optarg[strspn(optarg, " \t\n\v\f\r")] == '-') {
 				fprintf(stderr, "%s: invalid number of jobs: %s\n",
 					r->prog, q(r, optarg));
 				try_help(r);

@@ -92,6 +92,8 @@ expect_rc 2 "$dir/myflow" --mode=fast copy a b
 grep -q "^$dir/myflow: invalid mode 'fast' " "$dir/err" || { cat "$dir/err"; fail "message under another name"; }
 grep -qx "Try '$dir/myflow --help' for more information." "$dir/err" || { cat "$dir/err"; fail "hint under another name"; }
 expect_rc 2 "$F" --chunk=abc copy a b
+expect_rc 2 "$F" --chunk=4iB copy a b
+expect_rc 2 "$F" --rate=1Bi copy a b
 # Port 0 (a random port nobody could name) and "+80" are no ports.
 expect_rc 2 "$F" recv 0 "$dir/x"
 expect_rc 2 "$F" send "$dir/one" 127.0.0.1:0

@@ -209,7 +209,7 @@ static int parse_size(const char *s, uint64_t *out)
 	if (v > (ULLONG_MAX >> shift))
 		return -1;
 	v <<= shift;
-	if (*end == 'i' && end[1] == 'B')
+	if (shift && *end == 'i' && end[1] == 'B')	/* KiB, not 1iB */
 		end += 2;
 	else if (*end == 'B')
 		end++;

@@ -99,6 +99,26 @@ static void t_usage(void)
 	run_expect(a16, 2, "--threads ' -18446744073709551615'");
 	free(file);
 	free(missing);
+	/* A zero thread count is named as given (it was always '0'), and
+	 * before a missing DIR, as any other invalid number. */
+	{
+		const char *a[] = { "", "--threads=00", NULL };
+		struct ht_server s;
+		char *err;
+
+		ht_spawn(&s, a);
+		if (!ht_wait(&s, 10000)) {
+			ht_kill(&s);
+			EXPECT(0, "--threads=00: still running after 10 s");
+			return;
+		}
+		err = ht_slurp(s.err, NULL);
+		EXPECT(WIFEXITED(s.status) && WEXITSTATUS(s.status) == 2 && err &&
+		       strstr(err, "invalid number of threads: '00'\n"),
+		       "--threads=00: 'invalid number of threads: '00'' expected, got '%.200s'",
+		       err ? err : "");
+		free(err);
+	}
 }
 
 static void t_help_version(void)

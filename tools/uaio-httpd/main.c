@@ -314,7 +314,10 @@ int main(int argc, char **argv)
 		switch (opt) {
 		case 'p': cfg.port = (int)number(optarg, "port", 65535); break;
 		case 'a': cfg.addr = optarg; break;
-		case 't': cfg.threads = number(optarg, "number of threads", 1024); break;
+		case 't':
+			if (!(cfg.threads = number(optarg, "number of threads", 1024)))
+				die_usage("invalid number of threads: '%s'", optarg);
+			break;
 		case 'l': cfg.log_path = optarg; break;
 		case 'd':
 			if (!strcmp(optarg, "laio"))
@@ -357,8 +360,6 @@ int main(int argc, char **argv)
 		die_usage("missing directory operand%s", "");
 	if (argc - optind > 1)
 		die_usage("extra operand '%s'", argv[optind + 1]);
-	if (cfg.threads == 0)
-		die_usage("invalid number of threads: '%s'", "0");
 	cfg.root = argv[optind];
 	cfg.rootfd = open(cfg.root, O_PATH | O_DIRECTORY | O_CLOEXEC);
 	cfg.reopen = access("/proc/self/fd", X_OK) == 0;

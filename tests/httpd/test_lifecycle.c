@@ -334,6 +334,30 @@ static void t_help_full(void)
 		       "%s %s: exit 1 expected, got %d", opt[i % 2],
 		       closed ? ">&-" : ">/dev/full", WIFEXITED(st) ? WEXITSTATUS(st) : -1);
 	}
+	/* Into a pipe nobody reads (SIGPIPE at its default): death by
+	 * SIGPIPE, no message, as GNU's (was 'write error: Broken pipe'). */
+	for (int i = 0; i < 2; i++) {
+		int st, pfd[2];
+		pid_t p;
+
+		FATAL(pipe(pfd) == 0, "pipe");
+		close(pfd[0]);
+		p = fork();
+		FATAL(p >= 0, "fork");
+		if (p == 0) {
+			signal(SIGPIPE, SIG_DFL);
+			if (dup2(pfd[1], 1) < 0)
+				_exit(126);
+			execl(ht_bin(), "uaio-httpd", opt[i], (char *)NULL);
+			_exit(127);
+		}
+		close(pfd[1]);
+		FATAL(waitpid(p, &st, 0) == p, "waitpid");
+		EXPECT(WIFSIGNALED(st) && WTERMSIG(st) == SIGPIPE,
+		       "%s | (no reader): death by SIGPIPE expected, got %s %d", opt[i],
+		       WIFEXITED(st) ? "exit" : "signal",
+		       WIFEXITED(st) ? WEXITSTATUS(st) : WTERMSIG(st));
+	}
 }
 
 /* A second SIGTERM while a response holds the stop ends the server at

@@ -302,7 +302,6 @@ int main(int argc, char **argv)
 	/* Signals are taken by the main thread only, from the start: one
 	 * that comes while the server starts waits for it (a SIGTERM then
 	 * stops it as any other; a SIGHUP killed it). */
-	signal(SIGPIPE, SIG_IGN);
 	sigemptyset(&set);
 	sigaddset(&set, SIGTERM);
 	sigaddset(&set, SIGINT);
@@ -352,6 +351,9 @@ int main(int argc, char **argv)
 			return 2;
 		}
 	}
+	/* Not before the options either: --help into a pipe nobody reads
+	 * dies of SIGPIPE, silently, as GNU's. */
+	signal(SIGPIPE, SIG_IGN);
 	/* Descriptors 0-2 closed at start are held on /dev/null: stderr's
 	 * messages and a --log=- would land in a client's socket. Not
 	 * before the options: --help >&- is a write error, as GNU's. */

@@ -237,6 +237,10 @@ both --suffix new old
 both --parents f
 uaio-cp -i --help >"$T/out" 2>"$T/err" || fail "-i --help: exit status $?"
 grep -q '^Usage: ' "$T/out" || fail "-i --help: no help"
+# every option cp's --help lists that uaio-cp accepts is in its --help too
+for o in -a -d -f -H -j -L -n -P -p --preserve --no-preserve -R -t -T -u -v -x -Z --context; do
+  grep -qE -- "(^| )$o[,= []" "$T/out" || grep -qE -- "(^| )$o\$" "$T/out" || fail "--help does not list $o"
+done
 SETUP=:
 ok "quoting of names, abbreviated options and values, -p after a failed time, -a into set-group-ID, -u links, options uaio-cp lacks"
 

@@ -79,7 +79,7 @@ echo "copy: a replaced file keeps its mode, owner and links; the same file is re
 
 # GNU conventions.
 expect_rc 0 "$F" --help
-grep -q "^Usage: uaio-flow copy SRC DST" "$dir/out" || fail "--help text"
+grep -q "^Usage: $F copy SRC DST" "$dir/out" || fail "--help text"
 expect_rc 0 "$F" --version
 expect_rc 2 "$F"
 expect_rc 2 "$F" copy "$dir/src"
@@ -91,6 +91,8 @@ ln -s "$F" "$dir/myflow"
 expect_rc 2 "$dir/myflow" --mode=fast copy a b
 grep -q "^$dir/myflow: invalid mode 'fast' " "$dir/err" || { cat "$dir/err"; fail "message under another name"; }
 grep -qx "Try '$dir/myflow --help' for more information." "$dir/err" || { cat "$dir/err"; fail "hint under another name"; }
+expect_rc 0 "$dir/myflow" --help
+grep -qx "  or:  $dir/myflow send FILE HOST:PORT \[OPTION\]\.\.\." "$dir/out" || { cat "$dir/out"; fail "usage under another name"; }
 expect_rc 2 "$F" --chunk=abc copy a b
 expect_rc 2 "$F" --chunk=4iB copy a b
 expect_rc 2 "$F" --rate=1Bi copy a b

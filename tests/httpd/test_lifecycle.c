@@ -358,6 +358,32 @@ static void t_help_full(void)
 		       WIFEXITED(st) ? "exit" : "signal",
 		       WIFEXITED(st) ? WEXITSTATUS(st) : WTERMSIG(st));
 	}
+	/* The usage line names the program as invoked, as GNU's do. */
+	{
+		char *out = ht_join(root, "help.out"), *text;
+		int st, fd = open(out, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+		pid_t p;
+
+		FATAL(fd >= 0, "open %s", out);
+		p = fork();
+		FATAL(p >= 0, "fork");
+		if (p == 0) {
+			if (dup2(fd, 1) < 0)
+				_exit(126);
+			execl(ht_bin(), "my-httpd", "--help", (char *)NULL);
+			_exit(127);
+		}
+		close(fd);
+		FATAL(waitpid(p, &st, 0) == p, "waitpid");
+		text = ht_slurp(out, NULL);
+		EXPECT(WIFEXITED(st) && WEXITSTATUS(st) == 0 && text &&
+		       !strncmp(text, "Usage: my-httpd [OPTION]... DIR\n", 32),
+		       "--help as my-httpd: 'Usage: my-httpd ...' expected, got '%.60s'",
+		       text ? text : "");
+		free(text);
+		unlink(out);
+		free(out);
+	}
 }
 
 /* A second SIGTERM while a response holds the stop ends the server at

@@ -121,6 +121,8 @@ static void usage(const char *prog)
 "                                 destination file is missing\n"
 "  -v, --verbose                explain what is being done\n"
 "  -x, --one-file-system        stay on this file system\n"
+"  -Z, --context[=CTX]          accepted as cp's; no SELinux context is set\n"
+"                                 (refused where SELinux is enabled)\n"
 "      --help        display this help and exit\n"
 "      --version     output version information and exit\n"
 "\n"

@@ -150,11 +150,13 @@ void blocking_end(void)
 
 static void usage(FILE *out)
 {
+	/* as GNU's usage lines, the name it was invoked by */
 	fprintf(out,
-"Usage: " PROG " copy SRC DST [OPTION]...\n"
-"  or:  " PROG " send FILE HOST:PORT [OPTION]...\n"
-"  or:  " PROG " recv [ADDR:]PORT FILE [OPTION]...\n"
-"  or:  " PROG " forward [ADDR:]LISTENPORT HOST:PORT [OPTION]...\n"
+"Usage: %s copy SRC DST [OPTION]...\n"
+"  or:  %s send FILE HOST:PORT [OPTION]...\n"
+"  or:  %s recv [ADDR:]PORT FILE [OPTION]...\n"
+"  or:  %s forward [ADDR:]LISTENPORT HOST:PORT [OPTION]...\n", ME, ME, ME, ME);
+	fputs(
 "Move bytes inside the kernel where it can: file to file, file to socket,\n"
 "socket to file or socket to socket. A path of - is stdin or stdout.\n"
 "\n"
@@ -169,7 +171,7 @@ static void usage(FILE *out)
 "A file " PROG " creates is written under a temporary name and renamed\n"
 "once every byte has arrived. Exit status: 0 when every byte arrived,\n"
 "1 when the transfer failed, 2 on bad usage; INT, TERM or HUP end it by\n"
-"that signal, after cleaning up.\n");
+"that signal, after cleaning up.\n", out);
 }
 
 void die_usage(const char *fmt, const char *arg)

@@ -24,8 +24,8 @@
 
 static void usage(FILE *f)
 {
-	fprintf(f,
-"Usage: " HTTPD_NAME " [OPTION]... DIR\n"
+	fprintf(f, "Usage: %s [OPTION]... DIR\n", HTTPD_ME);	/* as invoked, as GNU's */
+	fputs(
 "Serve the files under DIR over HTTP/1.1 (GET and HEAD), never blocking on\n"
 "the disk: opens and first reads are lazy asynchronous calls, bodies go out\n"
 "by in-kernel flows.\n"
@@ -47,7 +47,7 @@ static void usage(FILE *f)
 "      --version           output version information and exit\n"
 "\n"
 "SIGTERM or SIGINT: stop accepting, finish the responses in flight, exit 0.\n"
-"SIGHUP or SIGUSR1: open the log file again (after a rotation).\n");
+"SIGHUP or SIGUSR1: open the log file again (after a rotation).\n", f);
 }
 
 static void die_usage(const char *fmt, const char *arg)

@@ -97,23 +97,27 @@ bool uring__past_budget(const uaio_op *op)
 	return jumps_queue(op) || op->opcode == OP_CLOSE || op->opcode == OP_NOP;
 }
 
-/* An op waiting for room works on fd (a splice's or tee's output too). */
-static bool pending_on(const uaio_loop *l, int fd)
+/* The last op waiting for room that works on fd (a splice's or tee's
+ * output too), or NULL. */
+static uaio_op *last_pending_on(const uaio_loop *l, int fd)
 {
-	for (const uaio_op *op = l->pending_head; op; op = op->next)
+	uaio_op *last = NULL;
+
+	for (uaio_op *op = l->pending_head; op; op = op->next)
 		if (op->fd == fd || ((op->opcode == OP_SPLICE || op->opcode == OP_TEE) &&
 				     (int)op->addr2 == fd))
-			return true;
-	return false;
+			last = op;
+	return last;
 }
 
 /* A close goes ahead too, but of its own descriptor's ops (made before
- * it, they go first): behind idle reads that hold the whole budget it
- * waited for ever, though its cancel is what makes room. */
-static bool goes_ahead(const uaio_loop *l, const uaio_op *op)
+ * it, they go first; behind is the last of them): behind idle reads that
+ * hold the whole budget it waited for ever, though its cancel is what
+ * makes room. */
+static bool goes_ahead(const uaio_loop *l, const uaio_op *op, const uaio_op *behind)
 {
 	return jumps_queue(op) ||
-	       (op->opcode == OP_CLOSE && l->pending_head && !pending_on(l, op->fd));
+	       (op->opcode == OP_CLOSE && l->pending_head && !behind);
 }
 
 /* first .. last (linked by next) wait for room ahead of the others. */
@@ -231,6 +235,7 @@ int uring__start(uaio_loop *l, uaio_op *op)
 int uring__submit(uaio_loop *l, uaio_op *op)
 {
 	bool issuer, ahead;
+	uaio_op *behind;
 
 	if (!uaio__opdef(op)->prep && op->opcode != OP_CANCEL &&
 	    op->opcode != OP_CANCEL_FD)
@@ -248,7 +253,8 @@ int uring__submit(uaio_loop *l, uaio_op *op)
 	/* A cancel needs one completion of room and makes room: it goes
 	 * ahead of ops waiting for room (behind them, a full ring would
 	 * never hear of it); so do the other ops that end on their own. */
-	ahead = goes_ahead(l, op);
+	behind = op->opcode == OP_CLOSE ? last_pending_on(l, op->fd) : NULL;
+	ahead = goes_ahead(l, op, behind);
 	if (ahead && (!issuer || uring__start(l, op) == -EAGAIN)) {
 		pending_push(l, op, true);
 		if (!issuer)
@@ -257,6 +263,20 @@ int uring__submit(uaio_loop *l, uaio_op *op)
 	}
 	if (ahead)
 		return 0;
+	if (behind) {
+		/* Right behind its own descriptor's ops, not at the tail:
+		 * there, once they were in, it still waited behind other
+		 * descriptors' reads that wanted the room only its cancel
+		 * (and those of the closes queued with it) would free. */
+		op->state = OS_PENDING;
+		op->next = behind->next;
+		behind->next = op;
+		if (l->pending_tail == behind)
+			l->pending_tail = op;
+		if (!issuer)
+			uaio__wake(l);
+		return 0;
+	}
 	/* FIFO behind waiting ops; other threads hand over to the issuer. */
 	if (l->pending_head || !issuer || uring__start(l, op) == -EAGAIN) {
 		pending_push(l, op, false);

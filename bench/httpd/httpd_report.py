@@ -56,6 +56,59 @@ def cell_label(dist, cache):
     return f"{dist} {cache}"
 
 
+LAIO, BLOCKING, AIO_THREADS = "uaio-httpd laio", "uaio-httpd blocking", "nginx aio threads"
+
+
+def targets(cells, med, fmt):
+    """Issue 14's req/s and CPU targets, judged from this run's medians:
+    in memory (rice) <= 20 us of CPU per request and >= nginx sendfile's
+    req/s; on the capped set (berkeley) >= nginx aio threads' req/s and
+    laio >= 2x blocking."""
+    def verdict(misses, n):
+        return ("not measured" if not n else "**met**" if not misses
+                else "**missed** at " + "; ".join(misses))
+
+    def judge(name, test, show):
+        misses, n = [], 0
+        for st, d, c in cells:
+            if st != name:
+                continue
+            n += 1
+            ok, what = test(d, c), show(d, c)
+            if not ok:
+                misses.append(f"{st} {d} {c} ({what})")
+        return verdict(misses, n)
+
+    def rps(st, d, c, srv):
+        return med(st, d, c, srv, "rps")
+
+    def over(a, b, k=1.0):
+        return a is not None and b is not None and a >= k * b
+
+    cpu = judge("rice", lambda d, c: (med("rice", d, c, LAIO, "cpu_us") or 1e9) <= 20,
+                lambda d, c: f"{fmt(med('rice', d, c, LAIO, 'cpu_us'))} µs")
+    vs_nginx = judge("rice", lambda d, c: over(rps("rice", d, c, LAIO), rps("rice", d, c, BASE)),
+                     lambda d, c: f"{fmt(rps('rice', d, c, LAIO))} against "
+                                  f"{fmt(rps('rice', d, c, BASE))}")
+    vs_aio = judge("berkeley",
+                   lambda d, c: over(rps("berkeley", d, c, LAIO), rps("berkeley", d, c, AIO_THREADS)),
+                   lambda d, c: f"{fmt(rps('berkeley', d, c, LAIO))} against "
+                                f"{fmt(rps('berkeley', d, c, AIO_THREADS))}")
+    twice = judge("berkeley",
+                  lambda d, c: over(rps("berkeley", d, c, LAIO), rps("berkeley", d, c, BLOCKING), 2),
+                  lambda d, c: ratio_text(rps("berkeley", d, c, LAIO), rps("berkeley", d, c, BLOCKING)))
+    return ("Targets (issue 14, medians of this run, every cell of the set):\n\n"
+            f"- In memory (rice), {LAIO} ≤ 20 µs CPU per request: {cpu}\n"
+            f"- In memory (rice), {LAIO} req/s ≥ {BASE}: {vs_nginx}\n"
+            f"- Capped set (berkeley), {LAIO} req/s ≥ {AIO_THREADS}: {vs_aio}\n"
+            f"- Capped set (berkeley), {LAIO} ≥ 2× {BLOCKING}: {twice}\n")
+
+
+def ratio_text(a, b):
+    r = ratio(a, b)
+    return "–" if r is None else f"{r:.2f}×"
+
+
 def report(ctx, cfg, S, srvs, sets, skip, cg_what, runs_s):
     fmt, rat = ctx.fmt_num, ctx.fmt_ratio
     reps = cfg["reps"]
@@ -208,6 +261,7 @@ def report(ctx, cfg, S, srvs, sets, skip, cg_what, runs_s):
                          for n, d, c in cells])
         md.append(ctx.table(["server"] + [f"{n} {d} {c}" for n, d, c in cells], rows))
         md.append("")
+        md.append(targets(cells, med, fmt))
 
     md.append("### Idle keep-alive connections\n")
     md.append(f"Each run: the server's memory after the checks, then again with {cfg['idle']} "
@@ -238,6 +292,12 @@ def report(ctx, cfg, S, srvs, sets, skip, cg_what, runs_s):
                          "bytes / idle connection", "range over runs",
                          "idle connections still open after wrk"], rows))
     md.append("")
+    idle = [v for name in SETS for d in DISTS for c in CACHES
+            for v in S.values((name, d, c, LAIO, "idle_b"))]
+    b = ctx.median(idle)
+    md.append("Target (issue 14): ≤ 0.5 KB (500 bytes) per idle keep-alive connection, "
+              f"{LAIO}: " + ("not measured" if b is None else
+                             f"{'**met**' if b <= 500 else '**missed**'} ({fmt(b)} bytes)") + "\n")
     md.append(loc_table(ctx))
     md.append(f"\nRuns took {runs_s:.0f} s (set generation not included).\n")
     if S.errors:

@@ -93,6 +93,12 @@ grep -q "^$dir/myflow: invalid mode 'fast' " "$dir/err" || { cat "$dir/err"; fai
 grep -qx "Try '$dir/myflow --help' for more information." "$dir/err" || { cat "$dir/err"; fail "hint under another name"; }
 expect_rc 0 "$dir/myflow" --help
 grep -qx "  or:  $dir/myflow send FILE HOST:PORT \[OPTION\]\.\.\." "$dir/out" || { cat "$dir/out"; fail "usage under another name"; }
+# A file's name in an error, as cat prints it (quotef): bare when the
+# shell would take it as it is, else quoted.
+expect_rc 1 "$F" copy "$dir/no such" "$dir/x"
+grep -qx "$F: '$dir/no such': No such file or directory" "$dir/err" || { cat "$dir/err"; fail "a name with a space, unquoted"; }
+expect_rc 1 "$F" copy "$dir/nosuch" "$dir/x"
+grep -qx "$F: $dir/nosuch: No such file or directory" "$dir/err" || { cat "$dir/err"; fail "a plain name, quoted"; }
 expect_rc 2 "$F" --chunk=abc copy a b
 expect_rc 2 "$F" --chunk=4iB copy a b
 expect_rc 2 "$F" --rate=1Bi copy a b

@@ -97,6 +97,20 @@ static void t_usage(void)
 	run_expect(a14, 2, "--idle-timeout past 49 days");
 	run_expect(a15, 2, "-p ' -0'");
 	run_expect(a16, 2, "--threads ' -18446744073709551615'");
+	/* DIR's name quoted as cp quotes it (it was put in bare quotes) */
+	{
+		const char *a17[] = { "", "no such dir's", NULL };
+		struct ht_server s;
+		char *err;
+
+		ht_spawn(&s, a17);
+		EXPECT(ht_wait(&s, 10000), "a missing DIR: the server ended");
+		err = ht_slurp(s.err, NULL);
+		EXPECT(err && !strcmp(err, "uaio-httpd: cannot serve \"no such dir's\": "
+				      "No such file or directory\n"),
+		       "a missing DIR with a quote in its name: got '%.200s'", err ? err : "");
+		free(err);
+	}
 	free(file);
 	free(missing);
 	/* A zero thread count is named as given (it was always '0'), and

@@ -21,6 +21,7 @@
 #include <uaio/flow.h>
 #include <uaio/loop.h>
 #include "tool_common.h"
+#include "tool_quote.h"
 
 /* Directories that may hold their two O_PATH descriptors at once, at
  * most (fewer under a tight RLIMIT_NOFILE): the walk's ancestors and
@@ -116,8 +117,7 @@ struct cp_run {
 	struct cp_opts o;
 	/* q() and ql()'s results, grown as names need: a message names at
 	 * most CP_QUOTE_SLOTS */
-	char *quoted[CP_QUOTE_SLOTS];
-	size_t quoted_cap[CP_QUOTE_SLOTS];
+	struct tool_str quoted[CP_QUOTE_SLOTS];
 	unsigned quoted_next;
 	uaio_loop *l;
 	bool sigpipe_kills;	/* SIGPIPE at its default and not blocked */

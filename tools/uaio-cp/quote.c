@@ -1,263 +1,34 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Names in messages quoted as GNU cp 9.1 quotes them, so that scripts
- * which read cp's diagnostics read ours. cp uses two of gnulib's styles:
- *
- *  q()  "shell-escape-always" (quoteaf): 'a b', "it's", and a byte the
- *       locale cannot print as $'\t' or $'\303' spliced into the quotes:
- *       'a'$'\t''b'. Most messages and every -v line.
- *  ql() "locale" (quote): 'x' in a single-byte locale and U+2018/U+2019
- *       in UTF-8, with C escapes inside (\t, \303, and the closing quote
- *       as \'). The ACL calls' "preserving permissions for", "setting
- *       permissions for", and argument errors.
- *
- * Printable means printable in the current locale: in the C locale every
- * byte above 0x7f is escaped, in UTF-8 a valid printable character is
- * kept whole and each byte of an invalid sequence is escaped.
+ * Names in cp's messages (tools/common/tool_quote.c has the styles):
+ * q() quoteaf, most messages and every -v line; ql() quote, the ACL
+ * calls' "preserving permissions for", "setting permissions for", and
+ * argument errors. Each returns one of CP_QUOTE_SLOTS buffers, reused in
+ * turn, so that a message can quote several names.
  */
-#define _GNU_SOURCE
-#include <errno.h>
-#include <ctype.h>
-#include <langinfo.h>
 #include <stdlib.h>
-#include <string.h>
-#include <wchar.h>
-#include <wctype.h>
 #include "cp.h"
 
-struct out {
-	char *p;
-	size_t n, cap;
-};
-
-static void put(struct out *o, char c)
+static const char *slot(struct cp_run *r, const char *s, enum tool_quoting how)
 {
-	if (o->n + 1 >= o->cap) {
-		size_t cap = o->cap ? 2 * o->cap : 256;
-		char *p = realloc(o->p, cap);
+	struct tool_str *o = &r->quoted[r->quoted_next++ % CP_QUOTE_SLOTS];
 
-		if (!p)
-			abort();	/* a message cannot be printed without it */
-		o->p = p;
-		o->cap = cap;
-	}
-	o->p[o->n++] = c;
-	o->p[o->n] = 0;
-}
-
-static void puts_(struct out *o, const char *s)
-{
-	while (*s)
-		put(o, *s++);
-}
-
-/* The escape letter C uses for c, or 0. */
-static char c_escape(unsigned char c)
-{
-	switch (c) {
-	case '\a': return 'a';
-	case '\b': return 'b';
-	case '\f': return 'f';
-	case '\n': return 'n';
-	case '\r': return 'r';
-	case '\t': return 't';
-	case '\v': return 'v';
-	default: return 0;
-	}
-}
-
-/* Length of the character at s (1 for a byte the locale cannot take),
- * and whether it prints. */
-static size_t char_at(const char *s, bool *printable)
-{
-	unsigned char c = (unsigned char)*s;
-	mbstate_t st;
-	wchar_t w;
-	size_t n;
-
-	if (MB_CUR_MAX == 1) {
-		*printable = isprint(c) != 0;
-		return 1;
-	}
-	memset(&st, 0, sizeof(st));
-	n = mbrtowc(&w, s, strlen(s), &st);
-	if (n == (size_t)-1 || n == (size_t)-2 || n == 0) {
-		*printable = false;
-		return 1;
-	}
-	*printable = iswprint((wint_t)w) != 0;
-	return n;
-}
-
-/* Characters that keep a name with a single quote fit for "...". */
-static bool dq_safe(const char *s, size_t i, size_t len, bool printable)
-{
-	unsigned char c = (unsigned char)s[i];
-
-	if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
-	    (c >= '0' && c <= '9') || strchr("%+,-./:]_' @", c))
-		return c != '@' || printable;
-	if (c == '#' || c == '~')
-		return i == 0;
-	if (c == '{' || c == '}')
-		return len == 1;
-	if (c < 0x80)
-		return false;
-	return printable;
-}
-
-static void octal(struct out *o, unsigned char c)
-{
-	put(o, '\\');
-	put(o, (char)('0' + (c >> 6)));
-	put(o, (char)('0' + ((c >> 3) & 7)));
-	put(o, (char)('0' + (c & 7)));
-}
-
-/* The inside of shell-escape-always quotes for s[0, len), starting with
- * an escape (in_esc) pending or not; whether one is pending at the end. */
-static bool quote_shell_body(struct out *o, const char *s, size_t len, bool in_esc)
-{
-	for (size_t i = 0; i < len;) {
-		unsigned char c = (unsigned char)s[i];
-		char esc = c_escape(c);
-		bool pr = true;
-		size_t n = esc || c == '\\' || c == '\'' ? 1 : char_at(s + i, &pr);
-
-		if (esc || (c != '\\' && c != '\'' && !pr)) {
-			/* $'...' for what the shell's quotes cannot hold */
-			if (!in_esc)
-				puts_(o, "'$'");
-			in_esc = true;
-			if (esc) {
-				put(o, '\\');
-				put(o, esc);
-			} else {
-				for (size_t k = 0; k < n; k++)
-					octal(o, (unsigned char)s[i + k]);
-			}
-			i += n;
-			continue;
-		}
-		if (c == '\'') {
-			/* closes whatever quotes are open, $'...' too */
-			puts_(o, "'\\''");
-		} else {
-			if (in_esc)
-				puts_(o, "''");
-			for (size_t k = 0; k < n; k++)
-				put(o, s[i + k]);
-		}
-		in_esc = false;
-		i += n;
-	}
-	return in_esc;
-}
-
-/* shell-escape-always */
-static void quote_shell(struct out *o, const char *s)
-{
-	size_t len = strlen(s);
-	bool squote = false, dq_ok = true, pending = false;
-
-	for (size_t i = 0; i < len;) {
-		bool pr;
-		size_t n = char_at(s + i, &pr);
-
-		if (s[i] == '\'')
-			squote = true;
-		if (!dq_safe(s, i, len, pr))
-			dq_ok = false;
-		i += n;
-	}
-	if (squote && dq_ok) {
-		put(o, '"');
-		puts_(o, s);
-		put(o, '"');
-		return;
-	}
-	if (squote) {
-		/* gnulib measures a name with a quote in a dry pass first, and
-		 * writes it in a second that starts in the first's last state:
-		 * a name that ends inside $'...' leaves an escape pending, so
-		 * the first character is written as if one were open (x, ',
-		 * y, \001 comes out of cp 9.1 with an extra '' after the first
-		 * quote; \001, a, ', b, \001 without its $'). */
-		struct out dry = { 0 };
-
-		pending = quote_shell_body(&dry, s, len, false);
-		free(dry.p);
-	}
-	put(o, '\'');
-	quote_shell_body(o, s, len, pending);
-	put(o, '\'');
-}
-
-/* locale */
-static void quote_locale(struct out *o, const char *s)
-{
-	bool utf8 = strcmp(nl_langinfo(CODESET), "UTF-8") == 0;
-	const char *lq = utf8 ? "\xe2\x80\x98" : "'", *rq = utf8 ? "\xe2\x80\x99" : "'";
-	size_t rlen = strlen(rq), len = strlen(s);
-
-	puts_(o, lq);
-	for (size_t i = 0; i < len;) {
-		unsigned char c = (unsigned char)s[i];
-		char esc = c_escape(c);
-		bool pr;
-		size_t n;
-
-		if (esc || c == '\\') {
-			put(o, '\\');
-			put(o, esc ? esc : '\\');
-			i++;
-			continue;
-		}
-		n = char_at(s + i, &pr);
-		if (!pr) {
-			for (size_t k = 0; k < n; k++)
-				octal(o, (unsigned char)s[i + k]);
-		} else {
-			if (strncmp(s + i, rq, rlen) == 0)
-				put(o, '\\');
-			for (size_t k = 0; k < n; k++)
-				put(o, s[i + k]);
-		}
-		i += n;
-	}
-	puts_(o, rq);
-}
-
-static const char *slot(struct cp_run *r, const char *s, bool locale)
-{
-	unsigned k = r->quoted_next++ % CP_QUOTE_SLOTS;
-	struct out o = { r->quoted[k], 0, r->quoted_cap[k] };
-	int saved = errno;	/* callers pass errno beside q(): mbrtowc sets it */
-
-	if (o.p)
-		o.p[0] = 0;
-	if (locale)
-		quote_locale(&o, s);
-	else
-		quote_shell(&o, s);
-	r->quoted[k] = o.p;
-	r->quoted_cap[k] = o.cap;
-	errno = saved;
-	return o.p;
+	tool_quote_into(o, s, how);
+	return o->p;
 }
 
 const char *q(struct cp_run *r, const char *s)
 {
-	return slot(r, s, false);
+	return slot(r, s, TOOL_QUOTE_ALWAYS);
 }
 
 const char *ql(struct cp_run *r, const char *s)
 {
-	return slot(r, s, true);
+	return slot(r, s, TOOL_QUOTE_LOCALE);
 }
 
 void cp_quote_free(struct cp_run *r)
 {
 	for (unsigned k = 0; k < CP_QUOTE_SLOTS; k++)
-		free(r->quoted[k]);
+		free(r->quoted[k].p);
 }

@@ -24,14 +24,19 @@ static int open_waiting(const char *path, int flags)
 	return fd;
 }
 
+void fail_file(const char *path, int err)
+{
+	fail(QF(path), err);
+}
+
 int open_in(const struct tool *t, const char *path)
 {
 	int fd = strcmp(path, "-") ? open_waiting(path, O_RDONLY) : 0;
 
 	if (fd == 0 && t->closed[0])
-		fail("-", EBADF);
+		fail_file("-", EBADF);
 	if (fd < 0)
-		fail(path, errno);
+		fail_file(path, errno);
 	return fd;
 }
 
@@ -47,7 +52,7 @@ static void write_in_place(struct outfile *o)
 		partial_set(NULL);
 	}
 	if ((o->fd = open_waiting(o->path, O_WRONLY | O_TRUNC)) < 0)
-		fail(o->path, errno);
+		fail_file(o->path, errno);
 }
 
 /* Whether the file at path has extended attributes a new inode would
@@ -97,31 +102,31 @@ void open_out(const struct tool *t, struct outfile *o, const char *dst,
 	o->path = strdup(dst);
 	if (!strcmp(dst, "-")) {
 		if (t->closed[1])
-			fail("-", EBADF);
+			fail_file("-", EBADF);
 		o->fd = 1;
 		return;
 	}
 	/* "name/" is a directory or nothing: refused before any byte moves */
 	if (*dst && dst[strlen(dst) - 1] == '/' && (stat(dst, &st) < 0 || !S_ISDIR(st.st_mode)))
-		fail(dst, ENOTDIR);
+		fail_file(dst, ENOTDIR);
 	if (stat(dst, &st) == 0 && S_ISDIR(st.st_mode)) {
 		char *s = strdup(src ? src : "-");
 
 		free(o->path);
 		if (!src || !strcmp(src, "-"))
-			die_usage(src ? "cannot name a file in directory '%s' after stdin" :
-				  "cannot name a file in directory '%s' after a connection", dst);
+			die_usage(src ? "cannot name a file in directory %s after stdin" :
+				  "cannot name a file in directory %s after a connection", QA(dst));
 		if (asprintf(&o->path, "%s/%s", dst, basename(s)) < 0)
-			fail(dst, ENOMEM);
+			fail_file(dst, ENOMEM);
 		free(s);
 		/* What is there under that name decides, as for DST itself. */
 		if (stat(o->path, &st) == 0 && S_ISDIR(st.st_mode))
-			fail(o->path, EISDIR);
+			fail_file(o->path, EISDIR);
 	}
 	replacing = stat(o->path, &old) == 0;
 	if (replacing && !S_ISREG(old.st_mode)) {
 		if ((o->fd = open_waiting(o->path, O_WRONLY)) < 0)
-			fail(o->path, errno);
+			fail_file(o->path, errno);
 		return;
 	}
 	/* A symbolic link is written through, as cp writes: the file it
@@ -130,31 +135,31 @@ void open_out(const struct tool *t, struct outfile *o, const char *dst,
 		char *real = realpath(o->path, NULL);
 
 		if (!real && errno == ENOENT) {
-			fprintf(stderr, "%s: not writing through dangling symlink '%s'\n",
-				ME, o->path);
+			fprintf(stderr, "%s: not writing through dangling symlink %s\n",
+				ME, QA(o->path));
 			exit(1);
 		}
 		if (!real)
-			fail(o->path, errno);
+			fail_file(o->path, errno);
 		free(o->path);
 		o->path = real;
 	}
 	/* (stat followed any symbolic link: old is the file it leads to) */
 	if (replacing && src_st && S_ISREG(src_st->st_mode) &&
 	    old.st_dev == src_st->st_dev && old.st_ino == src_st->st_ino) {
-		fprintf(stderr, "%s: '%s' and '%s' are the same file\n", ME, src, dst);
+		fprintf(stderr, "%s: %s and %s are the same file\n", ME, QA(src), QA(dst));
 		exit(1);
 	}
 	/* One the user may not write is refused, as cp (without -f) refuses
 	 * it: the rename would replace it all the same. */
 	if (replacing && faccessat(AT_FDCWD, o->path, W_OK, AT_EACCESS) < 0)
-		fail(o->path, errno);
+		fail_file(o->path, errno);
 	copy = strdup(o->path);
 	base = strdup(o->path);
 	dir = dirname(copy);
 	/* the name's first 200 bytes: a name of up to NAME_MAX still fits */
 	if (asprintf(&o->tmp, "%s/.%.200s.uaio-XXXXXX", dir, basename(base)) < 0)
-		fail(o->path, ENOMEM);
+		fail_file(o->path, ENOMEM);
 	free(copy);
 	free(base);
 	if ((o->fd = mkostemp(o->tmp, O_CLOEXEC)) < 0) {
@@ -166,7 +171,7 @@ void open_out(const struct tool *t, struct outfile *o, const char *dst,
 			write_in_place(o);
 			return;
 		}
-		fail(o->path, e);
+		fail_file(o->path, e);
 	}
 	partial_set(o);
 	if (replacing) {
@@ -188,7 +193,7 @@ int close_out(struct outfile *o, bool ok)
 	int r = 0;
 
 	if (o->fd > 2 && close(o->fd) < 0 && ok) {
-		fprintf(stderr, "%s: %s: %s\n", ME, o->path, strerror(errno));
+		fprintf(stderr, "%s: %s: %s\n", ME, QF(o->path), strerror(errno));
 		ok = false;
 		r = -1;
 	}
@@ -196,7 +201,7 @@ int close_out(struct outfile *o, bool ok)
 		if (ok)
 			late_signals();
 		if (ok && rename(o->tmp, o->path) < 0) {
-			fprintf(stderr, "%s: %s: %s\n", ME, o->path, strerror(errno));
+			fprintf(stderr, "%s: %s: %s\n", ME, QF(o->path), strerror(errno));
 			r = -1;
 			ok = false;
 		}

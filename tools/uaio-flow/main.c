@@ -446,9 +446,9 @@ static int open_src(const struct tool *t, const char *src, struct stat *st)
 	int in = open_in(t, src);
 
 	if (fstat(in, st) < 0)
-		fail(src, errno);
+		fail_file(src, errno);
 	if (S_ISDIR(st->st_mode))
-		fail(src, EISDIR);
+		fail_file(src, EISDIR);
 	return in;
 }
 
@@ -460,7 +460,7 @@ static int cmd_copy(struct tool *t, const char *src, const char *dst)
 	bool ok;
 
 	open_out(t, &o, dst, src, &st, S_ISREG(st.st_mode) ? st.st_mode : 0666);
-	start_leg(t, in, o.fd, src, o.path, -1);
+	start_leg(t, in, o.fd, QF(src), QF(o.path), -1);
 	ok = run(t) && !t->interrupted;	/* a signal, even late: no file */
 	return finish(t, close_out(&o, ok) == 0 && ok);
 }
@@ -474,7 +474,7 @@ static int cmd_send(struct tool *t, const char *file, const char *peer)
 	bool ok;
 
 	reset_on_exit(0, s);
-	start_leg(t, in, s, file, peer, -1);
+	start_leg(t, in, s, QF(file), peer, -1);
 	ok = run(t);
 	/* Every byte arrived when the receiver, having read them all,
 	 * closes its end; a reset says they did not. */
@@ -507,7 +507,7 @@ static int cmd_recv(struct tool *t, const char *local, const char *file)
 	open_out(t, &o, file, NULL, NULL, 0666);
 	s = accept_one(ls, local, peer, sizeof(peer));
 	clock_gettime(CLOCK_MONOTONIC, &t->t0);	/* --stats: the transfer, not the wait */
-	start_leg(t, s, o.fd, peer, o.path, -1);
+	start_leg(t, s, o.fd, peer, QF(o.path), -1);
 	ok = run(t) && !t->interrupted;	/* a signal, even late: no file */
 	close(s);
 	return finish(t, close_out(&o, ok) == 0 && ok);

@@ -14,6 +14,7 @@
 #include <sys/types.h>
 #include <time.h>
 #include <uaio/flow.h>
+#include "tool_quote.h"
 #include <uaio/loop.h>
 
 #define PROG	"uaio-flow"
@@ -65,6 +66,12 @@ struct tool {
 
 /* main.c */
 void fail(const char *what, int err) __attribute__((noreturn));
+/* files.c: fail() for a file, its name as cat prints one (quotef) */
+void fail_file(const char *path, int err) __attribute__((noreturn));
+/* name quoted as GNU's quotef (bare when the shell would take it) or
+ * quoteaf (always), for a message just before the tool ends: not freed */
+#define QF(name)	tool_quote((name), TOOL_QUOTE_NEEDED)
+#define QA(name)	tool_quote((name), TOOL_QUOTE_ALWAYS)
 void die_usage(const char *fmt, const char *arg) __attribute__((noreturn));
 void blocking_begin(void);
 void blocking_end(void);

@@ -21,6 +21,7 @@
 #include <sys/socket.h>
 #include "httpd.h"
 #include "tool_common.h"
+#include "tool_quote.h"
 
 static void usage(FILE *f)
 {
@@ -48,6 +49,17 @@ static void usage(FILE *f)
 "\n"
 "SIGTERM or SIGINT: stop accepting, finish the responses in flight, exit 0.\n"
 "SIGHUP or SIGUSR1: open the log file again (after a rotation).\n", f);
+}
+
+/* "prog: cannot WHAT NAME: why" (errno), NAME quoted as cp's; status. */
+static int cannot(const char *what, const char *name, int status)
+{
+	char *qn = tool_quote(name, TOOL_QUOTE_ALWAYS);
+
+	fprintf(stderr, "%s: cannot %s %s: %s\n", HTTPD_ME, what, qn ? qn : name,
+		strerror(errno));
+	free(qn);
+	return status;
 }
 
 static void die_usage(const char *fmt, const char *arg)
@@ -366,28 +378,20 @@ int main(int argc, char **argv)
 	cfg.rootfd = open(cfg.root, O_PATH | O_DIRECTORY | O_CLOEXEC);
 	cfg.reopen = access("/proc/self/fd", X_OK) == 0;
 	if (cfg.rootfd < 0) {
-		fprintf(stderr, "%s: cannot serve '%s': %s\n", HTTPD_ME, cfg.root,
-			strerror(errno));
-		return 2;
+		return cannot("serve", cfg.root, 2);
 	}
 	/* O_PATH needs no permission: that files can be opened under DIR
 	 * (and, with --list, that it can be read) is asked of it now. */
 	if (faccessat(AT_FDCWD, cfg.root, X_OK | (cfg.list ? R_OK : 0), AT_EACCESS) < 0) {
-		fprintf(stderr, "%s: cannot serve '%s': %s\n", HTTPD_ME, cfg.root,
-			strerror(errno));
-		return 2;
+		return cannot("serve", cfg.root, 2);
 	}
 	if (!realpath(cfg.root, cfg.root_real)) {
-		fprintf(stderr, "%s: cannot serve '%s': %s\n", HTTPD_ME, cfg.root,
-			strerror(errno));
-		return 2;
+		return cannot("serve", cfg.root, 2);
 	}
 	if (cfg.log_path) {
 		cfg.log_fd = strcmp(cfg.log_path, "-") ? log_open(cfg.log_path) : STDOUT_FILENO;
 		if (cfg.log_fd < 0) {
-			fprintf(stderr, "%s: cannot open '%s': %s\n", HTTPD_ME,
-				cfg.log_path, strerror(errno));
-			return 1;
+			return cannot("open", cfg.log_path, 1);
 		}
 	}
 	/* As many descriptors as allowed; the default connection limit

@@ -26,7 +26,9 @@ static int open_waiting(const char *path, int flags)
 
 void fail_file(const char *path, int err)
 {
-	fail(QF(path), err);
+	char q[QBUF];
+
+	fail(QFB(q, path), err);
 }
 
 int open_in(const struct tool *t, const char *path)
@@ -96,7 +98,7 @@ void open_out(const struct tool *t, struct outfile *o, const char *dst,
 {
 	struct stat st, old;
 	bool replacing;
-	char *copy, *base, *dir;
+	char *copy, *base, *dir, qa[QBUF], qb[QBUF];
 
 	o->tmp = NULL;
 	o->path = strdup(dst);
@@ -115,7 +117,8 @@ void open_out(const struct tool *t, struct outfile *o, const char *dst,
 		free(o->path);
 		if (!src || !strcmp(src, "-"))
 			die_usage(src ? "cannot name a file in directory %s after stdin" :
-				  "cannot name a file in directory %s after a connection", QA(dst));
+				  "cannot name a file in directory %s after a connection",
+				  QAB(qa, dst));
 		if (asprintf(&o->path, "%s/%s", dst, basename(s)) < 0)
 			fail_file(dst, ENOMEM);
 		free(s);
@@ -136,7 +139,7 @@ void open_out(const struct tool *t, struct outfile *o, const char *dst,
 
 		if (!real && errno == ENOENT) {
 			fprintf(stderr, "%s: not writing through dangling symlink %s\n",
-				ME, QA(o->path));
+				ME, QAB(qa, o->path));
 			exit(1);
 		}
 		if (!real)
@@ -147,7 +150,8 @@ void open_out(const struct tool *t, struct outfile *o, const char *dst,
 	/* (stat followed any symbolic link: old is the file it leads to) */
 	if (replacing && src_st && S_ISREG(src_st->st_mode) &&
 	    old.st_dev == src_st->st_dev && old.st_ino == src_st->st_ino) {
-		fprintf(stderr, "%s: %s and %s are the same file\n", ME, QA(src), QA(dst));
+		fprintf(stderr, "%s: %s and %s are the same file\n", ME, QAB(qa, src),
+			QAB(qb, dst));
 		exit(1);
 	}
 	/* One the user may not write is refused, as cp (without -f) refuses
@@ -190,10 +194,11 @@ void open_out(const struct tool *t, struct outfile *o, const char *dst,
 
 int close_out(struct outfile *o, bool ok)
 {
+	char qa[QBUF];
 	int r = 0;
 
 	if (o->fd > 2 && close(o->fd) < 0 && ok) {
-		fprintf(stderr, "%s: %s: %s\n", ME, QF(o->path), strerror(errno));
+		fprintf(stderr, "%s: %s: %s\n", ME, QFB(qa, o->path), strerror(errno));
 		ok = false;
 		r = -1;
 	}
@@ -201,7 +206,7 @@ int close_out(struct outfile *o, bool ok)
 		if (ok)
 			late_signals();
 		if (ok && rename(o->tmp, o->path) < 0) {
-			fprintf(stderr, "%s: %s: %s\n", ME, QF(o->path), strerror(errno));
+			fprintf(stderr, "%s: %s: %s\n", ME, QFB(qa, o->path), strerror(errno));
 			r = -1;
 			ok = false;
 		}

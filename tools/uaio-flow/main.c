@@ -297,8 +297,8 @@ static int on_signal(uaio_watch *w)
 
 static const struct uaio_handler sig_handler = { .handle_input = on_signal };
 
-static void start_leg(struct tool *t, int src, int dst, const char *sname,
-		      const char *dname, int shut_fd)
+static void start_leg(struct tool *t, int src, int dst, char *sname, char *dname,
+		      int shut_fd)
 {
 	struct leg *g = &t->legs[t->nlegs++];
 	struct stat st;
@@ -474,7 +474,7 @@ static int cmd_send(struct tool *t, const char *file, const char *peer)
 	bool ok;
 
 	reset_on_exit(0, s);
-	start_leg(t, in, s, QF(file), peer, -1);
+	start_leg(t, in, s, QF(file), strdup(peer), -1);
 	ok = run(t);
 	/* Every byte arrived when the receiver, having read them all,
 	 * closes its end; a reset says they did not. */
@@ -507,7 +507,7 @@ static int cmd_recv(struct tool *t, const char *local, const char *file)
 	open_out(t, &o, file, NULL, NULL, 0666);
 	s = accept_one(ls, local, peer, sizeof(peer));
 	clock_gettime(CLOCK_MONOTONIC, &t->t0);	/* --stats: the transfer, not the wait */
-	start_leg(t, s, o.fd, peer, QF(o.path), -1);
+	start_leg(t, s, o.fd, strdup(peer), QF(o.path), -1);
 	ok = run(t) && !t->interrupted;	/* a signal, even late: no file */
 	close(s);
 	return finish(t, close_out(&o, ok) == 0 && ok);
@@ -525,8 +525,8 @@ static int cmd_forward(struct tool *t, const char *local, const char *peer)
 	b = net_fd(peer, false);
 	reset_on_exit(1, b);
 	clock_gettime(CLOCK_MONOTONIC, &t->t0);	/* --stats: the transfer, not the wait */
-	start_leg(t, a, b, from, peer, b);
-	start_leg(t, b, a, peer, from, a);
+	start_leg(t, a, b, strdup(from), strdup(peer), b);
+	start_leg(t, b, a, strdup(peer), strdup(from), a);
 	ok = run(t);
 	conn_close(0, a, ok);	/* neither peer may take a cut stream for whole */
 	conn_close(1, b, ok);
@@ -603,5 +603,7 @@ int main(int argc, char **argv)
 	uaio_loop_run_once(t.l, 0);	/* the watch's end */
 	uaio_loop_free(t.l);
 	close(t.sigfd);
+	for (int i = 0; i < t.nlegs; i++)
+		free(t.legs[i].src_name), free(t.legs[i].dst_name);
 	return c;
 }

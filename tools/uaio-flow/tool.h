@@ -5,6 +5,7 @@
 #define UAIO_FLOW_TOOL_H
 #define _GNU_SOURCE
 #include <errno.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -31,7 +32,7 @@ struct opts {
 
 /* One direction of data: its flow, its names for messages, its result. */
 struct leg {
-	const char *src_name, *dst_name;
+	char *src_name, *dst_name;	/* as messages print them; the leg's */
 	uaio_flow *f;
 	bool running;
 	int64_t res;
@@ -68,10 +69,13 @@ struct tool {
 void fail(const char *what, int err) __attribute__((noreturn));
 /* files.c: fail() for a file, its name as cat prints one (quotef) */
 void fail_file(const char *path, int err) __attribute__((noreturn));
-/* name quoted as GNU's quotef (bare when the shell would take it) or
- * quoteaf (always), for a message just before the tool ends: not freed */
+/* name quoted as GNU's quotef (bare when the shell would take it; a
+ * leg's name, freed with the leg), and into a buffer of QBUF bytes as
+ * quotef or quoteaf (always; cp's messages), for a message */
 #define QF(name)	tool_quote((name), TOOL_QUOTE_NEEDED)
-#define QA(name)	tool_quote((name), TOOL_QUOTE_ALWAYS)
+#define QBUF		(4 * PATH_MAX + 8)	/* a quoted path: 4 bytes a byte at most */
+#define QFB(b, name)	tool_quote_buf((b), sizeof(b), (name), TOOL_QUOTE_NEEDED)
+#define QAB(b, name)	tool_quote_buf((b), sizeof(b), (name), TOOL_QUOTE_ALWAYS)
 void die_usage(const char *fmt, const char *arg) __attribute__((noreturn));
 void blocking_begin(void);
 void blocking_end(void);

@@ -99,6 +99,15 @@ expect_rc 1 "$F" copy "$dir/no such" "$dir/x"
 grep -qx "$F: '$dir/no such': No such file or directory" "$dir/err" || { cat "$dir/err"; fail "a name with a space, unquoted"; }
 expect_rc 1 "$F" copy "$dir/nosuch" "$dir/x"
 grep -qx "$F: $dir/nosuch: No such file or directory" "$dir/err" || { cat "$dir/err"; fail "a plain name, quoted"; }
+# printable as the locale prints it, as cat's: é stays é in UTF-8 (it was
+# $'\303\251' whatever the locale, setlocale never called)
+if [ "$(LC_ALL=C.UTF-8 locale charmap 2>/dev/null)" = UTF-8 ]; then
+  e=$(printf '\303\251')
+  expect_rc 1 env LC_ALL=C.UTF-8 "$F" copy "$dir/$e x" "$dir/x"
+  grep -qx "$F: '$dir/$e x': No such file or directory" "$dir/err" || { cat "$dir/err"; fail "a UTF-8 name in C.UTF-8, escaped"; }
+  expect_rc 1 env LC_ALL=C "$F" copy "$dir/$e x" "$dir/x"
+  grep -qx "$F: '$dir/'\$'\\\\303\\\\251'' x': No such file or directory" "$dir/err" || { cat "$dir/err"; fail "a UTF-8 name in C, not escaped"; }
+fi
 expect_rc 2 "$F" --chunk=abc copy a b
 expect_rc 2 "$F" --chunk=4iB copy a b
 expect_rc 2 "$F" --rate=1Bi copy a b

@@ -10,9 +10,11 @@
 #include <errno.h>
 #include <stdbool.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <fcntl.h>
 #include <grp.h>
+#include <locale.h>
 #include <signal.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -110,6 +112,33 @@ static void t_usage(void)
 				      "No such file or directory\n"),
 		       "a missing DIR with a quote in its name: got '%.200s'", err ? err : "");
 		free(err);
+	}
+	/* printable as the user's locale prints it, as cp's: é stays é in
+	 * UTF-8 (it was $'\303\251' whatever the locale) */
+	{
+		const char *a18[] = { "", "no such \303\251's", NULL };
+		locale_t u8 = newlocale(LC_CTYPE_MASK, "C.UTF-8", (locale_t)0);
+		struct ht_server s;
+		char *err;
+
+		if (u8) {
+			char *was = getenv("LC_ALL") ? strdup(getenv("LC_ALL")) : NULL;
+
+			freelocale(u8);
+			setenv("LC_ALL", "C.UTF-8", 1);
+			ht_spawn(&s, a18);
+			if (was)
+				setenv("LC_ALL", was, 1);
+			else
+				unsetenv("LC_ALL");
+			free(was);
+			EXPECT(ht_wait(&s, 10000), "a missing DIR: the server ended");
+			err = ht_slurp(s.err, NULL);
+			EXPECT(err && !strcmp(err, "uaio-httpd: cannot serve \"no such \303\251's\": "
+					      "No such file or directory\n"),
+			       "a missing UTF-8 DIR in C.UTF-8: got '%.200s'", err ? err : "");
+			free(err);
+		}
 	}
 	free(file);
 	free(missing);

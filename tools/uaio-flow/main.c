@@ -19,6 +19,7 @@
 #include <fcntl.h>
 #include <getopt.h>
 #include <limits.h>
+#include <locale.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -550,6 +551,10 @@ int main(int argc, char **argv)
 	int c;
 	const char *cmd;
 
+	/* A name's characters are printable as the locale's are (quotef), as
+	 * cat's: é stays é in UTF-8. Only the character type: numbers keep
+	 * their C form. */
+	setlocale(LC_CTYPE, "");
 	while ((c = getopt_long(argc, argv, "m:c:r:sp", longs, NULL)) != -1) {
 		switch (c) {
 		case 'm':

@@ -8,6 +8,7 @@
 #include <fcntl.h>
 #include <getopt.h>
 #include <limits.h>
+#include <locale.h>
 #include <netdb.h>
 #include <pthread.h>
 #include <signal.h>
@@ -54,10 +55,20 @@ static void usage(FILE *f)
 /* "prog: cannot WHAT NAME: why" (errno), NAME quoted as cp's; status. */
 static int cannot(const char *what, const char *name, int status)
 {
+	int err = errno;
+	/* printable as the user's locale prints it (é stays é in UTF-8, as
+	 * cp's): its character type for the quoting only, the server's
+	 * parsing and dates stay C's */
+	locale_t loc = newlocale(LC_CTYPE_MASK, "", (locale_t)0);
+	locale_t old = loc ? uselocale(loc) : (locale_t)0;
 	char *qn = tool_quote(name, TOOL_QUOTE_ALWAYS);
 
+	if (loc) {
+		uselocale(old);
+		freelocale(loc);
+	}
 	fprintf(stderr, "%s: cannot %s %s: %s\n", HTTPD_ME, what, qn ? qn : name,
-		strerror(errno));
+		strerror(err));
 	free(qn);
 	return status;
 }

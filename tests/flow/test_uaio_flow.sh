@@ -108,6 +108,12 @@ if [ "$(LC_ALL=C.UTF-8 locale charmap 2>/dev/null)" = UTF-8 ]; then
   expect_rc 1 env LC_ALL=C "$F" copy "$dir/$e x" "$dir/x"
   grep -qx "$F: '$dir/'\$'\\\\303\\\\251'' x': No such file or directory" "$dir/err" || { cat "$dir/err"; fail "a UTF-8 name in C, not escaped"; }
 fi
+# a long name whole (a stack buffer of 4 bytes a byte of PATH_MAX cut it
+# short, without its closing quote: quoted, \001a takes 10 bytes for 2)
+n=$(awk 'BEGIN { for (i = 0; i < 3000; i++) printf "\001a" }')
+q=$(awk -v d="$dir" 'BEGIN { printf "\047%s/", d; for (i = 0; i < 3000; i++) printf "\047$\047\\001\047\047a"; printf "\047" }')
+expect_rc 1 env LC_ALL=C "$F" copy "$dir/$n" "$dir/x"
+printf '%s: %s: File name too long\n' "$F" "$q" | cmp -s - "$dir/err" || { head -c 300 "$dir/err"; fail "a long name, cut"; }
 expect_rc 2 "$F" --chunk=abc copy a b
 expect_rc 2 "$F" --chunk=4iB copy a b
 expect_rc 2 "$F" --rate=1Bi copy a b

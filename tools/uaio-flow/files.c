@@ -24,11 +24,17 @@ static int open_waiting(const char *path, int flags)
 	return fd;
 }
 
+const char *quote_slot(int n, const char *name, enum tool_quoting how)
+{
+	static struct tool_str slot[2];
+
+	tool_quote_into(&slot[n], name, how);
+	return slot[n].p;
+}
+
 void fail_file(const char *path, int err)
 {
-	char q[QBUF];
-
-	fail(QFB(q, path), err);
+	fail(QFB(0, path), err);
 }
 
 int open_in(const struct tool *t, const char *path)
@@ -98,7 +104,7 @@ void open_out(const struct tool *t, struct outfile *o, const char *dst,
 {
 	struct stat st, old;
 	bool replacing;
-	char *copy, *base, *dir, qa[QBUF], qb[QBUF];
+	char *copy, *base, *dir;
 
 	o->tmp = NULL;
 	o->path = strdup(dst);
@@ -118,7 +124,7 @@ void open_out(const struct tool *t, struct outfile *o, const char *dst,
 		if (!src || !strcmp(src, "-"))
 			die_usage(src ? "cannot name a file in directory %s after stdin" :
 				  "cannot name a file in directory %s after a connection",
-				  QAB(qa, dst));
+				  QAB(0, dst));
 		if (asprintf(&o->path, "%s/%s", dst, basename(s)) < 0)
 			fail_file(dst, ENOMEM);
 		free(s);
@@ -139,7 +145,7 @@ void open_out(const struct tool *t, struct outfile *o, const char *dst,
 
 		if (!real && errno == ENOENT) {
 			fprintf(stderr, "%s: not writing through dangling symlink %s\n",
-				ME, QAB(qa, o->path));
+				ME, QAB(0, o->path));
 			exit(1);
 		}
 		if (!real)
@@ -150,8 +156,8 @@ void open_out(const struct tool *t, struct outfile *o, const char *dst,
 	/* (stat followed any symbolic link: old is the file it leads to) */
 	if (replacing && src_st && S_ISREG(src_st->st_mode) &&
 	    old.st_dev == src_st->st_dev && old.st_ino == src_st->st_ino) {
-		fprintf(stderr, "%s: %s and %s are the same file\n", ME, QAB(qa, src),
-			QAB(qb, dst));
+		fprintf(stderr, "%s: %s and %s are the same file\n", ME, QAB(0, src),
+			QAB(1, dst));
 		exit(1);
 	}
 	/* One the user may not write is refused, as cp (without -f) refuses
@@ -194,11 +200,10 @@ void open_out(const struct tool *t, struct outfile *o, const char *dst,
 
 int close_out(struct outfile *o, bool ok)
 {
-	char qa[QBUF];
 	int r = 0;
 
 	if (o->fd > 2 && close(o->fd) < 0 && ok) {
-		fprintf(stderr, "%s: %s: %s\n", ME, QFB(qa, o->path), strerror(errno));
+		fprintf(stderr, "%s: %s: %s\n", ME, QFB(0, o->path), strerror(errno));
 		ok = false;
 		r = -1;
 	}
@@ -206,7 +211,7 @@ int close_out(struct outfile *o, bool ok)
 		if (ok)
 			late_signals();
 		if (ok && rename(o->tmp, o->path) < 0) {
-			fprintf(stderr, "%s: %s: %s\n", ME, QFB(qa, o->path), strerror(errno));
+			fprintf(stderr, "%s: %s: %s\n", ME, QFB(0, o->path), strerror(errno));
 			r = -1;
 			ok = false;
 		}

@@ -70,12 +70,14 @@ void fail(const char *what, int err) __attribute__((noreturn));
 /* files.c: fail() for a file, its name as cat prints one (quotef) */
 void fail_file(const char *path, int err) __attribute__((noreturn));
 /* name quoted as GNU's quotef (bare when the shell would take it; a
- * leg's name, freed with the leg), and into a buffer of QBUF bytes as
- * quotef or quoteaf (always; cp's messages), for a message */
+ * leg's name, freed with the leg), and into slot n (0 or 1) as quotef or
+ * quoteaf (always; cp's messages), for a message: whole however long (a
+ * quoted name runs to 5.5 bytes a byte, and a name given may be longer
+ * than PATH_MAX), and still reachable on the way out of the program */
 #define QF(name)	tool_quote((name), TOOL_QUOTE_NEEDED)
-#define QBUF		(4 * PATH_MAX + 8)	/* a quoted path: 4 bytes a byte at most */
-#define QFB(b, name)	tool_quote_buf((b), sizeof(b), (name), TOOL_QUOTE_NEEDED)
-#define QAB(b, name)	tool_quote_buf((b), sizeof(b), (name), TOOL_QUOTE_ALWAYS)
+const char *quote_slot(int n, const char *name, enum tool_quoting how);
+#define QFB(n, name)	quote_slot((n), (name), TOOL_QUOTE_NEEDED)
+#define QAB(n, name)	quote_slot((n), (name), TOOL_QUOTE_ALWAYS)
 void die_usage(const char *fmt, const char *arg) __attribute__((noreturn));
 void blocking_begin(void);
 void blocking_end(void);

@@ -21,7 +21,6 @@
 #include <ctype.h>
 #include <langinfo.h>
 #include <stdbool.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <wchar.h>
@@ -270,14 +269,4 @@ char *tool_quote(const char *s, enum tool_quoting how)
 
 	tool_quote_into(&o, s, how);
 	return o.p;
-}
-
-const char *tool_quote_buf(char *buf, size_t size, const char *s, enum tool_quoting how)
-{
-	struct tool_str o = { 0 };
-
-	tool_quote_into(&o, s, how);
-	snprintf(buf, size, "%s", o.p);
-	free(o.p);
-	return buf;
 }

@@ -24,8 +24,5 @@ struct tool_str {
 void tool_quote_into(struct tool_str *o, const char *s, enum tool_quoting how);
 /* s quoted, in a new string for the caller to free. */
 char *tool_quote(const char *s, enum tool_quoting how);
-/* s quoted into buf (cut to size), which is returned: for a message on
- * the way out of the program, where nothing allocated must be left. */
-const char *tool_quote_buf(char *buf, size_t size, const char *s, enum tool_quoting how);
 
 #endif

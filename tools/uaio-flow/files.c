@@ -34,7 +34,7 @@ const char *quote_slot(int n, const char *name, enum tool_quoting how)
 
 void fail_file(const char *path, int err)
 {
-	fail(QFB(0, path), err);
+	fail(QFS(0, path), err);
 }
 
 int open_in(const struct tool *t, const char *path)
@@ -124,7 +124,7 @@ void open_out(const struct tool *t, struct outfile *o, const char *dst,
 		if (!src || !strcmp(src, "-"))
 			die_usage(src ? "cannot name a file in directory %s after stdin" :
 				  "cannot name a file in directory %s after a connection",
-				  QAB(0, dst));
+				  QAS(0, dst));
 		if (asprintf(&o->path, "%s/%s", dst, basename(s)) < 0)
 			fail_file(dst, ENOMEM);
 		free(s);
@@ -145,7 +145,7 @@ void open_out(const struct tool *t, struct outfile *o, const char *dst,
 
 		if (!real && errno == ENOENT) {
 			fprintf(stderr, "%s: not writing through dangling symlink %s\n",
-				ME, QAB(0, o->path));
+				ME, QAS(0, o->path));
 			exit(1);
 		}
 		if (!real)
@@ -156,8 +156,8 @@ void open_out(const struct tool *t, struct outfile *o, const char *dst,
 	/* (stat followed any symbolic link: old is the file it leads to) */
 	if (replacing && src_st && S_ISREG(src_st->st_mode) &&
 	    old.st_dev == src_st->st_dev && old.st_ino == src_st->st_ino) {
-		fprintf(stderr, "%s: %s and %s are the same file\n", ME, QAB(0, src),
-			QAB(1, dst));
+		fprintf(stderr, "%s: %s and %s are the same file\n", ME, QAS(0, src),
+			QAS(1, dst));
 		exit(1);
 	}
 	/* One the user may not write is refused, as cp (without -f) refuses
@@ -203,7 +203,7 @@ int close_out(struct outfile *o, bool ok)
 	int r = 0;
 
 	if (o->fd > 2 && close(o->fd) < 0 && ok) {
-		fprintf(stderr, "%s: %s: %s\n", ME, QFB(0, o->path), strerror(errno));
+		fprintf(stderr, "%s: %s: %s\n", ME, QFS(0, o->path), strerror(errno));
 		ok = false;
 		r = -1;
 	}
@@ -211,7 +211,7 @@ int close_out(struct outfile *o, bool ok)
 		if (ok)
 			late_signals();
 		if (ok && rename(o->tmp, o->path) < 0) {
-			fprintf(stderr, "%s: %s: %s\n", ME, QFB(0, o->path), strerror(errno));
+			fprintf(stderr, "%s: %s: %s\n", ME, QFS(0, o->path), strerror(errno));
 			r = -1;
 			ok = false;
 		}

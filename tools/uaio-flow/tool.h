@@ -76,8 +76,8 @@ void fail_file(const char *path, int err) __attribute__((noreturn));
  * than PATH_MAX), and still reachable on the way out of the program */
 #define QF(name)	tool_quote((name), TOOL_QUOTE_NEEDED)
 const char *quote_slot(int n, const char *name, enum tool_quoting how);
-#define QFB(n, name)	quote_slot((n), (name), TOOL_QUOTE_NEEDED)
-#define QAB(n, name)	quote_slot((n), (name), TOOL_QUOTE_ALWAYS)
+#define QFS(n, name)	quote_slot((n), (name), TOOL_QUOTE_NEEDED)
+#define QAS(n, name)	quote_slot((n), (name), TOOL_QUOTE_ALWAYS)
 void die_usage(const char *fmt, const char *arg) __attribute__((noreturn));
 void blocking_begin(void);
 void blocking_end(void);

@@ -74,18 +74,21 @@ def targets(cells, med, fmt):
             if st != name:
                 continue
             n += 1
-            ok, what = test(d, c), show(d, c)
+            ok = test(d, c)		# None: a median is missing
             if not ok:
-                misses.append(f"{st} {d} {c} ({what})")
+                misses.append(f"{st} {d} {c} ({'not measured' if ok is None else show(d, c)})")
         return verdict(misses, n)
 
     def rps(st, d, c, srv):
         return med(st, d, c, srv, "rps")
 
     def over(a, b, k=1.0):
-        return a is not None and b is not None and a >= k * b
+        return None if a is None or b is None else a >= k * b
 
-    cpu = judge("rice", lambda d, c: (med("rice", d, c, LAIO, "cpu_us") or 1e9) <= 20,
+    def at_most(a, limit):
+        return None if a is None else a <= limit
+
+    cpu = judge("rice", lambda d, c: at_most(med("rice", d, c, LAIO, "cpu_us"), 20),
                 lambda d, c: f"{fmt(med('rice', d, c, LAIO, 'cpu_us'))} µs")
     vs_nginx = judge("rice", lambda d, c: over(rps("rice", d, c, LAIO), rps("rice", d, c, BASE)),
                      lambda d, c: f"{fmt(rps('rice', d, c, LAIO))} against "

@@ -12,7 +12,6 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <stdlib.h>
-#include <sys/resource.h>
 #include <uaio/loop.h>
 
 #include "test.h"
@@ -46,7 +45,6 @@ static int count_fds(void)
 
 int main(void)
 {
-	struct rlimit rl;
 	uaio_loop *l;
 	uaio_op *rd = calloc(N, sizeof(*rd)), *cl = calloc(N, sizeof(*cl));
 	struct rec *r = calloc(N, sizeof(*r)), *rc = calloc(N, sizeof(*rc));
@@ -55,11 +53,8 @@ int main(void)
 
 	t_watchdog(60);
 	CHECK(rd && cl && r && rc && p && buf);
-	CHECK(getrlimit(RLIMIT_NOFILE, &rl) == 0);
-	if (rl.rlim_max != RLIM_INFINITY && rl.rlim_max < 2 * N + 64)
+	if (t_raise_nofile(2 * N + 64) < 2 * N + 64)
 		SKIP("RLIMIT_NOFILE's hard limit is below 2 descriptors per pipe");
-	rl.rlim_cur = 2 * N + 64;
-	CHECK(setrlimit(RLIMIT_NOFILE, &rl) == 0);
 	t_banner("test_close_all_busy");
 	fds0 = count_fds();
 	l = t_loop_new(0);

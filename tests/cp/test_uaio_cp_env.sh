@@ -297,6 +297,16 @@ if [ -e /proc/self/fd ]; then
   ok "closed stdin, stdout, stderr named as a file: nothing read or written through /dev/null"
 fi
 
+# same_end X WHAT: uaio-cp ended as GNU cp did, status ($T/PROG.Xrc) and
+# messages ($T/PROG.Xerr) alike.
+same_end() {
+  sed 's/^cp: /uaio-cp: /' "$T/cp.$1err" >"$T/cp.$1err.n"
+  [ "$(cat "$T/cp.$1rc")" = "$(cat "$T/uaio-cp.$1rc")" ] &&
+    cmp -s "$T/cp.$1err.n" "$T/uaio-cp.$1err" ||
+    { cat "$T/cp.$1err" "$T/uaio-cp.$1err"
+      fail "$2: status $(cat "$T/uaio-cp.$1rc"), cp's $(cat "$T/cp.$1rc")"; }
+}
+
 # A pipe whose reader has gone: cp's write raises SIGPIPE and cp dies of
 # it, silently (status 141); with SIGPIPE ignored, an error and status 1.
 # GNU cp's own status is the reference: a test run with SIGPIPE ignored
@@ -308,11 +318,7 @@ for ign in '' "trap '' PIPE;"; do
     { (eval "$ign"; exec $prog "$T/pipe.src" /dev/stdout) 2>"$T/$prog.perr"
       echo $? >"$T/$prog.prc"; } | head -c 5 >/dev/null
   done
-  sed 's/^cp: /uaio-cp: /' "$T/cp.perr" >"$T/cp.perr.n"
-  [ "$(cat "$T/cp.prc")" = "$(cat "$T/uaio-cp.prc")" ] &&
-    cmp -s "$T/cp.perr.n" "$T/uaio-cp.perr" ||
-    { cat "$T/cp.perr" "$T/uaio-cp.perr"
-      fail "FILE /dev/stdout | head -c 5 ($ign): status $(cat "$T/uaio-cp.prc"), cp's $(cat "$T/cp.prc")"; }
+  same_end p "FILE /dev/stdout | head -c 5 ($ign)"
 done
 ok "a pipe closed by its reader"
 
@@ -332,11 +338,7 @@ for ign in '' "trap '' XFSZ;"; do
           2>"$T/$prog.ferr" </dev/null
         echo $? >"$T/$prog.frc" ) 2>/dev/null
     done
-    sed 's/^cp: /uaio-cp: /' "$T/cp.ferr" >"$T/cp.ferr.n"
-    [ "$(cat "$T/cp.frc")" = "$(cat "$T/uaio-cp.frc")" ] &&
-      cmp -s "$T/cp.ferr.n" "$T/uaio-cp.ferr" ||
-      { cat "$T/cp.ferr" "$T/uaio-cp.ferr"
-        fail "$f file past ulimit -f 50 ($ign): status $(cat "$T/uaio-cp.frc"), cp's $(cat "$T/cp.frc")"; }
+    same_end f "$f file past ulimit -f 50 ($ign)"
   done
 done
 rm -f "$T/fsize.small" "$T/fsize.big" "$T/fsize.out"

@@ -207,7 +207,8 @@ def run(ctx):
     if (os.cpu_count() or 1) < 2:
         raise BenchError("needs 2 CPUs (the server on one, wrk on the other)")
     S = Samples(ctx.log)
-    srvs = servers(ctx.build)
+    srvs = servers(ctx.build, max(v["files"] for v in cfg["sets"].values())
+                   + cfg["idle"] + cfg["conns"] + 64)
     for s in srvs:
         if s.why:
             ctx.log(f"{s.name}: skipped: {s.why}")

@@ -83,6 +83,8 @@ http {{
 
 
 def lighttpd_conf(lighttpd):
+    limit = min(server_nofile(), 65535)      # server.max-fds is 16 bits wide
+
     def argv(root, port, d):
         conf = f"""server.document-root = "{root}"
 server.bind = "127.0.0.1"
@@ -93,8 +95,8 @@ server.max-keep-alive-requests = 65535
 server.max-keep-alive-idle = 300
 server.max-read-idle = 300
 server.max-write-idle = 300
-server.max-fds = {MAX_CONNS + 4000}
-server.max-connections = {(MAX_CONNS + 4000) // 2 - 16}
+server.max-fds = {limit}
+server.max-connections = {limit // 2 - 16}
 server.event-handler = "linux-sysepoll"
 server.network-backend = "sendfile"
 """
@@ -148,9 +150,10 @@ def find_uaio(build):
     return None
 
 
-def servers(build):
+def servers(build, fds):
     """The server list, in the order of the tables; uaio-httpd's modes are
-    three more entries."""
+    three more entries. fds: the most descriptors a server could want (the
+    largest set's files + every connection)."""
     nginx, lighttpd, h2o = (shutil.which(p) or (f"/usr/sbin/{p}" if os.access(f"/usr/sbin/{p}", os.X_OK)
                                                else None) for p in ("nginx", "lighttpd", "h2o"))
     uaio = find_uaio(build)
@@ -166,7 +169,12 @@ def servers(build):
         Server("lighttpd", lighttpd, lighttpd and lighttpd_conf(lighttpd),
                None if lighttpd else missing, lighttpd and version_of([lighttpd, "-v"]),
                "`-D`, `server.max-worker = 0`, `network-backend = \"sendfile\"`, "
-               "`max-keep-alive-requests = 65535`, `max-keep-alive-idle = 300`"),
+               "`max-keep-alive-requests = 65535`, `max-keep-alive-idle = 300`"
+               + ("" if fds <= min(server_nofile(), 65535) else
+                  f". It keeps a descriptor open for every file it served in the last "
+                  f"seconds (stat cache on or off): the largest set and the connections "
+                  f"({fds}) exceed the {min(server_nofile(), 65535)}-descriptor limit servers "
+                  f"get here, so its opens fail (EMFILE), it answers 403 and its cells fail")),
         Server("h2o", h2o, h2o and h2o_conf(h2o), None if h2o else missing,
                h2o and version_of([h2o, "--version"]),
                "`num-threads: 1`, `file.dir`, `http1-request-timeout: 300`, no access log"),
@@ -288,6 +296,22 @@ def raise_nofile():
         pass
     if soft < hard:
         resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+
+
+def server_nofile():
+    """The descriptor limit a server runs with (raise_nofile, in a child)."""
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        os.close(r)
+        raise_nofile()
+        os.write(w, str(resource.getrlimit(resource.RLIMIT_NOFILE)[0]).encode())
+        os._exit(0)
+    os.close(w)
+    with os.fdopen(r) as f:
+        got = f.read()
+    os.waitpid(pid, 0)
+    return int(got)
 
 
 def die_with_parent():

@@ -374,6 +374,15 @@ static void conn_parse(struct conn *c)
 			break;
 		}
 		c->rparsed = (uint32_t)(llhttp_get_error_pos(&c->parser) - c->rbuf);
+		if (e == HPE_PAUSED && c->req->done && c->rbuf[c->rparsed - 1] != '\n') {
+			/* llhttp 8.1.0 (bookworm's), built loose, takes any
+			 * byte after the head's last CR for its LF (fixed in
+			 * 8.1.1): a bare CR ends no head (RFC 9112 2.2), and
+			 * a hop that reads it otherwise sees other requests */
+			c->close_after = true;
+			respond_error(c, 400);
+			continue;
+		}
 		if (e == HPE_PAUSED || e == HPE_PAUSED_UPGRADE) {
 			if (e == HPE_PAUSED_UPGRADE || c->req->has_body)
 				c->close_after = true;

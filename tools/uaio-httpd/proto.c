@@ -341,9 +341,11 @@ int proto_verdict(const struct request *q)
 	 * 6.3): 400, as nginx, whatever the method. */
 	if (q->minor == 0 && q->hdr[H_TRANSFER_ENCODING].p)
 		return 400;
-	if (q->method != HTTP_GET && q->method != HTTP_HEAD)
-		return 405;
-	/* Host: required in 1.1, once, well formed (RFC 9112 3.2). */
+	/* Host: required in 1.1, once, well formed (RFC 9112 3.2), and the
+	 * head's own faults, whatever the method: a 405 keeps the
+	 * connection, and a folded line (which llhttp joins) may hide a
+	 * Content-Length another hop reads, leaving a "body" here to be
+	 * parsed as the next request. */
 	/* llhttp lets a TAB or other control byte through in a query: a
 	 * target has none (RFC 9112 3.2), and a Location copied from it
 	 * would carry it. */
@@ -353,6 +355,8 @@ int proto_verdict(const struct request *q)
 	if (q->bad_head || (q->minor >= 1 && !q->hdr[H_HOST].p) || q->dup[H_HOST] > 1 ||
 	    (q->hdr[H_HOST].p && !proto_host_ok(q->hdr[H_HOST])))
 		return 400;
+	if (q->method != HTTP_GET && q->method != HTTP_HEAD)
+		return 405;
 	/* An entity-tag list on several lines is one list (fields.c), on
 	 * more than are kept a 400; the dates and If-Range given twice are
 	 * ignored (fields.c) */
@@ -388,9 +392,15 @@ bool proto_host_ok(struct span h)
 			return false;
 	} else {
 		for (host = p; p < end && *p != ':'; p++)
-			if (!*p || (!isalnum((unsigned char)*p) &&
-				    !strchr("-._~%!$&'()*+,;=", *p)))
+			if (*p == '%') {	/* pct-encoded: two hex digits */
+				if (end - p < 3 || !isxdigit((unsigned char)p[1]) ||
+				    !isxdigit((unsigned char)p[2]))
+					return false;
+				p += 2;
+			} else if (!*p || (!isalnum((unsigned char)*p) &&
+					   !strchr("-._~!$&'()*+,;=", *p))) {
 				return false;
+			}
 		if (p == host)
 			return false;
 	}

@@ -90,7 +90,7 @@ struct cbpriv {
 	_Atomic uint64_t state;		/* ST_* ^ the aiocb's address */
 	struct aio_req *req;		/* its record, while it has one */
 	uint64_t done;			/* bytes written before the current op */
-	uint64_t spare;
+	struct aio_lio *lio;		/* its lio_listio list (LIO_WAIT or notified) */
 };
 _Static_assert(sizeof(struct cbpriv) <= sizeof(((struct aiocb *)0)->__glibc_reserved),
 	       "aiocb reserved area too small");
@@ -229,6 +229,10 @@ struct aio_lio {
 	unsigned refs;			/* pending + the waiter */
 	bool notify;
 	bool begun;			/* held: made before the last status */
+	/* an entry ended in error: LIO_WAIT's EIO. Kept here as the entries
+	 * end, as glibc's waitlist does: once an aiocb's status is out, a
+	 * handler may submit it again, or free it. */
+	atomic_bool failed;
 	atomic_uint done;		/* futex: 1 once pending reached 0 */
 	struct sigevent sev;
 	struct uaio_note *held;		/* SIGEV_THREAD's thread, waiting */
@@ -463,7 +467,7 @@ int aio__serial_nonblock_try(struct aio_req *r, const struct aio_serial *s, long
 
 /* submit.c */
 int aio__cb_check(struct aiocb *cb, bool prio);
-void aio__cb_mark_live(struct aiocb *cb);
+void aio__cb_mark_live(struct aiocb *cb, struct aio_lio *g);
 int aio__submit_rw(struct aiocb *cb, int kind, struct lio_ctx *pc, struct aio_lio *g);
 int aio__submit_sync(struct aiocb *cb, int kind, struct aio_lio *g);
 /* glibc's own opcodes for aio_fsync requests, which its lio_listio takes

@@ -44,7 +44,7 @@ int aio__lio_listio(int mode, struct aiocb *const list[], int nent,
 	struct lio_ctx pc = { .fd = -1, .pinned = -1,
 			      .inline_left = mode == LIO_WAIT ? SIZE_MAX : INLINE_MAX };
 	bool notify = mode == LIO_NOWAIT && sig && aio__sev_notifies(sig);
-	int refused = 0, failed = 0, want = 0, accepted = 0, r;
+	int refused = 0, want = 0, accepted = 0, r;
 
 	/* As glibc: no limit on nent but the requests it holds (AIO_MAX,
 	 * EAGAIN below), and a negative one is an empty list. The drop-in
@@ -87,7 +87,7 @@ int aio__lio_listio(int mode, struct aiocb *const list[], int nent,
 				cb->aio_reqprio = 0;
 			r = aio__submit_sync(cb, op == LIO_DSYNC_GLIBC ? K_DSYNC : K_FSYNC, g);
 		} else if ((r = aio__cb_check(cb, true)) == 0) {
-			aio__cb_mark_live(cb);
+			aio__cb_mark_live(cb, g);
 			aio__complete(cb, -EINVAL);
 		}
 		if (r < 0)
@@ -123,18 +123,14 @@ int aio__lio_listio(int mode, struct aiocb *const list[], int nent,
 			r = -EINTR;
 			break;
 		}
+	/* The entries' aiocbs are not read again: a handler or thread
+	 * notified of one may have submitted it anew, or freed it. */
 	aio__lock();
+	if (r == 0 && (atomic_load_explicit(&g->failed, memory_order_relaxed) || refused))
+		r = -EIO;
 	aio__lio_put_locked(g, false);
 	aio__unlock();
-	if (r < 0)
-		return posix_ret(r);
-	for (int i = 0; i < nent && !failed && !refused; i++) {
-		const struct aiocb *cb = list[i];
-		if (cb && cb->aio_lio_opcode != LIO_NOP &&
-		    __atomic_load_n(&cb->__error_code, __ATOMIC_ACQUIRE) != 0)
-			failed++;
-	}
-	return posix_ret(failed || refused ? -EIO : 0);
+	return posix_ret(r);
 }
 
 

@@ -76,6 +76,7 @@ static bool signals_block(sigset_t *old)
  */
 void aio__complete(struct aiocb *cb, long res)
 {
+	struct aio_lio *g = priv(cb)->lio;	/* before cb may be reused */
 	struct sigevent sev;
 	struct uaio_note *held = NULL;
 	bool notify = aio__sev_notifies(&cb->aio_sigevent), restore = false;
@@ -101,7 +102,12 @@ void aio__complete(struct aiocb *cb, long res)
 	if (notify && (e = uaio__notify_end(&sev, held)) < 0) {
 		cb->__return_value = -1;
 		__atomic_store_n(&cb->__error_code, -e, __ATOMIC_RELEASE);
+		res = e;
 	}
+	/* read by LIO_WAIT's waiter once the list is done: the list's own
+	 * put (under the lock, or on the submitting thread) comes after */
+	if (g && res < 0)
+		atomic_store_explicit(&g->failed, true, memory_order_relaxed);
 	aio__seq_bump();
 	if (restore)
 		pthread_sigmask(SIG_SETMASK, &old, NULL);

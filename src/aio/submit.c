@@ -28,13 +28,14 @@ int aio__cb_check(struct aiocb *cb, bool prio)
 	return 0;
 }
 
-void aio__cb_mark_live(struct aiocb *cb)
+void aio__cb_mark_live(struct aiocb *cb, struct aio_lio *g)
 {
 	struct cbpriv *pv = priv(cb);
 
 	cb->__return_value = 0;
 	pv->req = NULL;
 	pv->done = 0;
+	pv->lio = g;
 	__atomic_store_n(&cb->__error_code, EINPROGRESS, __ATOMIC_RELAXED);
 	atomic_store_explicit(&pv->state, tag(cb, ST_LIVE), memory_order_release);
 }
@@ -347,7 +348,7 @@ int aio__submit_rw(struct aiocb *cb, int kind, struct lio_ctx *pc,
 	 * fail the request is checked afresh. */
 	if (fl < 0 || (fl & O_PATH) || !fd_mode_ok(fl, kind))
 		fl = aio__hint_flags(fd, h, true);
-	aio__cb_mark_live(cb);
+	aio__cb_mark_live(cb, g);
 	if (cb->aio_offset < 0) {
 		aio__complete(cb, -EINVAL);
 		return 0;
@@ -478,7 +479,7 @@ int aio__submit_sync(struct aiocb *cb, int kind, struct aio_lio *g)
 	if ((ret = aio__cb_check(cb, false)) < 0)
 		return ret;
 	fd = cb->aio_fildes;
-	aio__cb_mark_live(cb);
+	aio__cb_mark_live(cb, g);
 	if (fstat(fd, &st) < 0) {
 		aio__complete(cb, -errno);
 		return 0;

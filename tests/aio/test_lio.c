@@ -3,8 +3,8 @@
  * ulio_listio: LIO_WAIT and LIO_NOWAIT with mixed good and failing
  * entries (bad descriptor, bad opcode, LIO_NOP, NULL), per-entry status,
  * EIO, EINVAL for a bad mode or list, EAGAIN beyond AIO_MAX, EINTR when
- * a signal interrupts LIO_WAIT (a restart under SA_RESTART), and a large
- * list of small writes.
+ * a signal interrupts LIO_WAIT (a restart under SA_RESTART), a large
+ * list of small writes, and an entry submitted anew by its handler.
  */
 #include "aio/aio_util.h"
 
@@ -335,6 +335,52 @@ static void direct_entry_error(void)
 	close(fd);
 }
 
+/* LIO_WAIT's result comes from its entries' ends, not from their aiocbs
+ * read after the wait: a handler notified of an entry may submit that
+ * aiocb anew (glibc's lio_listio keeps a waitlist of its own). */
+static struct aiocb rearm_cb;
+static int rearm_pipe[2];
+static char rearm_byte;
+static volatile sig_atomic_t rearmed;
+
+static void rearm(int sig)
+{
+	(void)sig;
+	rearm_cb = t_cb(rearm_pipe[0], &rearm_byte, 1, 0);
+	rearmed = uaio_read(&rearm_cb) == 0 ? 1 : -1;
+}
+
+static void rearmed_by_handler(void)
+{
+	struct sigaction sa = { .sa_handler = rearm, .sa_flags = SA_RESTART }, old;
+	struct aiocb *list[1] = { &rearm_cb };
+	int fd = t_tmpfile(), err;
+	char a[8];
+
+	CHECK(pipe(rearm_pipe) == 0);
+	CHECK(pwrite(fd, "readme!!", 8, 0) == 8);
+	sigemptyset(&sa.sa_mask);
+	CHECK(sigaction(SIGUSR1, &sa, &old) == 0);
+	rearm_cb = t_cb(fd, a, 8, 0);
+	rearm_cb.aio_lio_opcode = LIO_READ;
+	rearm_cb.aio_sigevent.sigev_notify = SIGEV_SIGNAL;
+	rearm_cb.aio_sigevent.sigev_signo = SIGUSR1;
+	CHECK_EQ(ulio_listio(LIO_WAIT, list, 1, NULL), 0);
+	CHECK(!memcmp(a, "readme!!", 8));
+	/* the signal came before the list was done; the read it made waits
+	 * for the pipe */
+	CHECK_EQ(rearmed, 1);
+	CHECK_EQ(uaio_error(&rearm_cb), EINPROGRESS);
+	CHECK(write(rearm_pipe[1], "x", 1) == 1);
+	CHECK_EQ(t_wait(&rearm_cb, &err), 1);
+	CHECK_EQ(err, 0);
+	CHECK_EQ(rearm_byte, 'x');
+	CHECK(sigaction(SIGUSR1, &old, NULL) == 0);
+	close(rearm_pipe[0]);
+	close(rearm_pipe[1]);
+	close(fd);
+}
+
 int main(void)
 {
 	t_watchdog(120);
@@ -344,6 +390,7 @@ int main(void)
 	RUN(many_small_writes);
 	RUN(adjacent_entries);
 	RUN(glibc_opcodes);
+	RUN(rearmed_by_handler);
 	RUN(direct_entry_error);	/* last: skips where /var/tmp has no O_DIRECT */
 	return T_EXIT_PASS;
 }

@@ -46,6 +46,7 @@ struct cp_opts {
 	int reflink, sparse;
 	bool p_mode, p_owner, p_times, p_links, p_xattr;
 	bool require_xattr;	/* --preserve=xattr named: failures are errors */
+	bool reduce_diag;	/* -a: other xattr failures unsaid (cp's reduce_diagnostics) */
 	bool require_preserve;	/* -a, -p, --preserve: a failed time or owner ends the file's metadata */
 	bool explicit_no_mode;	/* --no-preserve=mode */
 	bool want_context;	/* --preserve=context by name */
@@ -235,6 +236,11 @@ struct cp_note {
 	int err;
 	const char *what;	/* message: "<what> 'dst': strerror(err)" */
 	bool locale;		/* 'dst' quoted by ql(), not q() */
+	bool warn;		/* said, the exit status kept */
+	/* else what is a format with one or two %s, each this name (an
+	 * attribute's, or the source's) quoted: as in cp 9.1, whose
+	 * libattr messages quote both names into one buffer */
+	char *name;
 };
 struct cp_notes {
 	unsigned n, cap;

@@ -44,7 +44,8 @@ static int x_set(int fd, const char *path, const char *name, const void *v, size
 /* Allocates only when something failed: the common run stays free of it.
  * A note that cannot be kept still fails the run. locale: the name is
  * quoted as gnulib's ACL calls quote it (ql), not as cp's own (q). */
-static void note_q(struct cp_notes *n, int err, const char *what, bool locale)
+static void note_x(struct cp_notes *n, int err, const char *what, bool locale,
+		   bool warn, const char *name)
 {
 	if (n->n == n->cap) {
 		unsigned cap = n->cap ? 2 * n->cap : 4;
@@ -57,7 +58,17 @@ static void note_q(struct cp_notes *n, int err, const char *what, bool locale)
 		n->v = v;
 		n->cap = cap;
 	}
-	n->v[n->n++] = (struct cp_note){ err, what, locale };
+	n->v[n->n] = (struct cp_note){ err, what, locale, warn, NULL };
+	if (name && !(n->v[n->n].name = strdup(name))) {
+		n->lost = true;
+		return;
+	}
+	n->n++;
+}
+
+static void note_q(struct cp_notes *n, int err, const char *what, bool locale)
+{
+	note_x(n, err, what, locale, false, NULL);
 }
 
 static void note(struct cp_notes *n, int err, const char *what)
@@ -67,9 +78,21 @@ static void note(struct cp_notes *n, int err, const char *what)
 
 void cp_notes_report(struct cp_run *r, struct cp_notes *n, const char *dst)
 {
-	for (unsigned i = 0; i < n->n; i++)
-		cp_err(r, n->v[i].err, "%s %s", n->v[i].what,
-		       n->v[i].locale ? ql(r, dst) : q(r, dst));
+	for (unsigned i = 0; i < n->n; i++) {
+		const struct cp_note *t = &n->v[i];
+		int status = r->status;
+
+		if (t->name) {
+			const char *qn = q(r, t->name);
+
+			cp_err(r, t->err, t->what, qn, qn);
+			free(t->name);
+		} else {
+			cp_err(r, t->err, "%s %s", t->what, t->locale ? ql(r, dst) : q(r, dst));
+		}
+		if (t->warn)
+			r->status = status;
+	}
 	if (n->lost)
 		r->status = 1;
 	free(n->v);
@@ -81,11 +104,25 @@ void cp_notes_report(struct cp_run *r, struct cp_notes *n, const char *dst)
  * only the POSIX ACLs when just the mode is preserved, as cp's copy_acl. */
 enum { ACL_ACCESS = 1, ACL_DEFAULT = 2 };
 
+/*
+ * An attribute's failure as cp 9.1 (libattr's attr_copy_fd) says it: every
+ * one under --preserve=xattr, as an error; else, but not under -a, those
+ * other than ENOTSUP and ENODATA, as warnings (the status kept).
+ */
+static void xattr_note(const struct cp_run *r, struct cp_notes *out, int err,
+		       const char *what, const char *name)
+{
+	if (r->o.require_xattr)
+		note_x(out, err, what, false, false, name);
+	else if (!r->o.reduce_diag && err != ENOTSUP && err != ENODATA)
+		note_x(out, err, what, false, true, name);
+}
+
 /* *acl: ACL_* of the ACLs copied. */
 static unsigned xattrs(const struct cp_run *r, int src_fd, const char *src, int fd,
 		       const char *dst, struct cp_notes *out, unsigned *acl)
 {
-	unsigned set = 0;
+	unsigned set = 0, unsupported = 0;
 	char stackbuf[1024], *names = stackbuf, *val = NULL;
 	ssize_t n = x_list(src_fd, src, names, sizeof(stackbuf));
 	size_t vcap = 0;
@@ -95,6 +132,8 @@ static unsigned xattrs(const struct cp_run *r, int src_fd, const char *src, int 
 		if (n > 0 && (names = malloc((size_t)n)))
 			n = x_list(src_fd, src, names, (size_t)n);
 	}
+	if (n < 0 && errno != ENOSYS && errno != ENOTSUP && r->o.p_xattr)
+		xattr_note(r, out, errno, "listing attributes of %s", src);
 	if (n <= 0)
 		goto out;
 	for (char *name = names; name < names + n; name += strlen(name) + 1) {
@@ -105,8 +144,11 @@ static unsigned xattrs(const struct cp_run *r, int src_fd, const char *src, int 
 		if (is_acl(name) ? !r->o.p_mode : !r->o.p_xattr)
 			continue;
 		vn = x_get(src_fd, src, name, NULL, 0);
-		if (vn < 0)
+		if (vn < 0) {
+			if (!is_acl(name))
+				xattr_note(r, out, errno, "getting attribute %s of %s", name);
 			continue;
+		}
 		if ((size_t)vn > vcap) {
 			char *nv = realloc(val, (size_t)vn);
 
@@ -116,16 +158,24 @@ static unsigned xattrs(const struct cp_run *r, int src_fd, const char *src, int 
 			vcap = (size_t)vn;
 		}
 		vn = x_get(src_fd, src, name, val, (size_t)vn);
-		if (vn < 0)
+		if (vn < 0) {
+			if (!is_acl(name))
+				xattr_note(r, out, errno, "getting attribute %s of %s", name);
 			continue;
+		}
 		if (x_set(fd, dst, name, val, (size_t)vn) == 0) {
 			set++;
 			*acl |= !strcmp(name, "system.posix_acl_access") ? ACL_ACCESS :
 				!strcmp(name, "system.posix_acl_default") ? ACL_DEFAULT : 0;
+		} else if (!is_acl(name)) {
+			if (errno == ENOTSUP)	/* said once, for the file */
+				unsupported++;
+			else
+				xattr_note(r, out, errno, "setting attribute %s for %s", name);
 		}
-		else if (r->o.require_xattr && !is_acl(name))
-			note(out, errno, "setting attributes for");
 	}
+	if (unsupported && r->o.require_xattr)
+		note(out, ENOTSUP, "setting attributes for");
 out:
 	free(val);
 	if (names != stackbuf)

@@ -450,6 +450,7 @@ int cp_parse(struct cp_run *r, int argc, char **argv, int *first)
 	while ((c = getopt_long(argc, argv, SHORTS, longs, NULL)) != -1) {
 		switch (c) {
 		case 'a':
+			o->reduce_diag = true;
 			o->deref = DEREF_NEVER;
 			o->recursive = true;
 			preserve_list(r, "all", true);

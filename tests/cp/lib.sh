@@ -97,7 +97,7 @@ both() {
   if [ "$1" = -M ]; then trees=0; shift; fi
   loc=
   [ "$LC_ALL" = C ] || loc=", LC_ALL=$LC_ALL"
-  what="cp $*${AS:+ (as nobody)} (umask $UM${TX:+, uaio-cp $TX}$loc)"
+  what="${CPENV:+$CPENV }cp $*${AS:+ (as nobody)} (umask $UM${TX:+, uaio-cp $TX}$loc)"
   for s in g u; do
     rmtree "$T/$s"
     mkdir "$T/$s" && chmod 777 "$T/$s" && (cd "$T/$s" && eval "$SETUP") ||
@@ -105,10 +105,10 @@ both() {
   done
   # (descriptors the test inherited, from ctest say, are not passed on)
   (cd "$T/g" && umask $UM && exec 3>&- 4>&- 5>&- 6>&- 7>&- 8>&- 9>&- &&
-   ulimit -n $NOFILE && exec $AS cp "$@") >"$T/g.out" 2>"$T/g.err" </dev/null
+   ulimit -n $NOFILE && exec ${CPENV:+env $CPENV} $AS cp "$@") >"$T/g.out" 2>"$T/g.err" </dev/null
   grc=$?
   (cd "$T/u" && umask $UM && exec 3>&- 4>&- 5>&- 6>&- 7>&- 8>&- 9>&- &&
-   ulimit -n $NOFILE && exec $AS uaio-cp $TX "$@") >"$T/u.out" 2>"$T/u.err" </dev/null
+   ulimit -n $NOFILE && exec ${CPENV:+env $CPENV} $AS uaio-cp $TX "$@") >"$T/u.out" 2>"$T/u.err" </dev/null
   urc=$?
   sed -e 's/^cp: /uaio-cp: /' -e "s/'cp --help'/'uaio-cp --help'/" "$T/g.err" | $srt >"$T/g.err.n"
   $srt "$T/u.err" >"$T/u.err.n"

@@ -138,6 +138,14 @@ both -u new lold
 both -n new dang
 both -u new dang
 both -v new dang
+# ... which POSIXLY_CORRECT has cp write through, making its target
+CPENV=POSIXLY_CORRECT=1
+both -v new dang
+SETUP='echo new >new; mkdir d; ln -s nowhere/x dang; ln -s ../nowhere d/dang'
+both -v new dang
+both -rv new d
+CPENV=
+SETUP='echo new >new; echo old >old; touch -d 2001-01-01 old; ln -s old lold; ln -s nowhere dang'
 both -nv new lold
 # Hard links kept when the first name overwrites a destination file; a
 # destination with other names is replaced, not written through.

@@ -47,6 +47,7 @@ struct cp_opts {
 	bool p_mode, p_owner, p_times, p_links, p_xattr;
 	bool require_xattr;	/* --preserve=xattr named: failures are errors */
 	bool reduce_diag;	/* -a: other xattr failures unsaid (cp's reduce_diagnostics) */
+	bool open_dangling;	/* POSIXLY_CORRECT: write through a dangling symlink */
 	bool require_preserve;	/* -a, -p, --preserve: a failed time or owner ends the file's metadata */
 	bool explicit_no_mode;	/* --no-preserve=mode */
 	bool want_context;	/* --preserve=context by name */

@@ -179,11 +179,11 @@ static bool copy_reg(struct cp_run *r, struct cp_dir *pd, const char *src,
 		cp_err(r, errno, "cannot open %s for reading", q(r, src));
 		return false;
 	}
-	if (!exists && (dangling || dst[strlen(dst) - 1] == '/' || strlen(dst) >= PATH_MAX)) {
+	if (!exists && ((dangling && !r->o.open_dangling) || dst[strlen(dst) - 1] == '/' ||
+			strlen(dst) >= PATH_MAX)) {
 		int err = ENAMETOOLONG;
 
 		if (dangling) {
-			/* not without POSIXLY_CORRECT, which is not done */
 			cp_err(r, 0, "not writing through dangling symlink %s", q(r, dst));
 			close(sfd);
 			return false;
@@ -239,12 +239,18 @@ static bool copy_reg(struct cp_run *r, struct cp_dir *pd, const char *src,
 	/* Under a tight RLIMIT_NOFILE the destination is made here too,
 	 * where running out of descriptors can wait for the job, not on
 	 * the ring, where the walk's next directory could take the last. */
-	if (!exists && (tracked || r->o.tight)) {
-		while ((dfd = open(dst, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, create)) < 0 &&
+	/* POSIXLY_CORRECT: a dangling symlink is written through, its
+	 * target made, as cp 9.1 does (an open without O_EXCL) */
+	if (!exists && (tracked || r->o.tight || dangling)) {
+		while ((dfd = open(dst, O_WRONLY | O_CREAT | (dangling ? 0 : O_EXCL) | O_CLOEXEC,
+				   create)) < 0 &&
 		       cp_fd_wait(r, errno))
 			;
 		if (dfd < 0) {
-			cp_create_failed(r, errno, dst);
+			if (dangling)
+				cp_err(r, errno, "cannot create regular file %s", q(r, dst));
+			else
+				cp_create_failed(r, errno, dst);
 			close(sfd);
 			return false;
 		}
@@ -517,8 +523,9 @@ void cp_create_failed(struct cp_run *r, int err, const char *dst)
 {
 	char c;
 
-	/* EEXIST on a name stat found nothing at: a dangling symlink, which
-	 * cp will not write through (unless POSIXLY_CORRECT, not done). */
+	/* EEXIST on a name stat found nothing at: a symlink made dangling
+	 * since, which cp will not write through (under POSIXLY_CORRECT it
+	 * would: a race this leaves refused). */
 	if (err == EEXIST && readlink(dst, &c, 1) >= 0)
 		cp_err(r, 0, "not writing through dangling symlink %s", q(r, dst));
 	else

@@ -19,6 +19,8 @@
 
 static void say(struct cp_run *r, int err, const char *fmt, va_list ap)
 {
+	/* as error(3): what -v said so far comes first, into one stream */
+	fflush(stdout);
 	if (r->bar_drawn) {
 		fputs("\r\033[K", stderr);
 		r->bar_drawn = false;
@@ -446,6 +448,7 @@ int cp_parse(struct cp_run *r, int argc, char **argv, int *first)
 	int c;
 
 	o->jobs = 0;
+	o->open_dangling = getenv("POSIXLY_CORRECT") != NULL;	/* as cp_option_init */
 	expand_longs(r, argc, argv);
 	while ((c = getopt_long(argc, argv, SHORTS, longs, NULL)) != -1) {
 		switch (c) {

@@ -169,8 +169,10 @@ int uaio__fd_own(int fd)
 	if (fd < floor && (high = fcntl(fd, F_DUPFD_CLOEXEC, floor)) >= 0) {
 		close(fd);
 		fd = high;
-	} else if (fd < floor &&
+	} else if ((fd < floor || fd >= UAIO_OWNED_MAX) &&
 		   __atomic_load_n(&uaio__owned_fds.strict, __ATOMIC_RELAXED)) {
+		/* low, or beyond the set: the drop-in's close() and
+		 * closefrom() could not tell it from the program's own */
 		close(fd);
 		errno = EMFILE;
 		return -1;

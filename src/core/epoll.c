@@ -335,6 +335,7 @@ static int ep_pin(uaio_loop *l, int fd)
 	if (!es->pin_budget)
 		es->pin_budget = getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur / 4 > 16 ?
 				 (unsigned)(rl.rlim_cur / 4 > 65536 ? 65536 : rl.rlim_cur / 4) : 16;
+	l->pins_dup = true;
 	if (es->npinned >= es->pin_budget)
 		return -EMFILE;
 	d = uaio__fd_dup_own(fd);

@@ -190,6 +190,7 @@ struct uaio_loop {
 
 	unsigned *pinrefs;		/* uaio_file_pin references per handle */
 	unsigned npinrefs;
+	bool pins_dup;			/* handles are duplicate fds, not slots */
 
 	struct iovec *bufs;		/* uaio_buf_register slots; base NULL: free */
 	unsigned nbufs;

@@ -21,14 +21,14 @@ static unsigned *pin_refs(uaio_loop *l, int handle, bool grow)
 	return &l->pinrefs[idx];
 }
 
-/* io_uring handles carry UAIO_FD_FIXED; the fallback's are descriptors
- * of ours, known by their reference count. */
+/* Slot handles carry UAIO_FD_FIXED; duplicates (the fallback's, and
+ * io_uring's where slots free files late) are descriptors of ours, known
+ * by their reference count. */
 static bool is_handle(uaio_loop *l, int fd)
 {
 	unsigned *refs = pin_refs(l, fd, false);
 
-	return refs && *refs &&
-	       ((fd & UAIO_FD_FIXED) != 0) == (l->be->kind == UAIO_BACKEND_URING);
+	return refs && *refs && ((fd & UAIO_FD_FIXED) != 0) == !l->pins_dup;
 }
 
 UAIO_API int uaio_file_pin(uaio_loop *l, int fd)

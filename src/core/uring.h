@@ -36,6 +36,11 @@ struct uring_state {
 	int *slot_free;
 	unsigned nslots, nfree;
 	int files_err;		/* registration failed: -errno */
+	/* The kernel lets go of a file only up to a second after its slot
+	 * is emptied (before 6.4): pins are duplicate descriptors instead,
+	 * at most ndups of them. */
+	bool slots_late;
+	unsigned ndups;
 	bool bufs_ready;	/* the sparse buffer table is registered */
 	/* Level-triggered watches (see the top of this file). */
 	int epfd, evfd;

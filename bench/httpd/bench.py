@@ -159,6 +159,9 @@ def one_run(ctx, cfg, S, srv, port, st, rl, cache, cg):
         m0 = run.mem()
         idle = IdleConns(port, cfg["idle"], "/" + fs.names[fs.smallest()])
         n_idle = int(idle.ready.get("open", 0))
+        if n_idle < cfg["idle"]:
+            raise BenchError(f"only {n_idle} of {cfg['idle']} idle keep-alive connections "
+                             f"opened ({idle.ready.get('failed', '?')} refused or failed)")
         time.sleep(0.2)
         m1 = run.mem()
         prepare_cache(ctx, st, rl, cache, cg, st.get("limit"))

@@ -82,8 +82,9 @@ UAIO_API int uaio_cancel(int fd, struct aiocb *cb)
 	}
 	if (cb && cb_state(cb) != ST_LIVE) {
 		/* glibc looks an aiocb marked in progress up in its lists:
-		 * one that is not there (a copy of a live one) is EINVAL. */
-		if (cb_state(cb) != ST_DONE &&
+		 * one that is not there (a copy of a live one) is EINVAL.
+		 * One ending now is done by the time glibc's lock is had. */
+		if (cb_state(cb) != ST_DONE && cb_state(cb) != ST_ENDING &&
 		    __atomic_load_n(&cb->__error_code, __ATOMIC_ACQUIRE) == EINPROGRESS)
 			return posix_ret(-EINVAL);
 		return AIO_ALLDONE;

@@ -65,6 +65,7 @@ static int error_glibc(const struct aiocb *cb)
 		errno = EINVAL;
 		return -1;
 	}
+	aio__settled_state(cb);
 	return __atomic_load_n(&cb->__error_code, __ATOMIC_ACQUIRE);
 }
 
@@ -74,6 +75,7 @@ static ssize_t return_glibc(const struct aiocb *cb)
 		errno = EINVAL;
 		return -1;
 	}
+	aio__settled_state(cb);
 	(void)__atomic_load_n(&cb->__error_code, __ATOMIC_ACQUIRE);
 	return cb->__return_value;
 }

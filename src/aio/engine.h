@@ -104,6 +104,10 @@ _Static_assert(offsetof(struct aiocb, __glibc_reserved) % 8 == 0,
  * finish here. As under glibc (whose helper threads the child lacks) it
  * stays in progress: aio_suspend waits, aio_cancel cannot cancel it. */
 #define ST_ORPHAN	0x75616f696f727068ull
+/* Ended, its signal being queued, its status not yet out (aio__complete):
+ * aio_error and aio_return wait, as glibc's wait on the lock its
+ * completion holds while it notifies. Still in progress to the rest. */
+#define ST_ENDING	0x75616f69656e6467ull
 
 static inline struct cbpriv *priv(const struct aiocb *cb)
 {

@@ -69,10 +69,13 @@ static bool signals_block(sigset_t *old)
 }
 
 /*
- * A request's end, in glibc's order: status, then its notification (the
- * signal queued, the thread started), then its waiters. A program whose
- * aio_suspend (or LIO_WAIT lio_listio) returned for a request finds the
- * request's signal pending already.
+ * A request's end, in glibc's order as a program can see it: its signal
+ * queued before its status is out (ST_ENDING meanwhile, which aio_error
+ * and aio_return wait through, as glibc's wait for the lock held across
+ * both), then its waiters; a SIGEV_THREAD function starts after the
+ * status is out. A program that sees the request done (aio_error,
+ * aio_suspend, a LIO_WAIT lio_listio) finds its signal pending already,
+ * and a handler that runs at once finds its status out.
  */
 void aio__complete(struct aiocb *cb, long res)
 {
@@ -94,15 +97,23 @@ void aio__complete(struct aiocb *cb, long res)
 		sev = cb->aio_sigevent;
 		uaio__notify_begin(&sev, &held);
 	}
-	aio__publish(cb, res);
-	if (notify && sev.sigev_notify == SIGEV_SIGNAL)
+	if (notify && sev.sigev_notify == SIGEV_SIGNAL) {
+		/* no handler of this thread's may wait on it meanwhile */
 		restore = signals_block(&old);
-	/* glibc: a notification that cannot be delivered (a full signal
-	 * queue) becomes the request's status, after the fact. */
-	if (notify && (e = uaio__notify_end(&sev, held)) < 0) {
-		cb->__return_value = -1;
-		__atomic_store_n(&cb->__error_code, -e, __ATOMIC_RELEASE);
-		res = e;
+		atomic_store_explicit(&priv(cb)->state, tag(cb, ST_ENDING), memory_order_release);
+		/* glibc: a signal that cannot be queued (a full queue)
+		 * becomes the request's status */
+		if ((e = uaio__notify_end(&sev, held)) < 0)
+			res = e;
+		aio__publish(cb, res);
+	} else {
+		aio__publish(cb, res);
+		/* after the status: the function may read it at once */
+		if (notify && (e = uaio__notify_end(&sev, held)) < 0) {
+			cb->__return_value = -1;
+			__atomic_store_n(&cb->__error_code, -e, __ATOMIC_RELEASE);
+			res = e;
+		}
 	}
 	/* read by LIO_WAIT's waiter once the list is done: the list's own
 	 * put (under the lock, or on the submitting thread) comes after */
@@ -115,13 +126,29 @@ void aio__complete(struct aiocb *cb, long res)
 
 /* ------------------------------------------- error, return, suspend */
 
+/* cb's state once past ST_ENDING (a wait of a syscall's length). */
+unsigned long long aio__settled_state(const struct aiocb *cb)
+{
+	uint64_t st;
+
+	while ((st = cb_state(cb)) == ST_ENDING) {
+		unsigned snap = atomic_load(&E->seq);
+
+		atomic_fetch_add(&E->waiters, 1);
+		if (cb_state(cb) == ST_ENDING)
+			seq_wait(snap, NULL);
+		atomic_fetch_sub(&E->waiters, 1);
+	}
+	return st;
+}
+
 UAIO_API int uaio_error(const struct aiocb *cb)
 {
 	uint64_t st;
 
 	if (!cb)
 		return posix_ret(-EINVAL);
-	st = cb_state(cb);
+	st = aio__settled_state(cb);
 	if (st != ST_LIVE && st != ST_DONE && st != ST_RETURNED && st != ST_ORPHAN)
 		return posix_ret(-EINVAL);
 	return __atomic_load_n(&cb->__error_code, __ATOMIC_ACQUIRE);
@@ -133,6 +160,7 @@ UAIO_API ssize_t uaio_return(struct aiocb *cb)
 
 	if (!cb)
 		return posix_ret(-EINVAL);
+	aio__settled_state(cb);
 	want = tag(cb, ST_DONE);
 	/* Exactly once, even when threads race for it. */
 	if (atomic_compare_exchange_strong(&priv(cb)->state, &want,
@@ -147,7 +175,9 @@ bool aio__any_done(const struct aiocb *const list[], int nent)
 	for (int i = 0; i < nent; i++) {
 		const struct aiocb *cb = list[i];
 
-		if (cb && ((cb_state(cb) != ST_LIVE && cb_state(cb) != ST_ORPHAN) ||
+		uint64_t st = cb ? cb_state(cb) : 0;
+
+		if (cb && ((st != ST_LIVE && st != ST_ORPHAN && st != ST_ENDING) ||
 			   __atomic_load_n(&cb->__error_code, __ATOMIC_ACQUIRE) != EINPROGRESS))
 			return true;
 	}

@@ -116,6 +116,7 @@ static void signal_inline(void)
 struct late_writer {
 	sem_t go;
 	int fd, n;
+	bool poll;		/* the waiter polls aio_error: no nap */
 };
 
 static void *late_writer_main(void *arg)
@@ -125,19 +126,21 @@ static void *late_writer_main(void *arg)
 	for (int i = 0; i < w->n; i++) {
 		while (sem_wait(&w->go) < 0)
 			CHECK(errno == EINTR);
-		usleep(50);	/* the waiter is asleep in aio_suspend by now */
+		if (!w->poll)
+			usleep(50);	/* the waiter is asleep in aio_suspend by now */
 		CHECK(write(w->fd, "x", 1) == 1);
 	}
 	return NULL;
 }
 
-/* glibc queues a request's signal before it wakes the request's waiters:
- * a program may take the signal (sigtimedwait, no timeout) as soon as
- * its aio_suspend returned. A race where that order is wrong: many
- * rounds. */
-static void signal_before_waiters(void)
+/* glibc queues a request's signal before it wakes the request's waiters,
+ * and before aio_error can tell it done (its lock is held across both):
+ * a program may take the signal (sigtimedwait, no timeout) as soon as its
+ * aio_suspend returned, or aio_error said done. A race where that order
+ * is wrong: many rounds. */
+static void signal_before_done(bool poll)
 {
-	struct late_writer w = { .n = 1000 };
+	struct late_writer w = { .n = poll ? 5000 : 1000, .poll = poll };
 	struct timespec zero = { 0, 0 };
 	sigset_t set, old;
 	int p[2], missed = 0;
@@ -160,7 +163,7 @@ static void signal_before_waiters(void)
 		CHECK_EQ(uaio_read(&cb), 0);
 		sem_post(&w.go);
 		while (uaio_error(&cb) == EINPROGRESS)
-			CHECK(uaio_suspend(l, 1, NULL) == 0 || errno == EINTR);
+			CHECK(poll || uaio_suspend(l, 1, NULL) == 0 || errno == EINTR);
 		if (sigtimedwait(&set, NULL, &zero) != SIG_B) {
 			missed++;
 			CHECK(sigwaitinfo(&set, NULL) == SIG_B);
@@ -173,6 +176,16 @@ static void signal_before_waiters(void)
 	CHECK(pthread_sigmask(SIG_SETMASK, &old, NULL) == 0);
 	close(p[0]);
 	close(p[1]);
+}
+
+static void signal_before_waiters(void)
+{
+	signal_before_done(false);
+}
+
+static void signal_before_status(void)
+{
+	signal_before_done(true);
 }
 
 /* ---- SIGEV_THREAD while the caller waits on a semaphore ---- */
@@ -412,6 +425,7 @@ int main(void)
 	RUN(signal_while_sleeping);
 	RUN(signal_inline);
 	RUN(signal_before_waiters);
+	RUN(signal_before_status);
 	RUN(lio_nowait_signal);
 	return T_EXIT_PASS;
 }

@@ -22,6 +22,8 @@ UAIO_API int uaio_buf_register(uaio_loop *l, void *buf, size_t len)
 		return !l || !len ? -EINVAL : -EFAULT;
 	if (len > (1u << 30))		/* io_uring's limit per buffer */
 		return -EOVERFLOW;
+	if (uaio__foreign(l))
+		return -ECHILD;
 	lk = uaio__lock(l);
 	for (i = 0; i < UAIO_BUFS_MAX; i++) {
 		if (i >= l->nbufs &&
@@ -50,6 +52,8 @@ UAIO_API int uaio_buf_unregister(uaio_loop *l, int buf_index)
 
 	if (!l)
 		return -EINVAL;
+	if (uaio__foreign(l))
+		return -ECHILD;
 	lk = uaio__lock(l);
 	if (buf_index < 0 || (unsigned)buf_index >= l->nbufs ||
 	    !l->bufs[buf_index].iov_base)

@@ -82,6 +82,8 @@ UAIO_API int uaio_loop_post(uaio_loop *l, void (*fn)(void *), void *data)
 
 	if (!l || !fn)
 		return -EINVAL;
+	if (uaio__foreign(l))
+		return -ECHILD;
 	pn = malloc(sizeof(*pn));
 	if (!pn)
 		return -ENOMEM;

@@ -151,7 +151,7 @@ struct uaio_loop {
 	void *bs;			/* backend state */
 	unsigned flags;
 	unsigned features;
-	pid_t pid;			/* creator: a forked child must not drive it */
+	unsigned fork_gen;		/* uaio__process's at creation */
 	bool stop;
 	bool threadsafe;
 
@@ -207,6 +207,25 @@ void uaio__bufs_free(uaio_loop *l);
 
 extern const struct uaio_backend uaio__uring_backend;
 extern const struct uaio_backend uaio__epoll_backend;
+
+/*
+ * The process, for its loops: its fork generation, bumped in every child
+ * (a pthread_atfork handler registered when the library loads, so that it
+ * runs before the other layers' child handlers). A loop made in an earlier
+ * generation is a parent's: its ring, epoll set and eventfd are the
+ * parent's too, and a child's call would act on the parent's loop, so
+ * every call on it but uaio_loop_free says -ECHILD.
+ */
+struct uaio_process {
+	atomic_uint fork_gen;
+};
+extern struct uaio_process uaio__process;
+
+static inline bool uaio__foreign(const uaio_loop *l)
+{
+	return UAIO_UNLIKELY(atomic_load_explicit(&uaio__process.fork_gen,
+						  memory_order_relaxed) != l->fork_gen);
+}
 
 /* Thread-safe loops take the loop lock around submission state. The loop
  * records which thread holds it (the address of that thread's uaio__self):

@@ -23,6 +23,20 @@
 
 __thread char uaio__self;
 
+struct uaio_process uaio__process;
+
+static void forked_child(void)
+{
+	atomic_fetch_add(&uaio__process.fork_gen, 1);
+}
+
+/* At load, before any layer registers its own: child handlers run in the
+ * order they were registered, and theirs may free a parent's loop. */
+__attribute__((constructor)) static void process_init(void)
+{
+	pthread_atfork(NULL, NULL, forked_child);
+}
+
 static const struct uaio_backend *pick_backend(const struct uaio_loop_params *p)
 {
 	unsigned flags = p ? p->flags : 0;
@@ -57,7 +71,7 @@ UAIO_API uaio_loop *uaio_loop_new(const struct uaio_loop_params *p)
 	l->flags = p ? p->flags : 0;
 	l->threadsafe = !!(l->flags & UAIO_LOOP_THREADSAFE);
 	l->nworkers = p && p->workers ? p->workers : 4;
-	l->pid = getpid();
+	l->fork_gen = atomic_load(&uaio__process.fork_gen);
 	l->wake_fd = uaio__fd_own(eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
 	if (l->wake_fd < 0) {
 		free(l);
@@ -93,7 +107,7 @@ UAIO_API void uaio_loop_free(uaio_loop *l)
 
 	if (!l)
 		return;
-	child = getpid() != l->pid;
+	child = uaio__foreign(l);
 	/* A forked child has none of the parent's threads, and any lock one
 	 * of them held stays locked: neither join nor lock. */
 	if (!child)
@@ -497,6 +511,8 @@ UAIO_API int uaio_loop_run_once(uaio_loop *l, int64_t timeout_ns)
 
 	if (!l)
 		return -EINVAL;
+	if (uaio__foreign(l))
+		return -ECHILD;
 	if (l->threadsafe && (!l->has_owner || !pthread_equal(l->owner, pthread_self()))) {
 		/* Whoever drives the loop issues for everyone (see uring_submit.c). */
 		bool lk = uaio__lock(l);

@@ -18,6 +18,8 @@ static int submit(uaio_loop *l, uaio_op *op, unsigned opcode, int fd,
 	bool lk;
 	int ret;
 
+	if (uaio__foreign(l))
+		return -ECHILD;
 	op->cb = cb;
 	op->data = data;
 	op->opcode = opcode;

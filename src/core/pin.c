@@ -41,6 +41,8 @@ UAIO_API int uaio_file_pin(uaio_loop *l, int fd)
 		return -EINVAL;
 	if (fd < 0)
 		return -EBADF;
+	if (uaio__foreign(l))
+		return -ECHILD;
 	lk = uaio__lock(l);
 	if (is_handle(l, fd)) {
 		(*pin_refs(l, fd, false))++;
@@ -63,7 +65,7 @@ UAIO_API void uaio_file_unpin(uaio_loop *l, int pinned)
 {
 	bool lk;
 
-	if (!l || pinned < 0)
+	if (!l || pinned < 0 || uaio__foreign(l))
 		return;
 	lk = uaio__lock(l);
 	if (is_handle(l, pinned) && --*pin_refs(l, pinned, false) == 0)

@@ -59,6 +59,8 @@ UAIO_API int uaio_watch_start(uaio_loop *l, uaio_watch *w, int fd,
 		return -EBADF;
 	if (w->state & (WS_ACTIVE | WS_CLOSING))
 		return -EBUSY;
+	if (uaio__foreign(l))
+		return -ECHILD;
 	lk = uaio__lock(l);
 	e = uaio__fdent(l, fd, true);
 	if (!e || e->w) {
@@ -95,6 +97,8 @@ UAIO_API int uaio_watch_modify(uaio_loop *l, uaio_watch *w, uint32_t events)
 		return -ENOENT;
 	if (w->events == events)
 		return 0;
+	if (uaio__foreign(l))
+		return -ECHILD;
 	w->events = events;
 	lk = uaio__lock(l);
 	r = l->be->watch_arm(l, w);
@@ -112,6 +116,8 @@ UAIO_API int uaio_watch_stop(uaio_loop *l, uaio_watch *w)
 		return -EALREADY;
 	if (!(w->state & WS_ACTIVE))
 		return -ENOENT;
+	if (uaio__foreign(l))
+		return -ECHILD;
 	lk = uaio__lock(l);
 	l->be->watch_stop(l, w);
 	uaio__unlock(l, lk);

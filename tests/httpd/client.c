@@ -274,6 +274,9 @@ void ht_spawn(struct ht_server *s, const char *const *argv)
 		/* only 0-2: a descriptor the test inherited (above its
 		 * RLIMIT_NOFILE, say) would skew the server's count */
 		close_range(3, ~0u, 0);
+		/* memory malloc hands out is never zero, as in a server that
+		 * has run a while: a field left unset shows at once */
+		setenv("MALLOC_PERTURB_", "85", 0);
 		execv(ht_bin(), (char *const *)args);
 		_exit(127);
 	}

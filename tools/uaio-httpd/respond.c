@@ -35,10 +35,15 @@ static struct resp *resp_get(struct conn *c)
 	struct server *s = c->srv;
 	struct resp *r = s->resp_pool;
 
-	if (r)
+	if (r) {
 		s->resp_pool = r->next_free;
-	else if (!(r = malloc(sizeof(*r))))
-		return NULL;
+	} else {
+		if (!(r = malloc(sizeof(*r))))
+			return NULL;
+		/* idle before its first use (uaio_op_work says EBUSY to an
+		 * op that is not); back to idle after each */
+		memset(&r->op, 0, sizeof(r->op));
+	}
 	/* Only the fields read before being written are reset. */
 	r->status = 0;
 	r->f = NULL;

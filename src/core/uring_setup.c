@@ -110,12 +110,31 @@ void uring__forsake(uaio_loop *l)
 	close_side_fds(u);
 }
 
+/*
+ * Ops still in the kernel are cancelled, and waited for, before the ring
+ * goes: its close would do that only once every copy of its descriptor is
+ * closed (a forked child may hold one), and meanwhile a read could still
+ * write into a buffer the caller frees next. Linux 6.0 on (sync cancel);
+ * before, the close is all there is.
+ */
+static void cancel_all(uaio_loop *l, struct uring_state *u)
+{
+	struct io_uring_sync_cancel_reg reg = {
+		.flags = IORING_ASYNC_CANCEL_ANY | IORING_ASYNC_CANCEL_ALL,
+		.timeout = { .tv_sec = -1, .tv_nsec = -1 },
+	};
+
+	if (u->kops && !uaio__foreign(l))
+		(void)io_uring_register_sync_cancel(&u->ring, &reg);
+}
+
 void uring__fini(uaio_loop *l)
 {
 	struct uring_state *u = U(l);
 
 	if (!u)
 		return;
+	cancel_all(l, u);
 	uaio__fd_disown(u->ring.ring_fd);
 	io_uring_queue_exit(&u->ring);
 	close_side_fds(u);

@@ -5,6 +5,7 @@
  * working. A child that calls on the parent's loop gets -ECHILD, and the
  * parent's loop is untouched (its ring, epoll set and eventfd are shared).
  */
+#include <fcntl.h>
 #include <sys/wait.h>
 #include <uaio/loop.h>
 
@@ -122,11 +123,65 @@ static void parents_loop_refused(void)
 	uaio_loop_free(parent);
 }
 
+/* uaio_loop_free in the parent while a child still holds the ring's
+ * descriptor (forked, not yet exec'd or exited): the ops in flight are
+ * cancelled then and there, not when the last copy closes, so a read
+ * never writes into the buffer the parent frees next. */
+static void freed_while_child_holds(unsigned flags)
+{
+	uaio_loop *l = t_loop_new(flags);
+	uaio_op rd = { 0 };
+	char b[8], got[8];
+	int p[2], sync[2], st;
+
+	calls = 0;
+	memset(b, 'A', sizeof(b));
+	CHECK(pipe(p) == 0 && pipe(sync) == 0);
+	CHECK_OK(uaio_op_read(l, &rd, p[0], b, sizeof(b), -1, on_op, NULL));
+	CHECK(uaio_loop_run_once(l, 0) >= 0);
+	fflush(NULL);
+	pid_t kid = fork();
+	CHECK(kid >= 0);
+	if (kid == 0) {
+		char c;
+
+		close(sync[1]);
+		(void)!read(sync[0], &c, 1);	/* until the parent is done */
+		_exit(0);
+	}
+	close(sync[0]);
+	uaio_loop_free(l);
+	CHECK(write(p[1], "parent", 6) == 6);
+	/* the bytes stay in the pipe, the buffer untouched, no callback */
+	CHECK(fcntl(p[0], F_SETFL, O_NONBLOCK) == 0);
+	CHECK_EQ(read(p[0], got, sizeof(got)), 6);
+	CHECK(!memcmp(got, "parent", 6));
+	for (size_t i = 0; i < sizeof(b); i++)
+		CHECK_EQ(b[i], 'A');
+	CHECK_EQ(calls, 0);
+	close(sync[1]);
+	CHECK(waitpid(kid, &st, 0) == kid);
+	close(p[0]);
+	close(p[1]);
+}
+
+static void freed_while_child_holds_plain(void)
+{
+	freed_while_child_holds(0);
+}
+
+static void freed_while_child_holds_threadsafe(void)
+{
+	freed_while_child_holds(UAIO_LOOP_THREADSAFE);
+}
+
 int main(void)
 {
 	t_watchdog(60);
 	t_banner("test_fork");
 	RUN(child_loop);
 	RUN(parents_loop_refused);
+	RUN(freed_while_child_holds_plain);
+	RUN(freed_while_child_holds_threadsafe);
 	return T_EXIT_PASS;
 }

@@ -319,6 +319,9 @@ struct aio_engine {
 	 * it with a futex (a LIO_WAIT caller sleeps on its group's word). */
 	atomic_uint seq;
 	atomic_uint waiters;
+	/* threads between a request's ST_ENDING and its status: none in a
+	 * child of fork, where an ST_ENDING found is stale (an orphan) */
+	atomic_uint ending;
 	_Atomic unsigned long long inline_bytes;	/* copied by submitters */
 	/* RLIMIT_FSIZE is finite (aio__xfsz_hold), as last looked up; the
 	 * next look after fsize_left more submissions. */

@@ -100,12 +100,14 @@ void aio__complete(struct aiocb *cb, long res)
 	if (notify && sev.sigev_notify == SIGEV_SIGNAL) {
 		/* no handler of this thread's may wait on it meanwhile */
 		restore = signals_block(&old);
+		atomic_fetch_add(&E->ending, 1);
 		atomic_store_explicit(&priv(cb)->state, tag(cb, ST_ENDING), memory_order_release);
 		/* glibc: a signal that cannot be queued (a full queue)
 		 * becomes the request's status */
 		if ((e = uaio__notify_end(&sev, held)) < 0)
 			res = e;
 		aio__publish(cb, res);
+		atomic_fetch_sub(&E->ending, 1);
 	} else {
 		aio__publish(cb, res);
 		/* after the status: the function may read it at once */
@@ -129,10 +131,19 @@ void aio__complete(struct aiocb *cb, long res)
 /* cb's state once past ST_ENDING (a wait of a syscall's length). */
 unsigned long long aio__settled_state(const struct aiocb *cb)
 {
-	uint64_t st;
+	uint64_t st, want;
 
 	while ((st = cb_state(cb)) == ST_ENDING) {
 		unsigned snap = atomic_load(&E->seq);
+
+		/* in a child of fork: the thread that was ending it is not
+		 * here, and the request stays in progress, as an orphan */
+		if (!atomic_load(&E->ending)) {
+			want = tag(cb, ST_ENDING);
+			atomic_compare_exchange_strong(&priv(cb)->state, &want,
+						       tag(cb, ST_ORPHAN));
+			continue;
+		}
 
 		atomic_fetch_add(&E->waiters, 1);
 		if (cb_state(cb) == ST_ENDING)

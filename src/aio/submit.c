@@ -18,7 +18,8 @@
  */
 int aio__cb_check(struct aiocb *cb, bool prio)
 {
-	if (!cb || cb_state(cb) == ST_LIVE || cb_state(cb) == ST_ENDING)
+	/* one ending now is over once glibc's lock is had: waited for */
+	if (!cb || aio__settled_state(cb) == ST_LIVE)
 		return -EINVAL;
 	if (prio && (cb->aio_reqprio < 0 ||
 		     cb->aio_reqprio > UAIO_AIO_PRIO_DELTA_MAX)) {
@@ -432,7 +433,7 @@ refuse:
  * its checks (a refused one keeps what the caller put there); so do we. */
 static bool opcode_taken(const struct aiocb *cb)
 {
-	return cb && cb_state(cb) != ST_LIVE && cb_state(cb) != ST_ENDING && cb->aio_reqprio >= 0 &&
+	return cb && aio__settled_state(cb) != ST_LIVE && cb->aio_reqprio >= 0 &&
 	       cb->aio_reqprio <= UAIO_AIO_PRIO_DELTA_MAX;
 }
 
@@ -503,7 +504,7 @@ UAIO_API int uaio_fsync(int op, struct aiocb *cb)
 
 	if (op != O_SYNC && op != O_DSYNC)
 		return posix_ret(-EINVAL);
-	bool live = cb && (cb_state(cb) == ST_LIVE || cb_state(cb) == ST_ENDING);
+	bool live = cb && aio__settled_state(cb) == ST_LIVE;
 
 	if (cb && !live && fstat(cb->aio_fildes, &st) < 0)
 		return posix_ret(-EBADF);

@@ -119,8 +119,9 @@ UAIO_API void uaio_loop_free(uaio_loop *l)
 	free(l->fds);
 	free(l->heap);
 	/* Pins still held (a fork child's copy of requests it will never
-	 * finish): the fallback's duplicates are closed with the loop. */
-	if (l->be->kind == UAIO_BACKEND_EPOLL)
+	 * finish): duplicates (the fallback's, io_uring's where slots free
+	 * files late) are closed with the loop. */
+	if (l->pins_dup)
 		for (unsigned i = 0; i < l->npinrefs; i++)
 			if (l->pinrefs[i])
 				uaio__fd_close((int)i);

@@ -111,11 +111,14 @@ void uring__forsake(uaio_loop *l)
 }
 
 /*
- * Ops still in the kernel are cancelled, and waited for, before the ring
- * goes: its close would do that only once every copy of its descriptor is
- * closed (a forked child may hold one), and meanwhile a read could still
- * write into a buffer the caller frees next. Linux 6.0 on (sync cancel);
- * before, the close is all there is.
+ * Ops waiting in the kernel (polls, poll-armed reads and writes, timeouts)
+ * are cancelled before the ring goes: its close would do that only once
+ * every copy of its descriptor is closed (a forked child may hold one),
+ * and meanwhile a read could still write into a buffer the caller frees
+ * next. Work an io-wq worker is already doing is not waited for (the
+ * cancel of any op returns at once); nor is anything cancelled on a
+ * single-issuer ring freed by another thread (EEXIST), or before Linux
+ * 6.0: there the close is all there is. uaio_loop_new(3) says so.
  */
 static void cancel_all(uaio_loop *l, struct uring_state *u)
 {

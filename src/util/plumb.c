@@ -169,8 +169,9 @@ int uaio__fd_own(int fd)
 	if (fd < floor && (high = fcntl(fd, F_DUPFD_CLOEXEC, floor)) >= 0) {
 		close(fd);
 		fd = high;
-	} else if ((fd < floor || fd >= UAIO_OWNED_MAX) &&
-		   __atomic_load_n(&uaio__owned_fds.strict, __ATOMIC_RELAXED)) {
+	}
+	if ((fd < floor || fd >= UAIO_OWNED_MAX) &&
+	    __atomic_load_n(&uaio__owned_fds.strict, __ATOMIC_RELAXED)) {
 		/* low, or beyond the set: the drop-in's close() and
 		 * closefrom() could not tell it from the program's own */
 		close(fd);
@@ -187,9 +188,9 @@ int uaio__fd_dup_own(int fd)
 {
 	int d = fcntl(fd, F_DUPFD_CLOEXEC, fd_floor());
 
-	if (d < 0)
+	if (d < 0 || (d = uaio__fd_own(d)) < 0)
 		return -errno;
-	return uaio__fd_own(d);
+	return d;
 }
 
 void uaio__fd_disown(int fd)

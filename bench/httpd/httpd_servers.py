@@ -303,10 +303,12 @@ def server_nofile():
     r, w = os.pipe()
     pid = os.fork()
     if pid == 0:
-        os.close(r)
-        raise_nofile()
-        os.write(w, str(resource.getrlimit(resource.RLIMIT_NOFILE)[0]).encode())
-        os._exit(0)
+        try:
+            os.close(r)
+            raise_nofile()
+            os.write(w, str(resource.getrlimit(resource.RLIMIT_NOFILE)[0]).encode())
+        finally:
+            os._exit(0)
     os.close(w)
     with os.fdopen(r) as f:
         got = f.read()

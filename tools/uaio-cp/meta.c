@@ -145,7 +145,8 @@ static unsigned xattrs(const struct cp_run *r, int src_fd, const char *src, int 
 			continue;
 		vn = x_get(src_fd, src, name, NULL, 0);
 		if (vn < 0) {
-			if (!is_acl(name))
+			/* gone since the list: libattr skips it too */
+			if (!is_acl(name) && errno != ENODATA)
 				xattr_note(r, out, errno, "getting attribute %s of %s", name);
 			continue;
 		}
@@ -159,7 +160,8 @@ static unsigned xattrs(const struct cp_run *r, int src_fd, const char *src, int 
 		}
 		vn = x_get(src_fd, src, name, val, (size_t)vn);
 		if (vn < 0) {
-			if (!is_acl(name))
+			/* gone since the list: libattr skips it too */
+			if (!is_acl(name) && errno != ENODATA)
 				xattr_note(r, out, errno, "getting attribute %s of %s", name);
 			continue;
 		}

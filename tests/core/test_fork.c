@@ -19,13 +19,18 @@ static void on_op(uaio_op *op, int r, void *data)
 	calls++;
 }
 
-static void child_loop(void)
+/* A loop with a read of a pipe in flight, forked: in_child runs in the
+ * child (which frees its copy of the loop and exits 0 if it returns);
+ * then the parent's read takes the parent's bytes, its one callback. */
+static void fork_around_read(void (*in_child)(uaio_loop *parent, const int p[2]))
 {
 	uaio_loop *parent = t_loop_new(0);
 	uaio_op rd = { 0 };
 	char b[8];
 	int p[2], st;
 
+	calls = 0;
+	res = 1;
 	CHECK(pipe(p) == 0);
 	CHECK_OK(uaio_op_read(parent, &rd, p[0], b, sizeof(b), -1, on_op, NULL));
 	CHECK(uaio_loop_run_once(parent, 0) >= 0);
@@ -33,20 +38,7 @@ static void child_loop(void)
 	pid_t kid = fork();
 	CHECK(kid >= 0);
 	if (kid == 0) {
-		uaio_loop *mine = t_loop_new(0);
-		uaio_op nop = { 0 }, r2 = { 0 };
-		int q[2];
-		char c;
-
-		calls = 0;
-		CHECK_OK(uaio_op_nop(mine, &nop, on_op, NULL));
-		CHECK(pipe(q) == 0);
-		CHECK(write(q[1], "k", 1) == 1);
-		CHECK_OK(uaio_op_read(mine, &r2, q[0], &c, 1, -1, on_op, NULL));
-		CHECK_EQ(uaio_loop_run(mine), 0);
-		CHECK_EQ(calls, 2);
-		CHECK_EQ(c, 'k');
-		uaio_loop_free(mine);
+		in_child(parent, p);
 		uaio_loop_free(parent);	/* the child's copy: memory only */
 		_exit(0);
 	}
@@ -63,6 +55,31 @@ static void child_loop(void)
 	uaio_loop_free(parent);
 }
 
+/* The child builds and runs a loop of its own. */
+static void own_loop(uaio_loop *parent, const int p[2])
+{
+	uaio_loop *mine = t_loop_new(0);
+	uaio_op nop = { 0 }, r2 = { 0 };
+	int q[2];
+	char c;
+
+	(void)parent;
+	(void)p;
+	CHECK_OK(uaio_op_nop(mine, &nop, on_op, NULL));
+	CHECK(pipe(q) == 0);
+	CHECK(write(q[1], "k", 1) == 1);
+	CHECK_OK(uaio_op_read(mine, &r2, q[0], &c, 1, -1, on_op, NULL));
+	CHECK_EQ(uaio_loop_run(mine), 0);
+	CHECK_EQ(calls, 2);
+	CHECK_EQ(c, 'k');
+	uaio_loop_free(mine);
+}
+
+static void child_loop(void)
+{
+	fork_around_read(own_loop);
+}
+
 static int on_watch(uaio_watch *w)
 {
 	(void)w;
@@ -76,51 +93,29 @@ static void on_post(void *data)
 	calls += 1000;
 }
 
-static void parents_loop_refused(void)
+/* The child calls on the parent's loop: -ECHILD, nothing reaches it. */
+static void calls_parents(uaio_loop *parent, const int p[2])
 {
 	static const struct uaio_handler h = { .handle_input = on_watch };
-	uaio_loop *parent = t_loop_new(0);
-	uaio_op rd = { 0 };
-	char b[8];
-	int p[2], st;
+	uaio_op nop = { 0 }, rd2 = { 0 };
+	uaio_watch w = { 0 };
+	char c;
+	int q[2];
 
-	calls = 0;
-	res = 1;
-	CHECK(pipe(p) == 0);
-	CHECK_OK(uaio_op_read(parent, &rd, p[0], b, sizeof(b), -1, on_op, NULL));
-	CHECK(uaio_loop_run_once(parent, 0) >= 0);
-	fflush(NULL);
-	pid_t kid = fork();
-	CHECK(kid >= 0);
-	if (kid == 0) {
-		uaio_op nop = { 0 }, rd2 = { 0 };
-		uaio_watch w = { 0 };
-		char c;
-		int q[2];
+	CHECK(pipe(q) == 0 && write(q[1], "c", 1) == 1);
+	CHECK_EQ(uaio_op_nop(parent, &nop, on_op, NULL), -ECHILD);
+	CHECK_EQ(uaio_op_read(parent, &rd2, p[0], &c, 1, -1, on_op, NULL), -ECHILD);
+	CHECK_EQ(uaio_watch_start(parent, &w, q[0], UAIO_READABLE, &h, NULL), -ECHILD);
+	CHECK_EQ(uaio_file_pin(parent, q[0]), -ECHILD);
+	CHECK_EQ(uaio_loop_post(parent, on_post, NULL), -ECHILD);
+	CHECK_EQ(uaio_loop_run_once(parent, 0), -ECHILD);
+	CHECK_EQ(uaio_loop_run(parent), -ECHILD);
+	CHECK_EQ(calls, 0);
+}
 
-		CHECK(pipe(q) == 0 && write(q[1], "c", 1) == 1);
-		CHECK_EQ(uaio_op_nop(parent, &nop, on_op, NULL), -ECHILD);
-		CHECK_EQ(uaio_op_read(parent, &rd2, p[0], &c, 1, -1, on_op, NULL), -ECHILD);
-		CHECK_EQ(uaio_watch_start(parent, &w, q[0], UAIO_READABLE, &h, NULL), -ECHILD);
-		CHECK_EQ(uaio_file_pin(parent, q[0]), -ECHILD);
-		CHECK_EQ(uaio_loop_post(parent, on_post, NULL), -ECHILD);
-		CHECK_EQ(uaio_loop_run_once(parent, 0), -ECHILD);
-		CHECK_EQ(uaio_loop_run(parent), -ECHILD);
-		CHECK_EQ(calls, 0);
-		uaio_loop_free(parent);	/* the child's copy: memory only */
-		_exit(0);
-	}
-	CHECK(waitpid(kid, &st, 0) == kid);
-	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
-	/* the parent's read alone, with the parent's bytes */
-	CHECK(write(p[1], "parent", 6) == 6);
-	CHECK_EQ(uaio_loop_run(parent), 0);
-	CHECK_EQ(calls, 1);
-	CHECK_EQ(res, 6);
-	CHECK(!memcmp(b, "parent", 6));
-	close(p[0]);
-	close(p[1]);
-	uaio_loop_free(parent);
+static void parents_loop_refused(void)
+{
+	fork_around_read(calls_parents);
 }
 
 /* uaio_loop_free in the parent while a child still holds the ring's

@@ -110,7 +110,8 @@ both() {
   (cd "$T/u" && umask $UM && exec 3>&- 4>&- 5>&- 6>&- 7>&- 8>&- 9>&- &&
    ulimit -n $NOFILE && exec ${CPENV:+env $CPENV} $AS uaio-cp $TX "$@") >"$T/u.out" 2>"$T/u.err" </dev/null
   urc=$?
-  sed -e 's/^cp: /uaio-cp: /' -e "s/'cp --help'/'uaio-cp --help'/" "$T/g.err" | $srt >"$T/g.err.n"
+  sed -e 's/^cp: /uaio-cp: /' -e "s/\([^a-z-]\)cp --help/\1uaio-cp --help/" "$T/g.err" |
+    $srt >"$T/g.err.n"
   $srt "$T/u.err" >"$T/u.err.n"
   $srt "$T/g.out" >"$T/g.out.n"
   $srt "$T/u.out" >"$T/u.out.n"

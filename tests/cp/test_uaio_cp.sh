@@ -383,6 +383,22 @@ else
   echo "note: no security xattrs here (or no unprivileged user): refused attributes not tried"
 fi
 rm -f "$T/xa"
+# Messages in the user's language, from coreutils' own catalog (libattr's
+# for attributes), as cp says them, quotes and all: German where that
+# catalog is installed.
+if [ -f /usr/share/locale/de/LC_MESSAGES/coreutils.mo ]; then
+  LC_ALL=C.UTF-8
+  CPENV=LANGUAGE=de
+  SETUP='echo a >a; echo b >b; mkdir d; ln -s nowhere dang'
+  for c in "nope x" "a" "d x" "-v --remove-destination a b" "a a" "--sparse=x a b" \
+	   "--re a b" "a dang" "-t a a" "-T d a" "--preserve=bogus a c"; do
+    both $c
+  done
+  CPENV=
+  LC_ALL=C
+else
+  echo "note: no German coreutils catalog here: translated messages not tried"
+fi
 # --strip-trailing-slashes in the SOURCE DEST form: left alone, as cp 9.1.
 SETUP='mkdir d; ln -s d ld; echo a >f'
 both -r --strip-trailing-slashes ld/ q

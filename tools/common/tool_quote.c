@@ -191,11 +191,16 @@ static void quote_shell(struct tool_str *o, const char *s)
 }
 
 /* locale */
-static void quote_locale(struct tool_str *o, const char *s)
+static void quote_locale(struct tool_str *o, const char *s, const char *lq, const char *rq)
 {
 	bool utf8 = strcmp(nl_langinfo(CODESET), "UTF-8") == 0;
-	const char *lq = utf8 ? "\xe2\x80\x98" : "'", *rq = utf8 ? "\xe2\x80\x99" : "'";
-	size_t rlen = strlen(rq), len = strlen(s);
+	size_t rlen, len = strlen(s);
+
+	if (!lq)
+		lq = utf8 ? "\xe2\x80\x98" : "'";
+	if (!rq)
+		rq = utf8 ? "\xe2\x80\x99" : "'";
+	rlen = strlen(rq);
 
 	puts_(o, lq);
 	for (size_t i = 0; i < len;) {
@@ -247,6 +252,18 @@ static bool bare_ok(const char *s)
 	return true;
 }
 
+void tool_quote_locale_into(struct tool_str *o, const char *s, const char *lq,
+			    const char *rq)
+{
+	int saved = errno;
+
+	if (o->p)
+		o->p[0] = 0;
+	o->n = 0;
+	quote_locale(o, s, lq, rq);
+	errno = saved;
+}
+
 void tool_quote_into(struct tool_str *o, const char *s, enum tool_quoting how)
 {
 	int saved = errno;	/* callers pass errno beside a name: mbrtowc sets it */
@@ -255,7 +272,7 @@ void tool_quote_into(struct tool_str *o, const char *s, enum tool_quoting how)
 		o->p[0] = 0;
 	o->n = 0;
 	if (how == TOOL_QUOTE_LOCALE)
-		quote_locale(o, s);
+		quote_locale(o, s, NULL, NULL);
 	else if (how == TOOL_QUOTE_NEEDED && bare_ok(s))
 		puts_(o, s);
 	else

@@ -22,6 +22,10 @@ struct tool_str {
 
 /* s quoted into o, replacing what o held; errno is kept. */
 void tool_quote_into(struct tool_str *o, const char *s, enum tool_quoting how);
+/* TOOL_QUOTE_LOCALE with the quotes a program's message catalog gives for
+ * "`" and "'" (gnulib's gettext_quote); NULL for either: the default. */
+void tool_quote_locale_into(struct tool_str *o, const char *s, const char *lq,
+			    const char *rq);
 /* s quoted, in a new string for the caller to free. */
 char *tool_quote(const char *s, enum tool_quoting how);
 

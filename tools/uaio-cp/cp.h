@@ -13,6 +13,7 @@
 #define UAIO_CP_H
 
 #include <fcntl.h>
+#include <libintl.h>
 #include <limits.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -22,6 +23,12 @@
 #include <uaio/loop.h>
 #include "tool_common.h"
 #include "tool_quote.h"
+
+/* cp's messages in the user's language: coreutils' own catalog (and
+ * libattr's, for its attribute messages), whose msgids are these strings;
+ * where none is installed, or in the C locale, the strings themselves. */
+#define _(s)	dgettext("coreutils", s)
+#define ATTR_(s) dgettext("attr", s)
 
 /* Directories that may hold their two O_PATH descriptors at once, at
  * most (fewer under a tight RLIMIT_NOFILE): the walk's ancestors and
@@ -235,12 +242,14 @@ bool cp_reading(const struct cp_run *r, dev_t dev, ino_t ino);
 /* meta.c: what cp does to a finished destination. fd < 0: by name. */
 struct cp_note {
 	int err;
-	const char *what;	/* message: "<what> 'dst': strerror(err)" */
+	/* message: fmt (a msgid of domain's catalog) with 'dst' for its %s,
+	 * then ": strerror(err)" */
+	const char *fmt, *domain;
 	bool locale;		/* 'dst' quoted by ql(), not q() */
 	bool warn;		/* said, the exit status kept */
-	/* else what is a format with one or two %s, each this name (an
-	 * attribute's, or the source's) quoted: as in cp 9.1, whose
-	 * libattr messages quote both names into one buffer */
+	/* else fmt has one or two %s, each this name (an attribute's, or
+	 * the source's) quoted: as in cp 9.1, whose libattr messages quote
+	 * both names into one buffer */
 	char *name;
 };
 struct cp_notes {

@@ -196,7 +196,7 @@ void cp_job_end(struct cp_job *j)
 
 	if (!j->failed && j->final_size >= 0 &&
 	    ftruncate(j->dfd, j->final_size) < 0) {
-		cp_err(r, errno, "failed to extend %s", q(r, j->dst));
+		cp_err(r, errno, _("failed to extend %s"), q(r, j->dst));
 		j->failed = true;
 	}
 	if (j->failed) {
@@ -211,7 +211,7 @@ void cp_job_end(struct cp_job *j)
 		cp_notes_report(r, &j->notes, j->dst);
 	}
 	if (close(j->dfd) < 0 && !j->failed)
-		cp_err(r, errno, "failed to close %s", q(r, j->dst));
+		cp_err(r, errno, _("failed to close %s"), q(r, j->dst));
 	cp_job_release(j);
 }
 
@@ -263,7 +263,7 @@ void cp_job_fail(struct cp_job *j, int err, bool reading)
 	if (cp_by_cfr(j))
 		cp_copy_err(j->r, -err, j->src, j->dst);
 	else if (reading)
-		cp_err(j->r, -err, "error reading %s", q(j->r, j->src));
+		cp_err(j->r, -err, _("error reading %s"), q(j->r, j->src));
 	else
 		cp_write_err(j->r, -err, q(j->r, j->dst));
 	j->failed = true;
@@ -307,7 +307,7 @@ static int try_clone(struct cp_job *j)
 		return 0;
 	}
 	if (r->o.reflink == REFLINK_ALWAYS) {
-		cp_err(r, errno, "failed to clone %s from %s", q(r, j->dst), q(r, j->src));
+		cp_err(r, errno, _("failed to clone %s from %s"), q(r, j->dst), q(r, j->src));
 		j->failed = true;
 		return 1;
 	}

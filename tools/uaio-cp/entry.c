@@ -27,11 +27,11 @@ static void verbose(struct cp_run *r, const char *src, const char *dst)
 static int remove_existing(struct cp_run *r, const char *dst)
 {
 	if (unlink(dst) < 0 && errno != ENOENT) {
-		cp_err(r, errno, "cannot remove %s", q(r, dst));
+		cp_err(r, errno, _("cannot remove %s"), q(r, dst));
 		return -1;
 	}
 	if (r->o.verbose)
-		printf("removed %s\n", q(r, dst));
+		printf(_("removed %s\n"), q(r, dst));
 	return 0;
 }
 
@@ -141,9 +141,9 @@ static void hard_link(struct cp_run *r, const char *earlier, const char *dst)
 	int ret = link_replacing(earlier, dst);
 
 	if (ret < 0)
-		cp_err(r, -ret, "cannot create hard link %s to %s", q(r, dst), q(r, earlier));
+		cp_err(r, -ret, _("cannot create hard link %s to %s"), q(r, dst), q(r, earlier));
 	else if (ret && r->o.verbose)
-		printf("removed %s\n", q(r, dst));
+		printf(_("removed %s\n"), q(r, dst));
 }
 
 /* sfd: the source, when the walk opened it already (and fstat'd it into
@@ -176,7 +176,7 @@ static bool copy_reg(struct cp_run *r, struct cp_dir *pd, const char *src,
 			;
 	}
 	if (sfd < 0) {
-		cp_err(r, errno, "cannot open %s for reading", q(r, src));
+		cp_err(r, errno, _("cannot open %s for reading"), q(r, src));
 		return false;
 	}
 	if (!exists && ((dangling && !r->o.open_dangling) || dst[strlen(dst) - 1] == '/' ||
@@ -184,7 +184,7 @@ static bool copy_reg(struct cp_run *r, struct cp_dir *pd, const char *src,
 		int err = ENAMETOOLONG;
 
 		if (dangling) {
-			cp_err(r, 0, "not writing through dangling symlink %s", q(r, dst));
+			cp_err(r, 0, _("not writing through dangling symlink %s"), q(r, dst));
 			close(sfd);
 			return false;
 		}
@@ -197,18 +197,18 @@ static bool copy_reg(struct cp_run *r, struct cp_dir *pd, const char *src,
 			if (fd >= 0)
 				close(fd);
 		}
-		cp_err(r, err == EISDIR ? ENOTDIR : err, "cannot create regular file %s",
+		cp_err(r, err == EISDIR ? ENOTDIR : err, _("cannot create regular file %s"),
 		       q(r, dst));
 		close(sfd);
 		return false;
 	}
 	if (opened && fstat(sfd, &st) < 0) {
-		cp_err(r, errno, "cannot fstat %s", q(r, src));
+		cp_err(r, errno, _("cannot fstat %s"), q(r, src));
 		close(sfd);
 		return false;
 	}
 	if (st.st_ino != lst->st_ino || st.st_dev != lst->st_dev) {
-		cp_err(r, 0, "skipping file %s, as it was replaced while being copied", q(r, src));
+		cp_err(r, 0, _("skipping file %s, as it was replaced while being copied"), q(r, src));
 		close(sfd);
 		return false;
 	}
@@ -229,7 +229,7 @@ static bool copy_reg(struct cp_run *r, struct cp_dir *pd, const char *src,
 
 			if (!r->o.force || remove_existing(r, dst) < 0) {
 				if (!r->o.force)
-					cp_err(r, err, "cannot create regular file %s", q(r, dst));
+					cp_err(r, err, _("cannot create regular file %s"), q(r, dst));
 				close(sfd);
 				return false;
 			}
@@ -248,7 +248,7 @@ static bool copy_reg(struct cp_run *r, struct cp_dir *pd, const char *src,
 			;
 		if (dfd < 0) {
 			if (dangling)
-				cp_err(r, errno, "cannot create regular file %s", q(r, dst));
+				cp_err(r, errno, _("cannot create regular file %s"), q(r, dst));
 			else
 				cp_create_failed(r, errno, dst);
 			close(sfd);
@@ -274,7 +274,7 @@ static void copy_other(struct cp_run *r, const char *src, const char *dst,
 		ssize_t n = target ? readlink(src, target, (size_t)st->st_size + 1) : -1;
 
 		if (n < 0 || n > st->st_size) {
-			cp_err(r, n < 0 ? errno : 0, "cannot read symbolic link %s", q(r, src));
+			cp_err(r, n < 0 ? errno : 0, _("cannot read symbolic link %s"), q(r, src));
 			free(target);
 			return;
 		}
@@ -282,16 +282,16 @@ static void copy_other(struct cp_run *r, const char *src, const char *dst,
 		ret = symlink(target, dst);
 		free(target);
 		if (ret < 0) {
-			cp_err(r, errno, "cannot create symbolic link %s", q(r, dst));
+			cp_err(r, errno, _("cannot create symbolic link %s"), q(r, dst));
 			return;
 		}
 	} else if (S_ISFIFO(st->st_mode)) {
 		if (mkfifo(dst, (st->st_mode & 07777) & ~omitted) < 0) {
-			cp_err(r, errno, "cannot create fifo %s", q(r, dst));
+			cp_err(r, errno, _("cannot create fifo %s"), q(r, dst));
 			return;
 		}
 	} else if (mknod(dst, (st->st_mode & (S_IFMT | 07777)) & ~omitted, st->st_rdev) < 0) {
-		cp_err(r, errno, "cannot create special file %s", q(r, dst));
+		cp_err(r, errno, _("cannot create special file %s"), q(r, dst));
 		return;
 	}
 	cp_meta(r, -1, src, -1, dst, st, true, omitted, -1);
@@ -308,7 +308,7 @@ static bool existing(struct cp_run *r, const char *src, const char *dst,
 
 	/* -n looks no further, not even at whether it is the same file. */
 	if (!r->o.no_clobber && !same_file_ok(r, src, st, dst, dst_st, &done)) {
-		cp_err(r, 0, "%s and %s are the same file", q(r, src), q(r, dst));
+		cp_err(r, 0, _("%s and %s are the same file"), q(r, src), q(r, dst));
 		return false;
 	}
 	if (r->o.update && !isdir &&
@@ -327,19 +327,19 @@ static bool existing(struct cp_run *r, const char *src, const char *dst,
 		return false;
 	if (!S_ISDIR(dst_st->st_mode)) {
 		if (isdir) {
-			cp_err(r, 0, "cannot overwrite non-directory %s with directory %s",
+			cp_err(r, 0, _("cannot overwrite non-directory %s with directory %s"),
 			       q(r, dst), q(r, src));
 			return false;
 		}
 		if (top && r->args_twice &&
 		    seen_find(&r->made, 0, seen_name_key(dst), SEEN_STRING, dst)) {
-			cp_err(r, 0, "will not overwrite just-created %s with %s",
+			cp_err(r, 0, _("will not overwrite just-created %s with %s"),
 			       q(r, dst), q(r, src));
 			return false;
 		}
 	}
 	if (!isdir && S_ISDIR(dst_st->st_mode)) {
-		cp_err(r, 0, "cannot overwrite directory %s with non-directory", q(r, dst));
+		cp_err(r, 0, _("cannot overwrite directory %s with non-directory"), q(r, dst));
 		return false;
 	}
 	/* Removed, not written through: another name of it, or a type that
@@ -369,12 +369,12 @@ static void decide(struct cp_run *r, struct cp_dir *pd, const char *src,
 	bool dangling = false;
 
 	if (isdir && !r->o.recursive) {
-		cp_err(r, 0, "-r not specified; omitting directory %s", q(r, src));
+		cp_err(r, 0, _("-r not specified; omitting directory %s"), q(r, src));
 		return;
 	}
 	if (top && r->args_twice) {
 		if (!isdir && seen_find(&r->srcs, st->st_dev, st->st_ino, SEEN_SAME_NAME, src)) {
-			cp_warn(r, "warning: source file %s specified more than once", q(r, src));
+			cp_warn(r, _("warning: source file %s specified more than once"), q(r, src));
 			return;
 		}
 		seen_add(&r->srcs, st->st_dev, st->st_ino, src);
@@ -384,7 +384,7 @@ static void decide(struct cp_run *r, struct cp_dir *pd, const char *src,
 		cp_drain(r, 1);	/* a name made just now: let its file appear */
 	if (strlen(dst) >= PATH_MAX && (!pd || !pd->fresh)) {
 		/* cp names files by their whole path: it stops here */
-		cp_err(r, ENAMETOOLONG, "cannot stat %s", q(r, dst));
+		cp_err(r, ENAMETOOLONG, _("cannot stat %s"), q(r, dst));
 		return;
 	}
 	if (!pd || !pd->fresh) {
@@ -412,7 +412,7 @@ static void decide(struct cp_run *r, struct cp_dir *pd, const char *src,
 		} else if (errno == ELOOP && r->o.force) {
 			exists = true;	/* -f removes it when it cannot be opened */
 		} else if (errno != ENOENT) {
-			cp_err(r, errno, "cannot stat %s", q(r, dst));
+			cp_err(r, errno, _("cannot stat %s"), q(r, dst));
 			return;
 		}
 	}
@@ -424,7 +424,7 @@ static void decide(struct cp_run *r, struct cp_dir *pd, const char *src,
 		struct stat l;
 
 		if (lstat(dst, &l) == 0 && S_ISLNK(l.st_mode)) {
-			cp_err(r, 0, "will not copy %s through just-created symlink %s",
+			cp_err(r, 0, _("will not copy %s through just-created symlink %s"),
 			       q(r, src), q(r, dst));
 			return;
 		}
@@ -465,18 +465,18 @@ static void decide(struct cp_run *r, struct cp_dir *pd, const char *src,
 	if (earlier) {
 		if (cp_same_name(src, earlier, NULL, r->target)) {
 			/* the copy being made, met by the walk */
-			cp_err(r, 0, "cannot copy a directory, %s, into itself, %s",
+			cp_err(r, 0, _("cannot copy a directory, %s, into itself, %s"),
 			       q(r, r->top_src), q(r, r->top_dst));
 			r->into_self = true;
 			return;
 		}
 		if (cp_same_name(dst, earlier, r->target, r->target)) {
-			cp_warn(r, "warning: source directory %s specified more than once",
+			cp_warn(r, _("warning: source directory %s specified more than once"),
 				q(r, r->top_src));
 			return;
 		}
 		if (r->o.deref != DEREF_ALWAYS && !(top && r->o.deref == DEREF_ARGS)) {
-			cp_err(r, 0, "will not create hard link %s to directory %s",
+			cp_err(r, 0, _("will not create hard link %s to directory %s"),
 			       q(r, dst), q(r, earlier));
 			return;
 		}
@@ -527,7 +527,7 @@ void cp_create_failed(struct cp_run *r, int err, const char *dst)
 	 * since, which cp will not write through (under POSIXLY_CORRECT it
 	 * would: a race this leaves refused). */
 	if (err == EEXIST && readlink(dst, &c, 1) >= 0)
-		cp_err(r, 0, "not writing through dangling symlink %s", q(r, dst));
+		cp_err(r, 0, _("not writing through dangling symlink %s"), q(r, dst));
 	else
-		cp_err(r, err, "cannot create regular file %s", q(r, dst));
+		cp_err(r, err, _("cannot create regular file %s"), q(r, dst));
 }

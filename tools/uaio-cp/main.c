@@ -25,7 +25,7 @@ static void die(struct cp_run *r, int err, bool help, const char *fmt, const cha
 		fprintf(stderr, ": %s", strerror(err));
 	fputc('\n', stderr);
 	if (help)
-		fprintf(stderr, "Try '%s --help' for more information.\n", r->prog);
+		fprintf(stderr, _("Try '%s --help' for more information.\n"), r->prog);
 	exit(1);
 }
 
@@ -47,15 +47,15 @@ static const char *target_of(struct cp_run *r, char **files, int *n)
 
 	if (*n <= !r->o.target_dir) {
 		if (*n <= 0)
-			die(r, 0, true, "missing file operand%s", "");
-		die(r, 0, true, "missing destination file operand after %s", q(r, files[0]));
+			die(r, 0, true, _("missing file operand"), "");
+		die(r, 0, true, _("missing destination file operand after %s"), q(r, files[0]));
 	}
 	if (r->o.no_target_dir) {
 		if (r->o.target_dir)
-			die(r, 0, false, "cannot combine --target-directory (-t) "
-			    "and --no-target-directory (-T)%s", "");
+			die(r, 0, false, _("cannot combine --target-directory (-t) "
+			    "and --no-target-directory (-T)"), "");
 		if (*n > 2)
-			die(r, 0, true, "extra operand %s", q(r, files[2]));
+			die(r, 0, true, _("extra operand %s"), q(r, files[2]));
 		return NULL;
 	}
 	if (r->o.target_dir) {
@@ -63,7 +63,7 @@ static const char *target_of(struct cp_run *r, char **files, int *n)
 			  S_ISDIR(st.st_mode) ? 0 : ENOTDIR;
 
 		if (err)
-			die(r, err, false, "target directory %s", q(r, r->o.target_dir));
+			die(r, err, false, _("target directory %s"), q(r, r->o.target_dir));
 		return r->o.target_dir;
 	}
 	int err = stat(files[*n - 1], &st) < 0 ? errno :
@@ -74,7 +74,7 @@ static const char *target_of(struct cp_run *r, char **files, int *n)
 		return files[*n];
 	}
 	if (*n > 2)
-		die(r, err, false, "target %s", q(r, files[*n - 1]));
+		die(r, err, false, _("target %s"), q(r, files[*n - 1]));
 	return NULL;
 }
 

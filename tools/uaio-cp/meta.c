@@ -44,8 +44,8 @@ static int x_set(int fd, const char *path, const char *name, const void *v, size
 /* Allocates only when something failed: the common run stays free of it.
  * A note that cannot be kept still fails the run. locale: the name is
  * quoted as gnulib's ACL calls quote it (ql), not as cp's own (q). */
-static void note_x(struct cp_notes *n, int err, const char *what, bool locale,
-		   bool warn, const char *name)
+static void note_x(struct cp_notes *n, int err, const char *domain, const char *fmt,
+		   bool locale, bool warn, const char *name)
 {
 	if (n->n == n->cap) {
 		unsigned cap = n->cap ? 2 * n->cap : 4;
@@ -58,7 +58,7 @@ static void note_x(struct cp_notes *n, int err, const char *what, bool locale,
 		n->v = v;
 		n->cap = cap;
 	}
-	n->v[n->n] = (struct cp_note){ err, what, locale, warn, NULL };
+	n->v[n->n] = (struct cp_note){ err, fmt, domain, locale, warn, NULL };
 	if (name && !(n->v[n->n].name = strdup(name))) {
 		n->lost = true;
 		return;
@@ -66,14 +66,14 @@ static void note_x(struct cp_notes *n, int err, const char *what, bool locale,
 	n->n++;
 }
 
-static void note_q(struct cp_notes *n, int err, const char *what, bool locale)
+static void note_q(struct cp_notes *n, int err, const char *fmt, bool locale)
 {
-	note_x(n, err, what, locale, false, NULL);
+	note_x(n, err, "coreutils", fmt, locale, false, NULL);
 }
 
-static void note(struct cp_notes *n, int err, const char *what)
+static void note(struct cp_notes *n, int err, const char *fmt)
 {
-	note_q(n, err, what, false);
+	note_q(n, err, fmt, false);
 }
 
 void cp_notes_report(struct cp_run *r, struct cp_notes *n, const char *dst)
@@ -82,13 +82,15 @@ void cp_notes_report(struct cp_run *r, struct cp_notes *n, const char *dst)
 		const struct cp_note *t = &n->v[i];
 		int status = r->status;
 
+		const char *fmt = dgettext(t->domain, t->fmt);
+
 		if (t->name) {
 			const char *qn = q(r, t->name);
 
-			cp_err(r, t->err, t->what, qn, qn);
+			cp_err(r, t->err, fmt, qn, qn);
 			free(t->name);
 		} else {
-			cp_err(r, t->err, "%s %s", t->what, t->locale ? ql(r, dst) : q(r, dst));
+			cp_err(r, t->err, fmt, t->locale ? ql(r, dst) : q(r, dst));
 		}
 		if (t->warn)
 			r->status = status;
@@ -110,12 +112,12 @@ enum { ACL_ACCESS = 1, ACL_DEFAULT = 2 };
  * other than ENOTSUP and ENODATA, as warnings (the status kept).
  */
 static void xattr_note(const struct cp_run *r, struct cp_notes *out, int err,
-		       const char *what, const char *name)
+		       const char *fmt, const char *name)
 {
 	if (r->o.require_xattr)
-		note_x(out, err, what, false, false, name);
+		note_x(out, err, "attr", fmt, false, false, name);
 	else if (!r->o.reduce_diag && err != ENOTSUP && err != ENODATA)
-		note_x(out, err, what, false, true, name);
+		note_x(out, err, "attr", fmt, false, true, name);
 }
 
 /* *acl: ACL_* of the ACLs copied. */
@@ -177,7 +179,7 @@ static unsigned xattrs(const struct cp_run *r, int src_fd, const char *src, int 
 		}
 	}
 	if (unsupported && r->o.require_xattr)
-		note(out, ENOTSUP, "setting attributes for");
+		note_x(out, ENOTSUP, "attr", "setting attributes for %s", false, false, NULL);
 out:
 	free(val);
 	if (names != stackbuf)
@@ -231,7 +233,7 @@ void cp_meta_apply(const struct cp_run *r, int src_fd, const char *src, int fd,
 			  utimensat(AT_FDCWD, dst, ts, AT_SYMLINK_NOFOLLOW);
 
 		if (ret < 0 && !(link && errno == EOPNOTSUPP)) {
-			note(out, errno, "preserving times for");
+			note(out, errno, "preserving times for %s");
 			if (o->require_preserve)
 				return;
 		}
@@ -259,7 +261,7 @@ void cp_meta_apply(const struct cp_run *r, int src_fd, const char *src, int fd,
 					(void)!lchown(dst, (uid_t)-1, st->st_gid);
 				chown_failed = true;
 			} else {
-				note(out, errno, "failed to preserve ownership for");
+				note(out, errno, "failed to preserve ownership for %s");
 				if (o->require_preserve)
 					return;
 			}
@@ -287,7 +289,7 @@ void cp_meta_apply(const struct cp_run *r, int src_fd, const char *src, int fd,
 		/* The source's own ACL, copied, set the permission bits. */
 		if ((acl & ACL_ACCESS) ? (m & 07000) && chmod_fd(fd, dst, m) < 0 :
 					 set_mode(fd, dst, m) < 0)
-			note_q(out, errno, "preserving permissions for", true);
+			note_q(out, errno, "preserving permissions for %s", true);
 		/* A directory gets the source's default ACL or none, not one
 		 * it inherited where it was made (cp: acl_delete_def_file). */
 		if (S_ISDIR(st->st_mode) && !(acl & ACL_DEFAULT))
@@ -302,7 +304,7 @@ void cp_meta_apply(const struct cp_run *r, int src_fd, const char *src, int fd,
 				    0777 : 0666) & ~r->umask;
 
 			if (set_mode(fd, dst, m) < 0)
-				note_q(out, errno, "setting permissions for", true);
+				note_q(out, errno, "setting permissions for %s", true);
 		}
 		return;
 	}
@@ -310,7 +312,7 @@ void cp_meta_apply(const struct cp_run *r, int src_fd, const char *src, int fd,
 	if (has & CP_ADDED_WUSR) {
 		/* the u+w the xattrs needed goes, with what was omitted */
 		if (chmod_fd(fd, dst, (st->st_mode & 0777) & ~r->umask) < 0)
-			note(out, errno, "preserving permissions for");
+			note(out, errno, "preserving permissions for %s");
 		return;
 	}
 	if (omitted && restore_mode < 0) {
@@ -322,7 +324,7 @@ void cp_meta_apply(const struct cp_run *r, int src_fd, const char *src, int fd,
 			restore_mode = (int)(now.st_mode & 07777);
 	}
 	if (restore_mode >= 0 && chmod_fd(fd, dst, (mode_t)restore_mode | omitted) < 0)
-		note(out, errno, "preserving permissions for");
+		note(out, errno, "preserving permissions for %s");
 }
 
 void cp_meta(struct cp_run *r, int src_fd, const char *src, int fd,

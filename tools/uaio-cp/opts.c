@@ -64,13 +64,13 @@ static void raise_as_cp(struct cp_run *r, int err)
 void cp_write_err(struct cp_run *r, int err, const char *name)
 {
 	raise_as_cp(r, err);
-	cp_err(r, err, "error writing %s", name);
+	cp_err(r, err, _("error writing %s"), name);
 }
 
 void cp_copy_err(struct cp_run *r, int err, const char *src, const char *dst)
 {
 	raise_as_cp(r, err);
-	cp_err(r, err, "error copying %s to %s", q(r, src), q(r, dst));
+	cp_err(r, err, _("error copying %s to %s"), q(r, src), q(r, dst));
 }
 
 void cp_warn(struct cp_run *r, const char *fmt, ...)
@@ -145,7 +145,7 @@ static void usage(const char *prog)
 
 static void try_help(struct cp_run *r)
 {
-	fprintf(stderr, "Try '%s --help' for more information.\n", r->prog);
+	fprintf(stderr, _("Try '%s --help' for more information.\n"), r->prog);
 	exit(1);
 }
 
@@ -178,9 +178,11 @@ static int pick(struct cp_run *r, const char *arg, const char *opt,
 
 	if (i >= 0)
 		return vals[i];
-	fprintf(stderr, "%s: %s argument %s for %s\n", r->prog,
-		i == -2 ? "ambiguous" : "invalid", ql(r, arg), ql(r, opt));
-	fputs("Valid arguments are:", stderr);
+	fprintf(stderr, "%s: ", r->prog);
+	fprintf(stderr, i == -2 ? _("ambiguous argument %s for %s") : _("invalid argument %s for %s"),
+		ql(r, arg), ql(r, opt));
+	fputc('\n', stderr);
+	fputs(_("Valid arguments are:"), stderr);
 	for (int k = 0; valid[k]; k++)
 		fprintf(stderr, k && vals[k] == vals[k - 1] ? ", %s" : "\n  - %s",
 			ql(r, valid[k]));
@@ -344,7 +346,9 @@ static int abbrev(struct cp_run *r, const char *arg, size_t len, int from, int t
 	}
 	if (!ambig)
 		return found;
-	fprintf(stderr, "%s: option '%s' is ambiguous; possibilities:", r->prog, arg);
+	/* glibc's getopt_long says it, in glibc's catalog */
+	fprintf(stderr, dgettext("libc", "%s: option '%s%s' is ambiguous; possibilities:"),
+		r->prog, "--", arg + 2);
 	for (int i = from; i < to; i++) {
 		const struct option *p = &longs[i], *f = &longs[found];
 
@@ -475,7 +479,7 @@ int cp_parse(struct cp_run *r, int argc, char **argv, int *first)
 		case 'R': case 'r': o->recursive = true; break;
 		case 't':
 			if (o->target_dir) {
-				fprintf(stderr, "%s: multiple target directories specified\n", r->prog);
+				cp_err(r, 0, _("multiple target directories specified"));
 				exit(1);
 			}
 			o->target_dir = optarg;
@@ -490,8 +494,8 @@ int cp_parse(struct cp_run *r, int argc, char **argv, int *first)
 			if (access("/sys/fs/selinux", F_OK) == 0 && !o->unsupported)
 				o->unsupported = c;
 			if (optarg)
-				fprintf(stderr, "%s: warning: ignoring --context; it "
-					"requires an SELinux-enabled kernel\n", r->prog);
+				cp_warn(r, _("warning: ignoring --context; it "
+					     "requires an SELinux-enabled kernel"));
 			break;
 		case 'j': {
 			char *end;
@@ -548,12 +552,11 @@ int cp_parse(struct cp_run *r, int argc, char **argv, int *first)
 	/* cp's checks after its options, in cp's order: the backup type
 	 * (gnulib's xget_version) before backups are refused as unsupported */
 	if (backups && o->no_clobber) {
-		fprintf(stderr, "%s: options --backup and --no-clobber are mutually exclusive\n",
-			r->prog);
+		cp_err(r, 0, _("options --backup and --no-clobber are mutually exclusive"));
 		try_help(r);
 	}
 	if (o->reflink == REFLINK_ALWAYS && o->sparse != SPARSE_AUTO) {
-		fprintf(stderr, "%s: --reflink can be used only with --sparse=auto\n", r->prog);
+		cp_err(r, 0, _("--reflink can be used only with --sparse=auto"));
 		try_help(r);
 	}
 	if (backups) {
@@ -571,11 +574,10 @@ int cp_parse(struct cp_run *r, int argc, char **argv, int *first)
 		/* Asked for by name (not through "all"): cp 9.1 stops here
 		 * without SELinux; uaio-cp does not copy contexts at all. */
 		if (access("/sys/fs/selinux", F_OK) != 0)
-			fprintf(stderr, "%s: cannot preserve security context without "
-				"an SELinux-enabled kernel\n", r->prog);
+			cp_err(r, 0, _("cannot preserve security context without "
+				       "an SELinux-enabled kernel"));
 		else
-			fprintf(stderr, "%s: preserving security contexts is not "
-				"supported\n", r->prog);
+			cp_err(r, 0, _("preserving security contexts is not supported"));
 		exit(1);
 	}
 	if (o->deref == DEREF_UNSET)

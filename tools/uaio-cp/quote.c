@@ -22,9 +22,16 @@ const char *q(struct cp_run *r, const char *s)
 	return slot(r, s, TOOL_QUOTE_ALWAYS);
 }
 
+/* gnulib's quote: the quotes coreutils' catalog gives for ` and ' ("„"
+ * and "“" in German), else the locale's default */
 const char *ql(struct cp_run *r, const char *s)
 {
-	return slot(r, s, TOOL_QUOTE_LOCALE);
+	static const char lmsg[] = "`", rmsg[] = "'";
+	const char *lq = _(lmsg), *rq = _(rmsg);
+	struct tool_str *o = &r->quoted[r->quoted_next++ % CP_QUOTE_SLOTS];
+
+	tool_quote_locale_into(o, s, lq == lmsg ? NULL : lq, rq == rmsg ? NULL : rq);
+	return o->p;
 }
 
 void cp_quote_free(struct cp_run *r)

@@ -134,7 +134,7 @@ void cp_copy_dir(struct cp_run *r, struct cp_dir *pd, const char *src,
 	}
 	for (struct cp_dir *a = pd; a; a = a->parent)
 		if (a->src.st_dev == st->st_dev && a->src.st_ino == st->st_ino) {
-			cp_err(r, 0, "cannot copy cyclic symbolic link %s", q(r, src));
+			cp_err(r, 0, _("cannot copy cyclic symbolic link %s"), q(r, src));
 			free(d);
 			return;
 		}
@@ -145,7 +145,7 @@ void cp_copy_dir(struct cp_run *r, struct cp_dir *pd, const char *src,
 
 		d->omitted = mode & (r->o.p_owner ? 077 : 022);
 		if (mkdir(dst, mode & ~d->omitted) < 0) {
-			cp_err(r, errno, "cannot create directory %s", q(r, dst));
+			cp_err(r, errno, _("cannot create directory %s"), q(r, dst));
 			free(d);
 			return;
 		}
@@ -185,7 +185,7 @@ void cp_copy_dir(struct cp_run *r, struct cp_dir *pd, const char *src,
 	while (!(dir = opendir(src)) && cp_fd_wait(r, errno))
 		;
 	if (!dir) {
-		cp_err(r, errno, "cannot access %s", q(r, src));
+		cp_err(r, errno, _("cannot access %s"), q(r, src));
 		goto done;
 	}
 	errno = 0;
@@ -214,7 +214,7 @@ void cp_copy_dir(struct cp_run *r, struct cp_dir *pd, const char *src,
 		nlen += len;
 	}
 	if (errno)
-		cp_err(r, errno, "cannot access %s", q(r, src));
+		cp_err(r, errno, _("cannot access %s"), q(r, src));
 	closedir(dir);
 	if (n)
 		qsort(ents, n, sizeof(*ents), by_ino);
@@ -229,7 +229,7 @@ void cp_copy_dir(struct cp_run *r, struct cp_dir *pd, const char *src,
 
 		if (strlen(s) >= PATH_MAX) {
 			/* cp names files by their whole path: it stops here */
-			cp_err(r, ENAMETOOLONG, "cannot stat %s", q(r, s));
+			cp_err(r, ENAMETOOLONG, _("cannot stat %s"), q(r, s));
 			free(s);
 			free(t);
 			continue;
@@ -261,7 +261,7 @@ void cp_copy_dir(struct cp_run *r, struct cp_dir *pd, const char *src,
 		if (ret == 0 && S_ISREG(cst.st_mode) && cp_wait_writer(r, &cst))
 			ret = sfd >= 0 ? fstat(sfd, &cst) : fstatat(at, name, &cst, at_follow);
 		if (ret < 0)
-			cp_err(r, errno, "cannot stat %s", q(r, s));
+			cp_err(r, errno, _("cannot stat %s"), q(r, s));
 		else
 			cp_entry(r, d, s, t, &cst, false, sfd);
 		free(s);
@@ -323,7 +323,7 @@ int cp_top(struct cp_run *r, const char *src, const char *dst, bool into)
 		dst = target = cp_top_name(src, dst);
 	ret = r->o.deref == DEREF_NEVER ? lstat(src, &st) : stat(src, &st);
 	if (ret < 0) {
-		cp_err(r, errno, "cannot stat %s", q(r, src));
+		cp_err(r, errno, _("cannot stat %s"), q(r, src));
 	} else {
 		r->first_dir = r->into_self = false;
 		r->top_src = src;

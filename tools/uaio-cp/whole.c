@@ -88,12 +88,12 @@ void cp_whole_done(uaio_op *op, int res, void *data)
 	else if (res < 0 && j->stage == STAGE_COPY)
 		cp_copy_err(r, -res, j->src, j->dst);
 	else if (res < 0 && j->stage == STAGE_READ)
-		cp_err(r, -res, "error reading %s", q(r, j->src));
+		cp_err(r, -res, _("error reading %s"), q(r, j->src));
 	else if (res < 0)
 		cp_write_err(r, -res, q(r, j->dst));
 	cp_notes_report(r, &j->notes, j->dst);
 	if (j->close_err)
-		cp_err(r, j->close_err, "failed to close %s", q(r, j->dst));
+		cp_err(r, j->close_err, _("failed to close %s"), q(r, j->dst));
 	cp_job_release(j);
 }
 

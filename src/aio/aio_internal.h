@@ -29,11 +29,12 @@ int uaio__notify(const struct sigevent *sev);
  */
 void uaio__notify_begin(const struct sigevent *sev, struct uaio_note **held);
 int uaio__notify_end(const struct sigevent *sev, struct uaio_note *held);
-/* Waits while cb's request is between its signal and its status (as
+/* Waits while cb's request is between its status and its signal (as
  * glibc's aio_error waits for the lock its completion holds); returns
- * cb's state word (engine.h's ST_*). For the drop-in's aio_error and
- * aio_return, which read the aiocb's fields as glibc's do. */
-unsigned long long aio__settled_state(const struct aiocb *cb);
+ * cb's state word (engine.h's ST_*) and, in *code if not NULL, the error
+ * code as of then. For the drop-in's aio_error and aio_return too, which
+ * read the aiocb's fields as glibc's do. */
+unsigned long long aio__settled(const struct aiocb *cb, int *code);
 /* lio_listio with glibc's checks of nent (none but AIO_MAX): the
  * drop-in's; ulio_listio adds POSIX's AIO_LISTIO_MAX. */
 int aio__lio_listio(int mode, struct aiocb *const list[], int nent,

@@ -65,8 +65,10 @@ static int error_glibc(const struct aiocb *cb)
 		errno = EINVAL;
 		return -1;
 	}
-	aio__settled_state(cb);
-	return __atomic_load_n(&cb->__error_code, __ATOMIC_ACQUIRE);
+	int ec;
+
+	aio__settled(cb, &ec);
+	return ec;
 }
 
 static ssize_t return_glibc(const struct aiocb *cb)
@@ -75,8 +77,7 @@ static ssize_t return_glibc(const struct aiocb *cb)
 		errno = EINVAL;
 		return -1;
 	}
-	aio__settled_state(cb);
-	(void)__atomic_load_n(&cb->__error_code, __ATOMIC_ACQUIRE);
+	aio__settled(cb, NULL);	/* the error code, then the state */
 	return cb->__return_value;
 }
 

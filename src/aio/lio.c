@@ -83,7 +83,7 @@ int aio__lio_listio(int mode, struct aiocb *const list[], int nent,
 		if (rw == LIO_READ || rw == LIO_WRITE) {
 			r = aio__submit_rw(cb, rw == LIO_READ ? K_READ : K_WRITE, &pc, g);
 		} else if (op == LIO_DSYNC_GLIBC || op == LIO_SYNC_GLIBC) {
-			if (aio__settled_state(cb) != ST_LIVE)
+			if (aio__settled(cb, NULL) != ST_LIVE)
 				cb->aio_reqprio = 0;
 			r = aio__submit_sync(cb, op == LIO_DSYNC_GLIBC ? K_DSYNC : K_FSYNC, g);
 		} else if ((r = aio__cb_check(cb, true)) == 0) {

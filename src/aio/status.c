@@ -98,15 +98,26 @@ void aio__complete(struct aiocb *cb, long res)
 		uaio__notify_begin(&sev, &held);
 	}
 	if (notify && sev.sigev_notify == SIGEV_SIGNAL) {
+		uint64_t want = tag(cb, ST_ENDING);
+
 		/* no handler of this thread's may wait on it meanwhile */
 		restore = signals_block(&old);
 		atomic_fetch_add(&E->ending, 1);
-		atomic_store_explicit(&priv(cb)->state, tag(cb, ST_ENDING), memory_order_release);
+		atomic_store_explicit(&priv(cb)->state, want, memory_order_release);
+		/* The status goes into the aiocb before the signal, as glibc
+		 * writes it: a handler may set the aiocb up anew at once, and
+		 * nothing here writes it after, but for the state word, and
+		 * that only if it was not set up anew. */
+		cb->__return_value = res < 0 ? -1 : res;
+		__atomic_store_n(&cb->__error_code, res < 0 ? (int)-res : 0, __ATOMIC_RELEASE);
 		/* glibc: a signal that cannot be queued (a full queue)
-		 * becomes the request's status */
-		if ((e = uaio__notify_end(&sev, held)) < 0)
+		 * becomes the request's status (no handler ran) */
+		if ((e = uaio__notify_end(&sev, held)) < 0) {
 			res = e;
-		aio__publish(cb, res);
+			cb->__return_value = -1;
+			__atomic_store_n(&cb->__error_code, -e, __ATOMIC_RELEASE);
+		}
+		atomic_compare_exchange_strong(&priv(cb)->state, &want, tag(cb, ST_DONE));
 		atomic_fetch_sub(&E->ending, 1);
 	} else {
 		aio__publish(cb, res);
@@ -128,13 +139,22 @@ void aio__complete(struct aiocb *cb, long res)
 
 /* ------------------------------------------- error, return, suspend */
 
-/* cb's state once past ST_ENDING (a wait of a syscall's length). */
-unsigned long long aio__settled_state(const struct aiocb *cb)
+/* cb's state once past ST_ENDING (a wait of a syscall's length), and in
+ * *code (may be NULL) its error code as of then. aio__complete writes the
+ * code while ST_ENDING: loaded before the state, a new code means the
+ * state is ST_ENDING or later, so the code is never one whose signal is
+ * not queued yet. */
+unsigned long long aio__settled(const struct aiocb *cb, int *code)
 {
 	uint64_t st, want;
+	int ec;
 
-	while ((st = cb_state(cb)) == ST_ENDING) {
+	for (;;) {
 		unsigned snap = atomic_load(&E->seq);
+
+		ec = __atomic_load_n(&cb->__error_code, __ATOMIC_ACQUIRE);
+		if ((st = cb_state(cb)) != ST_ENDING)
+			break;
 
 		/* in a child of fork: the thread that was ending it is not
 		 * here, and the request stays in progress, as an orphan */
@@ -150,19 +170,22 @@ unsigned long long aio__settled_state(const struct aiocb *cb)
 			seq_wait(snap, NULL);
 		atomic_fetch_sub(&E->waiters, 1);
 	}
+	if (code)
+		*code = ec;
 	return st;
 }
 
 UAIO_API int uaio_error(const struct aiocb *cb)
 {
 	uint64_t st;
+	int ec;
 
 	if (!cb)
 		return posix_ret(-EINVAL);
-	st = aio__settled_state(cb);
+	st = aio__settled(cb, &ec);
 	if (st != ST_LIVE && st != ST_DONE && st != ST_RETURNED && st != ST_ORPHAN)
 		return posix_ret(-EINVAL);
-	return __atomic_load_n(&cb->__error_code, __ATOMIC_ACQUIRE);
+	return ec;
 }
 
 UAIO_API ssize_t uaio_return(struct aiocb *cb)
@@ -171,7 +194,7 @@ UAIO_API ssize_t uaio_return(struct aiocb *cb)
 
 	if (!cb)
 		return posix_ret(-EINVAL);
-	aio__settled_state(cb);
+	aio__settled(cb, NULL);
 	want = tag(cb, ST_DONE);
 	/* Exactly once, even when threads race for it. */
 	if (atomic_compare_exchange_strong(&priv(cb)->state, &want,
@@ -186,10 +209,17 @@ bool aio__any_done(const struct aiocb *const list[], int nent)
 	for (int i = 0; i < nent; i++) {
 		const struct aiocb *cb = list[i];
 
-		uint64_t st = cb ? cb_state(cb) : 0;
+		uint64_t st;
+		int ec;
 
-		if (cb && ((st != ST_LIVE && st != ST_ORPHAN && st != ST_ENDING) ||
-			   __atomic_load_n(&cb->__error_code, __ATOMIC_ACQUIRE) != EINPROGRESS))
+		if (!cb)
+			continue;
+		/* the code first: a new one means the state read next is
+		 * ST_ENDING or later (aio__complete writes them so) */
+		ec = __atomic_load_n(&cb->__error_code, __ATOMIC_ACQUIRE);
+		if ((st = cb_state(cb)) == ST_ENDING)	/* its status is not out */
+			continue;
+		if ((st != ST_LIVE && st != ST_ORPHAN) || ec != EINPROGRESS)
 			return true;
 	}
 	return false;

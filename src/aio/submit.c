@@ -19,7 +19,7 @@
 int aio__cb_check(struct aiocb *cb, bool prio)
 {
 	/* one ending now is over once glibc's lock is had: waited for */
-	if (!cb || aio__settled_state(cb) == ST_LIVE)
+	if (!cb || aio__settled(cb, NULL) == ST_LIVE)
 		return -EINVAL;
 	if (prio && (cb->aio_reqprio < 0 ||
 		     cb->aio_reqprio > UAIO_AIO_PRIO_DELTA_MAX)) {
@@ -433,7 +433,7 @@ refuse:
  * its checks (a refused one keeps what the caller put there); so do we. */
 static bool opcode_taken(const struct aiocb *cb)
 {
-	return cb && aio__settled_state(cb) != ST_LIVE && cb->aio_reqprio >= 0 &&
+	return cb && aio__settled(cb, NULL) != ST_LIVE && cb->aio_reqprio >= 0 &&
 	       cb->aio_reqprio <= UAIO_AIO_PRIO_DELTA_MAX;
 }
 
@@ -504,7 +504,7 @@ UAIO_API int uaio_fsync(int op, struct aiocb *cb)
 
 	if (op != O_SYNC && op != O_DSYNC)
 		return posix_ret(-EINVAL);
-	bool live = cb && aio__settled_state(cb) == ST_LIVE;
+	bool live = cb && aio__settled(cb, NULL) == ST_LIVE;
 
 	if (cb && !live && fstat(cb->aio_fildes, &st) < 0)
 		return posix_ret(-EBADF);

@@ -119,6 +119,21 @@ static inline void t_set_nonblock(int fd)
 {
 	fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
 }
+
+/* What an op's callbacks made of it: how many ran, the last result. Pass
+ * t_rec_op as the callback and a struct t_rec as its data. */
+struct t_rec {
+	int calls, res;
+};
+
+static inline void t_rec_op(uaio_op *op, int res, void *data)
+{
+	struct t_rec *r = data;
+
+	(void)op;
+	r->calls++;
+	r->res = res;
+}
 #endif /* UAIO_LOOP_H */
 
 #endif

@@ -9,56 +9,44 @@
 
 #include "test.h"
 
-struct rec {
-	int calls, res;
-};
-
-static void on_op(uaio_op *op, int res, void *data)
-{
-	struct rec *r = data;
-
-	r->calls++;
-	r->res = res;
-}
-
 static void one_op(void)
 {
 	uaio_loop *l = t_loop_new(0);
 	uaio_op rd = { 0 }, can = { 0 }, can2 = { 0 };
-	struct rec r = { 0 }, rc = { 0 }, rc2 = { 0 };
+	struct t_rec r = { 0 }, rc = { 0 }, rc2 = { 0 };
 	char b[4];
 	int p[2];
 
 	CHECK(pipe(p) == 0);
-	CHECK_OK(uaio_op_read(l, &rd, p[0], b, sizeof(b), -1, on_op, &r));
+	CHECK_OK(uaio_op_read(l, &rd, p[0], b, sizeof(b), -1, t_rec_op, &r));
 	CHECK(uaio_loop_run_once(l, 0) >= 0);
-	CHECK_OK(uaio_op_cancel(l, &can, &rd, on_op, &rc));
+	CHECK_OK(uaio_op_cancel(l, &can, &rd, t_rec_op, &rc));
 	CHECK_EQ(uaio_loop_run(l), 0);
 	CHECK_EQ(r.calls, 1);
 	CHECK_EQ(r.res, -ECANCELED);
 	CHECK_EQ(rc.calls, 1);
 	CHECK_EQ(rc.res, 0);
 	/* Nothing in flight any more. */
-	CHECK_OK(uaio_op_cancel(l, &can2, &rd, on_op, &rc2));
+	CHECK_OK(uaio_op_cancel(l, &can2, &rd, t_rec_op, &rc2));
 	CHECK_EQ(uaio_loop_run(l), 0);
 	CHECK_EQ(rc2.res, -ENOENT);
 	CHECK_EQ(r.calls, 1);
 	/* Two cancels of one op in one batch: the first cancels it, the
 	 * second finds nothing to cancel (io_uring's kernel said 0 to both). */
-	r = rc = rc2 = (struct rec){ 0 };
-	CHECK_OK(uaio_op_read(l, &rd, p[0], b, sizeof(b), -1, on_op, &r));
+	r = rc = rc2 = (struct t_rec){ 0 };
+	CHECK_OK(uaio_op_read(l, &rd, p[0], b, sizeof(b), -1, t_rec_op, &r));
 	CHECK(uaio_loop_run_once(l, 0) >= 0);
-	CHECK_OK(uaio_op_cancel(l, &can, &rd, on_op, &rc));
-	CHECK_OK(uaio_op_cancel(l, &can2, &rd, on_op, &rc2));
+	CHECK_OK(uaio_op_cancel(l, &can, &rd, t_rec_op, &rc));
+	CHECK_OK(uaio_op_cancel(l, &can2, &rd, t_rec_op, &rc2));
 	CHECK_EQ(uaio_loop_run(l), 0);
 	CHECK_EQ(r.res, -ECANCELED);
 	CHECK_EQ(rc.res, 0);
 	CHECK_EQ(rc2.res, -ENOENT);
 	CHECK_EQ(r.calls + rc.calls + rc2.calls, 3);
 	/* Bad input. */
-	CHECK_EQ(uaio_op_cancel(l, &can2, NULL, on_op, &rc2), -EINVAL);
-	CHECK_EQ(uaio_op_cancel(l, &can2, &can2, on_op, &rc2), -EINVAL);
-	CHECK_EQ(uaio_op_cancel_fd(l, &can2, -1, on_op, &rc2), -EBADF);
+	CHECK_EQ(uaio_op_cancel(l, &can2, NULL, t_rec_op, &rc2), -EINVAL);
+	CHECK_EQ(uaio_op_cancel(l, &can2, &can2, t_rec_op, &rc2), -EINVAL);
+	CHECK_EQ(uaio_op_cancel_fd(l, &can2, -1, t_rec_op, &rc2), -EBADF);
 	close(p[0]);
 	close(p[1]);
 	uaio_loop_free(l);
@@ -69,16 +57,16 @@ static void whole_fd(void)
 	enum { N = 10 };
 	uaio_loop *l = t_loop_new(0);
 	uaio_op ops[N] = { { 0 } }, other = { 0 }, can = { 0 };
-	struct rec r[N] = { { 0 } }, ro = { 0 }, rc = { 0 };
+	struct t_rec r[N] = { { 0 } }, ro = { 0 }, rc = { 0 };
 	char b[N], c;
 	int p[2], q[2];
 
 	CHECK(pipe(p) == 0 && pipe(q) == 0);
 	for (int i = 0; i < N; i++)
-		CHECK_OK(uaio_op_read(l, &ops[i], p[0], &b[i], 1, -1, on_op, &r[i]));
-	CHECK_OK(uaio_op_read(l, &other, q[0], &c, 1, -1, on_op, &ro));
+		CHECK_OK(uaio_op_read(l, &ops[i], p[0], &b[i], 1, -1, t_rec_op, &r[i]));
+	CHECK_OK(uaio_op_read(l, &other, q[0], &c, 1, -1, t_rec_op, &ro));
 	CHECK(uaio_loop_run_once(l, 0) >= 0);
-	CHECK_OK(uaio_op_cancel_fd(l, &can, p[0], on_op, &rc));
+	CHECK_OK(uaio_op_cancel_fd(l, &can, p[0], t_rec_op, &rc));
 	while (rc.calls == 0 || uaio_loop_inflight(l) > 1)
 		CHECK(uaio_loop_run_once(l, -1) >= 0);
 	CHECK_EQ(rc.res, N);
@@ -104,17 +92,17 @@ static void after_plain_close(void)
 {
 	uaio_loop *l = t_loop_new(0);
 	uaio_op rd[2] = { { 0 } }, can = { 0 };
-	struct rec r[2] = { { 0 } }, rc = { 0 };
+	struct t_rec r[2] = { { 0 } }, rc = { 0 };
 	char b[2];
 	int p[2], fd, cancelled = 0;
 
 	CHECK(pipe(p) == 0);
 	for (int i = 0; i < 2; i++)
-		CHECK_OK(uaio_op_read(l, &rd[i], p[0], &b[i], 1, -1, on_op, &r[i]));
+		CHECK_OK(uaio_op_read(l, &rd[i], p[0], &b[i], 1, -1, t_rec_op, &r[i]));
 	CHECK(uaio_loop_run_once(l, 0) >= 0);
 	fd = p[0];
 	close(p[0]);
-	CHECK_OK(uaio_op_cancel_fd(l, &can, fd, on_op, &rc));
+	CHECK_OK(uaio_op_cancel_fd(l, &can, fd, t_rec_op, &rc));
 	T_RUN_UNTIL(l, rc.calls, 100);
 	/* io_uring's read keeps the old pipe: data ends it (epoll's left
 	 * none: the write fails, EPIPE) */
@@ -138,15 +126,15 @@ static void running_splice(void)
 {
 	uaio_loop *l = t_loop_new(0);
 	uaio_op sp = { 0 }, can = { 0 };
-	struct rec r = { 0 }, rc = { 0 };
+	struct t_rec r = { 0 }, rc = { 0 };
 	int in[2], out[2];
 
 	CHECK(pipe(in) == 0 && pipe(out) == 0);
-	CHECK_OK(uaio_op_splice(l, &sp, in[0], -1, out[1], -1, 100, 0, on_op, &r));
+	CHECK_OK(uaio_op_splice(l, &sp, in[0], -1, out[1], -1, 100, 0, t_rec_op, &r));
 	/* into the worker, and blocked there on the empty pipe */
 	for (int i = 0; i < 10; i++)
 		CHECK(uaio_loop_run_once(l, 5000000) >= 0);
-	CHECK_OK(uaio_op_cancel(l, &can, &sp, on_op, &rc));
+	CHECK_OK(uaio_op_cancel(l, &can, &sp, t_rec_op, &rc));
 	T_RUN_UNTIL(l, rc.calls, 100);
 	for (int i = 0; i < 10; i++)
 		CHECK(uaio_loop_run_once(l, 5000000) >= 0);
@@ -169,18 +157,18 @@ static void racing(void)
 	enum { N = 200 };
 	uaio_loop *l = t_loop_new(0);
 	uaio_op *ops = calloc(N, sizeof(*ops)), *cans = calloc(N, sizeof(*cans));
-	struct rec *r = calloc(N, sizeof(*r)), *rc = calloc(N, sizeof(*rc));
+	struct t_rec *r = calloc(N, sizeof(*r)), *rc = calloc(N, sizeof(*rc));
 	char b[N], data[N / 2];
 	int p[2], done = 0, cancelled = 0;
 
 	CHECK(pipe(p) == 0);
 	for (int i = 0; i < N; i++)
-		CHECK_OK(uaio_op_read(l, &ops[i], p[0], &b[i], 1, -1, on_op, &r[i]));
+		CHECK_OK(uaio_op_read(l, &ops[i], p[0], &b[i], 1, -1, t_rec_op, &r[i]));
 	CHECK(uaio_loop_run_once(l, 0) >= 0);
 	memset(data, 'd', sizeof(data));
 	CHECK(write(p[1], data, sizeof(data)) == (ssize_t)sizeof(data));
 	for (int i = N - 1; i >= 0; i--)
-		CHECK_OK(uaio_op_cancel(l, &cans[i], &ops[i], on_op, &rc[i]));
+		CHECK_OK(uaio_op_cancel(l, &cans[i], &ops[i], t_rec_op, &rc[i]));
 	CHECK_EQ(uaio_loop_run(l), 0);
 	for (int i = 0; i < N; i++) {
 		CHECK_EQ(r[i].calls, 1);

@@ -18,19 +18,6 @@
 
 enum { N = 8000 };
 
-struct rec {
-	int calls, res;
-};
-
-static void on_op(uaio_op *op, int res, void *data)
-{
-	struct rec *r = data;
-
-	(void)op;
-	r->calls++;
-	r->res = res;
-}
-
 static int count_fds(void)
 {
 	DIR *d = opendir("/proc/self/fd");
@@ -47,7 +34,7 @@ int main(void)
 {
 	uaio_loop *l;
 	uaio_op *rd = calloc(N, sizeof(*rd)), *cl = calloc(N, sizeof(*cl));
-	struct rec *r = calloc(N, sizeof(*r)), *rc = calloc(N, sizeof(*rc));
+	struct t_rec *r = calloc(N, sizeof(*r)), *rc = calloc(N, sizeof(*rc));
 	int (*p)[2] = calloc(N, sizeof(*p)), fds0;
 	char (*buf)[4] = calloc(N, sizeof(*buf));
 
@@ -60,11 +47,11 @@ int main(void)
 	l = t_loop_new(0);
 	for (int i = 0; i < N; i++) {
 		CHECK(pipe2(p[i], O_CLOEXEC) == 0);
-		CHECK_OK(uaio_op_read(l, &rd[i], p[i][0], buf[i], sizeof(buf[i]), -1, on_op, &r[i]));
+		CHECK_OK(uaio_op_read(l, &rd[i], p[i][0], buf[i], sizeof(buf[i]), -1, t_rec_op, &r[i]));
 	}
 	CHECK(uaio_loop_run_once(l, 0) >= 0);
 	for (int i = 0; i < N; i++)
-		CHECK_OK(uaio_op_close(l, &cl[i], p[i][0], on_op, &rc[i]));
+		CHECK_OK(uaio_op_close(l, &cl[i], p[i][0], t_rec_op, &rc[i]));
 	CHECK_EQ(uaio_loop_run(l), 0);
 	for (int i = 0; i < N; i++) {
 		CHECK_EQ(rc[i].calls, 1);

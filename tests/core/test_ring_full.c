@@ -18,25 +18,12 @@
 
 enum { N = 4200 };
 
-struct rec {
-	int calls, res;
-};
-
-static void on_op(uaio_op *op, int res, void *data)
-{
-	struct rec *r = data;
-
-	(void)op;
-	r->calls++;
-	r->res = res;
-}
-
 int main(void)
 {
 	struct rlimit rl;
 	uaio_loop *l;
 	uaio_op *rd = calloc(N, sizeof(*rd)), tmo = { 0 }, nop = { 0 }, cl = { 0 }, cl1 = { 0 };
-	struct rec *r = calloc(N, sizeof(*r)), rt = { 0 }, rn = { 0 }, rcl = { 0 }, rcl1 = { 0 };
+	struct t_rec *r = calloc(N, sizeof(*r)), rt = { 0 }, rn = { 0 }, rcl = { 0 }, rcl1 = { 0 };
 	int (*p)[2] = calloc(N, sizeof(*p));
 	char (*buf)[4] = calloc(N, sizeof(*buf));
 
@@ -50,15 +37,15 @@ int main(void)
 	l = t_loop_new(0);
 	for (int i = 0; i < N; i++) {
 		CHECK(pipe2(p[i], O_CLOEXEC) == 0);
-		CHECK_OK(uaio_op_read(l, &rd[i], p[i][0], buf[i], sizeof(buf[i]), -1, on_op, &r[i]));
+		CHECK_OK(uaio_op_read(l, &rd[i], p[i][0], buf[i], sizeof(buf[i]), -1, t_rec_op, &r[i]));
 	}
 	CHECK(uaio_loop_run_once(l, 0) >= 0);
-	CHECK_OK(uaio_op_timeout(l, &tmo, 10000000ull, on_op, &rt));
+	CHECK_OK(uaio_op_timeout(l, &tmo, 10000000ull, t_rec_op, &rt));
 	while (!rt.calls)
 		CHECK(uaio_loop_run_once(l, -1) >= 0);
 	CHECK_EQ(rt.res, -ETIME);
 	/* reads still wait for room (io_uring): the close goes ahead */
-	CHECK_OK(uaio_op_close(l, &cl1, p[1][0], on_op, &rcl1));
+	CHECK_OK(uaio_op_close(l, &cl1, p[1][0], t_rec_op, &rcl1));
 	while (!rcl1.calls || !r[1].calls)
 		CHECK(uaio_loop_run_once(l, -1) >= 0);
 	CHECK_EQ(rcl1.res, 0);
@@ -70,8 +57,8 @@ int main(void)
 	for (int i = N - 400; i < N; i++)
 		while (!r[i].calls)
 			CHECK(uaio_loop_run_once(l, -1) >= 0);
-	CHECK_OK(uaio_op_nop(l, &nop, on_op, &rn));
-	CHECK_OK(uaio_op_close(l, &cl, p[0][0], on_op, &rcl));
+	CHECK_OK(uaio_op_nop(l, &nop, t_rec_op, &rn));
+	CHECK_OK(uaio_op_close(l, &cl, p[0][0], t_rec_op, &rcl));
 	while (!rn.calls || !rcl.calls)
 		CHECK(uaio_loop_run_once(l, -1) >= 0);
 	CHECK_EQ(rn.res, 0);

@@ -82,8 +82,8 @@ http {{
     return argv
 
 
-def lighttpd_conf(lighttpd):
-    limit = min(server_nofile(), 65535)      # server.max-fds is 16 bits wide
+def lighttpd_conf(lighttpd, limit):
+    """limit: its server.max-fds (lighttpd_fds)."""
 
     def argv(root, port, d):
         conf = f"""server.document-root = "{root}"
@@ -156,6 +156,7 @@ def servers(build, fds):
     largest set's files + every connection)."""
     nginx, lighttpd, h2o = (shutil.which(p) or (f"/usr/sbin/{p}" if os.access(f"/usr/sbin/{p}", os.X_OK)
                                                else None) for p in ("nginx", "lighttpd", "h2o"))
+    lt_fds = min(server_nofile(), 65535)   # lighttpd's server.max-fds is 16 bits wide
     uaio = find_uaio(build)
     missing = "not installed (scripts/setup.sh bench)"
     out = [
@@ -166,14 +167,14 @@ def servers(build, fds):
         Server("nginx aio threads", nginx, nginx and nginx_conf(nginx, True),
                None if nginx else missing, nginx and version_of([nginx, "-v"]),
                "as above with `sendfile off; aio threads;` (the default pool: 32 threads)"),
-        Server("lighttpd", lighttpd, lighttpd and lighttpd_conf(lighttpd),
+        Server("lighttpd", lighttpd, lighttpd and lighttpd_conf(lighttpd, lt_fds),
                None if lighttpd else missing, lighttpd and version_of([lighttpd, "-v"]),
                "`-D`, `server.max-worker = 0`, `network-backend = \"sendfile\"`, "
                "`max-keep-alive-requests = 65535`, `max-keep-alive-idle = 300`"
-               + ("" if fds <= min(server_nofile(), 65535) else
+               + ("" if fds <= lt_fds else
                   f". It keeps a descriptor open for every file it served in the last "
                   f"seconds (stat cache on or off): the largest set and the connections "
-                  f"({fds}) exceed the {min(server_nofile(), 65535)}-descriptor limit servers "
+                  f"({fds}) exceed the {lt_fds}-descriptor limit servers "
                   f"get here, so its opens fail (EMFILE), it answers 403 and its cells fail")),
         Server("h2o", h2o, h2o and h2o_conf(h2o), None if h2o else missing,
                h2o and version_of([h2o, "--version"]),

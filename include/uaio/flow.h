@@ -27,13 +27,13 @@ enum uaio_flow_mode {
 	UAIO_FLOW_AUTO = 0,	/* pick per endpoint pair, fall back at run time */
 	UAIO_FLOW_KBUF,		/* through registered buffers, several chunks in flight */
 	UAIO_FLOW_PAGECACHE,	/* no buffer of ours: FICLONE, copy_file_range, sendfile, splice */
-	UAIO_FLOW_MMAP,		/* the source mapped, written from the mapping */
+	UAIO_FLOW_MMAP		/* the source mapped, written from the mapping */
 };
 
 /* An endpoint: a descriptor (its type decides how it is used) or memory. */
 enum uaio_flow_ep_type {
 	UAIO_FLOW_FD = 0,	/* file, block or character device, pipe, socket */
-	UAIO_FLOW_MEM,		/* [mem, mem + mem_len) of the program's memory */
+	UAIO_FLOW_MEM		/* [mem, mem + mem_len) of the program's memory */
 };
 
 struct uaio_flow_ep {

@@ -23,6 +23,9 @@
 
 #include <time.h>
 
+/* <time.h> declares it only for POSIX or GNU sources, not under -std=c99. */
+struct timespec;
+
 #ifdef __cplusplus
 extern "C" {
 #endif

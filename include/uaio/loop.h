@@ -11,7 +11,10 @@
  *
  * Memory: watches, timers and ops are owned by the caller and must stay
  * valid until their final callback (handle_close for a watch, the op
- * callback for an op, or uaio_timer_stop() for a timer). The loop keeps
+ * callback for an op, or uaio_timer_stop() for a timer). A watch or an op
+ * starts zero-filled (memset, "= {0}" or static storage): one whose memory
+ * holds garbage reads as in use, and the call returns -EBUSY; a timer
+ * starts with uaio_timer_init(). The loop keeps
  * no memory per op. What grows with the number of descriptors and timers
  * (the descriptor table, the timer heap, the fallback's per-descriptor
  * queues) grows geometrically on first need and is kept, so a loop in a
@@ -25,6 +28,7 @@
 #include <sys/types.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
+#include <uaio/version.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -40,7 +44,7 @@ typedef struct uaio_timer uaio_timer;
 enum uaio_backend_kind {
 	UAIO_BACKEND_AUTO = 0,	/* never returned: names uaio_loop_new's choice (io_uring if usable, else epoll; env UAIO_BACKEND overrides) */
 	UAIO_BACKEND_URING = 1,
-	UAIO_BACKEND_EPOLL = 2,	/* epoll + small worker pool */
+	UAIO_BACKEND_EPOLL = 2	/* epoll + small worker pool */
 };
 
 /* uaio_loop_new() flags */
@@ -350,6 +354,9 @@ int uaio_file_pin(uaio_loop *l, int fd);
  * reference to it and returns it; each uaio_file_unpin() drops one, and
  * the last lets the file go. Drop a reference once no op uses it. */
 void uaio_file_unpin(uaio_loop *l, int pinned);
+
+/* Registered buffers a loop may hold (io_uring allows 16 384). */
+#define UAIO_BUFS_MAX	1024
 
 /*
  * Registered buffers: memory the kernel maps once, so that fixed reads and

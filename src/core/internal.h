@@ -127,9 +127,6 @@ struct uaio_backend {
 	void (*settle)(uaio_loop *l);
 };
 
-/* Registered buffers a loop may hold (io_uring allows 16 384). */
-#define UAIO_BUFS_MAX	1024
-
 /* A pinned handle on io_uring: registered-file slot | this bit. Real
  * descriptors stay below 2^30 (the kernel caps fs.nr_open there). */
 #define UAIO_FD_FIXED	0x40000000

@@ -15,7 +15,7 @@
 #include <unistd.h>
 #include "cp.h"
 
-#define VERSION "0.1"
+#define VERSION UAIO_VERSION_STRING
 
 static void say(struct cp_run *r, int err, const char *fmt, va_list ap)
 {

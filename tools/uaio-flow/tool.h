@@ -21,7 +21,7 @@
 #define PROG	"uaio-flow"
 /* Messages name the program as it was invoked, as GNU tools do. */
 #define ME	program_invocation_name
-#define VERSION	"0.1"
+#define VERSION	UAIO_VERSION_STRING
 
 struct opts {
 	int mode;

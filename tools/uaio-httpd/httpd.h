@@ -34,7 +34,7 @@
 #define HTTPD_NAME	"uaio-httpd"
 /* Messages name the program as it was invoked, as GNU tools do. */
 #define HTTPD_ME	program_invocation_name
-#define HTTPD_VERSION	"0.1"
+#define HTTPD_VERSION	UAIO_VERSION_STRING
 #define HTTPD_HEAD_MAX	8192		/* request line + headers, else 431 */
 #define HTTPD_RBUF	(HTTPD_HEAD_MAX + 512)
 #define HTTPD_BODY_BUF	(64 * 1024)	/* first read of a file */

@@ -157,6 +157,8 @@ UAIO_API unsigned uaio_loop_features(const uaio_loop *l)
 
 UAIO_API int uaio_loop_fd(const uaio_loop *l)
 {
+	if (uaio__foreign(l))
+		return -ECHILD;
 	return l->be->fd(l);
 }
 

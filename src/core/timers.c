@@ -101,6 +101,8 @@ UAIO_API int uaio_timer_start(uaio_loop *l, uaio_timer *t, uint64_t timeout_ns,
 
 	if (!l || !t || !t->cb)
 		return -EINVAL;
+	if (uaio__foreign(l))	/* and its lock may be held by a parent's thread */
+		return -ECHILD;
 	lk = uaio__lock(l);
 	if (t->heap_index != UINT32_MAX)
 		uaio__heap_remove(l, t->heap_index);
@@ -118,6 +120,8 @@ UAIO_API int uaio_timer_stop(uaio_loop *l, uaio_timer *t)
 
 	if (!l || !t)
 		return -EINVAL;
+	if (uaio__foreign(l))
+		return -ECHILD;
 	lk = uaio__lock(l);
 	if (t->heap_index == UINT32_MAX)
 		r = -ENOENT;

@@ -82,10 +82,16 @@ int uring__pin(uaio_loop *l, int fd)
 	struct uring_state *u = U(l);
 	int slot, r;
 
-	if (!u->nslots && !u->files_err && (r = files_setup(u)) < 0)
-		u->files_err = r;
+	/* A kernel without sparse file tables (EINVAL) says so once; other
+	 * failures (memory; EEXIST from a thread the ring is not tied to)
+	 * are the caller's, and the next pin tries again. */
 	if (u->files_err)
 		return u->files_err;
+	if (!u->nslots && (r = files_setup(u)) < 0) {
+		if (r == -EINVAL)
+			u->files_err = r;
+		return r;
+	}
 	if (!u->nfree)
 		return u->slots_late ? -EMFILE : -ENFILE;
 	if (u->slots_late) {

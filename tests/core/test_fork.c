@@ -87,6 +87,12 @@ static int on_watch(uaio_watch *w)
 	return 0;
 }
 
+static void on_timer(uaio_timer *t)
+{
+	(void)t;
+	calls += 10000;
+}
+
 static void on_post(void *data)
 {
 	(void)data;
@@ -99,9 +105,11 @@ static void calls_parents(uaio_loop *parent, const int p[2])
 	static const struct uaio_handler h = { .handle_input = on_watch };
 	uaio_op nop = { 0 }, rd2 = { 0 };
 	uaio_watch w = { 0 };
+	uaio_timer t;
 	char c;
 	int q[2];
 
+	uaio_timer_init(&t, on_timer, NULL);
 	CHECK(pipe(q) == 0 && write(q[1], "c", 1) == 1);
 	CHECK_EQ(uaio_op_nop(parent, &nop, on_op, NULL), -ECHILD);
 	CHECK_EQ(uaio_op_read(parent, &rd2, p[0], &c, 1, -1, on_op, NULL), -ECHILD);
@@ -110,6 +118,9 @@ static void calls_parents(uaio_loop *parent, const int p[2])
 	CHECK_EQ(uaio_loop_post(parent, on_post, NULL), -ECHILD);
 	CHECK_EQ(uaio_loop_run_once(parent, 0), -ECHILD);
 	CHECK_EQ(uaio_loop_run(parent), -ECHILD);
+	CHECK_EQ(uaio_loop_fd(parent), -ECHILD);	/* not the parent's ring or epoll set */
+	CHECK_EQ(uaio_timer_start(parent, &t, 0, 0), -ECHILD);
+	CHECK_EQ(uaio_timer_stop(parent, &t), -ECHILD);
 	CHECK_EQ(calls, 0);
 }
 

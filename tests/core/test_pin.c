@@ -134,6 +134,45 @@ static void threadsafe_loop_fd(void)
 	uaio_loop_free(TS);
 }
 
+/* A pin tried first from a thread that is not the loop's (wrong use of a
+ * loop made without UAIO_LOOP_THREADSAFE: on io_uring, which ties the
+ * ring to its thread, it fails) must not spoil the loop's own pins: the
+ * table's setup failed for that caller only. */
+static uaio_loop *WT;
+static int wt_fd, wt_res;
+static void *pin_elsewhere(void *arg)
+{
+	(void)arg;
+	wt_res = uaio_file_pin(WT, wt_fd);
+	return NULL;
+}
+
+static void wrong_thread_first(void)
+{
+	pthread_t t;
+	int p[2], h;
+	char b[8];
+
+	WT = t_loop_new(0);
+	CHECK(pipe(p) == 0);
+	CHECK(uaio_loop_run_once(WT, 0) >= 0);	/* the loop's thread is this one */
+	wt_fd = p[0];
+	CHECK(pthread_create(&t, NULL, pin_elsewhere, NULL) == 0);
+	CHECK(pthread_join(t, NULL) == 0);
+	if (wt_res >= 0)			/* epoll: a duplicate */
+		uaio_file_unpin(WT, wt_res);
+	else
+		CHECK(uaio_loop_backend(WT) == UAIO_BACKEND_URING);
+	h = uaio_file_pin(WT, p[0]);
+	CHECK(h >= 0);
+	CHECK(write(p[1], "abc", 3) == 3);
+	CHECK_EQ(read_via(WT, h, b, sizeof(b)), 3);
+	uaio_file_unpin(WT, h);
+	close(p[0]);
+	close(p[1]);
+	uaio_loop_free(WT);
+}
+
 int main(int argc, char **argv)
 {
 	(void)argc;
@@ -142,6 +181,7 @@ int main(int argc, char **argv)
 	RUN(references);
 	RUN(many);
 	RUN(threadsafe_loop_fd);
+	RUN(wrong_thread_first);
 	/* io_uring with duplicate descriptors for handles, as where the
 	 * kernel lets go of a slot's file late (before 6.4): the file still
 	 * goes with the last unpin (EPIPE at once) */

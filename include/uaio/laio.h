@@ -6,9 +6,9 @@
  * 2004); the API and field names are the paper's.
  *
  *   long r = laio_syscall(SYS_read, fd, buf, len);
- *   if (r == -1 && errno == EINPROGRESS) {
- *           void *h = laio_gethandle();   // remember what h was for
- *           ...
+ *   void *h = laio_gethandle();   // NULL: r is the result, as syscall(2)'s
+ *   if (h) {                      // (a non-blocking connect's own
+ *           ...                   //  EINPROGRESS has no handle)
  *           struct laio_completion c[16];
  *           int n = laio_poll(c, 16, NULL); // c[i].laio_handle == h ...
  *   }
@@ -41,6 +41,8 @@ struct laio_completion {
  * its result and sets errno exactly as syscall(2) would. If it would block,
  * returns -1 with errno EINPROGRESS and the call continues in the
  * background: exactly one completion for it will be returned by laio_poll().
+ * A call that itself fails with EINPROGRESS (connect on an O_NONBLOCK
+ * socket) looks the same: tell them apart with laio_gethandle().
  */
 long laio_syscall(long number, ...);
 

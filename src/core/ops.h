@@ -93,6 +93,10 @@ struct io_uring_sqe;
 	X(FADVISE,    NONE, FD,    WORK, prep_fadvise,   exec_fadvise,   NULL) \
 	/* addr: address; addr2: length; rw_flags: advice */ \
 	X(MADVISE,    NONE, 0,     WORK, prep_madvise,   exec_madvise,   NULL) \
+	/* lengths of 4 GiB or more, which io_uring's 32-bit field (before \
+	 * Linux 6.12) would cut: the workers, on both backends */ \
+	X(FADVISE_BIG, NONE, FD,   WORK, NULL,           exec_fadvise,   NULL) \
+	X(MADVISE_BIG, NONE, 0,    WORK, NULL,           exec_madvise,   NULL) \
 	/* len: SHUT_* */ \
 	X(SHUTDOWN,   NONE, FD,    WORK, prep_shutdown,  exec_shutdown,  NULL) \
 	/* addr: long (*fn)(void *); addr2: its argument (workers only) */ \

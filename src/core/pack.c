@@ -449,7 +449,8 @@ UAIO_API int uaio_op_fadvise(uaio_loop *l, uaio_op *op, int fd, int64_t off,
 	if (off < 0 || len < 0)
 		return -EINVAL;
 	op_args(op, (uint64_t)off, (uint64_t)len, 0, 0, (uint32_t)advice);
-	return submit(l, op, OP_FADVISE, fd, cb, data);
+	return submit(l, op, (uint64_t)len > UINT32_MAX ? OP_FADVISE_BIG : OP_FADVISE, fd,
+		      cb, data);
 }
 
 UAIO_API int uaio_op_madvise(uaio_loop *l, uaio_op *op, void *addr, size_t len,
@@ -457,7 +458,8 @@ UAIO_API int uaio_op_madvise(uaio_loop *l, uaio_op *op, void *addr, size_t len,
 {
 	OP_CHECK(l, op, cb);
 	op_args(op, 0, (uintptr_t)addr, len, 0, (uint32_t)advice);
-	return submit(l, op, OP_MADVISE, -1, cb, data);
+	return submit(l, op, (uint64_t)len > UINT32_MAX ? OP_MADVISE_BIG : OP_MADVISE, -1,
+		      cb, data);
 }
 
 UAIO_API int uaio_op_shutdown(uaio_loop *l, uaio_op *op, int fd, int how,

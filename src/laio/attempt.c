@@ -145,6 +145,19 @@ bool laio__fd_isreg(struct laio_call *r)
 	return r->ftype == CF_ISREG;
 }
 
+/* A socket with a timeout for this direction (SO_RCVTIMEO, SO_SNDTIMEO):
+ * the plain call gives up after it (EAGAIN, or its part), the ring would
+ * wait for ever, so such a call goes to the helper pool, which makes the
+ * plain call. Not a socket: none. */
+bool laio__sock_timeout(int fd, bool write)
+{
+	struct timeval tv = { 0 };
+	socklen_t len = sizeof(tv);
+
+	return getsockopt(fd, SOL_SOCKET, write ? SO_SNDTIMEO : SO_RCVTIMEO, &tv, &len) == 0 &&
+	       (tv.tv_sec || tv.tv_usec);
+}
+
 /* Drops the first n bytes of the remaining iovs (continuation). A
  * sendmsg or recvmsg goes on with a msghdr of ours: what the first part
  * carried besides data (ancillary data; the peer's address, received) is
@@ -201,6 +214,11 @@ bool laio__nonblocking(int fd)
 	return fl >= 0 && (fl & O_NONBLOCK);
 }
 
+static int recv_flags(const struct laio_call *r)
+{
+	return (int)(r->nr == SYS_recvfrom ? r->a[3] : r->a[2]);
+}
+
 static bool stream_socket(int fd)
 {
 	int type;
@@ -212,42 +230,63 @@ static bool stream_socket(int fd)
 
 /* After moving part of its count, does the call go on for the rest, as
  * the plain call would? A blocking write to a pipe or socket writes it
- * all. A read of a regular file is short only at its end, so a first try
- * that stopped at a page not in the cache goes on (the ring's reads of
- * files are whole already). A blocking stream socket's MSG_WAITALL
- * receive waits for all of it. */
+ * all. A read of a regular file is short only at its end, so one that
+ * stopped short goes on, and the next read says 0 at the end: a first
+ * try that stopped at a page not in the cache, and on the epoll backend
+ * any part (its read tries without blocking first); io_uring's reads of
+ * files are whole already. A blocking stream socket's MSG_WAITALL receive
+ * waits for all of it; not a MSG_PEEK one, whose rest is not after its
+ * part (laio__peek_waitall). */
 static bool goes_on(struct laio_call *r, bool first_try)
 {
 	if (laio__is_write_nr(r->nr))
 		return !laio__fd_isreg(r);
 	if (laio__is_read_nr(r->nr))
-		return first_try && laio__fd_isreg(r);
+		return laio__fd_isreg(r) &&
+		       (first_try || uaio_loop_backend(laio__engine.loop) != UAIO_BACKEND_URING);
 	/* (recvmsg with room for ancillary data stops at it, as the kernel
 	 * stops at passed descriptors: its part is the result) */
 	if (r->nr == SYS_recvmsg && ((const struct msghdr *)r->a[1])->msg_control)
 		return false;	/* (msg_controllen is what the part received) */
 	if (r->nr == SYS_recvfrom || r->nr == SYS_recvmsg)
-		return (r->nr == SYS_recvfrom ? r->a[3] : r->a[2]) & MSG_WAITALL &&
+		return (recv_flags(r) & (MSG_WAITALL | MSG_PEEK)) == MSG_WAITALL &&
 		       stream_socket((int)r->a[0]) && !laio__nonblocking((int)r->a[0]);
 	return false;
 }
 
-/* The call moved res bytes: true when it goes on for the rest (r->done
- * and the iovs advanced past them). */
-bool laio__continue(struct laio_call *r, long res, bool first_try)
+/* recv(MSG_PEEK | MSG_WAITALL) on a blocking stream socket: it waits
+ * until the whole count can be peeked, from the start of the queue each
+ * time, so a part is no start to go on from (and the ring's MSG_WAITALL,
+ * which goes on from its part, would peek the same bytes twice). */
+bool laio__peek_waitall(const struct laio_call *r)
+{
+	return (r->nr == SYS_recvfrom || r->nr == SYS_recvmsg) &&
+	       (recv_flags(r) & (MSG_WAITALL | MSG_PEEK)) == (MSG_WAITALL | MSG_PEEK) &&
+	       stream_socket((int)r->a[0]) && !laio__nonblocking((int)r->a[0]);
+}
+
+/* Whether res bytes are the whole of what the call asked for. */
+bool laio__whole(struct laio_call *r, long res)
 {
 	struct iovec iov1;
 	const struct iovec *iov;
 	size_t left = 0;
 	int cnt;
 
-	if (res <= 0 || !(laio__is_write_nr(r->nr) || laio__is_read_nr(r->nr) ||
-			  r->nr == SYS_recvfrom || r->nr == SYS_recvmsg))
-		return false;
 	iov = laio__call_iov(r, &iov1, &cnt);
 	for (int i = 0; i < cnt; i++)
 		left += iov[i].iov_len;
-	if ((size_t)res >= left || !goes_on(r, first_try))
+	return (size_t)res >= left;
+}
+
+/* The call moved res bytes: true when it goes on for the rest (r->done
+ * and the iovs advanced past them). */
+bool laio__continue(struct laio_call *r, long res, bool first_try)
+{
+	if (res <= 0 || !(laio__is_write_nr(r->nr) || laio__is_read_nr(r->nr) ||
+			  r->nr == SYS_recvfrom || r->nr == SYS_recvmsg))
+		return false;
+	if (laio__whole(r, res) || !goes_on(r, first_try))
 		return false;
 	if (laio__iov_advance(r, (size_t)res) < 0)
 		return false;

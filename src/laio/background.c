@@ -133,6 +133,12 @@ int laio__submit_rw_bg(struct laio_call *r)
 {
 	int ret;
 
+	if (!r->timeo)
+		r->timeo = !laio__fd_isreg(r) &&
+			   laio__sock_timeout((int)r->a[0], laio__is_write_nr(r->nr) ||
+					      r->nr == SYS_sendto || r->nr == SYS_sendmsg) ? 2 : 1;
+	if (r->timeo == 2)
+		return laio__submit_work(r);
 	if (laio__engine.mech == LAIO_MECH_POLL && !laio__fd_isreg(r) &&
 	    r->retries < 4)
 		ret = submit_poll(r);
@@ -378,6 +384,7 @@ void laio__tmp_init(struct laio_call *tmp, long nr, const long *a)
 long laio__rw_call(long nr, long *a)
 {
 	struct laio_call tmp;
+	long res;
 
 	/* The kernel would refuse these forms before blocking. */
 	if ((nr == SYS_pread64 || nr == SYS_pwrite64 || nr == SYS_preadv ||
@@ -410,5 +417,14 @@ long laio__rw_call(long nr, long *a)
 		break;
 	}
 	laio__tmp_init(&tmp, nr, a);
-	return laio__rw_after_try(&tmp, laio__try_nowait(&tmp));
+	res = laio__try_nowait(&tmp);
+	if (laio__peek_waitall(&tmp) && (res == -EAGAIN || (res > 0 && !laio__whole(&tmp, res)))) {
+		struct laio_call *r;
+
+		laio__call_free_parts(&tmp);
+		if (laio__engine_get() < 0 || !(r = laio__call_new(nr, a)))
+			return laio__ret_inline(-EAGAIN);
+		return laio__go_background(r, laio__submit_work);
+	}
+	return laio__rw_after_try(&tmp, res);
 }

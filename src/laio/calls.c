@@ -10,7 +10,9 @@
  */
 #define _GNU_SOURCE
 #include <linux/futex.h>
+#include <sched.h>
 #include <stdio.h>
+#include <sys/wait.h>
 
 #include "laio/engine.h"
 
@@ -39,10 +41,6 @@ static int s_openat2(struct laio_call *r)
 {
 	return uaio_op_openat2(L, &r->op, (int)A(0), (const char *)A(1),
 			       (struct open_how *)A(2), OPARGS);
-}
-static int s_close(struct laio_call *r)
-{
-	return uaio_op_close(L, &r->op, (int)A(0), OPARGS);
 }
 static int s_statx(struct laio_call *r)
 {
@@ -170,6 +168,14 @@ static void n_symlink(long *a)		/* symlink(t, p) -> symlinkat(t, AT_FDCWD, p) */
 {
 	a[2] = a[1];
 	a[1] = AT_FDCWD;
+}
+
+/* statx(fd, NULL, AT_EMPTY_PATH, ...): the kernel takes a NULL path with
+ * AT_EMPTY_PATH (Linux 6.11), the ring's op wants a string */
+static void n_statx(long *a)
+{
+	if (!a[1] && (a[2] & AT_EMPTY_PATH))
+		a[1] = (long)"";
 }
 
 static void n_link(long *a)		/* link(o, n) -> linkat(AT_FDCWD, o, AT_FDCWD, n, 0) */
@@ -302,6 +308,10 @@ static long c_conn(const struct laio_row *row, long nr, long *a)
 
 	if (fl < 0 || (fl & O_NONBLOCK))
 		return laio__ret_inline(uaio__sysret(syscall(nr, a[0], a[1], a[2], a[3])));
+	/* a timeout (connect: SO_SNDTIMEO, accept: SO_RCVTIMEO) the ring
+	 * would not keep: the plain call, on the helper pool */
+	if (laio__sock_timeout((int)a[0], nr == SYS_connect))
+		return pool_call(nr, a);
 	return laio__try_ring(nr, a, row->ring);
 }
 
@@ -323,11 +333,31 @@ static long c_splice(const struct laio_row *row, long nr, long *a)
 	return laio__try_ring(nr, a, row->ring);
 }
 
+/* Calls that give the calling thread credentials of its own (the raw
+ * syscalls are per thread; glibc's wrappers change every thread). */
+static bool sets_creds(long nr)
+{
+	switch (nr) {
+	case SYS_setuid: case SYS_setgid: case SYS_setreuid: case SYS_setregid:
+	case SYS_setresuid: case SYS_setresgid: case SYS_setfsuid: case SYS_setfsgid:
+	case SYS_setgroups: case SYS_capset:
+		return true;
+	}
+	return false;
+}
+
 static long c_inline(const struct laio_row *row, long nr, long *a)
 {
-	/* fork(3): its handlers leave the child none of the parent's calls */
-	if (nr == SYS_fork)
+	/* fork(3): its handlers leave the child none of the parent's calls;
+	 * so for a clone that is a fork (an exit signal and no other flag,
+	 * no new stack) */
+	if (nr == SYS_fork || (nr == SYS_clone && (a[0] & ~(long)CSIGNAL) == 0 &&
+			       (a[0] & CSIGNAL) == SIGCHLD && !a[1]))
 		return laio__ret_inline(uaio__sysret(fork()));
+	/* From now on this thread's calls are its own: a background call
+	 * runs on another thread, with that thread's credentials. */
+	if (sets_creds(nr))
+		laio__own_creds = true;
 	return laio__ret_inline(uaio__sysret(syscall(nr, a[0], a[1], a[2], a[3], a[4], a[5])));
 }
 
@@ -342,7 +372,18 @@ static long c_futex(const struct laio_row *row, long nr, long *a)
 	return c_inline(row, nr, a);
 }
 
-enum { C_RW, C_CONN, C_OPEN, C_RING, C_SPLICE, C_FUTEX, C_INLINE, C_COUNT };
+/* A wait for the calling thread's own children only (__WNOTHREAD): the
+ * helper pool's thread has none. */
+static long c_wait(const struct laio_row *row, long nr, long *a)
+{
+	long options = nr == SYS_wait4 ? a[2] : a[3];
+
+	if (options & (__WNOTHREAD | WNOHANG))
+		return c_inline(row, nr, a);
+	return pool_call(nr, a);
+}
+
+enum { C_RW, C_CONN, C_OPEN, C_RING, C_SPLICE, C_FUTEX, C_WAIT, C_INLINE, C_COUNT };
 
 /* What each class does; docs/laio.md's table is made of these and the
  * rows (laio__class_table). */
@@ -352,11 +393,11 @@ static const struct laio_class {
 } laio_classes[C_COUNT] = {
 	[C_RW] = { "data: files, pipes, sockets, ttys",
 		   "`preadv2/pwritev2(RWF_NOWAIT)` (files: the page cache; buffered writes only where the file system takes `RWF_NOWAIT`: XFS, btrfs, not ext4 or tmpfs), `MSG_DONTWAIT`",
-		   "files: an io_uring read or write. Pipes and sockets: the call as an io_uring op (`LAIO_BG=op`, the default), or an io_uring poll then a non-blocking retry (`LAIO_BG=poll`); with an address, `recvfrom` and `sendto` as ring `recvmsg`/`sendmsg`. A call goes on from where it stopped as the plain call would: a blocking write (`sendmsg` too) writes everything; a file's read that the cache answered in part reads the rest (a file's read is short only at its end); a blocking stream socket's `MSG_WAITALL` receive waits for all of it. On a descriptor the caller made `O_NONBLOCK`, `EAGAIN` is returned inline",
+		   "files: an io_uring read or write. Pipes and sockets: the call as an io_uring op (`LAIO_BG=op`, the default), or an io_uring poll then a non-blocking retry (`LAIO_BG=poll`); with an address, `recvfrom` and `sendto` as ring `recvmsg`/`sendmsg`. A call goes on from where it stopped as the plain call would: a blocking write (`sendmsg` too) writes everything; a file's read that the cache answered in part reads the rest (a file's read is short only at its end); a blocking stream socket's `MSG_WAITALL` receive waits for all of it. The helper pool makes the plain call on a socket with a timeout for the call's direction (`SO_RCVTIMEO`, `SO_SNDTIMEO`), which the ring would not keep, and for a blocking `MSG_PEEK` with `MSG_WAITALL` not answered whole (it peeks from the start each time). On a descriptor the caller made `O_NONBLOCK`, `EAGAIN` is returned inline",
 		   c_rw },
 	[C_CONN] = { "connections",
 		     "on an `O_NONBLOCK` socket the call itself (it cannot block)",
-		     "io_uring op, returned inline if the kernel completes it during submission",
+		     "io_uring op, returned inline if the kernel completes it during submission; on a socket with a timeout (`SO_SNDTIMEO` for `connect`, `SO_RCVTIMEO` for `accept`), which the ring would not keep, the helper pool",
 		     c_conn },
 	[C_OPEN] = { "opens",
 		     "`openat2` with `RESOLVE_CACHED` and `O_NONBLOCK`, as io_uring tries it (no `O_CREAT`, `O_TRUNC`, `O_TMPFILE`; a FIFO opened for reading does not wait for a writer; one opened for writing with no reader goes to the helper pool)",
@@ -374,6 +415,10 @@ static const struct laio_class {
 		      "all but the waits: the PI operations (the lock's owner is the calling thread), wakes, requeues",
 		      "`FUTEX_WAIT`, `FUTEX_WAIT_BITSET`: the helper pool",
 		      c_futex },
+	[C_WAIT] = { "waits for children",
+		     "with `WNOHANG` (cannot block) or `__WNOTHREAD` (the calling thread's children only): the call itself",
+		     "the helper pool",
+		     c_wait },
 	[C_INLINE] = { "always inline",
 		       "the call itself",
 		       "— (it cannot block, or only makes sense in the calling thread; `fork` is fork(3), so the child starts with none of the parent's calls)",
@@ -401,7 +446,7 @@ static const struct laio_row laio_rows[] = {
 #endif
 	ROW(openat, C_OPEN, NULL, s_openat)
 	ROW(openat2, C_OPEN, NULL, s_openat2)
-	ROW(close, C_RING, NULL, s_close) ROW(statx, C_RING, NULL, s_statx)
+	ROW(statx, C_RING, n_statx, s_statx)
 	ROW(fsync, C_RING, NULL, s_fsync) ROW(fdatasync, C_RING, NULL, s_fsync)
 	ROW(fallocate, C_RING, NULL, s_fallocate)
 	ROW(unlinkat, C_RING, NULL, s_unlinkat)
@@ -432,6 +477,13 @@ static const struct laio_row laio_rows[] = {
 	ROW(tee, C_RING, NULL, s_tee) ROW(shutdown, C_RING, NULL, s_shutdown)
 	ROW(splice, C_SPLICE, NULL, s_splice)
 	ROW(futex, C_FUTEX, NULL, NULL)
+	ROW(wait4, C_WAIT, NULL, NULL) ROW(waitid, C_WAIT, NULL, NULL)
+	/* descriptors: close(2) leaves the calls in flight on the file alone,
+	 * where the ring's close would cancel them first */
+	INLINE(close)
+#ifdef SYS_close_range
+	INLINE(close_range)	/* CLOSE_RANGE_UNSHARE: the caller's table */
+#endif
 	/* process and thread lifecycle */
 	INLINE(exit) INLINE(exit_group) INLINE(fork) INLINE(vfork) INLINE(clone)
 	INLINE(execve) INLINE(execveat)
@@ -453,6 +505,7 @@ static const struct laio_row laio_rows[] = {
 	/* bound to the calling thread (perf_event_open pid 0) or task (a
 	 * ring's submitter) */
 	INLINE(perf_event_open) INLINE(io_uring_setup) INLINE(io_uring_register)
+	INLINE(io_uring_enter) INLINE(ptrace) INLINE(timer_create)
 	/* signal state of the calling thread */
 	INLINE(rt_sigprocmask) INLINE(rt_sigaction) INLINE(rt_sigreturn)
 	INLINE(sigaltstack) INLINE(rt_sigpending) INLINE(rt_sigsuspend)
@@ -538,6 +591,11 @@ long laio_syscall(long nr, ...)
 		a[i] = va_arg(ap, long);
 	va_end(ap);
 
+	/* A thread with credentials of its own: every call here, blocking,
+	 * so that none is made with another thread's. */
+	if (UAIO_UNLIKELY(laio__own_creds) && nr != SYS_fork && nr != SYS_clone)
+		return laio__ret_inline(uaio__sysret(syscall(nr, a[0], a[1], a[2], a[3],
+							     a[4], a[5])));
 	/* The hot cases, read(2) and pread(2) that do not block: one raw
 	 * syscall (no cancellation-point wrapper), nothing else. */
 	if (UAIO_LIKELY((nr == SYS_read || (nr == SYS_pread64 && a[3] >= 0)) &&

@@ -17,6 +17,7 @@ struct laio_engine laio__engine = {
 };
 
 __thread struct laio_call *laio__last;
+__thread bool laio__own_creds;
 
 /* ------------------------------------------------------------ engine */
 
@@ -168,6 +169,7 @@ struct laio_call *laio__call_new(long nr, const long *a)
 	r->iovcnt = 0;
 	r->flags = 0;
 	r->ftype = 0;
+	r->timeo = 0;
 	r->retries = 0;
 	r->submit = NULL;
 	return r;

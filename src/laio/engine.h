@@ -71,6 +71,7 @@ enum {
 #define CF_ISREG	0x08	/* fd is a regular file (known) */
 #define CF_NOTREG	0x10	/* fd is not a regular file (known) */
 
+
 /* A socket call continued by a msghdr of ours: recvfrom/sendto with an
  * address (the ring's form of them), or what is left of a sendmsg or a
  * MSG_WAITALL recvmsg. */
@@ -99,6 +100,7 @@ struct laio_call {
 	uint8_t flags;			/* CF_CANCEL_*, CF_RELEASE: under mu */
 	uint8_t ftype;			/* CF_ISREG / CF_NOTREG: owner only */
 	uint8_t retries;
+	uint8_t timeo;			/* socket timeout: 0 unknown, 1 none, 2 set */
 };
 
 struct laio_engine {
@@ -131,6 +133,9 @@ extern struct laio_engine laio__engine;
 /* The calling thread's last call that went to the background (its
  * handle, for laio_gethandle), or NULL. */
 extern __thread struct laio_call *laio__last;
+/* This thread changed its credentials through laio_syscall (calls.c): its
+ * calls all run inline from then on. */
+extern __thread bool laio__own_creds;
 
 /* engine.c */
 int laio__engine_get(void);
@@ -151,6 +156,9 @@ long laio__try_nowait(struct laio_call *r);
 bool laio__fd_isreg(struct laio_call *r);
 int laio__iov_advance(struct laio_call *r, size_t n);
 bool laio__continue(struct laio_call *r, long res, bool first_try);
+bool laio__peek_waitall(const struct laio_call *r);
+bool laio__whole(struct laio_call *r, long res);
+bool laio__sock_timeout(int fd, bool write);
 int64_t laio__call_off(const struct laio_call *r);
 struct msghdr *laio__call_msg(struct laio_call *r);
 bool laio__is_read_nr(long nr);

@@ -31,7 +31,7 @@ UAIO_API int uaio_file_cached(int fd, uint64_t off, uint64_t len)
 		return 1;
 	if (off + len < off)
 		return -EINVAL;
-	pages = (off + len + page - 1) / page - off / page;
+	pages = (off + len - 1) / page - off / page + 1;	/* no wrap near 2^64 */
 	if (syscall(__NR_cachestat, fd, &rg, &cs, 0) < 0)
 		return -errno;
 	return cs.nr_cache >= pages;

@@ -76,6 +76,20 @@ static uint64_t source_size(const uaio_flow *f)
 	return sz > (uint64_t)f->src.off ? sz - (uint64_t)f->src.off : 0;
 }
 
+/* A file whose size is no promise of a mapping (sysfs says 4096 and
+ * refuses mmap with ENODEV): read, as kbuf reads it. */
+static bool mappable(const uaio_flow *f, uint64_t pos)
+{
+	long pg = sysconf(_SC_PAGESIZE);
+	int64_t off = f->src.off + (int64_t)pos;
+	void *m = mmap(NULL, (size_t)pg, PROT_READ, MAP_SHARED, f->src.fd, off - off % pg);
+
+	if (m == MAP_FAILED)
+		return false;
+	munmap(m, (size_t)pg);
+	return true;
+}
+
 static int pipeline_setup(uaio_flow *f)
 {
 	bool mm = f->cur == UAIO_FLOW_MMAP;
@@ -97,7 +111,7 @@ static int pipeline_setup(uaio_flow *f)
 		 * have bytes (/proc, sysfs): it is read, as kbuf reads it. */
 		uint64_t size = source_size(f);
 
-		r->map = size > 0;
+		r->map = size > 0 && mappable(f, r->next_pos);
 		if (r->map && f->want > size)
 			f->want = size;
 	}
@@ -205,6 +219,19 @@ static uaio_flow *flow_of(uaio_op *op)
 	return op->data;
 }
 
+/*
+ * Into a file, a socket's chunk may as well be full: one write per chunk,
+ * not per segment; a stream sink gets what arrived at once. The chunk is
+ * filled by receives in turn, not one MSG_WAITALL receive: that one,
+ * stopped by a reset after a part, returns the part, and the reset is
+ * gone (the next receive says 0, a clean end), so a cut transfer would
+ * have passed for a whole one.
+ */
+static bool fills(const uaio_flow *f)
+{
+	return f->src.kind == EK_SOCK && f->dst.seek && !f->dst.append;
+}
+
 /* Reads the rest of s (asked - got). */
 static int issue_read(uaio_flow *f, struct slot *s)
 {
@@ -216,11 +243,8 @@ static int issue_read(uaio_flow *f, struct slot *s)
 
 	if (f->dst.kind == EK_MEM)
 		idx = f->dst.mem_idx;
-	/* Into a file, a socket's chunk may as well be full: one op per
-	 * chunk, not per segment. A stream sink gets what arrived at once. */
 	if (f->src.kind == EK_SOCK)
-		return uaio_op_recv(f->l, &s->op, fd, buf, len,
-				    f->dst.seek && !f->dst.append ? MSG_WAITALL : 0, read_done, f);
+		return uaio_op_recv(f->l, &s->op, fd, buf, len, 0, read_done, f);
 	if (idx >= 0)
 		return uaio_op_read_fixed(f->l, &s->op, fd, buf, len, off, idx, read_done, f);
 	return uaio_op_read(f->l, &s->op, fd, buf, len, off, read_done, f);
@@ -292,7 +316,7 @@ static void read_done(uaio_op *op, int res, void *data)
 	r->reading--;
 	if (res < 0) {
 		read_failed(f, s, res);
-	} else if (res == 0 || !f->src.seek) {
+	} else if (res == 0 || (!f->src.seek && !fills(f))) {
 		/* A stream's chunk is what one read gave; 0 ends the source. */
 		s->got += (uint32_t)res;
 		s->st = S_FILLED;
@@ -301,7 +325,8 @@ static void read_done(uaio_op *op, int res, void *data)
 		if (res == 0 && s->pos + s->got < r->eof_pos)
 			r->eof_pos = s->pos + s->got;
 	} else if ((s->got += (uint32_t)res) < s->asked) {
-		/* A short read of a file: the rest, or 0 at its end. */
+		/* A short read of a file, or of a socket that fills its chunk:
+		 * the rest, or 0 at its end, or the error that stopped it. */
 		if ((res = issue_read(f, s)) < 0) {
 			read_failed(f, s, res);
 		} else {

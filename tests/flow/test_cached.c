@@ -43,6 +43,10 @@ int main(void)
 	CHECK_EQ(uaio_file_cached(fd, 8 * PG, PG + 1), 0);	/* one byte into page 9 */
 	CHECK_EQ(uaio_file_cached(fd, 8 * PG - 1, 2), 0);	/* one byte of page 7 */
 	CHECK_EQ(uaio_file_cached(fd, 8 * PG, PG), 1);
+	/* a length up to the top of the range: past the end of the file,
+	 * where nothing is cached (the page count wrapped to 0: "cached") */
+	CHECK_EQ(uaio_file_cached(fd, 0, UINT64_MAX - 10), 0);
+	CHECK_EQ(uaio_file_cached(fd, 8 * PG, UINT64_MAX - 8 * PG), 0);
 
 	/* tmpfs: its pages are the page cache. */
 	p = t_tmpfile("/dev/shm");

@@ -75,6 +75,20 @@ fi
 expect_rc 1 "$F" copy "$dir/priv" "$dir/priv.link"
 grep -qx "$F: '$dir/priv' and '$dir/priv.link' are the same file" "$dir/err" || { cat "$dir/err"; fail "same-file message"; }
 cmp -s "$dir/one" "$dir/priv" || fail "a same-file copy changed the file"
+# sysfs says 4096 bytes and refuses mmap (ENODEV): mmap mode reads it.
+s=/sys/devices/system/cpu/online
+if [ -r $s ]; then
+  expect_rc 0 "$F" --mode=mmap copy $s -
+  cat $s | cmp -s - "$dir/out" || fail "mmap mode: $s differs from cat's"
+fi
+# Standard output the source itself, appended to: refused as cat refuses
+# it (the copy read what it wrote until the disk was full).
+cp "$dir/one" "$dir/self"
+n=$(wc -c <"$dir/self")
+timeout 20 "$F" copy "$dir/self" - >>"$dir/self" 2>"$dir/err"; rc=$?
+[ $rc -eq 1 ] || fail "copy F - >>F exited $rc, not 1"
+grep -q "input file is output file" "$dir/err" || { cat "$dir/err"; fail "self-copy message"; }
+[ "$(wc -c <"$dir/self")" -eq "$n" ] || fail "copy F - >>F changed F"
 echo "copy: a replaced file keeps its mode, owner and links; the same file is refused"
 
 # GNU conventions.

@@ -111,6 +111,15 @@ void open_out(const struct tool *t, struct outfile *o, const char *dst,
 	if (!strcmp(dst, "-")) {
 		if (t->closed[1])
 			fail_file("-", EBADF);
+		/* As cat: standard output the source file itself, with bytes
+		 * of it still to read (">>", or "<>"): the copy would read what
+		 * it wrote, for ever. */
+		if (src_st && S_ISREG(src_st->st_mode) && fstat(1, &st) == 0 &&
+		    S_ISREG(st.st_mode) && st.st_dev == src_st->st_dev &&
+		    st.st_ino == src_st->st_ino && st.st_size > 0) {
+			fprintf(stderr, "%s: %s: input file is output file\n", ME, QAS(0, src));
+			exit(1);
+		}
 		o->fd = 1;
 		return;
 	}

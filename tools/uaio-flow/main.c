@@ -340,9 +340,16 @@ static bool run(struct tool *t)
 	bool ok = true;
 	double secs;
 
-	while (t->running)
-		if (uaio_loop_run_once(t->l, -1) < 0 && errno != EINTR)
-			break;
+	while (t->running) {
+		int r = uaio_loop_run_once(t->l, -1);
+
+		if (r < 0 && r != -EINTR) {
+			/* the loop failed: the legs still running never end,
+			 * and nothing of them is kept */
+			fprintf(stderr, "%s: %s\n", ME, strerror(-r));
+			return false;
+		}
+	}
 	show_progress(t, true);
 	secs = now_s() - ((double)t->t0.tv_sec + t->t0.tv_nsec / 1e9);
 	for (int i = 0; i < t->nlegs; i++) {

@@ -55,10 +55,21 @@ int aio__hint_flags(int fd, struct aio_hint *h, bool fresh)
 	}
 	fl = fcntl(fd, F_GETFL);
 	if (h) {
-		atomic_store_explicit(&h->fl, fl < 0 ? 0 : fl + 1, memory_order_relaxed);
-		atomic_store_explicit(&h->left, HINT_USES, memory_order_relaxed);
-		atomic_store_explicit(&h->refused[0], 0, memory_order_relaxed);
-		atomic_store_explicit(&h->refused[1], 0, memory_order_relaxed);
+		int now = fl < 0 ? 0 : fl + 1;
+		unsigned left = atomic_load_explicit(&h->left, memory_order_relaxed);
+
+		/* What was learned of the file (refused tries) is learned
+		 * anew when its flags change, and after HINT_USES uses: a
+		 * fresh read (each write's) counts as a use. */
+		if (atomic_load_explicit(&h->fl, memory_order_relaxed) != now || !left) {
+			atomic_store_explicit(&h->fl, now, memory_order_relaxed);
+			atomic_store_explicit(&h->left, HINT_USES, memory_order_relaxed);
+			atomic_store_explicit(&h->refused[0], 0, memory_order_relaxed);
+			atomic_store_explicit(&h->refused[1], 0, memory_order_relaxed);
+		} else {
+			atomic_store_explicit(&h->left, (uint16_t)(left - 1),
+					      memory_order_relaxed);
+		}
 	}
 	return fl;
 }
@@ -212,6 +223,7 @@ static void fork_child(void)
 		E->serial[i] = NULL;
 	}
 	atomic_store(&E->nserial, 0);
+	atomic_store(&E->pwrites, 0);
 	for (unsigned i = 0; i < E->nfdw; i++)
 		free(E->fdw[i]);
 	free(E->fdw);

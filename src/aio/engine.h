@@ -290,6 +290,7 @@ struct aio_engine {
 	unsigned idle_s;		/* aio_idle_time: the engine's life idle */
 
 	atomic_uint nserial;		/* serial files with requests */
+	atomic_uint pwrites;		/* writes in flight on regular files (fdw) */
 	struct aio_serial *serial[SERIAL_BUCKETS];
 	struct aio_fdw **fdw;
 	unsigned nfdw;

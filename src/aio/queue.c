@@ -251,12 +251,14 @@ static void serial_advance_locked(struct aio_serial *s)
 	aio__serial_maybe_free_locked(s);
 }
 
-/* A write in flight on w ended: release the fsyncs that waited for it. */
+/* A write in flight on w ended: release the fsyncs (and reads) that
+ * waited for it. */
 static void fdw_write_done_locked(struct aio_fdw *w, struct aio_req *wr)
 {
 	struct aio_req **pp = &w->barriers;
 
 	w->writes--;
+	atomic_fetch_sub_explicit(&E->pwrites, 1, memory_order_relaxed);
 	while (*pp) {
 		struct aio_req *b = *pp;
 

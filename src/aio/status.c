@@ -92,10 +92,16 @@ void aio__complete(struct aiocb *cb, long res)
 		res = -EINVAL;
 	/* Whatever the notification needs of the caller's (the sigevent,
 	 * the thread attributes it points to) is read before the status
-	 * says done: after that the caller may reuse or destroy it. */
+	 * says done: after that the caller may reuse or destroy it. A
+	 * SIGEV_THREAD with no attributes needs nothing more than the copy,
+	 * and its thread is made after the status, as glibc makes it: made
+	 * before, an aio_suspend in a handler that interrupted malloc waited
+	 * on a pthread_create that waited (through an exiting thread's
+	 * stack) for that malloc's lock. */
 	if (notify) {
 		sev = cb->aio_sigevent;
-		uaio__notify_begin(&sev, &held);
+		if (sev.sigev_notify != SIGEV_THREAD || sev.sigev_notify_attributes)
+			uaio__notify_begin(&sev, &held);
 	}
 	if (notify && sev.sigev_notify == SIGEV_SIGNAL) {
 		uint64_t want = tag(cb, ST_ENDING);
@@ -121,6 +127,9 @@ void aio__complete(struct aiocb *cb, long res)
 		atomic_fetch_sub(&E->ending, 1);
 	} else {
 		aio__publish(cb, res);
+		if (notify && sev.sigev_notify == SIGEV_THREAD && !held &&
+		    !sev.sigev_notify_attributes)
+			uaio__notify_begin(&sev, &held);
 		/* after the status: the function may read it at once */
 		if (notify && (e = uaio__notify_end(&sev, held)) < 0) {
 			cb->__return_value = -1;
@@ -166,8 +175,14 @@ unsigned long long aio__settled(const struct aiocb *cb, int *code)
 		}
 
 		atomic_fetch_add(&E->waiters, 1);
-		if (cb_state(cb) == ST_ENDING)
+		if (cb_state(cb) == ST_ENDING) {
+			/* aio_error and aio_return, called from signal
+			 * handlers, never touch errno (glibc's do not) */
+			int e = errno;
+
 			seq_wait(snap, NULL);
+			errno = e;
+		}
 		atomic_fetch_sub(&E->waiters, 1);
 	}
 	if (code)

@@ -68,13 +68,22 @@ static bool lone_ahead_locked(struct aiocb *cb, int kind, int fd, struct aio_lio
 	return false;
 }
 
+/* A regular file that takes an offset: not one opened as a stream
+ * (tracefs's trace_pipe and trace_marker, FUSE's FOPEN_STREAM and
+ * FOPEN_NONSEEKABLE), where pread fails with ESPIPE and glibc reads and
+ * writes at the file's position instead. */
+static bool seekable_reg(int fd, const struct stat *st)
+{
+	return S_ISREG(st->st_mode) && (lseek(fd, 0, SEEK_CUR) >= 0 || errno != ESPIPE);
+}
+
 /* The request becomes a record on a non-seekable file's FIFO (or on an
  * O_APPEND file's, whose writes keep the order of the calls). */
 static int submit_serial(struct aiocb *cb, int kind, int fd, int fl,
 			 const struct stat *st, struct lio_ctx *pc,
 			 struct aio_lio *g)
 {
-	bool reg = S_ISREG(st->st_mode) || S_ISBLK(st->st_mode);
+	bool reg = S_ISBLK(st->st_mode) || seekable_reg(fd, st);
 	struct aio_serial *s;
 	struct aio_req *r;
 	long res;
@@ -223,8 +232,7 @@ static int submit_parallel(struct aiocb *cb, int kind, int fd, bool direct,
 		aio__unlock();
 		return ret < 0 ? aio__lone_thread(cb, kind, g, ret) : -EAGAIN;
 	}
-	if (kind != K_READ && !(w = aio__fdw_get_locked(fd, kind == K_WRITE)) &&
-	    kind == K_WRITE) {
+	if (!(w = aio__fdw_get_locked(fd, kind == K_WRITE)) && kind == K_WRITE) {
 		aio__req_free_locked(r);
 		aio__unlock();
 		return -EAGAIN;
@@ -238,8 +246,11 @@ static int submit_parallel(struct aiocb *cb, int kind, int fd, bool direct,
 		r->owner = w;
 		r->epoch = w->epoch;
 		w->writes++;
+		atomic_fetch_add_explicit(&E->pwrites, 1, memory_order_relaxed);
 	} else if (w && w->writes) {
-		/* An fsync after writes still in flight: a barrier. */
+		/* An fsync after writes still in flight, or a read (which
+		 * would read what they have not written yet; glibc runs a
+		 * descriptor's requests in order): a barrier. */
 		aio__pin_get_locked(r, fd, pc);
 		r->epoch = ++w->epoch;
 		r->remaining = w->writes;
@@ -313,11 +324,27 @@ static bool span_faults(const struct aiocb *cb, int kind)
 	return n == -EFAULT;
 }
 
+/* Whether writes to fd are in flight (a read then waits for them, as a
+ * barrier: submit_parallel). No lock while there are none anywhere. */
+static bool writes_pending(int fd)
+{
+	struct aio_fdw *w;
+	bool any;
+
+	if (!atomic_load_explicit(&E->pwrites, memory_order_relaxed))
+		return false;
+	aio__lock();
+	w = aio__fdw_get_locked(fd, false);
+	any = w && w->writes;
+	aio__unlock();
+	return any;
+}
+
 /* Files read and written at aio_offset: regular files, block devices, and
  * character devices the kernel lets pread (/dev/zero, not a tty). */
 static bool positional_file(int fd, const struct stat *st)
 {
-	return S_ISREG(st->st_mode) || S_ISBLK(st->st_mode) ||
+	return S_ISBLK(st->st_mode) || seekable_reg(fd, st) ||
 	       (S_ISCHR(st->st_mode) && lseek(fd, 0, SEEK_CUR) >= 0);
 }
 
@@ -344,7 +371,9 @@ int aio__submit_rw(struct aiocb *cb, int kind, struct lio_ctx *pc,
 		return ret;
 	fd = cb->aio_fildes;
 	h = aio__hint_get(fd);
-	fl = aio__hint_flags(fd, h, false);
+	/* A write reads the flags afresh: an O_APPEND set since (fcntl, or
+	 * the number reused for another file) must queue it in call order. */
+	fl = aio__hint_flags(fd, h, kind == K_WRITE);
 	/* A hint may speak of an earlier file with this number: what would
 	 * fail the request is checked afresh. */
 	if (fl < 0 || (fl & O_PATH) || !fd_mode_ok(fl, kind))
@@ -380,7 +409,8 @@ int aio__submit_rw(struct aiocb *cb, int kind, struct lio_ctx *pc,
 	rwf = aio__hint_try(h, kind) ? RWF_NOWAIT : 0;
 	/* Not while requests run on helper threads (lone.c): it could
 	 * overtake one on this descriptor. */
-	try = !(fl & O_DIRECT) && cb_len(cb) <= *budget &&
+	try = !(kind == K_READ && writes_pending(fd)) &&
+	      !(fl & O_DIRECT) && cb_len(cb) <= *budget &&
 	      (rwf || aio__page_write_ok(cb, kind, fl)) &&
 	      !__atomic_load_n(&E->lone, __ATOMIC_RELAXED);
 	if (!try || atomic_load_explicit(&E->nserial, memory_order_relaxed)) {

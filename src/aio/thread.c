@@ -215,6 +215,14 @@ int aio__own_issue_locked(struct aio_req *r, int fd)
 	struct aio_thread *t;
 	int ret;
 
+	/* The thread reaps its ring in aio_suspend, which a signal handler
+	 * may call: the end of a request whose notification allocates and
+	 * makes a thread (SIGEV_THREAD), or of a list entry (its list's
+	 * notification, its record freed), would then run malloc in the
+	 * handler, over the interrupted code's lock. Those go to the
+	 * engine, as glibc's aio_suspend only waits. */
+	if (r->lio || r->cb->aio_sigevent.sigev_notify == SIGEV_THREAD)
+		return -EAGAIN;
 	/* The thread's record is made here, not in aio_suspend, which must
 	 * not allocate (it is async-signal-safe). */
 	if (E->own_evfd < 0 || !(t = thread_self_locked()) || !t->waits || t->exiting || ring_setup_locked(t) < 0 ||

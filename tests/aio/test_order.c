@@ -224,6 +224,129 @@ static void append_in_order(void)
 	close(fd);
 }
 
+/* O_APPEND set after the descriptor's flags were seen (fcntl), or its
+ * number reused for a file opened O_APPEND: the appends still keep the
+ * order of the calls (a stale flag hint let a page-aligned write land
+ * first, 19 rounds of 20). */
+static void append_set_later(void)
+{
+	static char a[100], b[4096];
+	char path[] = "/var/tmp/uaio-test-XXXXXX";
+	int fd = mkstemp(path), err;
+
+	CHECK(fd >= 0);
+	memset(a, 'A', sizeof(a));
+	memset(b, 'B', sizeof(b));
+	for (int how = 0; how < 2; how++) {
+		struct aiocb w1 = t_cb(fd, a, sizeof(a), 0), w2;
+
+		CHECK_EQ(uaio_write(&w1), 0);	/* the flags seen without O_APPEND */
+		CHECK_EQ(t_wait(&w1, &err), (ssize_t)sizeof(a));
+		if (how == 0) {
+			CHECK(fcntl(fd, F_SETFL, O_APPEND) == 0);
+		} else {
+			int f2;
+
+			CHECK(fcntl(fd, F_SETFL, 0) == 0);
+			CHECK_EQ(uaio_write(&w1), 0);
+			CHECK_EQ(t_wait(&w1, &err), (ssize_t)sizeof(a));
+			close(fd);
+			f2 = open(path, O_RDWR | O_APPEND);
+			CHECK(f2 >= 0);
+			if (f2 != fd) {
+				CHECK(dup2(f2, fd) == fd);
+				close(f2);
+			}
+		}
+		for (int round = 0; round < 20; round++) {
+			char first;
+
+			CHECK(ftruncate(fd, 0) == 0);
+			w1 = t_cb(fd, a, sizeof(a), 0);
+			w2 = t_cb(fd, b, sizeof(b), 0);
+			CHECK_EQ(uaio_write(&w1), 0);
+			CHECK_EQ(uaio_write(&w2), 0);
+			CHECK_EQ(t_wait(&w1, &err), (ssize_t)sizeof(a));
+			CHECK_EQ(t_wait(&w2, &err), (ssize_t)sizeof(b));
+			CHECK(pread(fd, &first, 1, 0) == 1);
+			CHECK_EQ(first, 'A');
+		}
+	}
+	unlink(path);
+	close(fd);
+}
+
+/* A read after a write to the same bytes, neither waited for (one
+ * lio_listio, or two calls): the read sees the write, as under glibc,
+ * which runs a descriptor's requests in order (the read came from the
+ * page cache at once while the write was still in the kernel). */
+static void read_after_write(void)
+{
+	static char rb[9];
+	int fd = t_tmpfile(), err;
+
+	for (int round = 0; round < 20; round++) {
+		struct aiocb w = t_cb(fd, (void *)"NEW!", 4, 0), r = t_cb(fd, rb, 8, 0);
+		struct aiocb *l[2] = { &w, &r };
+
+		CHECK(pwrite(fd, "old-data", 8, 0) == 8);
+		memset(rb, 0, sizeof(rb));
+		if (round % 2) {
+			w.aio_lio_opcode = LIO_WRITE;
+			r.aio_lio_opcode = LIO_READ;
+			CHECK_EQ(ulio_listio(LIO_WAIT, l, 2, NULL), 0);
+		} else {
+			CHECK_EQ(uaio_write(&w), 0);
+			CHECK_EQ(uaio_read(&r), 0);
+		}
+		CHECK_EQ(t_wait(&w, &err), 4);
+		CHECK_EQ(t_wait(&r, &err), 8);
+		CHECK(!memcmp(rb, "NEW!data", 8));
+	}
+	close(fd);
+}
+
+/* A regular file that cannot be read or written at an offset (opened as a
+ * stream: tracefs's trace_marker): at the file's position, as glibc falls
+ * back to write(2) on ESPIPE, with or without other stream requests
+ * queued. */
+static void stream_regular_file(void)
+{
+	static const char *const paths[] = { "/sys/kernel/tracing/trace_marker",
+					     "/sys/kernel/debug/tracing/trace_marker" };
+	char msg[] = "uaio test_order stream_regular_file\n", c;
+	int fd = -1, p[2], err;
+	struct stat st;
+
+	for (int i = 0; i < 2 && fd < 0; i++)
+		fd = open(paths[i], O_WRONLY | O_CLOEXEC);
+	if (fd < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) ||
+	    pwrite(fd, msg, 1, 0) >= 0 || errno != ESPIPE) {
+		fprintf(stderr, "    (no tracefs trace_marker to write: not checked)\n");
+		if (fd >= 0)
+			close(fd);
+		return;
+	}
+	for (int queued = 0; queued < 2; queued++) {
+		struct aiocb w = t_cb(fd, msg, sizeof(msg) - 1, 123), rd;
+
+		if (queued) {	/* a read waiting on a pipe: stream requests exist */
+			CHECK(pipe(p) == 0);
+			rd = t_cb(p[0], &c, 1, 0);
+			CHECK_EQ(uaio_read(&rd), 0);
+		}
+		CHECK_EQ(uaio_write(&w), 0);
+		CHECK_EQ(t_wait(&w, &err), (ssize_t)(sizeof(msg) - 1));
+		if (queued) {
+			CHECK(write(p[1], "x", 1) == 1);
+			CHECK_EQ(t_wait(&rd, &err), 1);
+			close(p[0]);
+			close(p[1]);
+		}
+	}
+	close(fd);
+}
+
 int main(void)
 {
 	t_watchdog(120);
@@ -231,5 +354,8 @@ int main(void)
 	RUN(stream_in_order);
 	RUN(pipe_priority);
 	RUN(append_in_order);
+	RUN(append_set_later);
+	RUN(read_after_write);
+	RUN(stream_regular_file);
 	return T_EXIT_PASS;
 }

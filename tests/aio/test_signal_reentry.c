@@ -142,10 +142,100 @@ static void handler_forks(void)
 	close(fd);
 }
 
+/* A handler that waits in aio_suspend for a SIGEV_THREAD request while
+ * the code it interrupted is inside malloc. The thread had waited in
+ * aio_suspend before, so its small O_DIRECT requests went on its own
+ * ring, and the handler's aio_suspend ended them there: the
+ * notification's malloc and pthread_create, in the handler, waited for
+ * the malloc lock the interrupted code held, for ever. */
+static struct aiocb sus_cb;
+static volatile sig_atomic_t sus_waits, sus_ticks;
+
+static void on_sus_tick(int s)
+{
+	const struct aiocb *l[1] = { &sus_cb };
+	int e = errno;
+
+	(void)s;
+	sus_ticks++;
+	if (uaio_error(&sus_cb) == EINPROGRESS) {
+		sus_waits++;
+		uaio_suspend(l, 1, &(struct timespec){ 1, 0 });
+	}
+	errno = e;
+}
+
+static void on_note(union sigval v)
+{
+	(void)v;
+}
+
+static void handler_suspends(void)
+{
+	static char buf[4096] __attribute__((aligned(4096)));
+	const struct aiocb *l[1] = { &sus_cb };
+	struct sigaction sa = { .sa_handler = on_sus_tick, .sa_flags = SA_RESTART };
+	struct sigevent sev = { .sigev_notify = SIGEV_SIGNAL, .sigev_signo = SIGRTMIN + 2 };
+	struct itimerspec its = { { 0, 200000 }, { 0, 200000 } };
+	timer_t tm;
+	sigset_t al;
+	int fd = t_direct_file();
+	long reqs = 0;
+
+	memset(buf, 'd', sizeof(buf));
+	for (int i = 0; i < 64; i++)
+		CHECK_EQ(pwrite(fd, buf, sizeof(buf), (off_t)i * 4096), 4096);
+	sus_cb = (struct aiocb){ .aio_fildes = fd, .aio_buf = buf, .aio_nbytes = 4096 };
+	sus_cb.aio_sigevent.sigev_notify = SIGEV_THREAD;
+	sus_cb.aio_sigevent.sigev_notify_function = on_note;
+	CHECK_EQ(uaio_read(&sus_cb), 0);	/* waits in aio_suspend once */
+	while (uaio_error(&sus_cb) == EINPROGRESS)
+		uaio_suspend(l, 1, NULL);
+	CHECK_EQ(uaio_return(&sus_cb), 4096);
+	sigemptyset(&al);
+	sigaddset(&al, SIGRTMIN + 2);
+	CHECK(sigaction(SIGRTMIN + 2, &sa, NULL) == 0);
+	CHECK(timer_create(CLOCK_MONOTONIC, &sev, &tm) == 0);
+	CHECK(timer_settime(tm, 0, &its, NULL) == 0);
+	/* counts bound it: enough requests, and enough of them waited for
+	 * by the handler (the disk decides how many it finds in flight) */
+	while (reqs < 3000 || (sus_waits < 200 && reqs < 200000)) {
+		sus_cb.aio_offset = (off_t)(reqs % 64) * 4096;
+		pthread_sigmask(SIG_BLOCK, &al, NULL);
+		CHECK_EQ(uaio_read(&sus_cb), 0);
+		pthread_sigmask(SIG_UNBLOCK, &al, NULL);
+		reqs++;
+		for (;;) {
+			void *p[8];
+			int busy;
+
+			pthread_sigmask(SIG_BLOCK, &al, NULL);
+			busy = uaio_error(&sus_cb) == EINPROGRESS;
+			pthread_sigmask(SIG_UNBLOCK, &al, NULL);
+			if (!busy)
+				break;
+			for (int i = 0; i < 8; i++) {
+				p[i] = malloc(20000 + (size_t)i * 1000);
+				CHECK(p[i]);
+				memset(p[i], 1, 64);
+			}
+			for (int i = 0; i < 8; i++)
+				free(p[i]);
+		}
+		CHECK_EQ(uaio_return(&sus_cb), 4096);
+	}
+	CHECK(timer_delete(tm) == 0);
+	signal(SIGRTMIN + 2, SIG_IGN);
+	fprintf(stderr, "    %ld requests, %d ticks, %d waits in the handler\n", reqs,
+		(int)sus_ticks, (int)sus_waits);
+	close(fd);
+}
+
 int main(void)
 {
 	t_watchdog(120);
 	RUN(handler_resubmits);
 	RUN(handler_forks);
+	RUN(handler_suspends);
 	return T_EXIT_PASS;
 }

@@ -124,6 +124,8 @@ static void common(void)
 	/* the query kept; a fragment (never sent by browsers) is not part
 	 * of the path or the query (RFC 9110 7.1) */
 	redirect("/sub?a=1", "/sub/?a=1");
+	/* bytes a URI cannot hold are escaped in the query; escapes stay */
+	redirect("/sub?\xff\"<x>%41", "/sub/?%FF%22%3Cx%3E%41");
 	redirect("/sub?a#b", "/sub/?a");
 	redirect("/sub#a?b", "/sub/");
 	index_file("/", idx_root);

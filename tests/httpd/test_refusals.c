@@ -164,6 +164,17 @@ static void t_rfc(void)
 		      400, "Transfer-Encoding in HTTP/1.0");
 	expect_status("FOO /plain.txt HTTP/1.1\r\nHost: t\r\n\r\n", 501, "an unknown method");
 	expect_status("G@T /plain.txt HTTP/1.1\r\nHost: t\r\n\r\n", 400, "a method that is no token");
+	{	/* a NUL is no token character either (it was taken for one: 501) */
+		static const char req[] = "G\0T /plain.txt HTTP/1.1\r\nHost: t\r\n\r\n";
+		struct ht_conn *c = ht_connect(srv.port);
+		struct ht_resp r;
+
+		CHECK(ht_send(c, req, sizeof(req) - 1) == 0);
+		ht_read(c, &r, 0);
+		EXPECT_R(&r, r.rc == HT_OK && r.status == 400, "a NUL in the method: 400 expected");
+		ht_resp_free(&r);
+		ht_close(c);
+	}
 	expect_status("GET http://t?q=1 HTTP/1.1\r\nHost: t\r\n\r\n", 200,
 		      "absolute-form with an empty path (the root)");
 	/* an absolute-form authority is a host too (RFC 9110 4.2.4 has

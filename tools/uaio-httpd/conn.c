@@ -299,7 +299,7 @@ static int parse_status(struct conn *c, llhttp_errno_t e)
 	    sp == p)
 		return 400;
 	for (; p < sp; p++)
-		if (!isalnum((unsigned char)*p) && !strchr("!#$%&'*+-.^_`|~", *p))
+		if (!isalnum((unsigned char)*p) && (!*p || !strchr("!#$%&'*+-.^_`|~", *p)))
 			return 400;
 	return 501;
 }

@@ -38,6 +38,7 @@
 #define HTTPD_HEAD_MAX	8192		/* request line + headers, else 431 */
 #define HTTPD_RBUF	(HTTPD_HEAD_MAX + 512)
 #define HTTPD_BODY_BUF	(64 * 1024)	/* first read of a file */
+#define HTTPD_POOL_KEEP	64		/* free buffers and response records kept per kind; more go back to malloc */
 #define HTTPD_PATH_MAX	4096
 #define HTTPD_TYPE_MAX	128		/* longer types in mime.types are skipped */
 #define HTTPD_RANGES_MAX 16
@@ -388,6 +389,7 @@ struct server {
 	llhttp_settings_t settings;
 	struct file_cache *files;
 	struct resp *resp_pool;
+	unsigned nresp_pool;		/* records in it (at most HTTPD_POOL_KEEP) */
 	struct log *log;
 	char *pool;			/* free HTTPD_RBUF buffers, linked */
 	char *body_pool;		/* free HTTPD_BODY_BUF buffers, linked */

@@ -37,6 +37,7 @@ static struct resp *resp_get(struct conn *c)
 
 	if (r) {
 		s->resp_pool = r->next_free;
+		s->nresp_pool--;
 	} else {
 		if (!(r = malloc(sizeof(*r))))
 			return NULL;
@@ -83,9 +84,14 @@ void resp_free(struct conn *c)
 	if (r->body)
 		server_buf_put(s, r->body, true);
 	free(r->extra);
+	c->resp = NULL;
+	if (s->nresp_pool >= HTTPD_POOL_KEEP) {	/* past a burst: back to malloc */
+		free(r);
+		return;
+	}
 	r->next_free = s->resp_pool;
 	s->resp_pool = r;
-	c->resp = NULL;
+	s->nresp_pool++;
 }
 
 void resp_finish(struct conn *c, bool ok)
@@ -277,6 +283,22 @@ static void url_encode(struct resp *r, const char *s)
 	}
 }
 
+/* The query as it came, but for bytes a URI cannot hold (above 0x7e,
+ * quotes, angle brackets...), escaped; its own escapes stay as they are. */
+static void query_encode(struct resp *r, const char *q, size_t n)
+{
+	static const char hex[] = "0123456789ABCDEF";
+
+	for (size_t i = 0; i < n; i++) {
+		unsigned char ch = (unsigned char)q[i];
+
+		if (url_plain(ch) || (ch && strchr("!$&'()*+,;=:@?%", ch)))
+			add(r, "%c", ch);
+		else
+			add(r, "%%%c%c", hex[ch >> 4], hex[ch & 15]);
+	}
+}
+
 static void redirect(struct conn *c)
 {
 	struct resp *r = c->resp;
@@ -286,7 +308,7 @@ static void redirect(struct conn *c)
 
 	/* A name whose escaped form would not fit the head (each byte may
 	 * take three): refused whole rather than cut short. */
-	if (url_encoded_len(r->path) + qlen + 512 > sizeof(r->head)) {
+	if (url_encoded_len(r->path) + 3 * qlen + 512 > sizeof(r->head)) {
 		error_page(c, 414, "");
 		return;
 	}
@@ -295,7 +317,7 @@ static void redirect(struct conn *c)
 	url_encode(r, r->path);
 	add(r, "/");
 	if (qm)
-		add(r, "%.*s", (int)qlen, qm);
+		query_encode(r, qm, qlen);
 	add(r, "\r\nContent-Length: 0\r\n");
 	head_end(c);
 	start_send(c);

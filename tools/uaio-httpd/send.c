@@ -175,6 +175,13 @@ void resp_continue(struct conn *c)
 			r->body_used = 0;
 		}
 		if (r->flow_next) {
+			/* The rest goes by flow, which may take long (a
+			 * client that reads slowly): the body buffer goes
+			 * back now, taken again if a later part wants one. */
+			if (r->body) {
+				server_buf_put(c->srv, r->body, true);
+				r->body = NULL;
+			}
 			if (start_flow(c) < 0)
 				resp_finish(c, false);
 			return;

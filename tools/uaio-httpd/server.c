@@ -17,7 +17,6 @@
 #include <uaio/laio.h>
 #include "httpd.h"
 
-#define POOL_KEEP 64	/* free buffers kept per kind; more go back to malloc */
 
 static void arm_accept(struct server *s);
 
@@ -66,7 +65,7 @@ void server_buf_put(struct server *s, char *b, bool body)
 	unsigned *n = body ? &s->nbody_pool : &s->npool;
 	char **pool = body ? &s->body_pool : &s->pool;
 
-	if (*n >= POOL_KEEP) {
+	if (*n >= HTTPD_POOL_KEEP) {
 		free(b);
 		return;
 	}

@@ -197,6 +197,8 @@ UAIO_API int64_t uaio_loop_timeout(uaio_loop *l)
 
 	if (!l)
 		return -EINVAL;
+	if (uaio__foreign(l))	/* its locks may be held by a parent's thread */
+		return -ECHILD;
 	pthread_mutex_lock(&l->inbox_lock);
 	now_work = l->post_head != NULL;
 	pthread_mutex_unlock(&l->inbox_lock);
@@ -223,12 +225,13 @@ UAIO_API void uaio_loop_stop(uaio_loop *l)
 
 UAIO_API void uaio_loop_lock(uaio_loop *l)
 {
-	uaio__lock(l);
+	if (!uaio__foreign(l))	/* a parent's thread may hold it: no wait */
+		uaio__lock(l);
 }
 
 UAIO_API void uaio_loop_unlock(uaio_loop *l)
 {
-	if (l->threadsafe && uaio__holds(l))
+	if (l->threadsafe && !uaio__foreign(l) && uaio__holds(l))
 		uaio__unlock(l, true);
 }
 
@@ -388,6 +391,18 @@ static inline int run_ready(uaio_loop *l)
 	return n;
 }
 
+/* The loop ends a watch (its descriptor is gone, or a hang-up no handler
+ * will hear of) through its backend, which takes it out of the kernel:
+ * finished bare, it left the ring's multishot poll (which later pointed
+ * at the program's freed watch) or its epoll registration (ready for
+ * ever: the loop spun, and the descriptor could not be watched again)
+ * behind. handle_close is told why. */
+static void watch_end(uaio_loop *l, uaio_watch *w, int reason)
+{
+	l->be->watch_stop(l, w);
+	uaio__watch_set_reason(w, reason);
+}
+
 /* A watch's handlers for revents; the backend re-arms a one-shot watch
  * that is still active afterwards. */
 static int watch_dispatch(uaio_loop *l, uaio_watch *w, unsigned revents)
@@ -397,7 +412,7 @@ static int watch_dispatch(uaio_loop *l, uaio_watch *w, unsigned revents)
 	int n = 0;
 
 	if (revents & POLLNVAL) {
-		uaio__watch_finish(l, w, -EBADF);
+		watch_end(l, w, -EBADF);
 		return 0;
 	}
 	if (revents & (POLLRDHUP | POLLHUP))
@@ -410,7 +425,7 @@ static int watch_dispatch(uaio_loop *l, uaio_watch *w, unsigned revents)
 		/* Hang-up or error that no handler will hear of: it would
 		 * otherwise stay ready forever. */
 		if (revents & (POLLHUP | POLLERR))
-			uaio__watch_finish(l, w, -EPIPE);
+			watch_end(l, w, -EPIPE);
 		return 0;
 	}
 	if (in) {
@@ -556,6 +571,8 @@ UAIO_API int uaio_loop_run(uaio_loop *l)
 
 	if (!l)
 		return -EINVAL;
+	if (uaio__foreign(l))
+		return -ECHILD;
 	l->stop = false;
 	while (!l->stop && loop_alive(l)) {
 		r = uaio_loop_run_once(l, -1);

@@ -119,6 +119,9 @@ static void calls_parents(uaio_loop *parent, const int p[2])
 	CHECK_EQ(uaio_loop_run_once(parent, 0), -ECHILD);
 	CHECK_EQ(uaio_loop_run(parent), -ECHILD);
 	CHECK_EQ(uaio_loop_fd(parent), -ECHILD);	/* not the parent's ring or epoll set */
+	CHECK_EQ(uaio_loop_timeout(parent), -ECHILD);
+	uaio_loop_lock(parent);		/* nothing: a parent's thread may hold it */
+	uaio_loop_unlock(parent);
 	CHECK_EQ(uaio_timer_start(parent, &t, 0, 0), -ECHILD);
 	CHECK_EQ(uaio_timer_stop(parent, &t), -ECHILD);
 	CHECK_EQ(calls, 0);

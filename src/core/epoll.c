@@ -216,6 +216,13 @@ static int ep_submit(uaio_loop *l, uaio_op *op)
 		return uaio__ep_enqueue(l, op);
 	}
 	r = uaio__ep_attempt(op);
+	/* The caller's MSG_DONTWAIT: its try is its answer, as io_uring's */
+	if (r == -EAGAIN && (op->opcode == OP_RECV || op->opcode == OP_SEND ||
+			     op->opcode == OP_RECVMSG || op->opcode == OP_SENDMSG) &&
+	    (op->rw_flags & MSG_DONTWAIT)) {
+		uaio__complete(l, op, r);
+		return 0;
+	}
 	if (r == -EAGAIN || (r == -EOPNOTSUPP && uaio__ep_is_rw(op))) {
 		if (uaio__ep_is_rw(op) && uaio__ep_blocks_on_disk(op->fd))
 			return uaio__workers_submit(l, op);

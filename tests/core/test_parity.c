@@ -369,6 +369,30 @@ static void unpin_with_op(void)
 	close(p[0]);
 }
 
+/* The caller's MSG_DONTWAIT on an empty socket: -EAGAIN at once, as
+ * io_uring answers (the epoll backend queued it for readiness). */
+static void dontwait(void)
+{
+	struct msghdr mh = { 0 };
+	struct iovec iov;
+	uaio_op op = { 0 };
+	struct res r = { 0 };
+	int sv[2];
+	char b[8];
+
+	CHECK(socketpair(AF_UNIX, SOCK_STREAM, 0, sv) == 0);
+	CHECK_OK(uaio_op_recv(L, &op, sv[0], b, sizeof(b), MSG_DONTWAIT, on_res, &r));
+	CHECK_EQ(result(&r), -EAGAIN);
+	iov = (struct iovec){ b, sizeof(b) };
+	mh.msg_iov = &iov;
+	mh.msg_iovlen = 1;
+	r = (struct res){ 0 };
+	CHECK_OK(uaio_op_recvmsg(L, &op, sv[0], &mh, MSG_DONTWAIT, on_res, &r));
+	CHECK_EQ(result(&r), -EAGAIN);
+	close(sv[0]);
+	close(sv[1]);
+}
+
 /* PARITY_ONLY=name runs one case (to see each fail alone). */
 #define ONE(fn) do { const char *o = getenv("PARITY_ONLY"); \
 	if (!o || !strcmp(o, #fn)) RUN(fn); } while (0)
@@ -389,6 +413,7 @@ int main(void)
 	ONE(fifo_writes);
 	ONE(cancel_when_full);
 	ONE(unpin_with_op);
+	ONE(dontwait);
 	uaio_loop_free(L);
 	return T_EXIT_PASS;
 }

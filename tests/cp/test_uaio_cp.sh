@@ -339,6 +339,19 @@ SETUP='mkdir d; echo a >d/f; echo b >g'
 both -M -r g d d
 [ "$(stat -c %i "$T/u/d/g")" -lt "$(stat -c %i "$T/u/d/d")" ] && [ ! -e "$T/u/d/d/g" ] &&
   fail "cp -r g d d: d/d lacks g, which the first operand made"
+# A source directory that is also the destination (cp -r . sub, with sub
+# inside the source): its files the copy is still making were missed when
+# it was read (review), where cp, one file after the other, copies them.
+SETUP='for i in 1 2 3 4 5 6; do echo $i >f$i; done; mkdir bak; echo old >bak/keep'
+both -M -rv . bak
+for i in 1 2 3 4 5 6; do [ -f "$T/u/bak/bak/f$i" ] || fail "cp -r . bak: bak/bak/f$i missing"; done
+# -p onto a device whose write fails (/dev/full's kind): no metadata on it
+if [ "$(id -u)" = 0 ]; then
+  SETUP='head -c 100000 /dev/urandom >med; touch -d 2001-01-01 med; mknod full c 1 7; chmod 666 full; touch -d 2002-02-02 full'
+  both -M -p med full
+  [ "$(stat -c %a.%Y "$T/u/full")" = "$(stat -c %a.%Y "$T/g/full")" ] ||
+    fail "cp -p med full: the device's mode or time changed"
+fi
 # A hard link that cannot replace a destination leaves it in place.
 if [ $root = 1 ] && [ $have_nobody = 1 ]; then
   AS=$NOBODY

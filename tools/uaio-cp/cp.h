@@ -84,6 +84,10 @@ struct cp_dir {
 	/* Whether its first small file's data was cached (-1: not asked
 	 * yet): its small files go whole to a worker, or by io_uring. */
 	int small_cached;
+	/* the destination directory's identity, once asked (walk.c) */
+	bool dst_known;
+	dev_t dst_dev;
+	ino_t dst_ino;
 };
 
 /* The descriptor and name that reach path, an entry of d: d's directory
@@ -236,6 +240,8 @@ bool cp_wait_writer(struct cp_run *r, const struct stat *st);
 void cp_wait_reader(struct cp_run *r, const char *dst);
 /* Runs the loop until no job writes dst. */
 void cp_wait_file(struct cp_run *r, const char *dst);
+/* Whether a running job makes files in the directory st names. */
+bool cp_jobs_write_into(struct cp_run *r, const struct stat *st);
 /* Whether a job is reading the file (dev, ino). */
 bool cp_reading(const struct cp_run *r, dev_t dev, ino_t ino);
 

@@ -124,6 +124,29 @@ static bool writing(const struct cp_run *r, const char *dst)
 	return false;
 }
 
+/* Whether a running job makes files in the directory st names: read
+ * now, it would miss them (cp -r . sub, where sub is the destination and
+ * inside the source; -L with a link back to the destination), where cp,
+ * one file after the other, finds them there. */
+bool cp_jobs_write_into(struct cp_run *r, const struct stat *st)
+{
+	for (unsigned i = 0; r->running && i < r->o.jobs; i++) {
+		struct cp_dir *d = r->jobs[i].dst ? r->jobs[i].dir : NULL;
+		struct stat ds;
+
+		if (!d)
+			continue;
+		if (!d->dst_known && lstat(d->dst, &ds) == 0) {
+			d->dst_dev = ds.st_dev;
+			d->dst_ino = ds.st_ino;
+			d->dst_known = true;
+		}
+		if (d->dst_known && d->dst_dev == st->st_dev && d->dst_ino == st->st_ino)
+			return true;
+	}
+	return false;
+}
+
 bool cp_reading(const struct cp_run *r, dev_t dev, ino_t ino)
 {
 	for (unsigned i = 0; r->running && i < r->o.jobs; i++)

@@ -140,6 +140,12 @@ void cp_copy_dir(struct cp_run *r, struct cp_dir *pd, const char *src,
 		}
 	d->restore = -1;
 	d->small_cached = -1;
+	/* Files the jobs still make in this very directory (it is the
+	 * destination too: cp -r . sub, with sub inside the source; -L and a
+	 * link back to it): cp, one file after the other, finds them all in
+	 * it, before the directory made here; so do we. */
+	if (cp_jobs_write_into(r, st))
+		cp_drain(r, 1);
 	if (!exists) {
 		mode_t mode = st->st_mode & 07777;
 

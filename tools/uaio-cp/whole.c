@@ -61,12 +61,17 @@ long cp_whole_copy(void *arg)
 	if (ret < 0 && j->stage != STAGE_CREATE && cp_by_cfr(j))
 		j->stage = STAGE_COPY;
 	if (j->dfd >= 0) {
-		if (ret < 0 && !j->stream_dst) {
-			(void)!ftruncate(j->dfd, 0);
-			cp_failed_mode(j);
-		} else
+		/* a failed copy gets no metadata: not a device or fifo it
+		 * was written to either (cp leaves /dev/full's mode alone) */
+		if (ret < 0) {
+			if (!j->stream_dst) {
+				(void)!ftruncate(j->dfd, 0);
+				cp_failed_mode(j);
+			}
+		} else {
 			cp_meta_apply(j->r, j->sfd, j->src, j->dfd, j->dst, &j->st,
 				      j->is_new, j->omitted, -1, j->has, &j->notes);
+		}
 		if (close(j->dfd) < 0 && ret >= 0)
 			j->close_err = errno;
 		j->dfd = -1;

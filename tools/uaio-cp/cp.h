@@ -268,7 +268,7 @@ struct cp_notes {
  * to be taken back. */
 enum { CP_HAS_OWNER = 1, CP_HAS_MODE = 2, CP_ADDED_WUSR = 4 };
 /* Any thread: reads only r's options; failures go to out. has: CP_HAS_*. */
-void cp_meta_apply(const struct cp_run *r, int src_fd, const char *src, int fd,
+bool cp_meta_apply(const struct cp_run *r, int src_fd, const char *src, int fd,
 		   const char *dst, const struct stat *st, bool is_new,
 		   mode_t omitted, int restore_mode, unsigned has,
 		   struct cp_notes *out);

@@ -229,8 +229,8 @@ void cp_job_end(struct cp_job *j)
 		(void)!ftruncate(j->dfd, 0);
 		cp_failed_mode(j);
 	} else {
-		cp_meta_apply(r, j->sfd, j->src, j->dfd, j->dst, &j->st, j->is_new,
-			      j->omitted, -1, j->has, &j->notes);
+		j->meta_failed = !cp_meta_apply(r, j->sfd, j->src, j->dfd, j->dst, &j->st,
+						j->is_new, j->omitted, -1, j->has, &j->notes);
 		cp_notes_report(r, &j->notes, j->dst);
 	}
 	if (close(j->dfd) < 0 && !j->failed)
@@ -245,7 +245,7 @@ void cp_job_release(struct cp_job *j)
 {
 	struct cp_run *r = j->r;
 
-	if (j->failed && j->tracked)
+	if ((j->failed || j->meta_failed) && j->tracked)
 		seen_forget(&r->links, j->st.st_dev, j->st.st_ino, j->dst);
 
 	if (j->sfd >= 0)
@@ -437,7 +437,7 @@ int cp_file(struct cp_run *r, struct cp_dir *dir, const char *src,
 			j->dst_ino = ds.st_ino;
 		}
 	}
-	j->failed = j->by_extent = j->zero_holes = false;
+	j->failed = j->meta_failed = j->by_extent = j->zero_holes = false;
 	j->final_size = -1;
 	j->close_err = 0;
 	j->cursor = j->counted = 0;

@@ -22,6 +22,7 @@ struct cp_job {
 	struct stat st;
 	mode_t omitted, create_mode;
 	bool is_new, failed;
+	bool meta_failed;	/* -p's metadata stopped (cp_meta_apply): no link to it */
 	bool tracked;		/* later names link to dst: forgotten if it fails */
 	/* dst is an existing device or FIFO: written from start to end,
 	 * holes and all, by write(2), with nothing to seek or extend */

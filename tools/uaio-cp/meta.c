@@ -216,8 +216,10 @@ static int set_mode(int fd, const char *path, mode_t m)
 }
 
 /* cp's order: times, owner, xattrs, mode. Under -p/-a/--preserve a time
- * or owner that cannot be set ends the file's metadata there, as in cp. */
-void cp_meta_apply(const struct cp_run *r, int src_fd, const char *src, int fd,
+ * or owner that cannot be set ends the file's metadata there, as in cp,
+ * and the copy counts as failed (false): a later name of the same source
+ * is not made a link to it, as cp forgets it (forget_created). */
+bool cp_meta_apply(const struct cp_run *r, int src_fd, const char *src, int fd,
 		   const char *dst, const struct stat *st, bool is_new,
 		   mode_t omitted, int restore_mode, unsigned has,
 		   struct cp_notes *out)
@@ -235,7 +237,7 @@ void cp_meta_apply(const struct cp_run *r, int src_fd, const char *src, int fd,
 		if (ret < 0 && !(link && errno == EOPNOTSUPP)) {
 			note(out, errno, "preserving times for %s");
 			if (o->require_preserve)
-				return;
+				return false;
 		}
 	}
 	/* cp's fchown to the owner the file has already would change only
@@ -263,7 +265,7 @@ void cp_meta_apply(const struct cp_run *r, int src_fd, const char *src, int fd,
 			} else {
 				note(out, errno, "failed to preserve ownership for %s");
 				if (o->require_preserve)
-					return;
+					return false;
 			}
 		}
 	}
@@ -272,7 +274,7 @@ void cp_meta_apply(const struct cp_run *r, int src_fd, const char *src, int fd,
 		 * (trusted.*, as overlayfs's): cp copies them */
 		if (o->p_xattr)
 			xattrs(r, src_fd, src, fd, dst, out, &acl);
-		return;
+		return true;
 	}
 	if (o->p_xattr || o->p_mode)
 		xset = xattrs(r, src_fd, src, fd, dst, out, &acl);
@@ -283,19 +285,22 @@ void cp_meta_apply(const struct cp_run *r, int src_fd, const char *src, int fd,
 		/* Likewise its fchmod to the mode the file was created with,
 		 * unless an ACL just set moved the bits. */
 		if ((has & CP_HAS_MODE) && !xset)
-			return;
+			return true;
 		if (chown_failed)
 			m &= ~(mode_t)(S_ISUID | S_ISGID | S_ISVTX);
 		/* The source's own ACL, copied, set the permission bits. */
 		if ((acl & ACL_ACCESS) ? (m & 07000) && chmod_fd(fd, dst, m) < 0 :
-					 set_mode(fd, dst, m) < 0)
+					 set_mode(fd, dst, m) < 0) {
 			note_q(out, errno, "preserving permissions for %s", true);
+			if (o->require_preserve)
+				return false;
+		}
 		/* A directory gets the source's default ACL or none, not one
 		 * it inherited where it was made (cp: acl_delete_def_file). */
 		if (S_ISDIR(st->st_mode) && !(acl & ACL_DEFAULT))
 			(void)(fd >= 0 ? fremovexattr(fd, "system.posix_acl_default") :
 					 removexattr(dst, "system.posix_acl_default"));
-		return;
+		return true;
 	}
 	/* cp 9.1 sets a default ACL here: 0666 (0777) less the umask. */
 	if (o->explicit_no_mode) {
@@ -306,14 +311,14 @@ void cp_meta_apply(const struct cp_run *r, int src_fd, const char *src, int fd,
 			if (set_mode(fd, dst, m) < 0)
 				note_q(out, errno, "setting permissions for %s", true);
 		}
-		return;
+		return true;
 	}
 	omitted &= ~r->umask;
 	if (has & CP_ADDED_WUSR) {
 		/* the u+w the xattrs needed goes, with what was omitted */
 		if (chmod_fd(fd, dst, (st->st_mode & 0777) & ~r->umask) < 0)
 			note(out, errno, "preserving permissions for %s");
-		return;
+		return true;
 	}
 	if (omitted && restore_mode < 0) {
 		/* Bits left out at creation for safety come back now, as cp. */
@@ -325,6 +330,7 @@ void cp_meta_apply(const struct cp_run *r, int src_fd, const char *src, int fd,
 	}
 	if (restore_mode >= 0 && chmod_fd(fd, dst, (mode_t)restore_mode | omitted) < 0)
 		note(out, errno, "preserving permissions for %s");
+	return true;
 }
 
 void cp_meta(struct cp_run *r, int src_fd, const char *src, int fd,

@@ -69,8 +69,9 @@ long cp_whole_copy(void *arg)
 				cp_failed_mode(j);
 			}
 		} else {
-			cp_meta_apply(j->r, j->sfd, j->src, j->dfd, j->dst, &j->st,
-				      j->is_new, j->omitted, -1, j->has, &j->notes);
+			j->meta_failed = !cp_meta_apply(j->r, j->sfd, j->src, j->dfd, j->dst,
+							&j->st, j->is_new, j->omitted, -1,
+							j->has, &j->notes);
 		}
 		if (close(j->dfd) < 0 && ret >= 0)
 			j->close_err = errno;

@@ -125,6 +125,10 @@ static int ep_cancel(uaio_loop *l, uaio_op *op, uaio_op *t)
 			r = 0;
 		}
 		break;
+	case OS_HELD:
+		if (uaio__ep_pos_cancel(l, t))
+			r = 0;
+		break;
 	case OS_TIMERQ:
 		uaio__heap_remove(l, t->len);
 		uaio__complete(l, t, -ECANCELED);
@@ -202,6 +206,9 @@ static int ep_submit(uaio_loop *l, uaio_op *op)
 		return ep_self(l, op);
 	}
 
+	/* At a file's position, behind the op of that side on a worker. */
+	if (op->off == (uint64_t)-1 && uaio__ep_is_rw(op) && uaio__ep_pos_held(l, op))
+		return 0;
 	/* Keep per-fd order: behind anything already queued on that side.
 	 * If epoll already watches that side, it will say when to try. */
 	e = uaio__fdent(l, op->fd, false);
@@ -225,7 +232,8 @@ static int ep_submit(uaio_loop *l, uaio_op *op)
 	}
 	if (r == -EAGAIN || (r == -EOPNOTSUPP && uaio__ep_is_rw(op))) {
 		if (uaio__ep_is_rw(op) && uaio__ep_blocks_on_disk(op->fd))
-			return uaio__workers_submit(l, op);
+			return op->off == (uint64_t)-1 ? uaio__ep_pos_worker(l, op) :
+							 uaio__workers_submit(l, op);
 		if (r == -EOPNOTSUPP)
 			op->xflags |= OX_PLAIN;
 		return uaio__ep_enqueue(l, op);
@@ -380,6 +388,7 @@ const struct uaio_backend uaio__epoll_backend = {
 	.submit = ep_submit,
 	.watch_arm = ep_watch_arm,
 	.watch_stop = ep_watch_stop,
+	.pos_next = uaio__ep_pos_next,
 	.wait = ep_wait,
 	.flush = NULL,
 	.fd = ep_fd,

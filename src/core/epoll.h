@@ -19,6 +19,11 @@ struct uaio_fdq {
 	uaio_op *wh, *wt;	/* write-side ops, FIFO */
 	uint32_t reg;		/* events registered with epoll */
 	bool idle_marked;	/* on idle[]: maybe deregister next round */
+	/* A regular file at its position (off -1), per side (0 read, 1
+	 * write): the op on a worker, and the ops held behind it (OS_HELD),
+	 * which go one at a time, as io_uring keeps a stream's order. */
+	uaio_op *pbusy[2];
+	uaio_op *ph[2], *pt[2];
 };
 
 struct epoll_state {
@@ -47,5 +52,9 @@ bool uaio__ep_blocks_on_disk(int fd);
 int uaio__ep_enqueue(uaio_loop *l, uaio_op *op);
 int uaio__ep_cancel_fd_ops(uaio_loop *l, int fd);
 void uaio__ep_handle_fd(uaio_loop *l, int fd, uint32_t events);
+bool uaio__ep_pos_held(uaio_loop *l, uaio_op *op);
+int uaio__ep_pos_worker(uaio_loop *l, uaio_op *op);
+void uaio__ep_pos_next(uaio_loop *l, int fd, bool read_side);
+bool uaio__ep_pos_cancel(uaio_loop *l, uaio_op *op);
 
 #endif

@@ -230,9 +230,10 @@ int uaio__ep_cancel_fd_ops(uaio_loop *l, int fd)
 	int n = 0;
 
 	if (e && e->q) {
-		uaio_op *lists[2] = { e->q->rh, e->q->wh }, *op, *next;
+		uaio_op *lists[4] = { e->q->rh, e->q->wh, e->q->ph[0], e->q->ph[1] }, *op, *next;
 		e->q->rh = e->q->rt = e->q->wh = e->q->wt = NULL;
-		for (int i = 0; i < 2; i++)
+		e->q->ph[0] = e->q->pt[0] = e->q->ph[1] = e->q->pt[1] = NULL;
+		for (int i = 0; i < 4; i++)
 			for (op = lists[i]; op; op = next, n++) {
 				next = op->next;
 				uaio__complete(l, op, -ECANCELED);
@@ -240,6 +241,88 @@ int uaio__ep_cancel_fd_ops(uaio_loop *l, int fd)
 		uaio__ep_update_reg(l, fd);
 	}
 	return n + uaio__workers_cancel_fd(l, fd);
+}
+
+/*
+ * Reads and writes at a regular file's position (off -1). Those that
+ * would wait for the disk run on a worker, and workers run side by side:
+ * so one side of a file has one such op out at a time, and the next
+ * waits (held, not tried: the page cache would answer it first) until
+ * its result is out, as io_uring keeps a stream side's order.
+ */
+static int pos_side(const uaio_op *op)
+{
+	return uaio__op_read_side(op) ? 0 : 1;
+}
+
+/* Whether op is to wait behind its side's op at the position: held then. */
+bool uaio__ep_pos_held(uaio_loop *l, uaio_op *op)
+{
+	struct uaio_fdent *e = uaio__fdent(l, op->fd, false);
+	int sd = pos_side(op);
+
+	if (!e || !e->q || (!e->q->pbusy[sd] && !e->q->ph[sd]))
+		return false;
+	q_push(&e->q->ph[sd], &e->q->pt[sd], op);
+	op->state = OS_HELD;
+	return true;
+}
+
+/* op, which would wait for the disk, to a worker as its side's busy one. */
+int uaio__ep_pos_worker(uaio_loop *l, uaio_op *op)
+{
+	struct uaio_fdq *q = fdq(l, op->fd);
+	int r;
+
+	if (!q)
+		return -ENOMEM;
+	op->xflags |= OX_POSBUSY;
+	q->pbusy[pos_side(op)] = op;
+	if ((r = uaio__workers_submit(l, op)) < 0) {
+		op->xflags &= ~OX_POSBUSY;
+		q->pbusy[pos_side(op)] = NULL;
+	}
+	return r;
+}
+
+/* The side's busy op ended: the held ones go, in order, while each ends
+ * at once; the first that would wait for the disk becomes the busy one. */
+void uaio__ep_pos_next(uaio_loop *l, int fd, bool read_side)
+{
+	bool lk = uaio__lock(l);
+	struct uaio_fdent *e = uaio__fdent(l, fd, false);
+	int sd = read_side ? 0 : 1;
+
+	if (e && e->q) {
+		e->q->pbusy[sd] = NULL;
+		while (e->q->ph[sd] && !e->q->pbusy[sd]) {
+			uaio_op *op = e->q->ph[sd];
+			long r;
+
+			e->q->ph[sd] = op->next;
+			if (!e->q->ph[sd])
+				e->q->pt[sd] = NULL;
+			op->state = OS_IDLE;
+			r = uaio__ep_attempt(op);
+			if (r == -EAGAIN || r == -EOPNOTSUPP)
+				r = uaio__ep_pos_worker(l, op);
+			if (r < 0 || !(op->xflags & OX_POSBUSY))
+				uaio__complete(l, op, r);
+		}
+	}
+	uaio__unlock(l, lk);
+}
+
+/* A held op, cancelled: true when it was one. */
+bool uaio__ep_pos_cancel(uaio_loop *l, uaio_op *op)
+{
+	struct uaio_fdent *e = uaio__fdent(l, op->fd, false);
+	int sd = pos_side(op);
+
+	if (!e || !e->q || !uaio__ep_q_unlink(&e->q->ph[sd], &e->q->pt[sd], op))
+		return false;
+	uaio__complete(l, op, -ECANCELED);
+	return true;
 }
 
 

@@ -31,7 +31,8 @@ enum {
 	OS_RUNNING,	/* a worker is executing it */
 	OS_TIMERQ,	/* epoll: timeout op in the timer heap */
 	OS_DONE,	/* result known, callback not yet run (loop->done) */
-	OS_HELD,	/* io_uring: behind an op on its stream (uring_order.c) */
+	OS_HELD,	/* behind an op on its stream (io_uring: uring_order.c) or,
+			 * on epoll, at its file's position (epoll_fdq.c) */
 };
 
 /* uaio_op.xflags */
@@ -39,6 +40,7 @@ enum {
 #define OX_PLAIN	0x2	/* epoll: fd lacks RWF_NOWAIT: readiness, then plain I/O */
 #define OX_ORDERED	0x4	/* io_uring: its stream side's busy op */
 #define OX_CANCELLING	0x8	/* io_uring: a cancel of it is in the kernel */
+#define OX_POSBUSY	0x10	/* epoll: at a file's position, on a worker */
 #define OX_STARTED	0x8000	/* io_uring close: local cancels done */
 /* The caller's UAIO_OPF_* flags live above the private ones. */
 #define OX_USER_SHIFT	8
@@ -125,6 +127,9 @@ struct uaio_backend {
 	/* After dispatch: let the kernel release what finished ops still
 	 * hold (NULL: nothing to do). */
 	void (*settle)(uaio_loop *l);
+	/* An OX_POSBUSY op's worker finished (its result is out): the next
+	 * op held at that file's position on that side goes (NULL: none). */
+	void (*pos_next)(uaio_loop *l, int fd, bool read_side);
 };
 
 /* A pinned handle on io_uring: registered-file slot | this bit. Real

@@ -403,6 +403,58 @@ static void t_file_positions(void)
 	uaio_loop_free(l);
 }
 
+/* Reads and writes at a file's position that wait for the disk (ext4
+ * refuses non-blocking buffered writes; an evicted file's reads): the
+ * epoll fallback ran them side by side on its workers, and the file's
+ * bytes came out of order (BACDEFGH). */
+static void t_file_positions_disk(void)
+{
+	enum { M = 8, SZ = 256 * 1024 };
+	static char bufs[M][SZ], back[M][SZ];
+	uaio_loop *l = t_loop_new(0);
+	char path[] = "/var/tmp/uaio-order-XXXXXX", c;
+	struct tagged t[M];
+	int seq[M], nseq, fd = mkstemp(path);
+
+	CHECK(fd >= 0);
+	unlink(path);
+	for (int i = 0; i < M; i++)
+		memset(bufs[i], 'A' + i, SZ);
+	for (int round = 0; round < 3; round++) {
+		CHECK_EQ(ftruncate(fd, 0), 0);
+		CHECK_EQ(lseek(fd, 0, SEEK_SET), 0);
+		nseq = 0;
+		for (int i = 0; i < M; i++) {
+			t[i] = (struct tagged){ .i = i, .seq = seq, .nseq = &nseq };
+			CHECK_OK(uaio_op_write(l, &t[i].op, fd, bufs[i], SZ, -1, on_tagged, &t[i]));
+		}
+		T_RUN_UNTIL(l, nseq == M, 1000);
+		for (int i = 0; i < M; i++) {
+			CHECK_EQ(t[i].res, SZ);
+			CHECK_EQ(seq[i], i);
+			CHECK_EQ(pread(fd, &c, 1, (off_t)i * SZ), 1);
+			CHECK_EQ(c, 'A' + i);
+		}
+		CHECK_EQ(fdatasync(fd), 0);
+		CHECK_EQ(posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED), 0);
+		CHECK_EQ(lseek(fd, 0, SEEK_SET), 0);
+		nseq = 0;
+		for (int i = 0; i < M; i++) {
+			t[i] = (struct tagged){ .i = i, .seq = seq, .nseq = &nseq };
+			CHECK_OK(uaio_op_read(l, &t[i].op, fd, back[i], SZ, -1, on_tagged, &t[i]));
+		}
+		T_RUN_UNTIL(l, nseq == M, 1000);
+		for (int i = 0; i < M; i++) {
+			CHECK_EQ(t[i].res, SZ);
+			CHECK_EQ(seq[i], i);
+			CHECK_EQ(back[i][0], 'A' + i);
+			CHECK_EQ(back[i][SZ - 1], 'A' + i);
+		}
+	}
+	close(fd);
+	uaio_loop_free(l);
+}
+
 int main(int argc, char **argv)
 {
 	(void)argc;
@@ -415,5 +467,6 @@ int main(int argc, char **argv)
 	RUN(t_resume_without_room);
 	RUN(t_accepted_reuses_number);
 	RUN(t_file_positions);
+	RUN(t_file_positions_disk);
 	return T_EXIT_PASS;
 }

@@ -341,9 +341,10 @@ both -M -r g d d
   fail "cp -r g d d: d/d lacks g, which the first operand made"
 # A source directory that is also the destination (cp -r . sub, with sub
 # inside the source): its files the copy is still making were missed when
-# it was read (review), where cp, one file after the other, copies them.
+# it was read (review), where cp, one file after the other, copies them
+# (in the order of their inodes, which the jobs make side by side: sorted).
 SETUP='for i in 1 2 3 4 5 6; do echo $i >f$i; done; mkdir bak; echo old >bak/keep'
-both -M -rv . bak
+both -s -M -rv . bak
 for i in 1 2 3 4 5 6; do [ -f "$T/u/bak/bak/f$i" ] || fail "cp -r . bak: bak/bak/f$i missing"; done
 # -p onto a device whose write fails (/dev/full's kind): no metadata on it
 if [ "$(id -u)" = 0 ]; then

@@ -194,6 +194,16 @@ void ht_put(const char *dir, const char *name, const void *data, size_t len)
 	free(p);
 }
 
+void ht_put_hole(const char *dir, const char *name, off_t size)
+{
+	char *p = ht_join(dir, name);
+	int fd = open(p, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+
+	FATAL(fd >= 0 && ftruncate(fd, size) == 0, "%s", p);
+	close(fd);
+	free(p);
+}
+
 unsigned char *ht_random(size_t len, unsigned long long seed)
 {
 	unsigned char *b = malloc(len + 8);

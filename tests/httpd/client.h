@@ -56,6 +56,8 @@ char *ht_mkdir(const char *rel);	/* scratch/rel, made; malloc'd */
 void ht_write(const char *path, const void *data, size_t len);
 /* ht_write of dir/name. */
 void ht_put(const char *dir, const char *name, const void *data, size_t len);
+/* name in dir: size bytes of hole (read from no disk) */
+void ht_put_hole(const char *dir, const char *name, off_t size);
 unsigned char *ht_random(size_t len, unsigned long long seed);
 char *ht_slurp(const char *path, size_t *len);	/* NULL if missing */
 

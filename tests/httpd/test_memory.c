@@ -97,15 +97,8 @@ int main(void)
 #endif
 	ht_raise_nofile(4 * N);
 	root = ht_mkdir("root");
-	{
-		/* 64 MiB of hole: more than socket buffers hold, read from no disk */
-		char *big = ht_join(root, "big.bin");
-		int fd = open(big, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-
-		FATAL(fd >= 0 && ftruncate(fd, 64 << 20) == 0, "big.bin");
-		close(fd);
-		free(big);
-	}
+	/* 64 MiB of hole: more than socket buffers hold, read from no disk */
+	ht_put_hole(root, "big.bin", 64 << 20);
 	RUN(t_stalled_blocking);
 	RUN(t_stalled_laio);
 	return ht_finish();

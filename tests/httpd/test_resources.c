@@ -32,15 +32,8 @@ static void setup(void)
 	char name[32], body[32];
 
 	root = ht_mkdir("root");
-	{
-		/* 64 MiB of hole: more than socket buffers hold, read from no disk */
-		char *big = ht_join(root, "big.bin");
-		int fd = open(big, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-
-		FATAL(fd >= 0 && ftruncate(fd, 64 << 20) == 0, "big.bin");
-		close(fd);
-		free(big);
-	}
+	/* 64 MiB of hole: more than socket buffers hold, read from no disk */
+	ht_put_hole(root, "big.bin", 64 << 20);
 	for (int i = 0; i < NFILES; i++) {
 		snprintf(name, sizeof(name), "f%d.txt", i);
 		snprintf(body, sizeof(body), "file %d\n", i);

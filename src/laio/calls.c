@@ -3,9 +3,9 @@
  * laio_syscall: the table of calls. One row per system call says how its
  * arguments are rewritten to the *at form the ring knows (normalisation),
  * which class of treatment it gets, and which io_uring op continues it in
- * the background. The classes are described once, here, and docs/laio.md's
- * class table is generated from this table (tests/laio/test_classes.c
- * checks that it is). A call this build knows that has no row runs on the
+ * the background (those forms are in forms.c). The classes are described
+ * once, here, and docs/laio.md's class table is generated from this table
+ * (tests/laio/test_classes.c checks that it is). A call this build knows that has no row runs on the
  * helper pool; an unknown number runs inline (ENOSYS).
  */
 #define _GNU_SOURCE
@@ -15,177 +15,6 @@
 #include <sys/wait.h>
 
 #include "laio/engine.h"
-
-#define A(i) (r->a[i])
-#define L (laio__engine.loop)
-#define OPARGS laio__op_cb, r
-
-static int s_accept(struct laio_call *r)
-{
-	return uaio_op_accept(L, &r->op, (int)A(0), (struct sockaddr *)A(1),
-			      (socklen_t *)A(2), r->nr == SYS_accept ? 0 : (int)A(3),
-			      OPARGS);
-}
-static int s_connect(struct laio_call *r)
-{
-	return uaio_op_connect(L, &r->op, (int)A(0), (const struct sockaddr *)A(1),
-			       (socklen_t)A(2), OPARGS);
-}
-/* a[] normalised to openat(dfd, path, flags, mode) */
-static int s_openat(struct laio_call *r)
-{
-	return uaio_op_openat(L, &r->op, (int)A(0), (const char *)A(1), (int)A(2),
-			      (mode_t)A(3), OPARGS);
-}
-static int s_openat2(struct laio_call *r)
-{
-	return uaio_op_openat2(L, &r->op, (int)A(0), (const char *)A(1),
-			       (struct open_how *)A(2), OPARGS);
-}
-static int s_statx(struct laio_call *r)
-{
-	return uaio_op_statx(L, &r->op, (int)A(0), (const char *)A(1), (int)A(2),
-			     (unsigned)A(3), (struct statx *)A(4), OPARGS);
-}
-static int s_fsync(struct laio_call *r)
-{
-	return uaio_op_fsync(L, &r->op, (int)A(0), r->nr == SYS_fdatasync, OPARGS);
-}
-static int s_fallocate(struct laio_call *r)
-{
-	return uaio_op_fallocate(L, &r->op, (int)A(0), (int)A(1), A(2), A(3), OPARGS);
-}
-/* normalised to unlinkat(dfd, path, flags) */
-static int s_unlinkat(struct laio_call *r)
-{
-	return uaio_op_unlinkat(L, &r->op, (int)A(0), (const char *)A(1), (int)A(2),
-				OPARGS);
-}
-/* normalised to renameat2(od, op, nd, np, flags) */
-static int s_renameat(struct laio_call *r)
-{
-	return uaio_op_renameat(L, &r->op, (int)A(0), (const char *)A(1), (int)A(2),
-				(const char *)A(3), (unsigned)A(4), OPARGS);
-}
-/* normalised to mkdirat(dfd, path, mode) */
-static int s_mkdirat(struct laio_call *r)
-{
-	return uaio_op_mkdirat(L, &r->op, (int)A(0), (const char *)A(1),
-			       (mode_t)A(2), OPARGS);
-}
-/* normalised to symlinkat(target, dfd, path) */
-static int s_symlinkat(struct laio_call *r)
-{
-	return uaio_op_symlinkat(L, &r->op, (const char *)A(0), (int)A(1),
-				 (const char *)A(2), OPARGS);
-}
-/* normalised to linkat(od, op, nd, np, flags) */
-static int s_linkat(struct laio_call *r)
-{
-	return uaio_op_linkat(L, &r->op, (int)A(0), (const char *)A(1), (int)A(2),
-			      (const char *)A(3), (int)A(4), OPARGS);
-}
-static int s_fadvise(struct laio_call *r)
-{
-	return uaio_op_fadvise(L, &r->op, (int)A(0), A(1), A(2), (int)A(3), OPARGS);
-}
-static int s_madvise(struct laio_call *r)
-{
-	return uaio_op_madvise(L, &r->op, (void *)A(0), (size_t)A(1), (int)A(2),
-			       OPARGS);
-}
-static int s_splice(struct laio_call *r)
-{
-	return uaio_op_splice(L, &r->op, (int)A(0), -1, (int)A(2), -1, (size_t)A(4),
-			      (unsigned)A(5), OPARGS);
-}
-static int s_tee(struct laio_call *r)
-{
-	return uaio_op_tee(L, &r->op, (int)A(0), (int)A(1), (size_t)A(2),
-			   (unsigned)A(3), OPARGS);
-}
-static int s_shutdown(struct laio_call *r)
-{
-	return uaio_op_shutdown(L, &r->op, (int)A(0), (int)A(1), OPARGS);
-}
-
-#undef A
-#undef L
-#undef OPARGS
-
-/* ---------------------------------------------------- normalisation */
-
-static void n_open(long *a)		/* open(p, f, m) -> openat(AT_FDCWD, p, f, m) */
-{
-	memmove(a + 1, a, 3 * sizeof(long));
-	a[0] = AT_FDCWD;
-}
-
-static void n_creat(long *a)		/* creat(p, m) -> openat(AT_FDCWD, p, O_CREAT|O_WRONLY|O_TRUNC, m) */
-{
-	a[3] = a[1];
-	a[2] = O_CREAT | O_WRONLY | O_TRUNC;
-	a[1] = a[0];
-	a[0] = AT_FDCWD;
-}
-
-static void n_unlink(long *a)		/* unlink(p) -> unlinkat(AT_FDCWD, p, 0) */
-{
-	a[2] = 0;
-	a[1] = a[0];
-	a[0] = AT_FDCWD;
-}
-
-static void n_rmdir(long *a)		/* rmdir(p) -> unlinkat(AT_FDCWD, p, AT_REMOVEDIR) */
-{
-	a[2] = AT_REMOVEDIR;
-	a[1] = a[0];
-	a[0] = AT_FDCWD;
-}
-
-static void n_renameat(long *a)		/* renameat(...) -> renameat2(..., 0) */
-{
-	a[4] = 0;
-}
-
-static void n_rename(long *a)		/* rename(o, n) -> renameat2(AT_FDCWD, o, AT_FDCWD, n, 0) */
-{
-	a[3] = a[1];
-	a[2] = AT_FDCWD;
-	a[1] = a[0];
-	a[0] = AT_FDCWD;
-	a[4] = 0;
-}
-
-static void n_mkdir(long *a)		/* mkdir(p, m) -> mkdirat(AT_FDCWD, p, m) */
-{
-	a[2] = a[1];
-	a[1] = a[0];
-	a[0] = AT_FDCWD;
-}
-
-static void n_symlink(long *a)		/* symlink(t, p) -> symlinkat(t, AT_FDCWD, p) */
-{
-	a[2] = a[1];
-	a[1] = AT_FDCWD;
-}
-
-/* statx(fd, NULL, AT_EMPTY_PATH, ...): the kernel takes a NULL path with
- * AT_EMPTY_PATH (Linux 6.11), the ring's op wants a string */
-static void n_statx(long *a)
-{
-	if (!a[1] && (a[2] & AT_EMPTY_PATH))
-		a[1] = (long)"";
-}
-
-static void n_link(long *a)		/* link(o, n) -> linkat(AT_FDCWD, o, AT_FDCWD, n, 0) */
-{
-	a[3] = a[1];
-	a[2] = AT_FDCWD;
-	a[1] = a[0];
-	a[0] = AT_FDCWD;
-	a[4] = 0;
-}
 
 /* ---------------------------------------------------------- classes */
 
@@ -252,7 +81,7 @@ static long open_call(long nr, long *a)
 		if (fd != -EAGAIN && fd != -EINVAL && fd != -ENOSYS && fd != -E2BIG)
 			return laio__ret_inline(fd);
 	}
-	return laio__try_ring(nr, a, s_openat);
+	return laio__try_ring(nr, a, laio__s_openat);
 }
 
 static long openat2_call(long nr, long *a)
@@ -276,7 +105,7 @@ static long openat2_call(long nr, long *a)
 	} else if (how->resolve & RESOLVE_CACHED) {
 		return laio__ret_inline(uaio__sysret(syscall(nr, a[0], a[1], a[2], a[3])));
 	}
-	return laio__try_ring(nr, a, s_openat2);
+	return laio__try_ring(nr, a, laio__s_openat2);
 pool: {
 		struct laio_call *r;
 
@@ -436,46 +265,46 @@ static const struct laio_row laio_rows[] = {
 	ROW(preadv2, C_RW, NULL, NULL) ROW(pwritev2, C_RW, NULL, NULL)
 	ROW(recvfrom, C_RW, NULL, NULL) ROW(sendto, C_RW, NULL, NULL)
 	ROW(recvmsg, C_RW, NULL, NULL) ROW(sendmsg, C_RW, NULL, NULL)
-	ROW(accept, C_CONN, NULL, s_accept) ROW(accept4, C_CONN, NULL, s_accept)
-	ROW(connect, C_CONN, NULL, s_connect)
+	ROW(accept, C_CONN, NULL, laio__s_accept) ROW(accept4, C_CONN, NULL, laio__s_accept)
+	ROW(connect, C_CONN, NULL, laio__s_connect)
 #ifdef SYS_open
-	ROW(open, C_OPEN, n_open, s_openat)
+	ROW(open, C_OPEN, laio__n_open, laio__s_openat)
 #endif
 #ifdef SYS_creat
-	ROW(creat, C_OPEN, n_creat, s_openat)
+	ROW(creat, C_OPEN, laio__n_creat, laio__s_openat)
 #endif
-	ROW(openat, C_OPEN, NULL, s_openat)
-	ROW(openat2, C_OPEN, NULL, s_openat2)
-	ROW(statx, C_RING, n_statx, s_statx)
-	ROW(fsync, C_RING, NULL, s_fsync) ROW(fdatasync, C_RING, NULL, s_fsync)
-	ROW(fallocate, C_RING, NULL, s_fallocate)
-	ROW(unlinkat, C_RING, NULL, s_unlinkat)
+	ROW(openat, C_OPEN, NULL, laio__s_openat)
+	ROW(openat2, C_OPEN, NULL, laio__s_openat2)
+	ROW(statx, C_RING, laio__n_statx, laio__s_statx)
+	ROW(fsync, C_RING, NULL, laio__s_fsync) ROW(fdatasync, C_RING, NULL, laio__s_fsync)
+	ROW(fallocate, C_RING, NULL, laio__s_fallocate)
+	ROW(unlinkat, C_RING, NULL, laio__s_unlinkat)
 #ifdef SYS_unlink
-	ROW(unlink, C_RING, n_unlink, s_unlinkat) ROW(rmdir, C_RING, n_rmdir, s_unlinkat)
+	ROW(unlink, C_RING, laio__n_unlink, laio__s_unlinkat) ROW(rmdir, C_RING, laio__n_rmdir, laio__s_unlinkat)
 #endif
-	ROW(renameat, C_RING, n_renameat, s_renameat)
-	ROW(renameat2, C_RING, NULL, s_renameat)
+	ROW(renameat, C_RING, laio__n_renameat, laio__s_renameat)
+	ROW(renameat2, C_RING, NULL, laio__s_renameat)
 #ifdef SYS_rename
-	ROW(rename, C_RING, n_rename, s_renameat)
+	ROW(rename, C_RING, laio__n_rename, laio__s_renameat)
 #endif
-	ROW(mkdirat, C_RING, NULL, s_mkdirat)
+	ROW(mkdirat, C_RING, NULL, laio__s_mkdirat)
 #ifdef SYS_mkdir
-	ROW(mkdir, C_RING, n_mkdir, s_mkdirat)
+	ROW(mkdir, C_RING, laio__n_mkdir, laio__s_mkdirat)
 #endif
-	ROW(symlinkat, C_RING, NULL, s_symlinkat)
+	ROW(symlinkat, C_RING, NULL, laio__s_symlinkat)
 #ifdef SYS_symlink
-	ROW(symlink, C_RING, n_symlink, s_symlinkat)
+	ROW(symlink, C_RING, laio__n_symlink, laio__s_symlinkat)
 #endif
-	ROW(linkat, C_RING, NULL, s_linkat)
+	ROW(linkat, C_RING, NULL, laio__s_linkat)
 #ifdef SYS_link
-	ROW(link, C_RING, n_link, s_linkat)
+	ROW(link, C_RING, laio__n_link, laio__s_linkat)
 #endif
 #ifdef SYS_fadvise64
-	ROW(fadvise64, C_RING, NULL, s_fadvise)
+	ROW(fadvise64, C_RING, NULL, laio__s_fadvise)
 #endif
-	ROW(madvise, C_RING, NULL, s_madvise)
-	ROW(tee, C_RING, NULL, s_tee) ROW(shutdown, C_RING, NULL, s_shutdown)
-	ROW(splice, C_SPLICE, NULL, s_splice)
+	ROW(madvise, C_RING, NULL, laio__s_madvise)
+	ROW(tee, C_RING, NULL, laio__s_tee) ROW(shutdown, C_RING, NULL, laio__s_shutdown)
+	ROW(splice, C_SPLICE, NULL, laio__s_splice)
 	ROW(futex, C_FUTEX, NULL, NULL)
 	ROW(wait4, C_WAIT, NULL, NULL) ROW(waitid, C_WAIT, NULL, NULL)
 	/* descriptors: close(2) leaves the calls in flight on the file alone,

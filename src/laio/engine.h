@@ -11,7 +11,8 @@
  * thread in laio_poll() drives it, and op callbacks queue the records on
  * the engine's completion queue.
  *
- * Files: calls.c (the table of calls, laio_syscall), attempt.c (tries in
+ * Files: calls.c (the table of calls, laio_syscall), forms.c (each call's
+ * *at form and ring op), attempt.c (tries in
  * the caller, going on after a part), background.c (what continues on the loop), engine.c (the
  * engine, records, laio_poll / laio_fd / laio_gethandle / laio_cancel).
  */
@@ -155,6 +156,34 @@ const struct iovec *laio__call_iov(struct laio_call *r, struct iovec *iov1, int 
 long laio__try_nowait(struct laio_call *r);
 bool laio__fd_isreg(struct laio_call *r);
 int laio__iov_advance(struct laio_call *r, size_t n);
+/* forms.c: a call's *at form (normalisation) and its ring op */
+int laio__s_accept(struct laio_call *r);
+int laio__s_connect(struct laio_call *r);
+int laio__s_openat(struct laio_call *r);
+int laio__s_openat2(struct laio_call *r);
+int laio__s_statx(struct laio_call *r);
+int laio__s_fsync(struct laio_call *r);
+int laio__s_fallocate(struct laio_call *r);
+int laio__s_unlinkat(struct laio_call *r);
+int laio__s_renameat(struct laio_call *r);
+int laio__s_mkdirat(struct laio_call *r);
+int laio__s_symlinkat(struct laio_call *r);
+int laio__s_linkat(struct laio_call *r);
+int laio__s_fadvise(struct laio_call *r);
+int laio__s_madvise(struct laio_call *r);
+int laio__s_splice(struct laio_call *r);
+int laio__s_tee(struct laio_call *r);
+int laio__s_shutdown(struct laio_call *r);
+void laio__n_open(long *a);
+void laio__n_creat(long *a);
+void laio__n_unlink(long *a);
+void laio__n_rmdir(long *a);
+void laio__n_renameat(long *a);
+void laio__n_rename(long *a);
+void laio__n_mkdir(long *a);
+void laio__n_symlink(long *a);
+void laio__n_statx(long *a);
+void laio__n_link(long *a);
 bool laio__continue(struct laio_call *r, long res, bool first_try);
 bool laio__peek_waitall(const struct laio_call *r);
 bool laio__whole(struct laio_call *r, long res);

@@ -9,7 +9,6 @@
  * memory back (quarantine).
  */
 #define _GNU_SOURCE
-#include <fcntl.h>
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>

@@ -212,8 +212,13 @@ static int ep_submit(uaio_loop *l, uaio_op *op)
 	/* Keep per-fd order: behind anything already queued on that side.
 	 * If epoll already watches that side, it will say when to try. */
 	e = uaio__fdent(l, op->fd, false);
-	if (e && e->q && (uaio__op_read_side(op) ? e->q->rh || (e->q->reg & EPOLLIN)
-					   : e->q->wh || (e->q->reg & EPOLLOUT)))
+	if (e && e->q && (uaio__op_read_side(op) ? e->q->rh : e->q->wh))
+		return uaio__ep_enqueue(l, op);
+	/* epoll watches that side (a registration kept a round after its
+	 * queue emptied): it will say when to try; but for the caller's
+	 * MSG_DONTWAIT, whose try now is its answer */
+	if (e && e->q && (e->q->reg & (uaio__op_read_side(op) ? EPOLLIN : EPOLLOUT)) &&
+	    !uaio__ep_dontwait(op))
 		return uaio__ep_enqueue(l, op);
 	if (op->opcode == OP_ACCEPT_MULTI) {
 		if ((r = uaio__accept_refused(op->fd)) < 0) {
@@ -223,10 +228,7 @@ static int ep_submit(uaio_loop *l, uaio_op *op)
 		return uaio__ep_enqueue(l, op);
 	}
 	r = uaio__ep_attempt(op);
-	/* The caller's MSG_DONTWAIT: its try is its answer, as io_uring's */
-	if (r == -EAGAIN && (op->opcode == OP_RECV || op->opcode == OP_SEND ||
-			     op->opcode == OP_RECVMSG || op->opcode == OP_SENDMSG) &&
-	    (op->rw_flags & MSG_DONTWAIT)) {
+	if (r == -EAGAIN && uaio__ep_dontwait(op)) {
 		uaio__complete(l, op, r);
 		return 0;
 	}

@@ -47,6 +47,7 @@ void uaio__ep_flush_idle(uaio_loop *l);
 bool uaio__ep_q_unlink(uaio_op **h, uaio_op **t, uaio_op *op);
 uint64_t uaio__ep_rw_total(const uaio_op *op);
 bool uaio__ep_is_rw(const uaio_op *op);
+bool uaio__ep_dontwait(const uaio_op *op);
 long uaio__ep_attempt(uaio_op *op);
 bool uaio__ep_blocks_on_disk(int fd);
 int uaio__ep_enqueue(uaio_loop *l, uaio_op *op);
@@ -54,7 +55,7 @@ int uaio__ep_cancel_fd_ops(uaio_loop *l, int fd);
 void uaio__ep_handle_fd(uaio_loop *l, int fd, uint32_t events);
 bool uaio__ep_pos_held(uaio_loop *l, uaio_op *op);
 int uaio__ep_pos_worker(uaio_loop *l, uaio_op *op);
-void uaio__ep_pos_next(uaio_loop *l, int fd, bool read_side);
+void uaio__ep_pos_next(uaio_loop *l, uaio_op *done);
 bool uaio__ep_pos_cancel(uaio_loop *l, uaio_op *op);
 
 #endif

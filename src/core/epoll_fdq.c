@@ -12,6 +12,7 @@
 #include <poll.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/uio.h>
 #include <unistd.h>
@@ -151,6 +152,14 @@ uint64_t uaio__ep_rw_total(const uaio_op *op)
 	return n;
 }
 
+/* A recv or send with the caller's MSG_DONTWAIT: one try is its answer
+ * (-EAGAIN too), as io_uring gives it, never a wait. */
+bool uaio__ep_dontwait(const uaio_op *op)
+{
+	return (op->opcode == OP_RECV || op->opcode == OP_SEND || op->opcode == OP_RECVMSG ||
+		op->opcode == OP_SENDMSG) && (op->rw_flags & MSG_DONTWAIT);
+}
+
 bool uaio__ep_is_rw(const uaio_op *op)
 {
 	return uaio__opdef(op)->flags & OPF_RW;
@@ -229,18 +238,28 @@ int uaio__ep_cancel_fd_ops(uaio_loop *l, int fd)
 	struct uaio_fdent *e = uaio__fdent(l, fd, false);
 	int n = 0;
 
+	uaio_op *lists[4] = { NULL }, *op, *next;
+
 	if (e && e->q) {
-		uaio_op *lists[4] = { e->q->rh, e->q->wh, e->q->ph[0], e->q->ph[1] }, *op, *next;
+		lists[0] = e->q->rh;
+		lists[1] = e->q->wh;
+		lists[2] = e->q->ph[0];
+		lists[3] = e->q->ph[1];
 		e->q->rh = e->q->rt = e->q->wh = e->q->wt = NULL;
 		e->q->ph[0] = e->q->pt[0] = e->q->ph[1] = e->q->pt[1] = NULL;
-		for (int i = 0; i < 4; i++)
-			for (op = lists[i]; op; op = next, n++) {
-				next = op->next;
-				uaio__complete(l, op, -ECANCELED);
-			}
-		uaio__ep_update_reg(l, fd);
 	}
-	return n + uaio__workers_cancel_fd(l, fd);
+	/* the pool's first: a busy op at the file's position was made
+	 * before those held behind it, whose lists are out of reach of its
+	 * end (pos_next) now */
+	n = uaio__workers_cancel_fd(l, fd);
+	for (int i = 0; i < 4; i++)
+		for (op = lists[i]; op; op = next, n++) {
+			next = op->next;
+			uaio__complete(l, op, -ECANCELED);
+		}
+	if (e && e->q)
+		uaio__ep_update_reg(l, fd);
+	return n;
 }
 
 /*
@@ -286,14 +305,16 @@ int uaio__ep_pos_worker(uaio_loop *l, uaio_op *op)
 }
 
 /* The side's busy op ended: the held ones go, in order, while each ends
- * at once; the first that would wait for the disk becomes the busy one. */
-void uaio__ep_pos_next(uaio_loop *l, int fd, bool read_side)
+ * at once; the first that would wait for the disk becomes the busy one.
+ * Only if done is that side's busy op: a close freed the queue since,
+ * and the number may name another file, with a busy op of its own. */
+void uaio__ep_pos_next(uaio_loop *l, uaio_op *done)
 {
 	bool lk = uaio__lock(l);
-	struct uaio_fdent *e = uaio__fdent(l, fd, false);
-	int sd = read_side ? 0 : 1;
+	struct uaio_fdent *e = uaio__fdent(l, done->fd, false);
+	int sd = pos_side(done);
 
-	if (e && e->q) {
+	if (e && e->q && e->q->pbusy[sd] == done) {
 		e->q->pbusy[sd] = NULL;
 		while (e->q->ph[sd] && !e->q->pbusy[sd]) {
 			uaio_op *op = e->q->ph[sd];
@@ -343,7 +364,7 @@ static void run_queue(uaio_loop *l, uaio_op **h, uaio_op **t)
 			op->xflags |= OX_PLAIN;
 			r = uaio__ep_attempt(op);
 		}
-		if (r == -EAGAIN)
+		if (r == -EAGAIN && !uaio__ep_dontwait(op))
 			break;
 		if (op->opcode == OP_ACCEPT_MULTI && r >= 0) {
 			uaio__fire(l, op, (int32_t)r, FIRED_OP_MORE);

@@ -46,16 +46,8 @@ int uaio__drain_inbox(uaio_loop *l)
 	if (op) {
 		bool lk = uaio__lock(l);
 		for (; op; op = next) {
-			bool pos = op->xflags & OX_POSBUSY;
-			bool rd = pos && uaio__op_read_side(op);
-			int fd = op->fd;
-
 			next = op->next;
-			op->xflags &= ~OX_POSBUSY;
-			uaio__complete(l, op, (long)op->off);
-			/* after its result, so that callbacks keep the order */
-			if (pos && l->be->pos_next)
-				l->be->pos_next(l, fd, rd);
+			uaio__worker_op_end(l, op, (long)op->off);
 		}
 		uaio__unlock(l, lk);
 	}

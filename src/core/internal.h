@@ -127,9 +127,10 @@ struct uaio_backend {
 	/* After dispatch: let the kernel release what finished ops still
 	 * hold (NULL: nothing to do). */
 	void (*settle)(uaio_loop *l);
-	/* An OX_POSBUSY op's worker finished (its result is out): the next
-	 * op held at that file's position on that side goes (NULL: none). */
-	void (*pos_next)(uaio_loop *l, int fd, bool read_side);
+	/* op, OX_POSBUSY, ended on the pool (its result is out, or it was
+	 * cancelled before it ran): the next op held at that file's
+	 * position on that side goes (NULL: none). */
+	void (*pos_next)(uaio_loop *l, uaio_op *op);
 };
 
 /* A pinned handle on io_uring: registered-file slot | this bit. Real
@@ -280,6 +281,7 @@ static inline unsigned uaio__fired_room(const uaio_loop *l)
 	return UAIO_FIRED_MAX - l->nfired;
 }
 int uaio__drain_inbox(uaio_loop *l);
+void uaio__worker_op_end(uaio_loop *l, uaio_op *op, long res);
 void uaio__wake(uaio_loop *l);
 void uaio__inbox_free(uaio_loop *l);
 void uaio__inbox_done(uaio_loop *l, uaio_op *op);

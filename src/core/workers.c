@@ -149,14 +149,27 @@ int uaio__workers_cancel(uaio_loop *l, uaio_op *target)
 	}
 	pthread_mutex_unlock(&w->mu);
 	if (ret == 0)
-		uaio__complete(l, target, -ECANCELED);
+		uaio__worker_op_end(l, target, -ECANCELED);
 	return ret;
+}
+
+/* A pool op ends (its result, or its cancel before it ran). One at a
+ * file's position lets the next one there go (epoll), after its own
+ * result, so that the callbacks keep the order. */
+void uaio__worker_op_end(uaio_loop *l, uaio_op *op, long res)
+{
+	bool pos = op->xflags & OX_POSBUSY;
+
+	op->xflags &= ~OX_POSBUSY;
+	uaio__complete(l, op, res);
+	if (pos && l->be->pos_next)
+		l->be->pos_next(l, op);
 }
 
 int uaio__workers_cancel_fd(uaio_loop *l, int fd)
 {
 	struct uaio_workers *w = &l->workers;
-	uaio_op **pp, *prev = NULL, *hit = NULL, *next;
+	uaio_op **pp, *prev = NULL, *hit = NULL, **hit_end = &hit, *next;
 	int n = 0;
 
 	pthread_mutex_lock(&w->mu);
@@ -168,8 +181,9 @@ int uaio__workers_cancel_fd(uaio_loop *l, int fd)
 			if (w->tail == op)
 				w->tail = prev;
 			w->nqueued--;
-			op->next = hit;
-			hit = op;
+			op->next = NULL;	/* in the order they were queued */
+			*hit_end = op;
+			hit_end = &op->next;
 		} else {
 			prev = op;
 			pp = &op->next;
@@ -178,7 +192,7 @@ int uaio__workers_cancel_fd(uaio_loop *l, int fd)
 	pthread_mutex_unlock(&w->mu);
 	for (; hit; hit = next, n++) {
 		next = hit->next;
-		uaio__complete(l, hit, -ECANCELED);
+		uaio__worker_op_end(l, hit, -ECANCELED);
 	}
 	return n;
 }

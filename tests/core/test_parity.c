@@ -389,6 +389,15 @@ static void dontwait(void)
 	r = (struct res){ 0 };
 	CHECK_OK(uaio_op_recvmsg(L, &op, sv[0], &mh, MSG_DONTWAIT, on_res, &r));
 	CHECK_EQ(result(&r), -EAGAIN);
+	/* right after a recv that waited: its side still registered */
+	r = (struct res){ 0 };
+	CHECK_OK(uaio_op_recv(L, &op, sv[0], b, sizeof(b), 0, on_res, &r));
+	uaio_loop_run_once(L, 0);
+	CHECK(write(sv[1], "x", 1) == 1);
+	CHECK_EQ(result(&r), 1);
+	r = (struct res){ 0 };
+	CHECK_OK(uaio_op_recv(L, &op, sv[0], b, sizeof(b), MSG_DONTWAIT, on_res, &r));
+	CHECK_EQ(result(&r), -EAGAIN);
 	close(sv[0]);
 	close(sv[1]);
 }

@@ -455,6 +455,68 @@ static void t_file_positions_disk(void)
 	uaio_loop_free(l);
 }
 
+/* The op at a file's position that waits for the pool (its two workers
+ * held busy) is cancelled there, with ops held behind it: they end, in
+ * the order they were made, and a later op at the position goes (on the
+ * epoll fallback the file's side stayed marked busy: held for ever). */
+static int gate[2];
+static void on_done_res(uaio_op *op, int res, void *data)
+{
+	(void)op;
+	*(int *)data = res;
+}
+
+static long blocked_work(void *arg)
+{
+	char c;
+
+	(void)arg;
+	return read(gate[0], &c, 1);
+}
+
+static void t_file_positions_cancel(void)
+{
+	enum { M = 3 };
+	static char buf[M][4096];
+	uaio_loop *l = t_loop_new_p(0, 0, 2);
+	char path[] = "/var/tmp/uaio-order-XXXXXX";
+	struct tagged t[M], after, wk[2];
+	int seq[M + 3], nseq = 0, fd = mkstemp(path);
+	uaio_op c = { 0 };
+	int cres = 1;
+
+	CHECK(fd >= 0 && pipe(gate) == 0);
+	unlink(path);
+	for (int i = 0; i < 2; i++) {
+		wk[i] = (struct tagged){ .i = M + 1 + i, .seq = seq, .nseq = &nseq };
+		CHECK_OK(uaio_op_work(l, &wk[i].op, blocked_work, NULL, on_tagged, &wk[i]));
+	}
+	for (int i = 0; i < M; i++) {
+		t[i] = (struct tagged){ .i = i, .seq = seq, .nseq = &nseq };
+		CHECK_OK(uaio_op_write(l, &t[i].op, fd, buf[i], sizeof(buf[i]), -1, on_tagged, &t[i]));
+	}
+	CHECK_OK(uaio_op_cancel_fd(l, &c, fd, on_done_res, &cres));
+	T_RUN_UNTIL(l, nseq >= M || cres != 1, 1000);
+	T_RUN_UNTIL(l, cres != 1, 1000);
+	/* what was not cancelled ended with its result; what was, in order */
+	after = (struct tagged){ .i = M, .seq = seq, .nseq = &nseq };
+	CHECK_OK(uaio_op_write(l, &after.op, fd, buf[0], 10, -1, on_tagged, &after));
+	CHECK(write(gate[1], "xx", 2) == 2);	/* the workers go */
+	T_RUN_UNTIL(l, nseq == M + 3, 1000);
+	/* the three writes in order (io_uring ends a busy op's cancel
+	 * after those held behind it: uaio_loop(7)) */
+	for (int i = 0, last = -1; i < M + 3 && uaio_loop_backend(l) == UAIO_BACKEND_EPOLL; i++)
+		if (seq[i] < M) {
+			CHECK(seq[i] > last);
+			last = seq[i];
+		}
+	CHECK(after.res == 10);
+	close(gate[0]);
+	close(gate[1]);
+	close(fd);
+	uaio_loop_free(l);
+}
+
 int main(int argc, char **argv)
 {
 	(void)argc;
@@ -468,5 +530,6 @@ int main(int argc, char **argv)
 	RUN(t_accepted_reuses_number);
 	RUN(t_file_positions);
 	RUN(t_file_positions_disk);
+	RUN(t_file_positions_cancel);
 	return T_EXIT_PASS;
 }

@@ -324,6 +324,8 @@ static bool span_faults(const struct aiocb *cb, int kind)
 	return n == -EFAULT;
 }
 
+static bool serial_has(int fd, const struct stat *st);
+
 /* Whether writes to fd are in flight (a read then waits for them, as a
  * barrier: submit_parallel). No lock while there are none anywhere. */
 static bool writes_pending(int fd)
@@ -419,6 +421,9 @@ int aio__submit_rw(struct aiocb *cb, int kind, struct lio_ctx *pc,
 			return 0;
 		}
 		if (!positional_file(fd, &st))
+			goto serial;
+		/* O_APPEND writes to it queued: a read waits behind them */
+		if (kind == K_READ && serial_has(fd, &st))
 			goto serial;
 		positional = true;
 	}

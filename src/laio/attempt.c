@@ -241,9 +241,10 @@ static bool goes_on(struct laio_call *r, bool first_try)
 {
 	if (laio__is_write_nr(r->nr))
 		return !laio__fd_isreg(r);
-	if (laio__is_read_nr(r->nr))
+	if (laio__is_read_nr(r->nr))	/* (not one opened as a stream: trace_pipe) */
 		return laio__fd_isreg(r) &&
-		       (first_try || uaio_loop_backend(laio__engine.loop) != UAIO_BACKEND_URING);
+		       (first_try || uaio_loop_backend(laio__engine.loop) != UAIO_BACKEND_URING) &&
+		       (lseek((int)r->a[0], 0, SEEK_CUR) >= 0 || errno != ESPIPE);
 	/* (recvmsg with room for ancillary data stops at it, as the kernel
 	 * stops at passed descriptors: its part is the result) */
 	if (r->nr == SYS_recvmsg && ((const struct msghdr *)r->a[1])->msg_control)

@@ -182,7 +182,6 @@ void laio__n_renameat(long *a);
 void laio__n_rename(long *a);
 void laio__n_mkdir(long *a);
 void laio__n_symlink(long *a);
-void laio__n_statx(long *a);
 void laio__n_link(long *a);
 bool laio__continue(struct laio_call *r, long res, bool first_try);
 bool laio__peek_waitall(const struct laio_call *r);

@@ -162,13 +162,6 @@ void laio__n_symlink(long *a)		/* symlink(t, p) -> symlinkat(t, AT_FDCWD, p) */
 	a[1] = AT_FDCWD;
 }
 
-/* statx(fd, NULL, AT_EMPTY_PATH, ...): the kernel takes a NULL path with
- * AT_EMPTY_PATH (Linux 6.11), the ring's op wants a string */
-void laio__n_statx(long *a)
-{
-	if (!a[1] && (a[2] & AT_EMPTY_PATH))
-		a[1] = (long)"";
-}
 
 void laio__n_link(long *a)		/* link(o, n) -> linkat(AT_FDCWD, o, AT_FDCWD, n, 0) */
 {

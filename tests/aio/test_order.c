@@ -303,6 +303,19 @@ static void read_after_write(void)
 		CHECK_EQ(t_wait(&r, &err), 8);
 		CHECK(!memcmp(rb, "NEW!data", 8));
 	}
+	/* and behind O_APPEND writes, which queue in call order */
+	CHECK(fcntl(fd, F_SETFL, O_APPEND) == 0);
+	for (int round = 0; round < 10; round++) {
+		struct aiocb w = t_cb(fd, (void *)"MORE", 4, 0), r = t_cb(fd, rb, 4, 8);
+
+		CHECK(ftruncate(fd, 0) == 0 && pwrite(fd, "old-data", 8, 0) == 8);
+		memset(rb, 0, sizeof(rb));
+		CHECK_EQ(uaio_write(&w), 0);
+		CHECK_EQ(uaio_read(&r), 0);
+		CHECK_EQ(t_wait(&w, &err), 4);
+		CHECK_EQ(t_wait(&r, &err), 4);
+		CHECK(!memcmp(rb, "MORE", 4));
+	}
 	close(fd);
 }
 

@@ -267,7 +267,9 @@ struct cp_notes {
  * CP_ADDED_WUSR: u+w given at creation only so the xattrs could be set,
  * to be taken back. */
 enum { CP_HAS_OWNER = 1, CP_HAS_MODE = 2, CP_ADDED_WUSR = 4 };
-/* Any thread: reads only r's options; failures go to out. has: CP_HAS_*. */
+/* Any thread: reads only r's options; failures go to out. has: CP_HAS_*.
+ * False when -p/-a's metadata stopped (a time, owner or mode not kept
+ * under require_preserve): cp counts the copy as failed. */
 bool cp_meta_apply(const struct cp_run *r, int src_fd, const char *src, int fd,
 		   const char *dst, const struct stat *st, bool is_new,
 		   mode_t omitted, int restore_mode, unsigned has,

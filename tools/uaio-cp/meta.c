@@ -217,8 +217,9 @@ static int set_mode(int fd, const char *path, mode_t m)
 
 /* cp's order: times, owner, xattrs, mode. Under -p/-a/--preserve a time
  * or owner that cannot be set ends the file's metadata there, as in cp,
- * and the copy counts as failed (false): a later name of the same source
- * is not made a link to it, as cp forgets it (forget_created). */
+ * and the copy counts as failed (false), as it does for a mode not kept:
+ * a later name of the same source is not made a link to it, as cp
+ * forgets it (forget_created). */
 bool cp_meta_apply(const struct cp_run *r, int src_fd, const char *src, int fd,
 		   const char *dst, const struct stat *st, bool is_new,
 		   mode_t omitted, int restore_mode, unsigned has,

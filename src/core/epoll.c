@@ -212,13 +212,14 @@ static int ep_submit(uaio_loop *l, uaio_op *op)
 	/* Keep per-fd order: behind anything already queued on that side.
 	 * If epoll already watches that side, it will say when to try. */
 	e = uaio__fdent(l, op->fd, false);
-	if (e && e->q && (uaio__op_read_side(op) ? e->q->rh : e->q->wh))
+	if (e && e->q && (uaio__op_read_side(op) ? e->q->rh : e->q->wh) &&
+	    op->opcode != OP_POLL)	/* a poll waits for no turn */
 		return uaio__ep_enqueue(l, op);
 	/* epoll watches that side (a registration kept a round after its
 	 * queue emptied): it will say when to try; but for the caller's
 	 * MSG_DONTWAIT, whose try now is its answer */
 	if (e && e->q && (e->q->reg & (uaio__op_read_side(op) ? EPOLLIN : EPOLLOUT)) &&
-	    !uaio__ep_dontwait(op))
+	    !uaio__ep_dontwait(op) && op->opcode != OP_POLL)
 		return uaio__ep_enqueue(l, op);
 	if (op->opcode == OP_ACCEPT_MULTI) {
 		if ((r = uaio__accept_refused(op->fd)) < 0) {

@@ -347,14 +347,25 @@ bool uaio__ep_pos_cancel(uaio_loop *l, uaio_op *op)
 }
 
 
-/* Runs the queue of one side while its head makes progress: results go
- * to the done list, a multishot op's to l->fired (while there is room). */
-static void run_queue(uaio_loop *l, uaio_op **h, uaio_op **t)
+/* Tries the queue's polls (kind 1) or its other ops (kind 0): a poll
+ * waits for readiness, not for its turn, so it is tried wherever it
+ * stands, first (it sees the readiness the data op after it may use up,
+ * as io_uring's poll is woken with the read), and holds nothing up. Other
+ * ops go while the first of them makes progress: results go to the done
+ * list, a multishot op's to l->fired (while there is room). */
+static void run_kind(uaio_loop *l, uaio_op **h, uaio_op **t, bool polls)
 {
-	while (*h) {
-		uaio_op *op = *h;
+	uaio_op **pp = h, *prev = NULL;
+
+	while (*pp) {
+		uaio_op *op = *pp;
 		long r;
 
+		if ((op->opcode == OP_POLL) != polls) {
+			prev = op;
+			pp = &op->next;
+			continue;
+		}
 		if (op->opcode == OP_ACCEPT_MULTI && !uaio__fired_room(l))
 			break;
 		r = uaio__ep_attempt(op);
@@ -364,17 +375,28 @@ static void run_queue(uaio_loop *l, uaio_op **h, uaio_op **t)
 			op->xflags |= OX_PLAIN;
 			r = uaio__ep_attempt(op);
 		}
-		if (r == -EAGAIN && !uaio__ep_dontwait(op))
-			break;
+		if (r == -EAGAIN && !uaio__ep_dontwait(op)) {
+			if (!polls)
+				break;		/* the others wait their turn */
+			prev = op;
+			pp = &op->next;
+			continue;
+		}
 		if (op->opcode == OP_ACCEPT_MULTI && r >= 0) {
 			uaio__fire(l, op, (int32_t)r, FIRED_OP_MORE);
 			continue;
 		}
-		*h = op->next;
-		if (!*h)
-			*t = NULL;
+		*pp = op->next;
+		if (*t == op)
+			*t = prev;
 		uaio__complete(l, op, r);
 	}
+}
+
+static void run_queue(uaio_loop *l, uaio_op **h, uaio_op **t)
+{
+	run_kind(l, h, t, true);
+	run_kind(l, h, t, false);
 }
 
 /* One descriptor's readiness: its queued ops run, its watch's readiness

@@ -269,34 +269,24 @@ static size_t url_encoded_len(const char *s)
 	return n;
 }
 
-static void url_encode(struct resp *r, const char *s)
+/* n bytes of s, those that are not url_plain nor in keep escaped. */
+static void url_encode_keep(struct resp *r, const char *s, size_t n, const char *keep)
 {
 	static const char hex[] = "0123456789ABCDEF";
 
-	for (; *s; s++) {
-		unsigned char ch = (unsigned char)*s;
+	for (size_t i = 0; i < n; i++) {
+		unsigned char ch = (unsigned char)s[i];
 
-		if (url_plain(ch))
+		if (url_plain(ch) || (ch && strchr(keep, ch)))
 			add(r, "%c", ch);
 		else
 			add(r, "%%%c%c", hex[ch >> 4], hex[ch & 15]);
 	}
 }
 
-/* The query as it came, but for bytes a URI cannot hold (above 0x7e,
- * quotes, angle brackets...), escaped; its own escapes stay as they are. */
-static void query_encode(struct resp *r, const char *q, size_t n)
+static void url_encode(struct resp *r, const char *s)
 {
-	static const char hex[] = "0123456789ABCDEF";
-
-	for (size_t i = 0; i < n; i++) {
-		unsigned char ch = (unsigned char)q[i];
-
-		if (url_plain(ch) || (ch && strchr("!$&'()*+,;=:@?%", ch)))
-			add(r, "%c", ch);
-		else
-			add(r, "%%%c%c", hex[ch >> 4], hex[ch & 15]);
-	}
+	url_encode_keep(r, s, strlen(s), "");
 }
 
 static void redirect(struct conn *c)
@@ -316,8 +306,8 @@ static void redirect(struct conn *c)
 	add(r, "Location: /");
 	url_encode(r, r->path);
 	add(r, "/");
-	if (qm)
-		query_encode(r, qm, qlen);
+	if (qm)		/* as it came, but for bytes a URI cannot hold; its escapes stay */
+		url_encode_keep(r, qm, qlen, "!$&'()*+,;=:@?%");
 	add(r, "\r\nContent-Length: 0\r\n");
 	head_end(c);
 	start_send(c);

@@ -2,8 +2,8 @@
 /*
  * The op table: one row per opcode says what the op's fields hold and how
  * each backend runs it, as liburing's prep helpers share one packer.
- * Adding an op is one row here, its small functions in ops.c, and its
- * packer in pack.c.
+ * Adding an op is one row here, its small functions in ops.c (the epoll
+ * tries in ops_try.c), and its packer in pack.c.
  *
  * Columns:
  *   name   the OP_ constant
@@ -33,26 +33,26 @@ struct io_uring_sqe;
 	/* (nothing) */ \
 	X(NOP,        NONE, 0,     SELF, prep_nop,       NULL,           NULL) \
 	/* off: offset or -1; addr: buffer; len: bytes */ \
-	X(READ,       R,    FD|RW|ST, TRY, prep_read,      exec_read,      try_rw) \
-	X(WRITE,      W,    FD|RW|ST, TRY, prep_write,     exec_write,     try_rw) \
+	X(READ,       R,    FD|RW|ST, TRY, prep_read,      exec_read,      uaio__try_rw) \
+	X(WRITE,      W,    FD|RW|ST, TRY, prep_write,     exec_write,     uaio__try_rw) \
 	/* as READ/WRITE; rw_flags: registered buffer (uaio_buf_register) */ \
-	X(READ_FIXED, R,    FD|RW|ST, TRY, prep_read_fixed, exec_read,     try_rw) \
-	X(WRITE_FIXED, W,   FD|RW|ST, TRY, prep_write_fixed, exec_write,   try_rw) \
+	X(READ_FIXED, R,    FD|RW|ST, TRY, prep_read_fixed, exec_read,     uaio__try_rw) \
+	X(WRITE_FIXED, W,   FD|RW|ST, TRY, prep_write_fixed, exec_write,   uaio__try_rw) \
 	/* off: offset or -1; addr: iovec array; len: count */ \
-	X(READV,      R,    FD|RW|ST, TRY, prep_readv,     exec_readv,     try_rw) \
-	X(WRITEV,     W,    FD|RW|ST, TRY, prep_writev,    exec_writev,    try_rw) \
+	X(READV,      R,    FD|RW|ST, TRY, prep_readv,     exec_readv,     uaio__try_rw) \
+	X(WRITEV,     W,    FD|RW|ST, TRY, prep_writev,    exec_writev,    uaio__try_rw) \
 	/* addr: buffer; len: bytes; rw_flags: MSG_* */ \
-	X(RECV,       R,    FD|ST, TRY,  prep_recv,      exec_recv,      try_recv) \
-	X(SEND,       W,    FD|ST, TRY,  prep_send,      exec_send,      try_send) \
+	X(RECV,       R,    FD|ST, TRY,  prep_recv,      exec_recv,      uaio__try_recv) \
+	X(SEND,       W,    FD|ST, TRY,  prep_send,      exec_send,      uaio__try_send) \
 	/* addr: msghdr; rw_flags: MSG_* */ \
-	X(RECVMSG,    R,    FD|ST, TRY,  prep_recvmsg,   exec_recvmsg,   try_recvmsg) \
-	X(SENDMSG,    W,    FD|ST, TRY,  prep_sendmsg,   exec_sendmsg,   try_sendmsg) \
+	X(RECVMSG,    R,    FD|ST, TRY,  prep_recvmsg,   exec_recvmsg,   uaio__try_recvmsg) \
+	X(SENDMSG,    W,    FD|ST, TRY,  prep_sendmsg,   exec_sendmsg,   uaio__try_sendmsg) \
 	/* addr: sockaddr; addr2: socklen_t *; rw_flags: SOCK_* */ \
-	X(ACCEPT,     R,    FD,    TRY,  prep_accept,    NULL,           try_accept) \
+	X(ACCEPT,     R,    FD,    TRY,  prep_accept,    NULL,           uaio__try_accept) \
 	/* rw_flags: SOCK_* */ \
-	X(ACCEPT_MULTI, R,  FD,    TRY,  prep_accept_multi, NULL,        try_accept) \
+	X(ACCEPT_MULTI, R,  FD,    TRY,  prep_accept_multi, NULL,        uaio__try_accept) \
 	/* addr: sockaddr; len: its length */ \
-	X(CONNECT,    W,    FD,    SELF, prep_connect,   exec_connect,   try_connect) \
+	X(CONNECT,    W,    FD,    SELF, prep_connect,   exec_connect,   uaio__try_connect) \
 	/* fd: directory; addr: path; len: mode; rw_flags: O_* */ \
 	X(OPENAT,     NONE, 0,     WORK, prep_openat,    exec_openat,    NULL) \
 	/* fd: directory; addr: path; addr2: open_how */ \
@@ -78,7 +78,7 @@ struct io_uring_sqe;
 	X(CANCEL,     NONE, 0,     SELF, NULL,           NULL,           NULL) \
 	X(CANCEL_FD,  NONE, 0,     SELF, NULL,           NULL,           NULL) \
 	/* len: poll events */ \
-	X(POLL,       EV,   FD,    TRY,  prep_poll,      NULL,           try_poll) \
+	X(POLL,       EV,   FD,    TRY,  prep_poll,      NULL,           uaio__try_poll) \
 	/* fd: directory; addr: path; rw_flags: AT_REMOVEDIR */ \
 	X(UNLINKAT,   NONE, 0,     WORK, prep_unlinkat,  exec_unlinkat,  NULL) \
 	/* fd, addr: old; len, addr2: new; rw_flags: RENAME_* */ \
@@ -125,6 +125,16 @@ struct uaio_opdef {
 };
 
 extern const struct uaio_opdef uaio__opdefs[OP_COUNT];
+
+/* The epoll tries (ops_try.c). */
+long uaio__try_rw(uaio_op *op);
+long uaio__try_recv(uaio_op *op);
+long uaio__try_send(uaio_op *op);
+long uaio__try_recvmsg(uaio_op *op);
+long uaio__try_sendmsg(uaio_op *op);
+long uaio__try_accept(uaio_op *op);
+long uaio__try_connect(uaio_op *op);
+long uaio__try_poll(uaio_op *op);
 
 /* accept(2)'s answer to a socket that does not listen, or 0 */
 long uaio__accept_refused(int fd);

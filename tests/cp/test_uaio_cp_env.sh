@@ -129,6 +129,39 @@ else
   echo "skip: no tmpfs at /dev/shm"
 fi
 
+# -u with times preserved, onto a file system that keeps whole seconds
+# (ext4 with 128-byte inodes): cp cuts the source's time to that
+# resolution before comparing (gnulib utimecmp), so a second cp -au
+# copies nothing; plain -u compares the times as they are. An older
+# uaio-cp copied every file again.
+sec=$T/sec
+if [ $root = 1 ] && command -v mkfs.ext4 >/dev/null && mkdir "$sec" &&
+   truncate -s 32M "$T/sec.img" && mkfs.ext4 -q -F -I 128 "$T/sec.img" 2>/dev/null &&
+   mount -o loop "$T/sec.img" "$sec" 2>/dev/null; then
+  mnt=$sec
+  echo new >"$T/half"
+  touch -d @1700000001.5 "$T/half"	# odd second: 1 s, not FAT's 2 s
+  for prog in cp uaio-cp; do
+    for fl in -au -u -pu; do
+      d="$sec/$prog$fl"
+      echo old >"$d" && touch -d @1700000001 "$d" || fail "making $d"
+      (cd "$T" && exec $prog $fl half "$d") 2>"$T/sec.err" </dev/null ||
+        { cat "$T/sec.err"; fail "$prog $fl onto 1-second times"; }
+      t=$(stat -c %y "$d")
+      [ $fl = -u ] && t=	# now, whoever copied
+      echo "$fl $(cat "$d") $t" >>"$T/sec.$prog"
+    done
+  done
+  diff "$T/sec.cp" "$T/sec.uaio-cp" || fail "-u onto 1-second timestamps: not cp's result"
+  grep -q -- '-au old' "$T/sec.cp" && grep -q -- '-u new' "$T/sec.cp" ||
+    { cat "$T/sec.cp"; fail "-u onto 1-second timestamps: cp itself did otherwise than expected"; }
+  umount "$sec"
+  mnt=
+  ok "-u, -au, -pu onto 1-second timestamps (ext4, 128-byte inodes)"
+else
+  echo "skip: -u onto 1-second timestamps (needs root, mkfs.ext4 and a loop device)"
+fi
+
 # 10 000 files in 100 directories.
 mkdir "$T/many" || fail mkdir
 i=0

@@ -63,6 +63,15 @@ struct cp_opts {
 	unsigned dir_fds;	/* directories that may hold descriptors (<= DIR_FDS) */
 };
 
+/* A destination file system's timestamp resolution in ns, as -u with
+ * timestamps preserved finds it (utimecmp.c); exact once probed. */
+struct cp_tsres {
+	dev_t dev;
+	int res;
+	bool exact;
+};
+#define CP_TSRES_MAX 8
+
 /* A destination directory waiting for its contents (walk.c). */
 struct cp_dir {
 	struct cp_dir *parent;
@@ -172,6 +181,8 @@ struct cp_run {
 	bool into_self;
 	const char *top_src, *top_dst;	/* the command-line names, for messages */
 	const char *target;	/* SOURCE... DIRECTORY: that directory, else NULL */
+	struct cp_tsres tsres[CP_TSRES_MAX];	/* utimecmp.c */
+	unsigned ntsres;
 	unsigned dir_fds;	/* directories holding sfd and dfd */
 
 	/* progress.c */
@@ -215,6 +226,12 @@ void cp_entry(struct cp_run *r, struct cp_dir *pd, const char *src,
 	      const char *dst, const struct stat *st, bool top, int sfd);
 /* Says why a job could not create dst (err: its open's errno). */
 void cp_create_failed(struct cp_run *r, int err, const char *dst);
+
+/* utimecmp.c: the destination's mtime against the source's, <0, 0, >0
+ * (-2: the probe failed); truncate: cut the source's to what the
+ * destination's file system keeps, as cp -u does when preserving times */
+int cp_utimecmp(struct cp_run *r, int at, const char *name, const struct stat *d,
+		const struct stat *s, bool truncate);
 
 /* data.c */
 int cp_data_init(struct cp_run *r);

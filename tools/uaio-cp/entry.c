@@ -300,11 +300,13 @@ static void copy_other(struct cp_run *r, const char *src, const char *dst,
 /* The checks cp makes on an existing destination, in its order; false:
  * stop here (refused, or nothing to do). *exists is cleared when dst was
  * removed to make room. */
-static bool existing(struct cp_run *r, const char *src, const char *dst,
-		     const struct stat *st, const struct stat *dst_st, bool top,
-		     bool *exists)
+static bool existing(struct cp_run *r, const struct cp_dir *pd, const char *src,
+		     const char *dst, const struct stat *st, const struct stat *dst_st,
+		     bool top, bool *exists)
 {
 	bool isdir = S_ISDIR(st->st_mode), done = false;
+	const char *name;
+	int at = cp_at(pd, true, dst, &name);
 
 	/* -n looks no further, not even at whether it is the same file. */
 	if (!r->o.no_clobber && !same_file_ok(r, src, st, dst, dst_st, &done)) {
@@ -312,9 +314,7 @@ static bool existing(struct cp_run *r, const char *src, const char *dst,
 		return false;
 	}
 	if (r->o.update && !isdir &&
-	    (st->st_mtim.tv_sec < dst_st->st_mtim.tv_sec ||
-	     (st->st_mtim.tv_sec == dst_st->st_mtim.tv_sec &&
-	      st->st_mtim.tv_nsec <= dst_st->st_mtim.tv_nsec))) {
+	    cp_utimecmp(r, at, name, dst_st, st, r->o.p_times) >= 0) {
 		/* Not newer: kept, but a later name of the same source file
 		 * still becomes a link to it, as in cp. */
 		const char *earlier = remember(r, st, dst);
@@ -416,7 +416,7 @@ static void decide(struct cp_run *r, struct cp_dir *pd, const char *src,
 			return;
 		}
 	}
-	if (stat_ok && !existing(r, src, dst, st, &dst_st, top, &exists))
+	if (stat_ok && !existing(r, pd, src, dst, st, &dst_st, top, &exists))
 		return;
 	if (!exists && top && r->args_twice &&
 	    seen_find(&r->made, 0, seen_name_key(dst), SEEN_STRING, dst)) {

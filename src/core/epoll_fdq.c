@@ -353,7 +353,7 @@ bool uaio__ep_pos_cancel(uaio_loop *l, uaio_op *op)
  * as io_uring's poll is woken with the read), and holds nothing up. Other
  * ops go while the first of them makes progress: results go to the done
  * list, a multishot op's to l->fired (while there is room). */
-static void run_kind(uaio_loop *l, uaio_op **h, uaio_op **t, bool polls)
+static void run_kind(uaio_loop *l, uaio_op **h, uaio_op **t, bool polls, bool rdhup)
 {
 	uaio_op **pp = h, *prev = NULL;
 
@@ -375,6 +375,13 @@ static void run_kind(uaio_loop *l, uaio_op **h, uaio_op **t, bool polls)
 			op->xflags |= OX_PLAIN;
 			r = uaio__ep_attempt(op);
 		}
+		/* A datagram socket shut for reading: epoll says readable
+		 * (RDHUP) and a non-blocking receive says EAGAIN for ever,
+		 * where the blocking call (io_uring's fallback to it too)
+		 * answers 0. A stream's receive there answers 0 itself. */
+		if (r == -EAGAIN && rdhup && !polls && !uaio__ep_dontwait(op) &&
+		    op->opcode != OP_ACCEPT && op->opcode != OP_ACCEPT_MULTI)
+			r = 0;
 		if (r == -EAGAIN && !uaio__ep_dontwait(op)) {
 			if (!polls)
 				break;		/* the others wait their turn */
@@ -393,10 +400,10 @@ static void run_kind(uaio_loop *l, uaio_op **h, uaio_op **t, bool polls)
 	}
 }
 
-static void run_queue(uaio_loop *l, uaio_op **h, uaio_op **t)
+static void run_queue(uaio_loop *l, uaio_op **h, uaio_op **t, bool rdhup)
 {
-	run_kind(l, h, t, true);
-	run_kind(l, h, t, false);
+	run_kind(l, h, t, true, false);
+	run_kind(l, h, t, false, rdhup);
 }
 
 /* One descriptor's readiness: its queued ops run, its watch's readiness
@@ -409,9 +416,9 @@ void uaio__ep_handle_fd(uaio_loop *l, int fd, uint32_t events)
 
 	if (e && e->q) {
 		if (events & (EPOLLIN | EPOLLHUP | EPOLLERR | EPOLLRDHUP))
-			run_queue(l, &e->q->rh, &e->q->rt);
+			run_queue(l, &e->q->rh, &e->q->rt, events & EPOLLRDHUP);
 		if (events & (EPOLLOUT | EPOLLHUP | EPOLLERR))
-			run_queue(l, &e->q->wh, &e->q->wt);
+			run_queue(l, &e->q->wh, &e->q->wt, false);
 	}
 	uaio__epoll_fire(l, fd, events, 0);
 	if (e && e->q && !(want_mask(e) & ~reg_of(e)))

@@ -246,8 +246,8 @@ static void done_push(uaio_loop *l, uaio_op *op)
  * point, never from inside the submitting call. */
 void uaio__complete(uaio_loop *l, uaio_op *op, long res)
 {
-	/* a MSG_WAITALL part ended by a cancel or an error (epoll) */
-	if (res < 0 && (op->xflags & OX_PART))
+	/* a MSG_WAITALL part ended by a cancel, an error or EOF (epoll) */
+	if (res <= 0 && (op->xflags & OX_PART))
 		res = (long)op->off;
 	op->off = (uint64_t)res;
 	op->xflags &= ~(OX_MORE | OX_PART);

@@ -507,6 +507,27 @@ static void waitall(void)
 	close(sv[1]);
 }
 
+/* A receive on a connected UDP socket shut for reading answers 0, as the
+ * blocking call (epoll saw it readable, RDHUP, and the non-blocking try
+ * said EAGAIN for ever: the op never completed, the loop spun). */
+static void udp_shut_rd(void)
+{
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	socklen_t al = sizeof(a);
+	uaio_op op = { 0 };
+	struct res r = { 0 };
+	int s = socket(AF_INET, SOCK_DGRAM, 0);
+	char b[8];
+
+	CHECK(s >= 0 && bind(s, (struct sockaddr *)&a, sizeof(a)) == 0);
+	CHECK(getsockname(s, (struct sockaddr *)&a, &al) == 0);
+	CHECK(connect(s, (struct sockaddr *)&a, sizeof(a)) == 0);
+	CHECK(shutdown(s, SHUT_RD) == 0);
+	CHECK_OK(uaio_op_recv(L, &op, s, b, sizeof(b), 0, on_res, &r));
+	CHECK_EQ(result(&r), 0);
+	close(s);
+}
+
 /* PARITY_ONLY=name runs one case (to see each fail alone). */
 #define ONE(fn) do { const char *o = getenv("PARITY_ONLY"); \
 	if (!o || !strcmp(o, #fn)) RUN(fn); } while (0)
@@ -530,6 +551,7 @@ int main(void)
 	ONE(dontwait);
 	ONE(poll_beside_recv);
 	ONE(waitall);
+	ONE(udp_shut_rd);
 	uaio_loop_free(L);
 	return T_EXIT_PASS;
 }

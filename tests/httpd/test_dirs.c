@@ -200,6 +200,22 @@ static void t_list(void)
 	ht_resp_free(&g);
 	ht_close(c);
 
+	/* preconditions on a listing, which has no validators: only the
+	 * "*" forms match (RFC 9110 13.1.1, 13.1.2); the listing was 200 */
+	static const struct { const char *h; int st; } pre[] = {
+		{ "If-Match: \"zz\"\r\n", 412 }, { "If-Match: *\r\n", 200 },
+		{ "If-None-Match: *\r\n", 304 }, { "If-None-Match: \"zz\"\r\n", 200 },
+		{ "If-Modified-Since: Sun, 06 Nov 2044 08:49:37 GMT\r\n", 200 },
+		{ "If-Unmodified-Since: Sun, 06 Nov 1994 08:49:37 GMT\r\n", 200 },
+	};
+	for (size_t i = 0; i < sizeof(pre) / sizeof(pre[0]); i++) {
+		ht_get(srv.port, "/sub/", pre[i].h, &r);
+		EXPECT_R(&r, r.rc == HT_OK && r.status == pre[i].st, "listing with %.*s: %d expected",
+			 (int)strlen(pre[i].h) - 2, pre[i].h, pre[i].st);
+		EXPECT_R(&r, pre[i].st != 304 || r.body_len == 0, "304 of a listing: no body");
+		ht_resp_free(&r);
+	}
+
 	/* a directory of 2000 entries: every name listed */
 	ht_get(srv.port, "/big/", NULL, &r);
 	EXPECT_R(&r, r.rc == HT_OK && r.status == 200, "GET /big/ (2000 entries) with --list");

@@ -338,6 +338,67 @@ static void t_http10(void)
 		       "HTTP/1.0 without keep-alive: closed after (%zu extra bytes)", extra);
 		ht_close(c);
 	}
+	/* ... and "close" beside it wins (RFC 9112 9.6; llhttp looks at
+	 * "close" only in 1.1), on one line or two */
+	static const char *both[] = { "Connection: keep-alive, close\r\n",
+				      "Connection: keep-alive\r\nConnection: close\r\n" };
+	for (size_t i = 0; i < 2; i++) {
+		struct ht_conn *c = ht_connect(srv.port);
+		struct ht_resp r;
+		size_t extra = 0;
+
+		ht_sendf(c, "GET /index.html HTTP/1.0\r\n%s\r\n", both[i]);
+		ht_read(c, &r, 0);
+		EXPECT_R(&r, r.rc == HT_OK && r.status == 200 &&
+			 !ht_hdr_has_token(&r, "Connection", "keep-alive"),
+			 "HTTP/1.0 with keep-alive and close: 200, not kept alive");
+		EXPECT(ht_wait_close(c, 10000, &extra) && extra == 0,
+		       "HTTP/1.0 with keep-alive and close: closed after (%zu extra bytes)", extra);
+		ht_resp_free(&r);
+		ht_close(c);
+	}
+}
+
+/* A HEAD refused before its head ends gets no body either (RFC 9110
+ * 9.3.2): a bad header line (400), one over the head's size (431), a
+ * target over it (414). */
+static void t_head_refused(void)
+{
+	static char big[9000];
+	char *reqs[3];
+
+	memset(big, 'a', sizeof(big) - 1);
+	reqs[0] = strdup("HEAD /noext HTTP/1.1\r\nHost: x\r\nX\001: y\r\n\r\n");
+	if (asprintf(&reqs[1], "HEAD /noext HTTP/1.1\r\nHost: x\r\nX-Big: %s\r\n\r\n", big) < 0 ||
+	    asprintf(&reqs[2], "HEAD /%s HTTP/1.1\r\nHost: x\r\n\r\n", big) < 0)
+		FATAL(0, "asprintf");
+	for (int i = 0; i < 3; i++) {
+		struct ht_conn *c = ht_connect(srv.port);
+		struct ht_resp r;
+		size_t extra = 0;
+
+		ht_sends(c, reqs[i]);
+		ht_read(c, &r, 1);
+		EXPECT_R(&r, r.rc == HT_OK && r.status >= 400, "refused HEAD: an error status");
+		EXPECT(ht_wait_close(c, 10000, &extra) && extra == 0,
+		       "refused HEAD (%d): %zu body bytes after the head", r.status, extra);
+		ht_resp_free(&r);
+		ht_close(c);
+		free(reqs[i]);
+	}
+}
+
+/* An https target cannot be this plain connection's (RFC 9110 7.4): 421. */
+static void t_https_target(void)
+{
+	struct ht_resp r;
+
+	ht_request(srv.port, "GET https://t/index.html HTTP/1.1\r\nHost: t\r\n\r\n", &r);
+	EXPECT_R(&r, r.rc == HT_OK && r.status == 421, "https:// absolute-form: 421 expected");
+	ht_resp_free(&r);
+	ht_request(srv.port, "GET http://t/index.html HTTP/1.1\r\nHost: t\r\n\r\n", &r);
+	EXPECT_R(&r, r.rc == HT_OK && r.status == 200, "http:// absolute-form: 200 expected");
+	ht_resp_free(&r);
 }
 
 static void expect_400(const char *req, const char *what)
@@ -416,6 +477,8 @@ int main(void)
 	RUN(t_keepalive);
 	RUN(t_pipeline);
 	RUN(t_http10);
+	RUN(t_head_refused);
+	RUN(t_https_target);
 	RUN(t_errors);
 	RUN(t_escapes);
 	ht_stop(&srv);

@@ -211,6 +211,9 @@ static void t_malformed(void)
 	full("Range: bytes=0x10-20\r\n", "Range: bytes=0x10-20", 0);
 	full("Range: bytes=5-2\r\n", "Range: bytes=5-2 (last < first; 200 or 416)", 1);
 	full("Range: bytes=-0\r\n", "Range: bytes=-0 (200 or 416)", 1);
+	/* Range is no list: two lines are one invalid value (the first
+	 * was served) */
+	full("Range: bytes=0-1\r\nRange: bytes=3-4\r\n", "two Range lines", 0);
 
 	/* numbers past any size: a first-pos is unsatisfiable (416, as
 	 * nginx), a last-pos or a suffix means to the end of the file */

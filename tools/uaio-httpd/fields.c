@@ -258,11 +258,15 @@ static bool one_date(const struct request *r, int h, time_t *t)
 int proto_preconditions(const struct request *r, const char *etag, time_t mtime)
 {
 	time_t ims, ius;
+	/* no validators (a listing): only "*" matches, dates are not asked */
+	bool dated = etag != NULL;
 
+	if (!etag)
+		etag = "";
 	if (r->hdr[H_IF_MATCH].p) {
 		if (!etag_matches(r, H_IF_MATCH, etag))
 			return 412;
-	} else if (one_date(r, H_IF_UNMODIFIED_SINCE, &ius) && mtime > ius) {
+	} else if (dated && one_date(r, H_IF_UNMODIFIED_SINCE, &ius) && mtime > ius) {
 		return 412;
 	}
 	if (r->method != HTTP_GET && r->method != HTTP_HEAD)
@@ -272,7 +276,7 @@ int proto_preconditions(const struct request *r, const char *etag, time_t mtime)
 	/* A date ahead of the server's clock is not one it gave: ignored
 	 * (RFC 2616 14.25; Apache), or a file restored with an older mtime
 	 * would stay 304 for a client holding a later date. */
-	if (one_date(r, H_IF_MODIFIED_SINCE, &ims) && mtime <= ims && ims <= time(NULL))
+	if (dated && one_date(r, H_IF_MODIFIED_SINCE, &ims) && mtime <= ims && ims <= time(NULL))
 		return 304;
 	return 200;
 }

@@ -96,7 +96,8 @@ struct request {
 	uint8_t dup[H_NHDRS];		/* times seen */
 	int cur;			/* enum hdr of the header being read */
 	struct span field, val;		/* the header being read */
-	uint8_t method;			/* llhttp_method_t */
+	uint8_t method;			/* llhttp_method_t, once method_known */
+	bool method_known;		/* the request line's target began */
 	uint8_t major, minor;
 	bool keep_alive;
 	bool head_done, done;
@@ -158,7 +159,9 @@ int proto_parse_date(struct span s, time_t *t);
 /* What the validators of a request make of a file, in RFC 9110 13.2.2's
  * order: 412 when If-Match names none of its tags or If-Unmodified-Since
  * is older than it; 304 for a GET/HEAD whose If-None-Match or
- * If-Modified-Since says the client's copy is current; else 200. */
+ * If-Modified-Since says the client's copy is current; else 200. etag
+ * NULL: a response without validators (a listing), which only the "*"
+ * forms match and the dates do not concern. */
 int proto_preconditions(const struct request *r, const char *etag, time_t mtime);
 /* If-Range: whether the range request may be honoured. */
 bool proto_if_range(const struct request *r, const char *etag, time_t mtime);

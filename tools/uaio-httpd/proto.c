@@ -37,6 +37,10 @@ static int on_url(llhttp_t *p, const char *at, size_t n)
 {
 	struct request *r = p->data;
 
+	/* known from here: a HEAD refused before its head ends (431, 414,
+	 * 400) still gets no body (RFC 9110 9.3.2) */
+	r->method = (uint8_t)llhttp_get_method(p);
+	r->method_known = true;
 	extend(&r->target, at, n);
 	return too_big(r, at + n);
 }
@@ -134,7 +138,9 @@ static int on_headers_done(llhttp_t *p)
 	r->method = (uint8_t)llhttp_get_method(p);
 	r->major = llhttp_get_http_major(p);
 	r->minor = llhttp_get_http_minor(p);
-	r->keep_alive = llhttp_should_keep_alive(p);
+	/* llhttp looks at "close" only in HTTP/1.1: a 1.0 request saying
+	 * "keep-alive, close" is closed too (RFC 9112 9.6) */
+	r->keep_alive = llhttp_should_keep_alive(p) && !(p->flags & F_CONNECTION_CLOSE);
 	r->head_done = true;
 	/* A fragment is never sent (RFC 9110 7.1): what follows a '#' is
 	 * not part of the path or the query. */
@@ -259,7 +265,7 @@ int proto_path(struct span t, char *out, size_t outsz, bool *slash)
 	if (t.n >= 7 && !strncasecmp(p, "http://", 7))
 		p += 7;
 	else if (t.n >= 8 && !strncasecmp(p, "https://", 8))
-		p += 8;
+		return 421;	/* not on this plain connection (RFC 9110 7.4) */
 	if (p != t.p) {		/* absolute-form: the authority is a host */
 		const char *a = p;
 

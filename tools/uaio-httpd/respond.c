@@ -21,7 +21,7 @@ const char *const resp_reason[600] = {
 	[404] = "Not Found", [405] = "Method Not Allowed",
 	[408] = "Request Timeout", [412] = "Precondition Failed",
 	[414] = "URI Too Long",
-	[416] = "Range Not Satisfiable",
+	[416] = "Range Not Satisfiable", [421] = "Misdirected Request",
 	[431] = "Request Header Fields Too Large",
 	[500] = "Internal Server Error", [501] = "Not Implemented",
 	[503] = "Service Unavailable",
@@ -157,7 +157,7 @@ static void file_seg(struct resp *r, uint64_t off, uint64_t len)
 
 static bool is_head(const struct conn *c)
 {
-	return c->req->head_done && c->req->method == HTTP_HEAD;
+	return (c->req->head_done || c->req->method_known) && c->req->method == HTTP_HEAD;
 }
 
 /* The send timeout runs from here, not only from a send that moved
@@ -321,6 +321,16 @@ static void on_listed(struct conn *c, ssize_t res)
 		error_page(c, status_of((int)res), "");
 		return;
 	}
+	switch (proto_preconditions(c->req, NULL, 0)) {
+	case 412:
+		error_page(c, 412, "");
+		return;
+	case 304:
+		head_start(c, 304);
+		head_end(c);
+		start_send(c);
+		return;
+	}
 	head_start(c, 200);
 	add(r, "Content-Type: text/html; charset=utf-8\r\nContent-Length: %zu\r\n",
 	    (size_t)res);
@@ -405,7 +415,10 @@ static void serve_file(struct conn *c)
 	}
 	/* Ranges are defined for GET only; HEAD ignores them and describes
 	 * the 200 a GET without one gets (RFC 9110 14.2). */
-	if (q->method == HTTP_GET && q->hdr[H_RANGE].p && proto_if_range(q, f->etag, f->mtime))
+	/* Range is no list: two lines make one invalid value, ignored
+	 * (RFC 9110 5.3, 14.2), as a hop keeping either would differ */
+	if (q->method == HTTP_GET && q->hdr[H_RANGE].p && q->dup[H_RANGE] == 1 &&
+	    proto_if_range(q, f->etag, f->mtime))
 		n = proto_ranges(q->hdr[H_RANGE], f->size, r->ranges, HTTPD_RANGES_MAX);
 	if (n < 0) {
 		char cr[64];

@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include "httpd.h"
 
 const char *const resp_reason[600] = {
@@ -461,8 +462,13 @@ static void serve_file(struct conn *c)
 		char b[24];
 		int len[HTTPD_RANGES_MAX + 1];
 
-		snprintf(b, sizeof(b), "%016llx",
-			 (unsigned long long)(c->srv->requests * 2654435761u ^ f->ino));
+		/* random: a boundary anyone can foresee can be planted in a
+		 * file to break its parts (RFC 2046 5.1.1) */
+		unsigned long long x;
+
+		if (getrandom(&x, sizeof(x), GRND_NONBLOCK) != (ssize_t)sizeof(x))
+			x = c->srv->requests * 2654435761u ^ f->ino;
+		snprintf(b, sizeof(b), "%016llx", x);
 		for (int i = 0; i < n; i++) {
 			struct range g = r->ranges[i];
 

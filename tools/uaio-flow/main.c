@@ -46,9 +46,6 @@
 static struct outfile *exit_partial;
 static int exit_sockets[2] = { -1, -1 };
 static volatile sig_atomic_t exit_signal;
-/* SIGPIPE's action at start was the default: a pipe whose reader went
- * away ends the tool by it, silently, as it ends cat and dd. */
-static bool sigpipe_kills;
 
 void partial_set(struct outfile *o)
 {
@@ -89,7 +86,7 @@ static void remove_partial(void)
 
 /* What is left is cleaned up, then the tool dies of sig, saying so when
  * loud. */
-static void die_by(int sig, bool loud)
+void die_by(int sig, bool loud)
 {
 	sigset_t set;
 
@@ -222,174 +219,6 @@ static int parse_size(const char *s, uint64_t *out)
 	return 0;
 }
 
-/* ---------------------------------------------------------- the flows */
-
-static double now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
-static void show_progress(struct tool *t, bool last)
-{
-	uint64_t b = 0;
-	double s;
-
-	if (!t->o.progress || !t->tty)
-		return;
-	for (int i = 0; i < t->nlegs; i++)
-		b += t->legs[i].f ? uaio_flow_bytes(t->legs[i].f) : t->legs[i].bytes;
-	s = now_s() - ((double)t->t0.tv_sec + t->t0.tv_nsec / 1e9);
-	fprintf(stderr, "\r%s: %llu bytes, %.1f s, %.1f MB/s%s", ME, (unsigned long long)b,
-		s, s > 0 ? b / s / 1e6 : 0.0, last ? "\n" : "   ");
-}
-
-static void on_progress(uaio_flow *f, uint64_t bytes, void *data)
-{
-	show_progress(data, false);
-}
-
-static struct leg *leg_of(struct tool *t, uaio_flow *f)
-{
-	for (int i = 0; i < t->nlegs; i++)
-		if (t->legs[i].f == f)
-			return &t->legs[i];
-	return NULL;
-}
-
-static void on_done(uaio_flow *f, int64_t res, int side, void *data)
-{
-	struct tool *t = data;
-	struct leg *g = leg_of(t, f);
-	const char *m = uaio_flow_method(f);
-
-	g->res = res;
-	g->side = side;
-	g->bytes = uaio_flow_bytes(f);
-	g->running = false;
-	snprintf(g->method, sizeof(g->method), "%s/%s",
-		 uaio_flow_mode_name(uaio_flow_mode(f)), m);
-	g->f = NULL;
-	t->running--;
-	/* A relay passes the end of one direction on to the other peer. */
-	if (res >= 0 && g->shut_fd >= 0)
-		shutdown(g->shut_fd, SHUT_WR);
-	/* One direction failing ends the other. */
-	if (res < 0)
-		for (int i = 0; i < t->nlegs; i++)
-			if (t->legs[i].running)
-				uaio_flow_cancel(t->legs[i].f);
-}
-
-static int on_signal(uaio_watch *w)
-{
-	struct tool *t = w->data;
-	struct signalfd_siginfo si;
-
-	while (read(t->sigfd, &si, sizeof(si)) == sizeof(si))
-		t->interrupted = (int)si.ssi_signo;
-	for (int i = 0; i < t->nlegs; i++)
-		if (t->legs[i].running)
-			uaio_flow_cancel(t->legs[i].f);
-	return 0;
-}
-
-static const struct uaio_handler sig_handler = { .handle_input = on_signal };
-
-static void start_leg(struct tool *t, int src, int dst, char *sname, char *dname,
-		      int shut_fd)
-{
-	struct leg *g = &t->legs[t->nlegs++];
-	struct stat st;
-	struct uaio_flow_params p = {
-		.src = { .type = UAIO_FLOW_FD, .fd = src, .off = -1 },
-		.dst = { .type = UAIO_FLOW_FD, .fd = dst, .off = -1 },
-		.len = UAIO_FLOW_EOF, .mode = t->o.mode, .chunk = t->o.chunk,
-		.rate = t->o.rate, .progress_ns = 100 * 1000000,
-		.progress = t->o.progress && t->tty ? on_progress : NULL,
-		.done = on_done, .data = t,
-	};
-	int r;
-
-	*g = (struct leg){ .src_name = sname, .dst_name = dname, .shut_fd = shut_fd };
-	g->dst_pipe = fstat(dst, &st) == 0 && S_ISFIFO(st.st_mode);
-	if ((r = uaio_flow_start(t->l, &p, &g->f)) < 0) {
-		if (r == -EINVAL && t->o.mode != UAIO_FLOW_AUTO)
-			fprintf(stderr, "%s: mode %s cannot move %s to %s\n", ME,
-				uaio_flow_mode_name(t->o.mode), sname, dname);
-		else
-			fprintf(stderr, "%s: %s -> %s: %s\n", ME, sname, dname, strerror(-r));
-		exit(1);
-	}
-	g->running = true;
-	t->running++;
-}
-
-static const char *verb(int side)
-{
-	return side == UAIO_FLOW_SIDE_DST ? "write" : "read";
-}
-
-/* Runs the legs to their end: true when every byte arrived. */
-static bool run(struct tool *t)
-{
-	struct rusage ru;
-	uint64_t total = 0;
-	bool ok = true;
-	double secs;
-
-	while (t->running) {
-		int r = uaio_loop_run_once(t->l, -1);
-
-		if (r < 0 && r != -EINTR) {
-			/* the loop failed: the legs still running never end,
-			 * and nothing of them is kept */
-			fprintf(stderr, "%s: %s\n", ME, strerror(-r));
-			return false;
-		}
-	}
-	show_progress(t, true);
-	secs = now_s() - ((double)t->t0.tv_sec + t->t0.tv_nsec / 1e9);
-	for (int i = 0; i < t->nlegs; i++) {
-		struct leg *g = &t->legs[i];
-
-		if (g->res >= 0) {
-			total += (uint64_t)g->res;
-			continue;
-		}
-		ok = false;
-		/* the flow ignored SIGPIPE for the write; a pipe's reader is
-		 * gone, not a peer's connection */
-		if (g->res == -EPIPE && g->side == UAIO_FLOW_SIDE_DST && g->dst_pipe &&
-		    sigpipe_kills)
-			die_by(SIGPIPE, false);
-		if (t->interrupted && g->res == -ECANCELED)
-			continue;
-		if (g->res == -ECANCELED)	/* ended because the other leg failed */
-			continue;
-		if (g->side == UAIO_FLOW_SIDE_NONE)
-			fprintf(stderr, "%s: %s -> %s: %s\n", ME, g->src_name, g->dst_name,
-				strerror((int)-g->res));
-		else
-			fprintf(stderr, "%s: %s: %s: %s\n", ME,
-				g->side == UAIO_FLOW_SIDE_DST ? g->dst_name : g->src_name,
-				verb(g->side), strerror((int)-g->res));
-	}
-	if (t->o.stats) {
-		getrusage(RUSAGE_SELF, &ru);
-		fprintf(stderr, "%s: %llu bytes in %.3f s, %.1f MB/s, CPU %.3f s "
-			"(user %.3f, sys %.3f), %s\n", ME,
-			(unsigned long long)total, secs, secs > 0 ? total / secs / 1e6 : 0.0,
-			ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6 +
-			ru.ru_stime.tv_sec + ru.ru_stime.tv_usec / 1e6,
-			ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6,
-			ru.ru_stime.tv_sec + ru.ru_stime.tv_usec / 1e6, t->legs[0].method);
-	}
-	return ok;
-}
-
 static void tool_init(struct tool *t)
 {
 	struct uaio_loop_params p = { 0 };
@@ -405,7 +234,7 @@ static void tool_init(struct tool *t)
 		struct sigaction old;
 		sigset_t cur;
 
-		sigpipe_kills = sigaction(SIGPIPE, NULL, &old) == 0 &&
+		t->sigpipe_kills = sigaction(SIGPIPE, NULL, &old) == 0 &&
 				old.sa_handler == SIG_DFL &&
 				sigprocmask(SIG_BLOCK, NULL, &cur) == 0 &&
 				!sigismember(&cur, SIGPIPE);
@@ -432,7 +261,7 @@ static void tool_init(struct tool *t)
 	t->sigfd = signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC);
 	if (t->sigfd < 0)
 		fail("signalfd", errno);
-	if ((r = uaio_watch_start(t->l, &t->sigw, t->sigfd, UAIO_READABLE, &sig_handler, t)) < 0)
+	if ((r = uaio_watch_start(t->l, &t->sigw, t->sigfd, UAIO_READABLE, &legs_sig_handler, t)) < 0)
 		fail("signalfd", -r);
 	clock_gettime(CLOCK_MONOTONIC, &t->t0);
 }
@@ -468,8 +297,8 @@ static int cmd_copy(struct tool *t, const char *src, const char *dst)
 	bool ok;
 
 	open_out(t, &o, dst, src, &st, S_ISREG(st.st_mode) ? st.st_mode : 0666);
-	start_leg(t, in, o.fd, QF(src), QF(o.path), -1);
-	ok = run(t) && !t->interrupted;	/* a signal, even late: no file */
+	leg_start(t, in, o.fd, QF(src), QF(o.path), -1);
+	ok = legs_run(t) && !t->interrupted;	/* a signal, even late: no file */
 	return finish(t, close_out(&o, ok) == 0 && ok);
 }
 
@@ -482,8 +311,8 @@ static int cmd_send(struct tool *t, const char *file, const char *peer)
 	bool ok;
 
 	reset_on_exit(0, s);
-	start_leg(t, in, s, QF(file), strdup(peer), -1);
-	ok = run(t);
+	leg_start(t, in, s, QF(file), strdup(peer), -1);
+	ok = legs_run(t);
 	/* Every byte arrived when the receiver, having read them all,
 	 * closes its end; a reset says they did not. */
 	if (ok && shutdown(s, SHUT_WR) < 0) {
@@ -515,8 +344,8 @@ static int cmd_recv(struct tool *t, const char *local, const char *file)
 	open_out(t, &o, file, NULL, NULL, 0666);
 	s = accept_one(ls, local, peer, sizeof(peer));
 	clock_gettime(CLOCK_MONOTONIC, &t->t0);	/* --stats: the transfer, not the wait */
-	start_leg(t, s, o.fd, strdup(peer), QF(o.path), -1);
-	ok = run(t) && !t->interrupted;	/* a signal, even late: no file */
+	leg_start(t, s, o.fd, strdup(peer), QF(o.path), -1);
+	ok = legs_run(t) && !t->interrupted;	/* a signal, even late: no file */
 	close(s);
 	return finish(t, close_out(&o, ok) == 0 && ok);
 }
@@ -533,9 +362,9 @@ static int cmd_forward(struct tool *t, const char *local, const char *peer)
 	b = net_fd(peer, false);
 	reset_on_exit(1, b);
 	clock_gettime(CLOCK_MONOTONIC, &t->t0);	/* --stats: the transfer, not the wait */
-	start_leg(t, a, b, strdup(from), strdup(peer), b);
-	start_leg(t, b, a, strdup(peer), strdup(from), a);
-	ok = run(t);
+	leg_start(t, a, b, strdup(from), strdup(peer), b);
+	leg_start(t, b, a, strdup(peer), strdup(from), a);
+	ok = legs_run(t);
 	conn_close(0, a, ok);	/* neither peer may take a cut stream for whole */
 	conn_close(1, b, ok);
 	return finish(t, ok);

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* uaio-flow's parts: the tool object, and what main.c, net.c and files.c
- * call of one another. */
+/* uaio-flow's parts: the tool object, and what main.c, legs.c, net.c and
+ * files.c call of one another. */
 #ifndef UAIO_FLOW_TOOL_H
 #define UAIO_FLOW_TOOL_H
 #define _GNU_SOURCE
@@ -63,10 +63,16 @@ struct tool {
 	int sigfd;
 	struct timespec t0;
 	uint64_t shown_ns;
+	/* SIGPIPE's action at start was the default: a pipe whose reader
+	 * went away ends the tool by it, silently, as it ends cat and dd */
+	bool sigpipe_kills;
 };
 
 /* main.c */
 void fail(const char *what, int err) __attribute__((noreturn));
+/* What is left is cleaned up, then the tool dies of sig, saying so when
+ * loud. */
+void die_by(int sig, bool loud) __attribute__((noreturn));
 /* files.c: fail() for a file, its name as cat prints one (quotef) */
 void fail_file(const char *path, int err) __attribute__((noreturn));
 /* name quoted as GNU's quotef (bare when the shell would take it; a
@@ -95,6 +101,14 @@ void partial_set(struct outfile *o);
 void reset_on_exit(int slot, int fd);
 /* The next close of fd resets the connection. */
 void net_abort(int fd);
+
+/* legs.c: a flow from src to dst (shut_fd: shut for writing at its
+ * end, or -1), exiting on failure to start; running them all to their
+ * end (true when every byte arrived); the signalfd's handler, which
+ * cancels them */
+void leg_start(struct tool *t, int src, int dst, char *sname, char *dname, int shut_fd);
+bool legs_run(struct tool *t);
+extern const struct uaio_handler legs_sig_handler;
 
 /* net.c: "HOST:PORT", "[V6]:PORT", or for listeners "[ADDR:]PORT" */
 void check_spec(const char *spec, bool passive);

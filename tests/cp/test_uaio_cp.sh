@@ -8,7 +8,8 @@
 # (UAIO_CP_TEST_KEEP_GOING=1: report every failure, not just the first).
 # Parts that need root (owners, devices) say so and are skipped when not
 # root. The copy's surroundings (other users, a full or another file
-# system, descriptor limits, closed streams, signals): test_uaio_cp_env.sh.
+# system, descriptor limits, closed streams, signals): test_uaio_cp_env.sh;
+# --sparse, --reflink=never, -j and --progress: test_uaio_cp_data.sh.
 # To check this script without uaio-cp, pass tests/cp/gnu_cp_wrapper.sh
 # as TOOL (GNU cp that drops -j/--progress and renames itself).
 
@@ -571,52 +572,5 @@ SETUP='mkdir -p a/s b/s; echo 1 >a/s/x; echo 2 >b/s/x; echo 3 >a/y; touch -d 200
 both -s -ru a/. b
 both -s -rn a/. b
 ok "-v output, -n, -u"
-
-# --sparse and --reflink=never: same contents and holes as GNU; never
-# writes every block.
-SETUP=:
-# A file with holes whose data has written zeros: cp 9.1 punches those too
-# under --sparse=auto. Beside the tree, whose copies keep its hole maps.
-mkdir "$T/zs" && { head -c 5000 /dev/urandom; head -c 200000 /dev/zero; head -c 9000 /dev/urandom; } >"$T/zs/zsparse" &&
-  truncate -s 2M "$T/zs/zsparse" || fail "making zs/zsparse"
-for o in --sparse=always --sparse=never --sparse=auto --reflink=never; do
-  both $o ../src/sparse ../src/zeros ../src/tailhole ../src/z1m3 ../zs/zsparse .
-  for f in sparse zeros tailhole z1m3 zsparse; do
-    src=$T/src/$f; [ $f = zsparse ] && src=$T/zs/$f
-    cmp -s "$src" "$T/u/$f" || fail "$o: $f differs from the source"
-    [ "$(stat -c %b "$T/g/$f")" = "$(stat -c %b "$T/u/$f")" ] ||
-      fail "$o: $f has $(stat -c %b "$T/u/$f") blocks, GNU cp's copy $(stat -c %b "$T/g/$f")"
-  done
-  if [ $o = --sparse=never ]; then
-    for s in g u; do
-      for f in sparse zeros tailhole; do
-        set -- $(stat -c '%b %B %s' "$T/$s/$f")
-        [ $(($1 * $2)) -ge $(($3 / 4096 * 4096)) ] || fail "--sparse=never: $s/$f has holes ($1 blocks, size $3)"
-      done
-    done
-  fi
-done
-[ "$(stat -c %b "$T/u/sparse")" -lt 4096 ] || echo "note: the --reflink=never copy of a 64 MiB sparse file is not sparse"
-ok "--sparse=always/never/auto, --reflink=never"
-
-# uaio-cp's own options: -j N (any N: the same tree), --progress (nothing
-# written when stdout and stderr are not terminals).
-SETUP=:
-for TX in "-j 1" "-j 64" "--progress" "--progress -j 3"; do
-  both -s -a ../src dst
-  tc "$T/g/dst" "$T/u/dst" --dir-times --strict-holes
-  tc "$T/src" "$T/u/dst" --dir-times
-done
-TX=
-# A bad -j is a usage error, as cp's own bad arguments; a minus after
-# blanks too (strtoul negated it: ' -18446744073709551615' was 1).
-for j in 0 abc '' 65537 -1 ' -1' ' -18446744073709551615'; do
-  (cd "$T" && uaio-cp -j "$j" src/z1 jx) >"$T/j.out" 2>"$T/j.err"
-  rc=$?
-  [ $rc = 1 ] && [ ! -e "$T/jx" ] && grep -qx "uaio-cp: invalid number of jobs: '$j'" "$T/j.err" ||
-    { cat "$T/j.err"; rm -f "$T/jx"; fail "-j '$j': exit $rc, not refused"; }
-done
-ok "-j 1, -j 64 and --progress: the tree cp -a makes, nothing printed; a bad -j refused"
-
 
 exit $failed

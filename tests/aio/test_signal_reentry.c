@@ -95,8 +95,15 @@ static void handler_resubmits(void)
 	close(B[0]);
 }
 
+static timer_t tick_timer;
+static volatile sig_atomic_t ticking;
+
+/* The next tick is armed from here, a millisecond after this one ends: a
+ * periodic timer outran a fork slower than its period (under ASan), and
+ * the thread holding the library's lock never left its handler. */
 static void on_tick(int s)
 {
+	struct itimerspec next = { { 0, 0 }, { 0, 1000000 } };
 	int e = errno;
 	pid_t c;
 
@@ -106,35 +113,39 @@ static void on_tick(int s)
 		_exit(0);
 	if (c > 0 && waitpid(c, NULL, 0) == c)
 		forks++;
+	if (ticking)
+		timer_settime(tick_timer, 0, &next, NULL);
 	errno = e;
 }
 
-/* A fork from a handler every millisecond, on a file and on a pipe. */
+/* A fork from a handler, a millisecond after the last one, on a file and
+ * on a pipe. */
 static void handler_forks(void)
 {
 	struct sigaction sa = { .sa_handler = on_tick, .sa_flags = SA_RESTART };
 	struct sigevent sev = { .sigev_notify = SIGEV_SIGNAL,
 				.sigev_signo = SIGRTMIN + 1 };
-	struct itimerspec its = { { 0, 1000000 }, { 0, 1000000 } };
+	struct itimerspec its = { { 0, 0 }, { 0, 1000000 } };
 	int fd = t_tmpfile(), p[2];
 	pthread_t t;
-	timer_t tm;
 	long n = 0;
 
 	CHECK(pipe(p) == 0);
 	A[0] = p[0];
 	CHECK(pthread_create(&t, NULL, drain, NULL) == 0);
 	CHECK(sigaction(SIGRTMIN + 1, &sa, NULL) == 0);
-	CHECK(timer_create(CLOCK_MONOTONIC, &sev, &tm) == 0);
-	CHECK(timer_settime(tm, 0, &its, NULL) == 0);
+	CHECK(timer_create(CLOCK_MONOTONIC, &sev, &tick_timer) == 0);
+	ticking = 1;
+	CHECK(timer_settime(tick_timer, 0, &its, NULL) == 0);
 	while (forks < 600 || n < 2000) {
 		write_one(fd, (n % 256) * 16, "0123456789abcdef", 16);
 		write_one(p[1], 0, "z", 1);
 		n++;
 	}
+	ticking = 0;
 	its.it_value.tv_nsec = 0;
-	CHECK(timer_settime(tm, 0, &its, NULL) == 0);
-	CHECK(timer_delete(tm) == 0);
+	CHECK(timer_settime(tick_timer, 0, &its, NULL) == 0);
+	CHECK(timer_delete(tick_timer) == 0);
 	signal(SIGRTMIN + 1, SIG_IGN);
 	close(p[1]);
 	CHECK(pthread_join(t, NULL) == 0);

@@ -25,13 +25,28 @@ static int cancel_locked(struct aio_req *r)
 		*pp = r->next;
 		aio__req_release_locked(r, -ECANCELED);
 		aio__serial_maybe_free_locked(s);
+	} else if (r->flags & RF_HELD) {	/* a write behind an fsync */
+		struct aio_fdw *w = r->owner;
+		struct aio_req *prev = NULL;
+
+		for (pp = &w->held; *pp != r; prev = *pp, pp = &(*pp)->next)
+			;
+		*pp = r->next;
+		if (w->held_tail == r)
+			w->held_tail = prev;
+		r->flags &= ~RF_HELD;
+		aio__req_finish_parallel_locked(r, -ECANCELED);
 	} else {
 		struct aio_fdw *w = r->owner;
 		for (pp = &w->barriers; *pp != r; pp = &(*pp)->next)
 			;
 		*pp = r->next;
-		aio__req_release_locked(r, -ECANCELED);
-		aio__fdw_maybe_free_locked(w);
+		if (r->kind != K_READ) {	/* an fsync: the writes after it go */
+			aio__req_finish_parallel_locked(r, -ECANCELED);
+		} else {
+			aio__req_release_locked(r, -ECANCELED);
+			aio__fdw_maybe_free_locked(w);
+		}
 	}
 	return 1;
 }

@@ -224,6 +224,7 @@ static void fork_child(void)
 	}
 	atomic_store(&E->nserial, 0);
 	atomic_store(&E->pwrites, 0);
+	atomic_store(&E->psyncs, 0);
 	for (unsigned i = 0; i < E->nfdw; i++)
 		free(E->fdw[i]);
 	free(E->fdw);

@@ -135,6 +135,7 @@ enum { RS_FREE, RS_QUEUED, RS_LOOP };	/* RS_QUEUED: waiting in this layer */
 #define RF_LEADER	0x8	/* carries adjacent list entries in one op */
 #define RF_MEMBER	0x10	/* carried by a leader (its next chain) */
 #define RF_DIRECT	0x20	/* issued by the submitting thread (u.thr) */
+#define RF_HELD		0x40	/* a write behind an fsync (aio_fdw.held) */
 
 struct aio_lio;
 
@@ -169,7 +170,8 @@ struct aio_req {
 	union {
 		struct {
 			uint32_t epoch;		/* write: its descriptor's epoch; fsync: its barrier */
-			uint32_t remaining;	/* fsync: earlier writes still in flight */
+			uint32_t remaining;	/* fsync, read: earlier writes still in
+						 * flight; held write: earlier fsyncs */
 		};
 		uint64_t tmo_us;	/* RF_SERIAL: the socket's SO_RCVTIMEO/SO_SNDTIMEO */
 	};
@@ -206,12 +208,18 @@ struct aio_serial {
 #define SO_STOP_CLOCK	2
 #define SO_STOP_REQ	4
 
-/* A descriptor with writes in flight: fsyncs wait for the earlier ones. */
+/* A regular file's descriptor with writes or fsyncs in flight: fsyncs
+ * and reads wait for the earlier writes (barriers, in call order), and
+ * writes for the earlier fsyncs (held, in call order), as glibc runs a
+ * descriptor's requests one after another. Writes and reads otherwise
+ * run side by side. */
 struct aio_fdw {
 	int fd;
-	unsigned writes;
+	unsigned writes;	/* held ones too */
+	unsigned syncs;		/* fsyncs not ended, waiting or not */
 	uint32_t epoch;
 	struct aio_req *barriers;
+	struct aio_req *held, *held_tail;
 };
 
 /*
@@ -291,6 +299,7 @@ struct aio_engine {
 
 	atomic_uint nserial;		/* serial files with requests */
 	atomic_uint pwrites;		/* writes in flight on regular files (fdw) */
+	atomic_uint psyncs;		/* fsyncs in flight on them (fdw) */
 	struct aio_serial *serial[SERIAL_BUCKETS];
 	struct aio_fdw **fdw;
 	unsigned nfdw;

@@ -99,7 +99,7 @@ struct aio_fdw *aio__fdw_get_locked(int fd, bool create)
 
 void aio__fdw_maybe_free_locked(struct aio_fdw *w)
 {
-	if (w->writes || w->barriers)
+	if (w->writes || w->barriers || w->syncs || w->held)
 		return;
 	E->fdw[w->fd] = NULL;
 	spare_put(&E->fdw_spare, w);
@@ -255,7 +255,7 @@ static void serial_advance_locked(struct aio_serial *s)
  * waited for it. */
 static void fdw_write_done_locked(struct aio_fdw *w, struct aio_req *wr)
 {
-	struct aio_req **pp = &w->barriers;
+	struct aio_req **pp = &w->barriers, *failed = NULL;
 
 	w->writes--;
 	atomic_fetch_sub_explicit(&E->pwrites, 1, memory_order_relaxed);
@@ -266,21 +266,71 @@ static void fdw_write_done_locked(struct aio_fdw *w, struct aio_req *wr)
 			int ret;
 
 			*pp = b->next;
-			b->owner = NULL;
 			ret = aio__req_issue_locked(b);
-			if (ret < 0)
-				aio__req_release_locked(b, ret);
+			if (b->kind == K_READ) {
+				b->owner = NULL;
+				if (ret < 0)
+					aio__req_release_locked(b, ret);
+			} else if (ret < 0) {	/* an fsync: its end lets writes go */
+				b->remaining = (uint32_t)-ret;
+				b->next = failed;
+				failed = b;
+			}
 			continue;
 		}
 		pp = &b->next;
 	}
-	aio__fdw_maybe_free_locked(w);
+	aio__fdw_maybe_free_locked(w);	/* not while a failed fsync counts */
+	while (failed) {		/* w is not touched after these */
+		struct aio_req *b = failed;
+
+		failed = b->next;
+		aio__req_finish_parallel_locked(b, -(long)b->remaining);
+	}
+}
+
+/* An fsync on w ended: the writes held behind it go, in call order, once
+ * no earlier fsync is left. */
+static void fdw_sync_done_locked(struct aio_fdw *w, struct aio_req *s)
+{
+	struct aio_req *h, *go = NULL;
+
+	w->syncs--;
+	atomic_fetch_sub_explicit(&E->psyncs, 1, memory_order_relaxed);
+	for (h = w->held; h; h = h->next)
+		if (h->epoch >= s->epoch)
+			h->remaining--;
+	/* earlier writes wait for fewer fsyncs: those free are a prefix */
+	if (w->held && w->held->remaining == 0) {
+		go = w->held;
+		for (h = go; h->next && h->next->remaining == 0; h = h->next)
+			;
+		w->held = h->next;
+		if (!w->held)
+			w->held_tail = NULL;
+		h->next = NULL;
+	} else {
+		aio__fdw_maybe_free_locked(w);
+		return;
+	}
+	/* w lives while they count in w->writes; not touched after them */
+	while (go) {
+		h = go;
+		go = h->next;
+		int ret;
+
+		h->flags &= ~RF_HELD;
+		if ((ret = aio__req_issue_locked(h)) < 0)
+			aio__req_finish_parallel_locked(h, ret);
+	}
 }
 
 void aio__req_finish_parallel_locked(struct aio_req *r, long res)
 {
 	if (r->kind == K_WRITE && r->owner)
 		fdw_write_done_locked(r->owner, r);
+	else if (r->kind != K_READ && r->owner)
+		fdw_sync_done_locked(r->owner, r);
 	aio__req_release_locked(r, res);
 }
 

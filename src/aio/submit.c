@@ -223,6 +223,7 @@ static int submit_parallel(struct aiocb *cb, int kind, int fd, bool direct,
 {
 	struct aio_req *r;
 	struct aio_fdw *w = NULL;
+	bool sync = kind == K_FSYNC || kind == K_DSYNC, need = sync || kind == K_WRITE;
 	int ret;
 
 	aio__lock();
@@ -232,7 +233,7 @@ static int submit_parallel(struct aiocb *cb, int kind, int fd, bool direct,
 		aio__unlock();
 		return ret < 0 ? aio__lone_thread(cb, kind, g, ret) : -EAGAIN;
 	}
-	if (!(w = aio__fdw_get_locked(fd, kind == K_WRITE)) && kind == K_WRITE) {
+	if (!(w = aio__fdw_get_locked(fd, need)) && need) {
 		aio__req_free_locked(r);
 		aio__unlock();
 		return -EAGAIN;
@@ -242,21 +243,47 @@ static int submit_parallel(struct aiocb *cb, int kind, int fd, bool direct,
 	r->prio = (int8_t)(kind <= K_WRITE ? cb->aio_reqprio : 0);
 	priv(cb)->req = r;
 	lio_add_locked(r, g);
+	if (sync) {
+		r->owner = w;
+		r->epoch = ++w->epoch;
+		w->syncs++;
+		atomic_fetch_add_explicit(&E->psyncs, 1, memory_order_relaxed);
+	}
 	if (kind == K_WRITE) {
 		r->owner = w;
 		r->epoch = w->epoch;
 		w->writes++;
 		atomic_fetch_add_explicit(&E->pwrites, 1, memory_order_relaxed);
+		if (w->syncs) {
+			/* After an fsync not ended: glibc writes it once the
+			 * fsync is done (a journal's commit record must not
+			 * reach the disk before the data that fsync covers). */
+			aio__pin_get_locked(r, fd, pc);
+			r->remaining = w->syncs;
+			r->flags |= RF_HELD;
+			r->next = NULL;
+			*(w->held ? &w->held_tail->next : &w->held) = r;
+			w->held_tail = r;
+			r->state = RS_QUEUED;
+			aio__unlock();
+			return 0;
+		}
 	} else if (w && w->writes) {
 		/* An fsync after writes still in flight, or a read (which
 		 * would read what they have not written yet; glibc runs a
-		 * descriptor's requests in order): a barrier. */
+		 * descriptor's requests in order): a barrier, released in
+		 * call order. */
+		struct aio_req **pp = &w->barriers;
+
 		aio__pin_get_locked(r, fd, pc);
-		r->epoch = ++w->epoch;
+		if (!sync)
+			r->epoch = ++w->epoch;
 		r->remaining = w->writes;
 		r->owner = w;
-		r->next = w->barriers;
-		w->barriers = r;
+		r->next = NULL;
+		while (*pp)
+			pp = &(*pp)->next;
+		*pp = r;
 		r->state = RS_QUEUED;
 		aio__unlock();
 		return 0;
@@ -326,18 +353,20 @@ static bool span_faults(const struct aiocb *cb, int kind)
 
 static bool serial_has(int fd, const struct stat *st);
 
-/* Whether writes to fd are in flight (a read then waits for them, as a
- * barrier: submit_parallel). No lock while there are none anywhere. */
-static bool writes_pending(int fd)
+/* Whether a read (write) of fd must wait: writes (fsyncs) to it are in
+ * flight, which it waits for in submit_parallel, so no inline try may
+ * overtake them. No lock while there are none anywhere. */
+static bool must_wait(int fd, int kind)
 {
+	atomic_uint *n = kind == K_READ ? &E->pwrites : &E->psyncs;
 	struct aio_fdw *w;
 	bool any;
 
-	if (!atomic_load_explicit(&E->pwrites, memory_order_relaxed))
+	if (!atomic_load_explicit(n, memory_order_relaxed))
 		return false;
 	aio__lock();
 	w = aio__fdw_get_locked(fd, false);
-	any = w && w->writes;
+	any = w && (kind == K_READ ? w->writes : w->syncs);
 	aio__unlock();
 	return any;
 }
@@ -411,7 +440,7 @@ int aio__submit_rw(struct aiocb *cb, int kind, struct lio_ctx *pc,
 	rwf = aio__hint_try(h, kind) ? RWF_NOWAIT : 0;
 	/* Not while requests run on helper threads (lone.c): it could
 	 * overtake one on this descriptor. */
-	try = !(kind == K_READ && writes_pending(fd)) &&
+	try = !must_wait(fd, kind) &&
 	      !(fl & O_DIRECT) && cb_len(cb) <= *budget &&
 	      (rwf || aio__page_write_ok(cb, kind, fl)) &&
 	      !__atomic_load_n(&E->lone, __ATOMIC_RELAXED);

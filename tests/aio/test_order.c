@@ -69,6 +69,94 @@ static void fsync_after_writes(void)
 	close(fd);
 }
 
+/* A write called after an fsync ends after it (glibc runs a descriptor's
+ * requests one after another): a journal's commit record never overtakes
+ * the fsync of its data. Before, the small write went at once, beside
+ * the fsync that waited for the big one. Reads and fsyncs behind a write
+ * end in call order. */
+struct after_fsync {
+	struct aiocb *fs;
+	int fsync_running;
+	sem_t *sem;
+};
+
+static void on_commit(union sigval v)
+{
+	struct after_fsync *a = v.sival_ptr;
+
+	if (uaio_error(a->fs) == EINPROGRESS)
+		a->fsync_running++;
+	sem_post(a->sem);
+}
+
+static void writes_after_fsync(void)
+{
+	enum { BIG = 4 << 20 };
+	int fd = t_tmpfile(), err;
+	char *big = malloc(BIG);
+	static char rb[4][16];
+	static sem_t sem;
+	struct after_fsync a;
+
+	t_fill(big, BIG, 7);
+	CHECK(sem_init(&sem, 0, 0) == 0);
+	for (int round = 0; round < 8; round++) {
+		struct aiocb data = t_cb(fd, big, BIG, 0), fs = t_cb(fd, NULL, 0, 0);
+		struct aiocb commit = t_cb(fd, (void *)"COMMIT", 6, BIG), r[4];
+		struct aiocb *l[1] = { &data };
+
+		a = (struct after_fsync){ .fs = &fs, .sem = &sem };
+		if (round % 2) {
+			data.aio_lio_opcode = LIO_WRITE;
+			CHECK_EQ(ulio_listio(LIO_NOWAIT, l, 1, NULL), 0);
+		} else {
+			CHECK_EQ(uaio_write(&data), 0);
+		}
+		for (int i = 0; i < 2; i++) {
+			r[i] = t_cb(fd, rb[i], 16, (off_t)i * 16);
+			CHECK_EQ(uaio_read(&r[i]), 0);
+		}
+		CHECK_EQ(uaio_fsync(round % 4 < 2 ? O_SYNC : O_DSYNC, &fs), 0);
+		commit.aio_sigevent.sigev_notify = SIGEV_THREAD;
+		commit.aio_sigevent.sigev_notify_function = on_commit;
+		commit.aio_sigevent.sigev_value.sival_ptr = &a;
+		CHECK_EQ(uaio_write(&commit), 0);
+		for (int i = 2; i < 4; i++) {
+			r[i] = t_cb(fd, rb[i], 16, (off_t)i * 16);
+			CHECK_EQ(uaio_read(&r[i]), 0);
+		}
+		while (sem_wait(&sem) < 0)
+			CHECK(errno == EINTR);
+		CHECK_EQ(a.fsync_running, 0);
+		CHECK_EQ(t_wait(&data, &err), BIG);
+		CHECK_EQ(t_wait(&fs, &err), 0);
+		CHECK_EQ(t_wait(&commit, &err), 6);
+		for (int i = 0; i < 4; i++) {
+			CHECK_EQ(t_wait(&r[i], &err), 16);
+			CHECK(!memcmp(rb[i], big + i * 16, 16));
+		}
+	}
+	/* one cancelled while it waits for the fsync: the next still goes */
+	{
+		struct aiocb data = t_cb(fd, big, BIG, 0), fs = t_cb(fd, NULL, 0, 0);
+		struct aiocb c1 = t_cb(fd, (void *)"one", 3, BIG), c2 = t_cb(fd, (void *)"two", 3, BIG + 3);
+
+		CHECK_EQ(uaio_write(&data), 0);
+		CHECK_EQ(uaio_fsync(O_SYNC, &fs), 0);
+		CHECK_EQ(uaio_write(&c1), 0);
+		CHECK_EQ(uaio_write(&c2), 0);
+		int rc = uaio_cancel(fd, &c1);
+		CHECK(rc == AIO_CANCELED || rc == AIO_ALLDONE);
+		CHECK_EQ(t_wait(&c2, &err), 3);
+		CHECK_EQ(t_wait(&fs, &err), 0);
+		CHECK_EQ(t_wait(&data, &err), BIG);
+		CHECK_EQ(t_wait(&c1, &err), rc == AIO_CANCELED ? -1 : 3);
+	}
+	sem_destroy(&sem);
+	free(big);
+	close(fd);
+}
+
 /* Writes to one end and reads from the other, all queued at once: the
  * bytes come out in submission order. */
 enum { SN = 48, SCH = 16 * 1024 };
@@ -364,6 +452,7 @@ int main(void)
 {
 	t_watchdog(120);
 	RUN(fsync_after_writes);
+	RUN(writes_after_fsync);
 	RUN(stream_in_order);
 	RUN(pipe_priority);
 	RUN(append_in_order);

@@ -18,6 +18,7 @@
 #define _GNU_SOURCE
 #include "aio/engine.h"
 
+#include <signal.h>
 #include <sys/eventfd.h>
 
 static __thread struct aio_thread *aio_self;
@@ -240,7 +241,18 @@ int aio__own_issue_locked(struct aio_req *r, int fd)
 		io_uring_prep_fsync(sqe, fd, r->kind == K_DSYNC ? IORING_FSYNC_DATASYNC : 0);
 	}
 	io_uring_sqe_set_data(sqe, r);
+	/* With every signal blocked: a request the kernel hands to io-wq
+	 * starts a worker thread from this one, and that creation fails
+	 * while a signal is pending here; after a few tries the kernel
+	 * cancels the request (a write ended with ECANCELED under a fast
+	 * timer, nobody having cancelled it). glibc's helpers block all
+	 * signals too. */
+	sigset_t all, old;
+
+	sigfillset(&all);
+	pthread_sigmask(SIG_BLOCK, &all, &old);
 	ret = io_uring_submit(&t->ring);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	if (ret < 1) {
 		/* Left in the queue: it goes with the next submission as a
 		 * no-op that nobody waits for. */

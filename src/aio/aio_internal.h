@@ -53,5 +53,8 @@ const char *uaio__aio_backend_name(void);
 /* Completions of requests on the submitting threads' own rings, reaped
  * by the thread itself in aio_suspend and by the engine thread (tests). */
 void uaio__aio_own_reaped(unsigned long *by_thread, unsigned long *by_engine);
+/* RLIMIT_FSIZE changed (the drop-in's setrlimit, prlimit): the next
+ * submission looks it up again. */
+void uaio__aio_fsize_changed(void);
 
 #endif

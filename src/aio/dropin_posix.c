@@ -12,6 +12,7 @@
 #define _GNU_SOURCE
 #include <aio.h>
 #include <dlfcn.h>
+#include <sys/resource.h>
 #include <errno.h>
 #include <limits.h>
 #include <stddef.h>
@@ -119,6 +120,8 @@ static struct {
 	int (*close)(int);
 	int (*close_range)(unsigned, unsigned, int);
 	void (*closefrom)(int);
+	int (*setrlimit)(int, const struct rlimit *);
+	int (*prlimit)(pid_t, int, const struct rlimit *, struct rlimit *);
 } libc;
 
 __attribute__((constructor)) static void dropin_init(void)
@@ -126,6 +129,9 @@ __attribute__((constructor)) static void dropin_init(void)
 	libc.close = (int (*)(int))dlsym(RTLD_NEXT, "close");
 	libc.close_range = (int (*)(unsigned, unsigned, int))dlsym(RTLD_NEXT, "close_range");
 	libc.closefrom = (void (*)(int))dlsym(RTLD_NEXT, "closefrom");
+	libc.setrlimit = (int (*)(int, const struct rlimit *))dlsym(RTLD_NEXT, "setrlimit");
+	libc.prlimit = (int (*)(pid_t, int, const struct rlimit *, struct rlimit *))
+		dlsym(RTLD_NEXT, "prlimit");
 	/* glibc's AIO takes no descriptor: one the engine cannot keep above
 	 * the program's numbers is not taken at all */
 	__atomic_store_n(&uaio__owned_fds.strict, true, __ATOMIC_RELAXED);
@@ -178,3 +184,43 @@ VERSIONED(int, close_range, (unsigned first, unsigned last, int flags),
 	  close_range_glibc(first, last, flags), v2_34, "@@GLIBC_2.34");
 EXPORT void closefrom_v2_34(int lowfd) { closefrom_glibc(lowfd); }
 __asm__(".symver closefrom_v2_34, closefrom@@GLIBC_2.34");
+
+/*
+ * RLIMIT_FSIZE is looked up every few submissions (aio__fsize_changed):
+ * a program that lowers it after using AIO, then writes past it, would
+ * have an inline write raise SIGXFSZ at its thread and die of it, where
+ * glibc's helper gets EFBIG. So a change of that limit is seen at once.
+ * (x86-64: rlimit and rlimit64 are one type, and setrlimit64, prlimit64
+ * glibc's aliases of the same functions.)
+ */
+static int setrlimit_glibc(int res, const struct rlimit *rl)
+{
+	int r = libc.setrlimit ? libc.setrlimit(res, rl) :
+				 (int)syscall(SYS_prlimit64, 0, res, rl, NULL);
+
+	if (res == RLIMIT_FSIZE)
+		uaio__aio_fsize_changed();
+	return r;
+}
+
+static int prlimit_glibc(pid_t pid, int res, const struct rlimit *rl, struct rlimit *old)
+{
+	int r = libc.prlimit ? libc.prlimit(pid, res, rl, old) :
+			       (int)syscall(SYS_prlimit64, pid, res, rl, old);
+
+	if (res == RLIMIT_FSIZE && rl)
+		uaio__aio_fsize_changed();
+	return r;
+}
+
+VERSIONED(int, setrlimit, (__rlimit_resource_t res, const struct rlimit *rl),
+	  setrlimit_glibc((int)res, rl), v2_2_5, "@@GLIBC_2.2.5");
+VERSIONED(int, setrlimit64, (__rlimit_resource_t res, const struct rlimit64 *rl),
+	  setrlimit_glibc((int)res, (const struct rlimit *)rl), v2_2_5, "@@GLIBC_2.2.5");
+VERSIONED(int, prlimit, (pid_t pid, __rlimit_resource_t res, const struct rlimit *rl,
+			 struct rlimit *old),
+	  prlimit_glibc(pid, (int)res, rl, old), v2_13, "@@GLIBC_2.13");
+VERSIONED(int, prlimit64, (pid_t pid, __rlimit_resource_t res, const struct rlimit64 *rl,
+			   struct rlimit64 *old),
+	  prlimit_glibc(pid, (int)res, (const struct rlimit *)rl, (struct rlimit *)old),
+	  v2_13, "@@GLIBC_2.13");

@@ -183,6 +183,11 @@ static bool fsize_limited(void)
 	return lim;
 }
 
+void uaio__aio_fsize_changed(void)
+{
+	atomic_store_explicit(&E->fsize_left, 0, memory_order_relaxed);
+}
+
 void aio__xfsz_hold(struct aio_xfsz *x)
 {
 	sigset_t set, pend;

@@ -401,6 +401,51 @@ static int idle_child(void)
 	return 0;
 }
 
+/* A program that lowers RLIMIT_FSIZE after it has used AIO, then writes
+ * past it: EFBIG, and it goes on (glibc's helper blocks SIGXFSZ). The
+ * drop-in looked the limit up every 64 submissions: an inline write
+ * raised SIGXFSZ at the caller, whose default action killed it. */
+static int fsize_late_child(void)
+{
+	char path[] = "/var/tmp/uaio-dropin-XXXXXX";
+	static char page[4096];
+	struct rlimit rl = { 65536, RLIM_INFINITY };
+	struct aiocb cb;
+	int fd = mkstemp(path);
+
+	if (fd < 0)
+		return 2;
+	unlink(path);
+	memset(page, 'p', sizeof(page));
+	signal(SIGXFSZ, SIG_DFL);
+	for (int i = 0; i < 8; i++) {
+		cb_init(&cb, fd, page, sizeof(page), (off_t)i * 4096);
+		if (aio_write(&cb) != 0 || wait_for(&cb) != (ssize_t)sizeof(page))
+			return 3;
+	}
+	if (setrlimit(RLIMIT_FSIZE, &rl) < 0)
+		return 4;
+	for (int i = 0; i < 3; i++) {
+		cb_init(&cb, fd, page, sizeof(page), (off_t)(1 << 20) + i * 4096);
+		if (aio_write(&cb) != 0 || wait_for(&cb) != -1 || aio_error(&cb) != EFBIG)
+			return 5;
+	}
+	/* and through prlimit */
+	rl.rlim_cur = RLIM_INFINITY;
+	if (prlimit(0, RLIMIT_FSIZE, &rl, NULL) < 0)
+		return 6;
+	cb_init(&cb, fd, page, sizeof(page), 1 << 20);
+	if (aio_write(&cb) != 0 || wait_for(&cb) != (ssize_t)sizeof(page))
+		return 7;
+	rl.rlim_cur = 65536;
+	if (prlimit(0, RLIMIT_FSIZE, &rl, NULL) < 0)
+		return 8;
+	cb_init(&cb, fd, page, sizeof(page), 2 << 20);
+	if (aio_write(&cb) != 0 || wait_for(&cb) != -1 || aio_error(&cb) != EFBIG)
+		return 9;
+	return 0;
+}
+
 static void in_child(const char *what)
 {
 	pid_t pid = fork();
@@ -428,6 +473,8 @@ int main(int argc, char **argv)
 		return small_table_child();
 	if (argc > 1 && !strcmp(argv[1], "idle"))
 		return idle_child();
+	if (argc > 1 && !strcmp(argv[1], "fsize-late"))
+		return fsize_late_child();
 	char path[] = "/var/tmp/uaio-dropin-XXXXXX", buf[64];
 	int fd = mkstemp(path), p[2];
 	struct aiocb z, cb, w[3], *list[3];
@@ -554,6 +601,7 @@ int main(int argc, char **argv)
 	in_child("table-full");
 	in_child("small-table");
 	in_child("idle");
+	in_child("fsize-late");
 
 	/* aio_init is accepted (a hint). */
 	struct aioinit in = { .aio_threads = 4, .aio_num = 64 };

@@ -4,7 +4,8 @@
 # directory descriptors under RLIMIT_NOFILE, FIFOs without -R, the page
 # cache's state, stdout that fails or is closed, closed standard
 # descriptors, a reader gone (SIGPIPE), a file past RLIMIT_FSIZE
-# (SIGXFSZ), a tight descriptor limit. The
+# (SIGXFSZ), a tight descriptor limit, a destination with 1-second
+# timestamps (-u) or without ACLs. The
 # cases and their comparison as in test_uaio_cp.sh (lib.sh).
 # Usage: test_uaio_cp_env.sh TOOL TREECMP. Exit 0 pass, 1 fail, 77 skip.
 
@@ -160,6 +161,35 @@ if [ $root = 1 ] && command -v mkfs.ext4 >/dev/null && mkdir "$sec" &&
   ok "-u, -au, -pu onto 1-second timestamps (ext4, 128-byte inodes)"
 else
   echo "skip: -u onto 1-second timestamps (needs root, mkfs.ext4 and a loop device)"
+fi
+
+# An extended ACL the destination cannot hold (ramfs has no xattrs): cp
+# says "preserving permissions" for each file, exits 1, and under -a does
+# not link a later name to a copy that failed so. uaio-cp dropped the ACL
+# without a word.
+acl=$T/acl
+if [ $root = 1 ] && command -v setfacl >/dev/null && mkdir "$acl" "$T/aclsrc" &&
+   mount -t ramfs ramfs "$acl" 2>/dev/null; then
+  mnt=$acl
+  echo a >"$T/aclsrc/f" && setfacl -m u:nobody:r "$T/aclsrc/f" && ln "$T/aclsrc/f" "$T/aclsrc/hf" ||
+    fail "making a file with an ACL"
+  for prog in cp uaio-cp; do
+    (cd "$T" && exec $prog -a aclsrc "$acl/$prog") >"$T/acl.$prog.out" 2>&1 </dev/null
+    echo "rc $?" >>"$T/acl.$prog.out"
+    (cd "$T" && exec $prog -p aclsrc/f "$acl/$prog.p") >>"$T/acl.$prog.out" 2>&1 </dev/null
+    echo "rc $?" >>"$T/acl.$prog.out"
+    sed -i "s|^$prog:|PROG:|; s|$acl/$prog|DST|" "$T/acl.$prog.out"
+    stat -c '%h %a' "$acl/$prog/f" "$acl/$prog/hf" "$acl/$prog.p" >>"$T/acl.$prog.out"
+  done
+  sort "$T/acl.cp.out" >"$T/acl.cp.sorted"	# the two names in any order
+  sort "$T/acl.uaio-cp.out" >"$T/acl.uaio-cp.sorted"
+  diff "$T/acl.cp.sorted" "$T/acl.uaio-cp.sorted" || fail "an ACL ramfs cannot hold: not cp's messages, status, links"
+  grep -q 'preserving permissions' "$T/acl.cp.out" || fail "an ACL ramfs cannot hold: cp itself said nothing"
+  umount "$acl"
+  mnt=
+  ok "an ACL the destination cannot hold: cp's message, status 1, no link to the failed copy"
+else
+  echo "skip: an ACL the destination cannot hold (needs root, setfacl, ramfs)"
 fi
 
 # 10 000 files in 100 directories.

@@ -104,7 +104,10 @@ void cp_notes_report(struct cp_run *r, struct cp_notes *n, const char *dst)
 /* Copies the source's extended attributes: all of them under
  * --preserve=xattr (SELinux labels excepted: that is --preserve=context),
  * only the POSIX ACLs when just the mode is preserved, as cp's copy_acl. */
-enum { ACL_ACCESS = 1, ACL_DEFAULT = 2 };
+/* ACL_LOST: the source's access ACL (an extended one: the kernel keeps
+ * none that only repeats the mode) could not be set, its errno above
+ * ACL_ERR_SHIFT */
+enum { ACL_ACCESS = 1, ACL_DEFAULT = 2, ACL_LOST = 4, ACL_ERR_SHIFT = 8 };
 
 /*
  * An attribute's failure as cp 9.1 (libattr's attr_copy_fd) says it: every
@@ -171,6 +174,9 @@ static unsigned xattrs(const struct cp_run *r, int src_fd, const char *src, int 
 			set++;
 			*acl |= !strcmp(name, "system.posix_acl_access") ? ACL_ACCESS :
 				!strcmp(name, "system.posix_acl_default") ? ACL_DEFAULT : 0;
+		} else if (!strcmp(name, "system.posix_acl_access")) {
+			*acl = (*acl & (ACL_ACCESS | ACL_DEFAULT)) | ACL_LOST |
+			       (unsigned)errno << ACL_ERR_SHIFT;
 		} else if (!is_acl(name)) {
 			if (errno == ENOTSUP)	/* said once, for the file */
 				unsupported++;
@@ -213,6 +219,17 @@ static int set_mode(int fd, const char *path, mode_t m)
 	if (errno != EOPNOTSUPP)
 		return -1;
 	return (m & 07000) ? 0 : chmod_fd(fd, path, m);
+}
+
+/* An extended access ACL the destination would not take is cp's
+ * copy_acl failing: said, and under -p/-a the copy counts as failed
+ * (the mode bits were set without it). */
+static bool acl_kept(const struct cp_opts *o, unsigned acl, struct cp_notes *out)
+{
+	if (!(acl & ACL_LOST))
+		return true;
+	note_q(out, (int)(acl >> ACL_ERR_SHIFT), "preserving permissions for %s", true);
+	return !o->require_preserve;
 }
 
 /* cp's order: times, owner, xattrs, mode. Under -p/-a/--preserve a time
@@ -286,7 +303,7 @@ bool cp_meta_apply(const struct cp_run *r, int src_fd, const char *src, int fd,
 		/* Likewise its fchmod to the mode the file was created with,
 		 * unless an ACL just set moved the bits. */
 		if ((has & CP_HAS_MODE) && !xset)
-			return true;
+			return acl_kept(o, acl, out);
 		if (chown_failed)
 			m &= ~(mode_t)(S_ISUID | S_ISGID | S_ISVTX);
 		/* The source's own ACL, copied, set the permission bits. */
@@ -301,7 +318,7 @@ bool cp_meta_apply(const struct cp_run *r, int src_fd, const char *src, int fd,
 		if (S_ISDIR(st->st_mode) && !(acl & ACL_DEFAULT))
 			(void)(fd >= 0 ? fremovexattr(fd, "system.posix_acl_default") :
 					 removexattr(dst, "system.posix_acl_default"));
-		return true;
+		return acl_kept(o, acl, out);
 	}
 	/* cp 9.1 sets a default ACL here: 0666 (0777) less the umask. */
 	if (o->explicit_no_mode) {

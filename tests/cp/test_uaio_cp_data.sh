@@ -36,6 +36,30 @@ done
 [ "$(stat -c %b "$T/u/sparse")" -lt 4096 ] || echo "note: the --reflink=never copy of a 64 MiB sparse file is not sparse"
 ok "--sparse=always/never/auto, --reflink=never"
 
+# Holes as big as the destination's blocks (cp's hole_size is its
+# st_blksize): on an ext4 of 1 KiB blocks a 1 KiB run of zeros becomes a
+# hole (uaio-cp looked for 4 KiB runs only).
+kb=$T/kb
+if [ $root = 1 ] && command -v mkfs.ext4 >/dev/null && mkdir "$kb" &&
+   truncate -s 32M "$T/kb.img" && mkfs.ext4 -q -F -b 1024 "$T/kb.img" 2>/dev/null &&
+   mount -o loop "$T/kb.img" "$kb" 2>/dev/null; then
+  mnt=$kb
+  { head -c 1024 /dev/zero; echo a; head -c 6000 /dev/zero; } >"$T/kz"
+  for o in always auto; do
+    for prog in cp uaio-cp; do
+      (cd "$T" && exec $prog --sparse=$o kz "$kb/$prog-$o") || fail "$prog --sparse=$o onto 1 KiB blocks"
+    done
+    cmp -s "$T/kz" "$kb/uaio-cp-$o" || fail "--sparse=$o onto 1 KiB blocks: contents differ"
+    [ "$(stat -c %b "$kb/cp-$o")" = "$(stat -c %b "$kb/uaio-cp-$o")" ] ||
+      fail "--sparse=$o onto 1 KiB blocks: $(stat -c %b "$kb/uaio-cp-$o") blocks, cp's $(stat -c %b "$kb/cp-$o")"
+  done
+  umount "$kb"
+  mnt=
+  ok "--sparse=always/auto onto 1 KiB blocks: cp's holes"
+else
+  echo "skip: holes on 1 KiB blocks (needs root, mkfs.ext4 and a loop device)"
+fi
+
 # uaio-cp's own options: -j N (any N: the same tree), --progress (nothing
 # written when stdout and stderr are not terminals).
 SETUP=:

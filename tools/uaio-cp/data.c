@@ -350,6 +350,13 @@ static void begin_data(struct cp_job *j)
 	}
 	j->by_extent = looks_sparse(j);
 	j->zero_holes = r->o.sparse == SPARSE_ALWAYS || j->by_extent;
+	if (j->zero_holes) {
+		struct stat ds;
+
+		/* cp's ST_BLKSIZE: 512 where the size given is none */
+		j->hole = fstat(j->dfd, &ds) == 0 && ds.st_blksize > 0 ?
+			  (uint32_t)(ds.st_blksize < SMALL_MAX ? ds.st_blksize : SMALL_MAX) : 512;
+	}
 	if ((uint64_t)j->st.st_size <= SMALL_MAX || j->zero_holes ||
 	    !S_ISREG(j->st.st_mode)) {
 		j->base = j->fill = 0;

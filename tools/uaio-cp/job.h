@@ -11,7 +11,6 @@
 #include "cp.h"
 
 #define SMALL_MAX	(128u << 10)	/* bytes: the buffer path's size, and one slot */
-#define HOLE_BLOCK	4096u		/* --sparse=always: zero runs this aligned become holes */
 
 struct cp_job {
 	struct cp_job *next;
@@ -42,6 +41,9 @@ struct cp_job {
 	/* whole zero blocks become holes: --sparse=always, and auto on a
 	 * source with holes (cp 9.1 punches those too) */
 	bool zero_holes;
+	/* the size of those blocks: the destination's st_blksize, as cp's
+	 * hole_size (at most SMALL_MAX, the buffer they are found in) */
+	uint32_t hole;
 	uint64_t counted;	/* bytes given to the progress bar */
 	uint64_t flow_seen;	/* the current flow's bytes counted */
 	int stage;		/* whole-file path: what failed (STAGE_*) */

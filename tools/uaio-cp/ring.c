@@ -27,12 +27,12 @@ bool cp_short_end(const struct cp_job *j, size_t got, uint64_t pos)
  * the file, which the final ftruncate makes a hole as cp does), else 0. */
 static uint64_t hole_at(const struct cp_job *j, uint64_t pos, uint64_t end)
 {
-	uint64_t n = end - pos < HOLE_BLOCK ? end - pos : HOLE_BLOCK;
+	uint64_t n = end - pos < j->hole ? end - pos : j->hole;
 	const uint8_t *p = j->buf + (pos - j->base);
 
-	if (pos % HOLE_BLOCK || !n)
+	if (pos % j->hole || !n)
 		return 0;
-	if (n < HOLE_BLOCK && end < (uint64_t)j->st.st_size)
+	if (n < j->hole && end < (uint64_t)j->st.st_size)
 		return 0;
 	for (uint64_t i = 0; i < n; i++)
 		if (p[i])
@@ -55,8 +55,8 @@ static void buf_write(struct cp_job *j)
 
 		while (j->wpos < end && (h = hole_at(j, j->wpos, end)))
 			j->wpos += h;
-		for (uint64_t b = (j->wpos / HOLE_BLOCK + 1) * HOLE_BLOCK; b < end;
-		     b += HOLE_BLOCK)
+		for (uint64_t b = (j->wpos / j->hole + 1) * j->hole; b < end;
+		     b += j->hole)
 			if (hole_at(j, b, end)) {
 				run_end = b;
 				break;

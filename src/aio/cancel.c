@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* aio_cancel, with glibc's choice of what is "being performed". */
 #define _GNU_SOURCE
+#include <stdlib.h>
 #include "aio/engine.h"
 
 /* ---------------------------------------------------------- cancel */
@@ -49,6 +50,51 @@ static int cancel_locked(struct aio_req *r)
 		}
 	}
 	return 1;
+}
+
+/* The requests of fd waiting in this layer, each list in the order it
+ * would run: a file's writes waiting for fsyncs first (the cancel of
+ * such an fsync would start them), a stream's queue, a file's fsyncs and
+ * reads waiting for writes. Into v when given; their number. */
+static size_t queued_of_locked(int fd, struct aio_req **v)
+{
+	struct aio_fdw *w = aio__fdw_get_locked(fd, false);
+	struct aio_req *r;
+	size_t n = 0;
+
+	for (r = w ? w->held : NULL; r; r = r->next, n++)
+		if (v)
+			v[n] = r;
+	for (int i = 0; i < SERIAL_BUCKETS; i++)
+		for (struct aio_serial *s = E->serial[i]; s; s = s->hnext)
+			for (r = s->head; r; r = r->next)
+				if (r->cb->aio_fildes == fd) {
+					if (v)
+						v[n] = r;
+					n++;
+				}
+	for (r = w ? w->barriers : NULL; r; r = r->next, n++)
+		if (v)
+			v[n] = r;
+	return n;
+}
+
+/* aio_cancel(fd, NULL): the waiting requests are cancelled, and notified,
+ * in the order glibc's list has them (the slab's order is its slots').
+ * Those left (if memory ran out) go in the slab's order after. */
+static int cancel_queued_in_order_locked(int fd)
+{
+	size_t n = queued_of_locked(fd, NULL);
+	struct aio_req **v = n ? malloc(n * sizeof(*v)) : NULL;
+	int canceled = 0;
+
+	if (!v)
+		return 0;
+	queued_of_locked(fd, v);
+	for (size_t i = 0; i < n; i++)
+		canceled += cancel_locked(v[i]);
+	free(v);
+	return canceled;
 }
 
 /*
@@ -125,6 +171,7 @@ UAIO_API int uaio_cancel(int fd, struct aiocb *cb)
 
 		orphans_cancel_locked(fd, NULL, &canceled, &notcanceled);
 		aio__lone_cancel_locked(fd, NULL, &canceled, &notcanceled);
+		canceled += cancel_queued_in_order_locked(fd);
 		UAIO_SLAB_FOREACH(&E->reqs, r) {
 			if (r->state == RS_FREE || r->cb->aio_fildes != fd)
 				continue;

@@ -10,6 +10,8 @@
  * a request of its own (glibc's lock is recursive: no deadlock there).
  */
 #include "aio/aio_util.h"
+#include <pthread.h>
+#include <signal.h>
 #include <sys/socket.h>
 
 static void cancel_one(void)
@@ -97,6 +99,76 @@ static void cancel_all_on_fd(void)
 	close(p[1]);
 	close(q[0]);
 	close(q[1]);
+}
+
+/* All of a descriptor's waiting requests are cancelled, and notified, in
+ * their queue's order, as glibc's list has them; before, in the order of
+ * the records' slots, which earlier requests had shuffled. (The signal
+ * may reach any thread, a notification thread of an earlier case too:
+ * the handler records it wherever it runs.) */
+static int order[16];
+static volatile int norder;
+
+static void on_order(int sig, siginfo_t *si, void *u)
+{
+	int i = __atomic_fetch_add(&norder, 1, __ATOMIC_SEQ_CST);
+
+	(void)sig;
+	(void)u;
+	if (i < 16)
+		order[i] = si->si_value.sival_int;
+}
+
+static void wait_order(int n)
+{
+	for (int i = 0; i < 20000 && __atomic_load_n(&norder, __ATOMIC_SEQ_CST) < n; i++)
+		usleep(500);
+	CHECK_EQ(__atomic_load_n(&norder, __ATOMIC_SEQ_CST), n);
+}
+
+static void cancel_all_in_order(void)
+{
+	struct sigaction sa = { .sa_sigaction = on_order, .sa_flags = SA_SIGINFO | SA_RESTART };
+
+	CHECK(sigaction(SIGRTMIN, &sa, NULL) == 0);
+	for (int churn = 0; churn <= 12; churn += 4) {
+		int p[2], q[2], err;
+		char junk[16], b[8];
+		struct aiocb jc[16], c[8];
+
+		CHECK(pipe(p) == 0 && pipe(q) == 0);
+		/* earlier requests, ended out of order: their slots freed so */
+		for (int i = 0; i < churn; i++) {
+			jc[i] = t_cb(q[0], &junk[i], 1, 0);
+			CHECK_EQ(uaio_read(&jc[i]), 0);
+		}
+		for (int i = churn - 1; i >= 0; i--)
+			CHECK_EQ(uaio_cancel(q[0], &jc[i]), i ? AIO_CANCELED : AIO_NOTCANCELED);
+		if (churn) {
+			CHECK(write(q[1], "j", 1) == 1);
+			CHECK_EQ(t_wait(&jc[0], &err), 1);
+		}
+		norder = 0;
+		for (int i = 0; i < 8; i++) {
+			c[i] = t_cb(p[0], &b[i], 1, 0);
+			c[i].aio_sigevent.sigev_notify = SIGEV_SIGNAL;
+			c[i].aio_sigevent.sigev_signo = SIGRTMIN;
+			c[i].aio_sigevent.sigev_value.sival_int = i;
+			CHECK_EQ(uaio_read(&c[i]), 0);
+		}
+		CHECK_EQ(uaio_cancel(p[0], NULL), AIO_NOTCANCELED);
+		wait_order(7);
+		for (int i = 0; i < 7; i++)
+			CHECK_EQ(order[i], i + 1);
+		CHECK(write(p[1], "z", 1) == 1);
+		CHECK_EQ(t_wait(&c[0], &err), 1);
+		wait_order(8);
+		close(p[0]);
+		close(p[1]);
+		close(q[0]);
+		close(q[1]);
+	}
+	signal(SIGRTMIN, SIG_IGN);
 }
 
 /* Cancellation racing completion: whatever aio_cancel says must match
@@ -246,6 +318,7 @@ int main(void)
 	t_watchdog(60);
 	RUN(cancel_one);
 	RUN(cancel_all_on_fd);
+	RUN(cancel_all_in_order);
 	RUN(cancel_races_completion);
 	RUN(cancel_blocked_socket_write);
 	RUN(cancel_signal_submits);

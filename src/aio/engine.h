@@ -136,6 +136,7 @@ enum { RS_FREE, RS_QUEUED, RS_LOOP };	/* RS_QUEUED: waiting in this layer */
 #define RF_MEMBER	0x10	/* carried by a leader (its next chain) */
 #define RF_DIRECT	0x20	/* issued by the submitting thread (u.thr) */
 #define RF_HELD		0x40	/* a write behind an fsync (aio_fdw.held) */
+#define RF_TTY_TIME	0x80	/* a VMIN 0 terminal read: its clock's end is 0 */
 
 struct aio_lio;
 

@@ -405,7 +405,7 @@ void aio__req_end_locked(struct aio_req *r, long res)
 		res = 0;
 	}
 	if (expired && res == -ECANCELED)
-		res = -EAGAIN;
+		res = r->flags & RF_TTY_TIME ? 0 : -EAGAIN;
 	if (pv->done)
 		res = res >= 0 ? res + (long)pv->done : (long)pv->done;
 	if (s) {

@@ -5,6 +5,7 @@
  * block to the kernel; aio_read, aio_write, aio_fsync.
  */
 #define _GNU_SOURCE
+#include <termios.h>
 #include "aio/engine.h"
 
 /* ---------------------------------------------------- submission */
@@ -77,6 +78,21 @@ static bool seekable_reg(int fd, const struct stat *st)
 	return S_ISREG(st->st_mode) && (lseek(fd, 0, SEEK_CUR) >= 0 || errno != ESPIPE);
 }
 
+/* A non-canonical terminal read with VMIN 0 returns what came, or 0 once
+ * VTIME tenths of a second pass without input (at once for VTIME 0), as
+ * glibc's blocking read(2) does. The kernel never says such a terminal
+ * is readable without input, so the request runs on the serial clock
+ * (as a socket's SO_RCVTIMEO) and the clock's end answers 0. */
+static void tty_timed(int fd, struct aio_req *r)
+{
+	struct termios t;
+
+	if (tcgetattr(fd, &t) == 0 && !(t.c_lflag & ICANON) && t.c_cc[VMIN] == 0) {
+		r->tmo_us = t.c_cc[VTIME] ? (uint64_t)t.c_cc[VTIME] * 100000u : 1;
+		r->flags |= RF_TTY_TIME;
+	}
+}
+
 /* The request becomes a record on a non-seekable file's FIFO (or on an
  * O_APPEND file's, whose writes keep the order of the calls). */
 static int submit_serial(struct aiocb *cb, int kind, int fd, int fl,
@@ -137,6 +153,8 @@ static int submit_serial(struct aiocb *cb, int kind, int fd, int fl,
 			       &tv, &len) == 0 && (tv.tv_sec > 0 || tv.tv_usec > 0))
 			r->tmo_us = (uint64_t)tv.tv_sec * 1000000u + (uint64_t)tv.tv_usec;
 	}
+	if (s->tty && kind == K_READ && !(fl & O_NONBLOCK))
+		tty_timed(fd, r);
 	priv(cb)->req = r;
 	aio__pin_get_locked(r, fd, pc);
 	lio_add_locked(r, g);

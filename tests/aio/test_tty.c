@@ -6,7 +6,8 @@
  * foreground got, or, on an O_NONBLOCK terminal, the caller's read raised
  * SIGTTIN and stopped the process), and its write with TOSTOP set goes
  * through (on an O_NONBLOCK terminal SIGTTOU stopped it). The foreground
- * reads as before, and a pty master is no controlling terminal.
+ * reads as before, and a pty master is no controlling terminal. A raw
+ * terminal with VMIN 0 answers 0 after VTIME, as read(2) does.
  */
 #include "aio/aio_util.h"
 #include <pty.h>
@@ -122,6 +123,52 @@ static void run(bool nonblock)
 static void blocking(void) { run(false); }
 static void nonblocking(void) { run(true); }
 
+/* A raw terminal with VMIN 0: a read returns what came, or 0 once VTIME
+ * passes without input (at once for VTIME 0), as glibc's blocking read.
+ * uaio waited for readiness that never comes without input: for ever. */
+static void vmin_zero(void)
+{
+	int m, s, err;
+	struct termios t;
+	char b[16];
+
+	CHECK(openpty(&m, &s, NULL, NULL, NULL) == 0);
+	CHECK(tcgetattr(s, &t) == 0);
+	cfmakeraw(&t);
+	for (int vtime = 0; vtime <= 2; vtime += 2) {
+		t.c_cc[VMIN] = 0;
+		t.c_cc[VTIME] = (cc_t)vtime;
+		CHECK(tcsetattr(s, TCSANOW, &t) == 0);
+		/* nothing there: 0 */
+		struct aiocb cb = t_cb(s, b, sizeof(b), 0);
+		CHECK_EQ(uaio_read(&cb), 0);
+		CHECK_EQ(wait_2s(&cb, &err), 0);
+		CHECK_EQ(err, 0);
+		/* behind another read: 0 too */
+		struct aiocb c1 = t_cb(s, b, sizeof(b), 0), c2 = t_cb(s, b + 8, 8, 0);
+		CHECK_EQ(uaio_read(&c1), 0);
+		CHECK_EQ(uaio_read(&c2), 0);
+		CHECK_EQ(wait_2s(&c1, &err), 0);
+		CHECK_EQ(wait_2s(&c2, &err), 0);
+		/* input there: it */
+		CHECK(write(m, "ab", 2) == 2);
+		CHECK(tcdrain(m) == 0 || errno == ENOTTY || errno == EINVAL);
+		cb = t_cb(s, b, sizeof(b), 0);
+		for (int tries = 0; tries < 100; tries++) {	/* until the pty passed it on */
+			CHECK_EQ(uaio_read(&cb), 0);
+			ssize_t n = wait_2s(&cb, &err);
+			if (n != 0) {
+				CHECK_EQ(n, 2);
+				CHECK(!memcmp(b, "ab", 2));
+				break;
+			}
+			usleep(10000);
+		}
+	}
+	close(m);
+	close(s);
+}
+
 int main(void)
 {
 	int m, s;
@@ -133,5 +180,6 @@ int main(void)
 	close(s);
 	RUN(blocking);
 	RUN(nonblocking);
+	RUN(vmin_zero);
 	return T_EXIT_PASS;
 }

@@ -34,8 +34,8 @@ void aio__lio_put_locked(struct aio_lio *g, bool pending)
  * the last entry ends. LIO_WAIT returns -1/EIO when any entry failed,
  * or -1 with the refusal's errno when none was taken.
  */
-int aio__lio_listio(int mode, struct aiocb *const list[], int nent,
-		    struct sigevent *sig)
+static int lio_one(int mode, struct aiocb *const list[], int nent,
+		   struct sigevent *sig)
 {
 	struct aio_lio *g = NULL;
 	struct aio_xfsz x;
@@ -133,6 +133,41 @@ int aio__lio_listio(int mode, struct aiocb *const list[], int nent,
 	return posix_ret(r);
 }
 
+
+/* A LIO_WAIT list longer than the records left (AIO_MAX less those in
+ * flight) goes in slices that fit, each waited for: glibc, which has no
+ * such limit, takes the whole list (70 000 cached reads), and its caller
+ * waits for all of it anyway. -1/EIO if an entry failed; an interrupted
+ * wait (EINTR) or a slice refused ends it there. */
+int aio__lio_listio(int mode, struct aiocb *const list[], int nent,
+		    struct sigevent *sig)
+{
+	unsigned long room;
+	int ret = 0, err = 0;
+
+	if (mode != LIO_WAIT || nent <= 0 || !list)
+		return lio_one(mode, list, nent, sig);
+	aio__lock();
+	room = E->max > E->nreq ? E->max - E->nreq : 0;
+	aio__unlock();
+	if (!room || (unsigned long)nent <= room)
+		return lio_one(mode, list, nent, sig);
+	for (int i = 0; i < nent; i += (int)room) {
+		int n = nent - i < (int)room ? nent - i : (int)room;
+
+		if (lio_one(mode, list + i, n, sig) == 0)
+			continue;
+		ret = -1;
+		if (errno != EIO) {
+			err = errno;
+			break;
+		}
+		err = EIO;
+	}
+	if (ret)
+		errno = err;
+	return ret;
+}
 
 /* POSIX: EINVAL for nent over AIO_LISTIO_MAX, which uaio_sysconf tells
  * (glibc's sysconf tells no limit, so its lio_listio has none). */

@@ -237,10 +237,10 @@ static bool acl_kept(const struct cp_opts *o, unsigned acl, struct cp_notes *out
  * and the copy counts as failed (false), as it does for a mode not kept:
  * a later name of the same source is not made a link to it, as cp
  * forgets it (forget_created). */
-bool cp_meta_apply(const struct cp_run *r, int src_fd, const char *src, int fd,
-		   const char *dst, const struct stat *st, bool is_new,
-		   mode_t omitted, int restore_mode, unsigned has,
-		   struct cp_notes *out)
+static bool meta_apply(const struct cp_run *r, int src_fd, const char *src, int fd,
+		       const char *dst, const struct stat *st, bool is_new,
+		       mode_t omitted, int restore_mode, unsigned has,
+		       struct cp_notes *out, bool *xfail)
 {
 	const struct cp_opts *o = &r->o;
 	bool link = S_ISLNK(st->st_mode), chown_failed = false;
@@ -294,8 +294,18 @@ bool cp_meta_apply(const struct cp_run *r, int src_fd, const char *src, int fd,
 			xattrs(r, src_fd, src, fd, dst, out, &acl);
 		return true;
 	}
-	if (o->p_xattr || o->p_mode)
+	if (o->p_xattr || o->p_mode) {
+		unsigned before = out->n;
+
 		xset = xattrs(r, src_fd, src, fd, dst, out, &acl);
+		/* --preserve=xattr named and an attribute not copied: cp
+		 * stops there for anything but a regular file (no mode, no
+		 * u+rwx given back: copy_internal returns), and counts a
+		 * regular file's copy as failed once its mode is set too */
+		*xfail = o->require_xattr && (out->n > before || out->lost);
+		if (*xfail && !S_ISREG(st->st_mode))
+			return false;
+	}
 
 	if (o->p_mode) {
 		mode_t m = st->st_mode & 07777;
@@ -359,4 +369,15 @@ void cp_meta(struct cp_run *r, int src_fd, const char *src, int fd,
 
 	cp_meta_apply(r, src_fd, src, fd, dst, st, is_new, omitted, restore_mode, 0, &n);
 	cp_notes_report(r, &n, dst);
+}
+
+bool cp_meta_apply(const struct cp_run *r, int src_fd, const char *src, int fd,
+		   const char *dst, const struct stat *st, bool is_new,
+		   mode_t omitted, int restore_mode, unsigned has,
+		   struct cp_notes *out)
+{
+	bool xfail = false;
+
+	return meta_apply(r, src_fd, src, fd, dst, st, is_new, omitted, restore_mode,
+			  has, out, &xfail) && !xfail;
 }

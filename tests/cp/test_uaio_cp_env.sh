@@ -156,9 +156,22 @@ if [ $root = 1 ] && command -v mkfs.ext4 >/dev/null && mkdir "$sec" &&
   diff "$T/sec.cp" "$T/sec.uaio-cp" || fail "-u onto 1-second timestamps: not cp's result"
   grep -q -- '-au old' "$T/sec.cp" && grep -q -- '-u new' "$T/sec.cp" ||
     { cat "$T/sec.cp"; fail "-u onto 1-second timestamps: cp itself did otherwise than expected"; }
+  # On a grpid (BSD groups) mount a new file takes its directory's group:
+  # -a sets the source's group on files inside a copied directory too
+  # (uaio-cp skipped that fchown for files of our own group).
+  if mount -o remount,grpid "$sec" 2>/dev/null && mkdir "$sec/gd" && chgrp 5678 "$sec/gd" &&
+     mkdir -p "$T/gsrc/sub" && echo z >"$T/gsrc/f" && echo y >"$T/gsrc/sub/g"; then
+    for prog in cp uaio-cp; do
+      (cd "$T" && exec $prog -a gsrc "$sec/gd/$prog") || fail "$prog -a onto a grpid mount"
+    done
+    for f in . f sub sub/g; do
+      [ "$(stat -c %g "$sec/gd/cp/$f")" = "$(stat -c %g "$sec/gd/uaio-cp/$f")" ] ||
+        fail "-a onto a grpid mount: $f has group $(stat -c %g "$sec/gd/uaio-cp/$f"), cp's $(stat -c %g "$sec/gd/cp/$f")"
+    done
+  fi
   umount "$sec"
   mnt=
-  ok "-u, -au, -pu onto 1-second timestamps (ext4, 128-byte inodes)"
+  ok "-u, -au, -pu onto 1-second timestamps (ext4, 128-byte inodes); -a onto a grpid mount"
 else
   echo "skip: -u onto 1-second timestamps (needs root, mkfs.ext4 and a loop device)"
 fi

@@ -53,13 +53,15 @@ static char *join(const char *dir, const char *name)
 
 /* -------------------------------------------------------- directories */
 
-/* See cp_dir.plain. Asked only when it is used (-p's owner). */
-static bool dir_plain(const struct cp_dir *d)
+/* See cp_dir.plain. Asked only when it is used (-p's owner). A directory
+ * of another group may give a new file its group without S_ISGID (a
+ * grpid / bsdgroups mount): not plain then. */
+static bool dir_plain(const struct cp_run *r, const struct cp_dir *d)
 {
 	struct stat st;
 
 	if ((d->dfd >= 0 ? fstat(d->dfd, &st) : lstat(d->dst, &st)) < 0 ||
-	    !S_ISDIR(st.st_mode) || (st.st_mode & S_ISGID))
+	    !S_ISDIR(st.st_mode) || (st.st_mode & S_ISGID) || st.st_gid != r->egid)
 		return false;
 	return getxattr(d->dst, "system.posix_acl_default", NULL, 0) < 0 &&
 	       (errno == ENODATA || errno == EOPNOTSUPP);
@@ -184,7 +186,7 @@ void cp_copy_dir(struct cp_run *r, struct cp_dir *pd, const char *src,
 	d->dst = strdup(dst);
 	d->src_name = strdup(src);
 	dir_fds_open(r, d);
-	d->plain = r->o.p_owner && dir_plain(d);
+	d->plain = r->o.p_owner && dir_plain(r, d);
 
 	if (r->o.one_fs && pd && st->st_dev != pd->src.st_dev)
 		goto done;	/* -x: the mount point is made, not filled */

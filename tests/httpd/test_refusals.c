@@ -159,6 +159,9 @@ static void t_rfc(void)
 		      "0\r\n\r\n", 501, "Transfer-Encoding: gzip, chunked");
 	expect_status("GET /plain.txt HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: gzip\r\n\r\n", 400,
 		      "Transfer-Encoding: gzip (chunked not last)");
+	/* no coding at all: a syntax error, not one not understood */
+	expect_status("GET /plain.txt HTTP/1.1\r\nHost: t\r\nTransfer-Encoding:\r\n\r\n", 400,
+		      "an empty Transfer-Encoding");
 	/* HTTP/1.0 has no transfer codings: its framing is faulty (6.1) */
 	expect_status("GET /plain.txt HTTP/1.0\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n",
 		      400, "Transfer-Encoding in HTTP/1.0");

@@ -372,6 +372,8 @@ int proto_verdict(const struct request *q)
 	/* llhttp refuses (400) a body whose last coding is not chunked; one
 	 * that adds a coding before it is not understood here: 501 (RFC 9112
 	 * 6.1), rather than a response as if the body had been read. */
+	if (q->hdr[H_TRANSFER_ENCODING].p && !q->hdr[H_TRANSFER_ENCODING].n)
+		return 400;	/* no coding at all: a syntax error (RFC 9112 6.1) */
 	if (q->hdr[H_TRANSFER_ENCODING].p && (q->dup[H_TRANSFER_ENCODING] > 1 ||
 	    q->hdr[H_TRANSFER_ENCODING].n != 7 ||
 	    strncasecmp(q->hdr[H_TRANSFER_ENCODING].p, "chunked", 7)))

@@ -20,8 +20,9 @@
  *
  * Ordering: requests on a non-seekable file (pipe, socket, tty) run one at
  * a time in submission order (a FIFO per file, keyed by device and inode);
- * requests on regular files run in parallel, and an fsync waits for the
- * writes to its descriptor that were queued before it (epoch barriers).
+ * requests on regular files run in parallel, an fsync or read waits for
+ * the writes to its descriptor that were queued before it (epoch
+ * barriers), and a write for the fsyncs queued before it (held).
  *
  * Locking: the engine lock (aio__lock) guards records, FIFOs, barriers and list-I/O
  * groups; it is taken before the loop's own lock. Records carry a pinned

@@ -1,7 +1,8 @@
-# Sourced by the uaio-cp tests (test_uaio_cp.sh, test_uaio_cp_env.sh),
+# Sourced by the uaio-cp tests (test_uaio_cp.sh, _data.sh, _env.sh),
 # with their arguments TOOL TREECMP: the scratch directory $T, the tool
 # as `uaio-cp` on PATH, treecmp as $TC, and the helpers: fail, ok, tc,
-# both (GNU cp and uaio-cp on one case, compared), make_tree, rmtree.
+# both (GNU cp and uaio-cp on one case, compared), make_tree, rmtree,
+# mount_ext4.
 TOOL=$1
 TREECMP=$2
 [ "$(uname -s)" = Linux ] || { echo "skip: not Linux"; exit 77; }
@@ -175,4 +176,16 @@ make_tree() {
     find . ! -type d -exec touch -h -d '2001-02-03 04:05:06.123456789' {} + &&
       find . -depth -type d -exec touch -d '2002-03-04 05:06:07.987654321' {} +
   )
+}
+
+# mount_ext4 NAME MKFS_OPTION...: a fresh 32 MiB ext4 made with those
+# options, loop-mounted on $T/NAME (the cleanup unmounts $mnt: set it);
+# false, with nothing mounted, when not root or mkfs.ext4 or a loop
+# device is missing.
+mount_ext4() {
+  name=$1
+  shift
+  [ $root = 1 ] && command -v mkfs.ext4 >/dev/null && mkdir "$T/$name" &&
+    truncate -s 32M "$T/$name.img" && mkfs.ext4 -q -F "$@" "$T/$name.img" 2>/dev/null &&
+    mount -o loop "$T/$name.img" "$T/$name" 2>/dev/null
 }

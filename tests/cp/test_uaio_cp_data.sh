@@ -40,9 +40,7 @@ ok "--sparse=always/never/auto, --reflink=never"
 # st_blksize): on an ext4 of 1 KiB blocks a 1 KiB run of zeros becomes a
 # hole (uaio-cp looked for 4 KiB runs only).
 kb=$T/kb
-if [ $root = 1 ] && command -v mkfs.ext4 >/dev/null && mkdir "$kb" &&
-   truncate -s 32M "$T/kb.img" && mkfs.ext4 -q -F -b 1024 "$T/kb.img" 2>/dev/null &&
-   mount -o loop "$T/kb.img" "$kb" 2>/dev/null; then
+if mount_ext4 kb -b 1024; then
   mnt=$kb
   { head -c 1024 /dev/zero; echo a; head -c 6000 /dev/zero; } >"$T/kz"
   for o in always auto; do

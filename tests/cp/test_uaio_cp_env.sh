@@ -136,9 +136,7 @@ fi
 # copies nothing; plain -u compares the times as they are. An older
 # uaio-cp copied every file again.
 sec=$T/sec
-if [ $root = 1 ] && command -v mkfs.ext4 >/dev/null && mkdir "$sec" &&
-   truncate -s 32M "$T/sec.img" && mkfs.ext4 -q -F -I 128 "$T/sec.img" 2>/dev/null &&
-   mount -o loop "$T/sec.img" "$sec" 2>/dev/null; then
+if mount_ext4 sec -I 128; then
   mnt=$sec
   echo new >"$T/half"
   touch -d @1700000001.5 "$T/half"	# odd second: 1 s, not FAT's 2 s

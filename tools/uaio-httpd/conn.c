@@ -338,6 +338,10 @@ void conn_resume(uaio_timer *t)
 			conn_try_free(c);
 			continue;
 		}
+		if (c->state == C_LINGER) {
+			conn_drain(c);
+			continue;
+		}
 		conn_parse(c);
 		if (!c->deferred && (c->state == C_IDLE || c->state == C_HEAD))
 			conn_read(c);
@@ -428,14 +432,19 @@ static void conn_next(struct conn *c)
 }
 
 /* Reads and drops what a lingering client still sends, until it closes
- * or goes quiet. */
+ * or goes quiet; a turn's worth at a time (HTTPD_LINGER_TURN reads), as a
+ * client that keeps sending would otherwise hold the loop. */
 static void conn_drain(struct conn *c)
 {
 	uint64_t now = server_now_ms(c->srv);
 	char junk[16384];
 	ssize_t n;
 
-	for (;;) {
+	for (int reads = 0;; reads++) {
+		if (reads == HTTPD_LINGER_TURN) {
+			conn_defer(c);	/* the rest at its next turn */
+			return;
+		}
 		n = recv(c->fd, junk, sizeof(junk), MSG_DONTWAIT);
 		if (n > 0) {
 			c->deadline_ms = now + HTTPD_LINGER_MS < c->linger_end_ms ?

@@ -52,6 +52,8 @@
  * loop's other work runs (other connections, the access log's write). */
 #define HTTPD_TURN		32
 #define HTTPD_LINGER_MAX_MS	30000
+/* 16 KiB reads a lingering client's bytes get in a row, likewise. */
+#define HTTPD_LINGER_TURN	16
 
 enum disk_io { DISK_LAIO, DISK_BLOCKING, DISK_THREADS };
 

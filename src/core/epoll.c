@@ -180,10 +180,14 @@ static int ep_self(uaio_loop *l, uaio_op *op)
 			uaio__complete(l, op, -EBADF);	/* as io_uring's */
 			return 0;
 		}
-		/* A blocking socket would block the loop: a worker waits. */
+		/* A blocking socket: its connect made non-blocking for the
+		 * call (the kernel goes on with it after), so that it waits
+		 * for readiness here as any other, and can be cancelled or
+		 * closed as on io_uring; in a worker it could not, and four
+		 * to a dead host held every file op for minutes. */
 		if (!(fl & O_NONBLOCK))
-			return uaio__workers_submit(l, op);
-		r = connect(op->fd, (void *)(uintptr_t)op->addr, op->len);
+			op->xflags |= OX_BLOCKSOCK;
+		r = uaio__connect_nonblock(op);
 		if (r == 0 || errno != EINPROGRESS) {
 			uaio__complete(l, op, r < 0 ? -errno : 0);
 			return 0;

@@ -135,6 +135,8 @@ long uaio__try_sendmsg(uaio_op *op);
 long uaio__try_accept(uaio_op *op);
 long uaio__try_connect(uaio_op *op);
 long uaio__try_poll(uaio_op *op);
+/* connect(2) of the op as on a non-blocking socket; -1 and errno */
+int uaio__connect_nonblock(uaio_op *op);
 
 /* accept(2)'s answer to a socket that does not listen, or 0 */
 long uaio__accept_refused(int fd);

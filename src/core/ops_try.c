@@ -282,9 +282,26 @@ long uaio__try_connect(uaio_op *op)
 {
 	if (!ready(op->fd, POLLOUT))
 		return -EAGAIN;
-	if (connect(op->fd, A(op), op->len) == 0 || errno == EISCONN)
+	if (uaio__connect_nonblock(op) == 0 || errno == EISCONN)
 		return 0;
 	return errno == EALREADY || errno == EINPROGRESS ? -EAGAIN : -errno;
+}
+
+/* connect(2) as on a non-blocking socket: a blocking one (OX_BLOCKSOCK)
+ * is made non-blocking for the call only, its flags put back at once. */
+int uaio__connect_nonblock(uaio_op *op)
+{
+	int fl = 0, r, e;
+
+	if ((op->xflags & OX_BLOCKSOCK) &&
+	    ((fl = fcntl(op->fd, F_GETFL)) < 0 || fcntl(op->fd, F_SETFL, fl | O_NONBLOCK) < 0))
+		return -1;
+	r = connect(op->fd, A(op), op->len);
+	e = errno;
+	if (op->xflags & OX_BLOCKSOCK)
+		(void)fcntl(op->fd, F_SETFL, fl);
+	errno = e;
+	return r;
 }
 
 long uaio__try_poll(uaio_op *op)

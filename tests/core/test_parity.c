@@ -6,6 +6,7 @@
  */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <stdbool.h>
@@ -528,6 +529,80 @@ static void udp_shut_rd(void)
 	close(s);
 }
 
+/* A connect on a blocking socket to a peer that never answers (a full
+ * backlog drops the SYN) is cancelled by a cancel, cancel_fd or close op,
+ * and holds nothing up meanwhile. On epoll it went to a worker, whose
+ * blocking connect nothing ended: the cancel said -EALREADY, and four of
+ * them held every file op until the kernel gave up (minutes). */
+static void blocking_connect(void)
+{
+	struct sockaddr_in a;
+	int ls = listener(&a), fill[8], nf = 0;
+
+	CHECK(listen(ls, 0) == 0);
+	/* fill the backlog, then a SYN more is dropped */
+	for (int i = 0; i < 8; i++) {
+		fill[nf] = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
+		CHECK(fill[nf] >= 0);
+		(void)connect(fill[nf], (struct sockaddr *)&a, sizeof(a));
+		nf++;
+	}
+	for (int k = 0; k < 3; k++) {
+		uaio_op op = { 0 }, c = { 0 };
+		struct res r = { 0 }, rc = { 0 };
+		int s = socket(AF_INET, SOCK_STREAM, 0);	/* blocking */
+
+		CHECK(s >= 0);
+		CHECK_OK(uaio_op_connect(L, &op, s, (struct sockaddr *)&a, sizeof(a), on_res, &r));
+		for (int i = 0; i < 3; i++)
+			uaio_loop_run_once(L, 10 * 1000000);
+		CHECK_EQ(r.n, 0);	/* still trying */
+		if (k == 0)
+			CHECK_OK(uaio_op_cancel(L, &c, &op, on_res, &rc));
+		else if (k == 1)
+			CHECK_OK(uaio_op_cancel_fd(L, &c, s, on_res, &rc));
+		else
+			CHECK_OK(uaio_op_close(L, &c, s, on_res, &rc));
+		CHECK_EQ(result(&r), -ECANCELED);
+		CHECK(result(&rc) >= 0);
+		if (k < 2) {
+			/* the socket is as the caller made it: blocking */
+			CHECK_EQ(fcntl(s, F_GETFL) & O_NONBLOCK, 0);
+			close(s);
+		}
+	}
+	/* four waiting connects hold no file op up */
+	{
+		uaio_op op[4], o = { 0 };
+		struct res r[4], ro = { 0 };
+		int s[4];
+
+		for (int i = 0; i < 4; i++) {
+			op[i] = (uaio_op){ 0 };
+			r[i] = (struct res){ 0 };
+			s[i] = socket(AF_INET, SOCK_STREAM, 0);
+			CHECK_OK(uaio_op_connect(L, &op[i], s[i], (struct sockaddr *)&a, sizeof(a),
+						 on_res, &r[i]));
+		}
+		CHECK_OK(uaio_op_openat(L, &o, AT_FDCWD, "/dev/null", O_RDONLY | O_CLOEXEC, 0,
+					on_res, &ro));
+		int fd = result(&ro);
+		CHECK(fd >= 0);
+		close(fd);
+		for (int i = 0; i < 4; i++) {
+			uaio_op c = { 0 };
+			struct res rc = { 0 };
+
+			CHECK_OK(uaio_op_close(L, &c, s[i], on_res, &rc));
+			CHECK_EQ(result(&r[i]), -ECANCELED);
+			(void)result(&rc);
+		}
+	}
+	for (int i = 0; i < nf; i++)
+		close(fill[i]);
+	close(ls);
+}
+
 /* PARITY_ONLY=name runs one case (to see each fail alone). */
 #define ONE(fn) do { const char *o = getenv("PARITY_ONLY"); \
 	if (!o || !strcmp(o, #fn)) RUN(fn); } while (0)
@@ -552,6 +627,7 @@ int main(void)
 	ONE(poll_beside_recv);
 	ONE(waitall);
 	ONE(udp_shut_rd);
+	ONE(blocking_connect);
 	uaio_loop_free(L);
 	return T_EXIT_PASS;
 }

@@ -323,14 +323,16 @@ int uaio__cancel_queued(uaio_loop *l, uaio_op **head, uaio_op **tail, int fd,
 int uaio__cancel_local(uaio_loop *l, uaio_op *target);
 int uaio__cancel_local_fd(uaio_loop *l, int fd);
 
+/* the reason's bits: between the flags and WS_PEER_CLOSED */
+#define WS_REASON_MASK	(((1u << 30) - 1) & ~((1u << WS_REASON_SHIFT) - 1))
 static inline int uaio__watch_reason(const uaio_watch *w)
 {
-	return -(int)(w->state >> WS_REASON_SHIFT);
+	return -(int)((w->state & WS_REASON_MASK) >> WS_REASON_SHIFT);
 }
 static inline void uaio__watch_set_reason(uaio_watch *w, int reason)
 {
-	w->state = (w->state & ((1u << WS_REASON_SHIFT) - 1)) |
-		   ((uint32_t)(-reason) << WS_REASON_SHIFT);
+	w->state = (w->state & ~WS_REASON_MASK) |
+		   (((uint32_t)(-reason) << WS_REASON_SHIFT) & WS_REASON_MASK);
 }
 
 /* workers.c */

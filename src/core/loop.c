@@ -368,7 +368,7 @@ static int run_closing(uaio_loop *l)
 		if (w) {
 			l->closing = w->next;
 			reason = uaio__watch_reason(w);
-			w->state = 0;
+			w->state &= WS_PEER_CLOSED;	/* kept till a new start */
 		}
 		uaio__unlock(l, lk);
 		if (!w)

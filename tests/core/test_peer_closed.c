@@ -3,13 +3,14 @@
  * uaio_watch_peer_closed: an edge-triggered watch hears of data and the
  * peer's end of sending in one event; the flag keeps the second, so a
  * handler that stops at a short read still learns of the end of file.
+ * It stays set until the watch starts again, in handle_close too.
  */
 #include <uaio/loop.h>
 #include "test.h"
 #include <stdbool.h>
 #include <sys/socket.h>
 
-static int inputs, closed_seen;
+static int inputs, closed_seen, closes, closed_in_close, close_reason;
 
 static int on_in(uaio_watch *w)
 {
@@ -20,8 +21,9 @@ static int on_in(uaio_watch *w)
 
 static void on_close(uaio_watch *w, int reason)
 {
-	(void)w;
-	(void)reason;
+	close_reason = reason;
+	closes++;
+	closed_in_close = uaio_watch_peer_closed(w);
 }
 
 static const struct uaio_handler h = { .handle_input = on_in, .handle_close = on_close };
@@ -51,8 +53,16 @@ static void run(bool shut)
 		T_RUN_UNTIL(l, inputs > 1, 100);
 		CHECK_EQ(uaio_watch_peer_closed(&w), 1);
 	}
+	closes = closed_in_close = 0;
+	close_reason = 1;
 	CHECK_OK(uaio_watch_stop(l, &w));
-	uaio_loop_run_once(l, 0);
+	T_RUN_UNTIL(l, closes > 0, 100);
+	/* it stays set until the watch starts again: in handle_close too
+	 * (the watch's state was cleared before that call), and it is no
+	 * part of the reason, which shares the state word (stopped: 0) */
+	CHECK_EQ(closed_in_close, 1);
+	CHECK_EQ(uaio_watch_peer_closed(&w), 1);
+	CHECK_EQ(close_reason, 0);
 	close(sv[0]);
 	close(sv[1]);
 	uaio_loop_free(l);

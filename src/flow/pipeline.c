@@ -390,6 +390,9 @@ static bool tap_in_order(uaio_flow *f)
 		struct slot *s = &r->s[r->tseq % f->depth];
 		int ret;
 
+		/* ended (a cancel, a failure): its tap hears nothing more */
+		if (f->err)
+			return true;
 		if (r->tseq == r->rseq || s->st != S_FILLED)
 			return true;
 		/* Past the source's end: a file that grew under a later read
@@ -425,19 +428,29 @@ static void pipeline_kick(uaio_flow *f)
 	uint64_t n;
 	int ret;
 
-	/* Reads, into free chunks in ring order. */
-	while (r->s[r->rseq % f->depth].st == S_FREE &&
-	       (f->src.seek || f->src.kind == EK_MEM || !r->reading) &&
-	       r->eof_pos == UINT64_MAX) {
-		if (!(n = flow__allow(f, r->chunk, r->next_pos - f->taken)))
-			break;
-		if ((ret = start_chunk(f, &r->s[r->rseq % f->depth], (uint32_t)n)) < 0) {
-			flow__fail(f, ret, read_side(f, ret));
-			return;
+	for (;;) {
+		uint64_t tapped = r->tseq;
+
+		/* Reads, into free chunks in ring order. */
+		while (r->s[r->rseq % f->depth].st == S_FREE &&
+		       (f->src.seek || f->src.kind == EK_MEM || !r->reading) &&
+		       r->eof_pos == UINT64_MAX) {
+			if (!(n = flow__allow(f, r->chunk, r->next_pos - f->taken)))
+				break;
+			if ((ret = start_chunk(f, &r->s[r->rseq % f->depth], (uint32_t)n)) < 0) {
+				flow__fail(f, ret, read_side(f, ret));
+				return;
+			}
 		}
+		if (!tap_in_order(f))
+			return;
+		/* A memory sink frees its chunks as they are tapped, and no
+		 * write's end comes to kick the flow again: read into them
+		 * now (else, the last read in flight done, the flow stood
+		 * still for ever). */
+		if (f->dst.kind != EK_MEM || r->tseq == tapped || f->err)
+			break;
 	}
-	if (!tap_in_order(f))
-		return;
 	/* Writes: any tapped chunk to a seekable sink; the next in order,
 	 * one at a time, to a stream. */
 	for (unsigned i = 0; i < f->depth && !f->err; i++) {

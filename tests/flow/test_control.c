@@ -228,6 +228,8 @@ struct tapper {
 	uint64_t next, hash;
 	int dst, fail_at, fail_err, calls;
 	bool early;		/* the sink had the chunk before its tap */
+	int cancel_at;		/* the tap cancels its flow at this call */
+	uaio_flow *f;
 };
 
 static int tap(uaio_flow *f, const void *buf, size_t len, uint64_t pos, void *data)
@@ -243,7 +245,9 @@ static int tap(uaio_flow *f, const void *buf, size_t len, uint64_t pos, void *da
 	for (size_t i = 0; i < len; i++)
 		t->hash = (t->hash ^ p[i]) * 1099511628211ull;
 	t->next += len;
-	return ++t->calls == t->fail_at ? t->fail_err : 0;
+	if (++t->calls == t->cancel_at)
+		CHECK_OK(uaio_flow_cancel(t->f));
+	return t->calls == t->fail_at ? t->fail_err : 0;
 }
 
 static uint64_t fnv(const char *p, size_t n)
@@ -298,6 +302,26 @@ static void test_tap(void)
 			close(b);
 		}
 	}
+	/* A tap that cancels its flow hears of no chunk after (it was
+	 * called for the chunks filled beside it: mmap, 4 calls). */
+	for (int mode = UAIO_FLOW_KBUF; mode <= UAIO_FLOW_MMAP; mode++) {
+		if (mode == UAIO_FLOW_PAGECACHE)
+			continue;
+		int a = t_tmpfile(dir), b = t_tmpfile(dir);
+		struct tapper t = { .hash = 1469598103934665603ull, .dst = -1, .cancel_at = 1 };
+		struct uaio_flow_params p = { .src = fd_ep(a, 0), .dst = fd_ep(b, 0),
+					      .len = UAIO_FLOW_EOF, .mode = mode,
+					      .chunk = 16u << 10, .depth = 8, .tap = tap,
+					      .done = ctl_done, .data = &t };
+
+		CHECK_EQ(pwrite(a, data, n, 0), (ssize_t)n);
+		CHECK_OK(uaio_flow_start(L, &p, &t.f));
+		T_RUN_UNTIL(L, t.c.r.done, 1000000);
+		CHECK_EQ(t.c.r.res, -ECANCELED);
+		CHECK_EQ(t.calls, 1);
+		close(a);
+		close(b);
+	}
 	/* The pagecache mode has no buffer to show. */
 	{
 		struct uaio_flow_params p = { .src = fd_ep(0, -1), .dst = fd_ep(1, -1),
@@ -313,6 +337,40 @@ static void test_tap(void)
 		close(b);
 	}
 	free(data);
+}
+
+/* A memory sink frees each chunk as it is tapped, with no write's end to
+ * go on from: the reads go on into it. At depth 1 the flow stopped after
+ * its first chunks, for ever (and at the default depth, now and then). */
+static void test_mem_sink(void)
+{
+	size_t n = (1u << 20) + 77;
+	char *data = malloc(n), *mem = malloc(n);
+
+	t_fill(data, n, 9);
+	for (unsigned depth = 1; depth <= 4; depth *= 2) {
+		for (int mode = UAIO_FLOW_AUTO; mode <= UAIO_FLOW_KBUF; mode++) {
+			int a = t_tmpfile(dir);
+			struct ctl c = { 0 };
+			struct uaio_flow_params p = {
+				.src = fd_ep(a, 0),
+				.dst = { .type = UAIO_FLOW_MEM, .mem = mem, .mem_len = n,
+					 .buf_index = -1 },
+				.len = UAIO_FLOW_EOF, .mode = mode, .depth = depth,
+				.chunk = 64u << 10, .done = ctl_done, .data = &c,
+			};
+
+			CHECK_EQ(pwrite(a, data, n, 0), (ssize_t)n);
+			memset(mem, 0, n);
+			start(&p, &c);
+			T_RUN_UNTIL(L, c.r.done, 1000000);
+			CHECK_EQ(c.r.res, (int64_t)n);
+			CHECK(!memcmp(mem, data, n));
+			close(a);
+		}
+	}
+	free(data);
+	free(mem);
 }
 
 /* Offsets: -1 reads and writes at the file positions and leaves them
@@ -518,6 +576,7 @@ int main(void)
 	RUN(test_peer_closes);
 	RUN(test_source_ends_early);
 	RUN(test_tap);
+	RUN(test_mem_sink);
 	RUN(test_positions);
 	RUN(test_cancel_positions);
 	RUN(test_rate);

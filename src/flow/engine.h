@@ -42,6 +42,7 @@ struct flow_ep {
 	bool nonblock;		/* O_NONBLOCK */
 	uint64_t size;		/* st_size when the flow started */
 	dev_t dev;		/* st_dev (refused.c) */
+	ino_t ino;		/* st_ino: the same file at both ends? */
 	int64_t off;		/* where the flow starts (seek only) */
 	char *mem;
 	size_t mem_len;

@@ -83,6 +83,7 @@ static int classify(struct flow_ep *e, const struct uaio_flow_ep *u, bool src)
 	e->nonblock = fl & O_NONBLOCK;
 	e->size = (uint64_t)st.st_size;
 	e->dev = st.st_dev;
+	e->ino = st.st_ino;
 	switch (st.st_mode & S_IFMT) {
 	case S_IFREG: e->kind = EK_FILE; break;
 	case S_IFBLK: e->kind = EK_BLK; break;
@@ -102,6 +103,24 @@ static int classify(struct flow_ep *e, const struct uaio_flow_ep *u, bool src)
 			return -errno;
 	}
 	return 0;
+}
+
+/* One file at both ends, the destination starting inside the source's
+ * range after its start (an O_APPEND one at the file's end): every
+ * method copies forward, over bytes not read yet, and one appending
+ * reads its own writes for ever. copy_file_range refuses such ranges
+ * (EINVAL); so does the flow, rather than copy them wrong. A destination
+ * before its source is copied right, forward. */
+static bool overlaps_ahead(const uaio_flow *f)
+{
+	uint64_t s, d;
+
+	if (!f->src.seek || !f->dst.seek || f->src.dev != f->dst.dev ||
+	    f->src.ino != f->dst.ino)
+		return false;
+	s = (uint64_t)f->src.off;
+	d = f->dst.append ? f->dst.size : (uint64_t)f->dst.off;
+	return d > s && (f->want == UAIO_FLOW_EOF || d - s < f->want);
 }
 
 /* ------------------------------------------------------------- methods */
@@ -358,6 +377,8 @@ UAIO_API int uaio_flow_start(uaio_loop *l, const struct uaio_flow_params *p,
 		goto fail;
 	r = -EINVAL;
 	if (f->src.kind == EK_MEM && f->dst.kind == EK_MEM)
+		goto fail;
+	if (overlaps_ahead(f))
 		goto fail;
 	if (f->src.kind == EK_MEM && f->want > f->src.mem_len)
 		f->want = f->src.mem_len;	/* memory ends where it ends */

@@ -483,6 +483,52 @@ static void test_bad_params(void)
 	p.dst = fd_ep(open(".", O_RDONLY | O_DIRECTORY), -1);
 	CHECK_EQ(uaio_flow_start(L, &p, &f), -EBADF);
 	close(p.dst.fd);
+	/* One file at both ends, the sink inside the source's range after
+	 * its start: refused, as copy_file_range refuses it (every method
+	 * copied forward, over bytes not read yet, and said it was done),
+	 * and an O_APPEND sink that would read its own writes. Ranges apart,
+	 * or the sink before the source: copied, as memmove would. */
+	{
+		int rw = t_tmpfile(dir), ap;
+		char path[64], got[10];
+
+		for (int mode = UAIO_FLOW_AUTO; mode <= UAIO_FLOW_MMAP; mode++) {
+			struct uaio_flow_params q = { .src = fd_ep(rw, 0), .dst = fd_ep(rw, 4),
+						      .len = 6, .mode = mode, .done = ctl_done };
+			struct ctl c2 = { 0 }, c3 = { 0 };
+
+			CHECK_EQ(pwrite(rw, "0123456789", 10, 0), 10);
+			CHECK_EQ(uaio_flow_start(L, &q, &f), -EINVAL);
+			q.len = UAIO_FLOW_EOF;
+			CHECK_EQ(uaio_flow_start(L, &q, &f), -EINVAL);
+			q.len = 4;			/* [0,4) to [4,8) */
+			q.data = &c2;
+			CHECK_OK(uaio_flow_start(L, &q, &f));
+			T_RUN_UNTIL(L, c2.r.done, 100000);
+			CHECK_EQ(c2.r.res, 4);
+			q.src.off = 4;			/* [4,10) to [0,6) */
+			q.dst.off = 0;
+			q.len = 6;
+			q.data = &c3;
+			CHECK_OK(uaio_flow_start(L, &q, &f));
+			T_RUN_UNTIL(L, c3.r.done, 100000);
+			CHECK_EQ(c3.r.res, 6);
+			CHECK_EQ(pread(rw, got, 10, 0), 10);
+			/* "0123012389" after the first, then memmove's result */
+			CHECK(!memcmp(got, "0123892389", 10));
+		}
+		snprintf(path, sizeof(path), "/proc/self/fd/%d", rw);
+		ap = open(path, O_WRONLY | O_APPEND);
+		CHECK(ap >= 0);
+		{
+			struct uaio_flow_params q = { .src = fd_ep(rw, 0), .dst = fd_ep(ap, -1),
+						      .len = UAIO_FLOW_EOF, .done = ctl_done };
+
+			CHECK_EQ(uaio_flow_start(L, &q, &f), -EINVAL);
+		}
+		close(ap);
+		close(rw);
+	}
 	CHECK_EQ(uaio_flow_mode_parse("kbuf"), UAIO_FLOW_KBUF);
 	CHECK_EQ(uaio_flow_mode_parse("nope"), -EINVAL);
 	CHECK(!uaio_flow_mode_name(7));

@@ -67,6 +67,7 @@ struct uaio_flow {
 	uint64_t moved;		/* bytes the sink has taken */
 	uint64_t rate, progress_ns;
 	uint64_t t0;		/* the rate limit's origin */
+	uint64_t paused_at;	/* loop time of the pause (FF_PAUSED) */
 	uint64_t last_progress, last_progress_ns;	/* bytes, loop time */
 	uint32_t chunk;
 	uint16_t depth;

@@ -402,6 +402,8 @@ UAIO_API int uaio_flow_pause(uaio_flow *f)
 {
 	if (!f || (f->flags & FF_DONE))
 		return -EINVAL;
+	if (!(f->flags & FF_PAUSED))
+		f->paused_at = uaio_loop_now(f->l);
 	f->flags |= FF_PAUSED;
 	return 0;
 }
@@ -412,11 +414,17 @@ UAIO_API int uaio_flow_resume(uaio_flow *f)
 		return -EINVAL;
 	if (f->flags & FF_PAUSED) {
 		f->flags &= (uint8_t)~FF_PAUSED;
-		/* A pause earns no credit: the rate counts from here, as if
-		 * the bytes so far had taken exactly their time. */
-		if (f->rate)
-			f->t0 = uaio_loop_now(f->l) -
-				(uint64_t)((__uint128_t)f->taken * 1000000000u / f->rate);
+		/* A pause earns no credit, and forgives no debt: the origin
+		 * moves by the pause, and no earlier than if the bytes so far
+		 * had taken exactly their time (a flow a step ahead of its
+		 * rate when paused was let a step more each time). */
+		if (f->rate) {
+			uint64_t now = uaio_loop_now(f->l), t0 = f->t0 + (now - f->paused_at),
+				 span = (uint64_t)((__uint128_t)f->taken * 1000000000u / f->rate),
+				 even = now > span ? now - span : 0;
+
+			f->t0 = t0 > even ? t0 : even;
+		}
 		later(f, 0);
 	}
 	return 0;

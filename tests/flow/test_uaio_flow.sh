@@ -135,6 +135,10 @@ expect_rc 2 "$F" --rate=1Bi copy a b
 expect_rc 2 "$F" recv 0 "$dir/x"
 expect_rc 2 "$F" send "$dir/one" 127.0.0.1:0
 expect_rc 2 "$F" send "$dir/one" 127.0.0.1:+80
+# A peer without a host is no HOST:PORT (":P" connected to this machine,
+# "[]:P" was a lookup's failure, exit 1).
+expect_rc 2 "$F" send "$dir/one" :9611
+expect_rc 2 "$F" send "$dir/one" '[]:9611'
 expect_rc 1 "$F" copy "$dir/nope" "$dir/x"
 grep -qx "$F: $dir/nope: No such file or directory" "$dir/err" || { cat "$dir/err"; fail "missing source message"; }
 expect_rc 1 "$F" copy --mode=mmap - "$dir/x" </dev/null

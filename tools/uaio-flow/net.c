@@ -20,7 +20,7 @@ static int split_hostport(char *s, char **host, char **port, bool passive)
 	if (s[0] == '[') {
 		char *e = strchr(s, ']');
 
-		if (!e || e[1] != ':')
+		if (!e || e[1] != ':' || e == s + 1)	/* "[]:P": no host */
 			return -1;
 		*e = 0;
 		*host = s + 1;
@@ -35,6 +35,8 @@ static int split_hostport(char *s, char **host, char **port, bool passive)
 		return 0;
 	}
 	*c = 0;
+	if (!*s && !passive)	/* ":P": a peer needs a host */
+		return -1;
 	*host = *s ? s : NULL;
 	*port = c + 1;
 	return 0;

@@ -180,16 +180,19 @@ static void lost_chunk(uaio_flow *f, struct slot *s)
 
 static void chunk_written(uaio_flow *f, struct slot *s);
 
-/* A read goes into a memory sink and a write comes from a memory source:
- * their -EFAULT (a wrong buf_index, memory not mapped) is that end's. */
+/* A read goes into a memory sink and a write comes from a memory source
+ * or a window of the mapped source: their -EFAULT (a wrong buf_index,
+ * memory not mapped, a source file cut short under its mapping) is that
+ * end's. */
 static int read_side(const uaio_flow *f, int err)
 {
 	return err == -EFAULT && f->dst.kind == EK_MEM ? UAIO_FLOW_SIDE_DST : UAIO_FLOW_SIDE_SRC;
 }
 
-static int write_side(const uaio_flow *f, int err)
+static int write_side(const uaio_flow *f, const struct slot *s, int err)
 {
-	return err == -EFAULT && f->src.kind == EK_MEM ? UAIO_FLOW_SIDE_SRC : UAIO_FLOW_SIDE_DST;
+	return err == -EFAULT && (f->src.kind == EK_MEM || s->mapped) ?
+	       UAIO_FLOW_SIDE_SRC : UAIO_FLOW_SIDE_DST;
 }
 
 static void read_failed(uaio_flow *f, struct slot *s, int err)
@@ -201,9 +204,11 @@ static void read_failed(uaio_flow *f, struct slot *s, int err)
 
 static void write_failed(uaio_flow *f, struct slot *s, int err)
 {
+	int side = write_side(f, s, err);	/* before the slot is freed */
+
 	lost_chunk(f, s);
 	chunk_written(f, s);
-	flow__fail(f, err, write_side(f, err));
+	flow__fail(f, err, side);
 }
 
 static void read_done(uaio_op *op, int res, void *data);

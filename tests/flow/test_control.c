@@ -116,6 +116,49 @@ static void test_pause_resume(void)
 	free(data);
 }
 
+/* mmap: a source cut short under its mapping while paused: the next
+ * write from the window faults, the source's fault (it was told as the
+ * sink's). The bytes moved before are at the sink. */
+static void test_mmap_shrink(void)
+{
+	size_t n = 16u << 20;
+	char *data = malloc(n);
+	int a = t_tmpfile(dir), b = t_tmpfile(dir);
+	struct ctl c = { .pause_at = 1 };
+	struct uaio_flow_params p = { .src = fd_ep(a, 0), .dst = fd_ep(b, 0),
+				      .len = UAIO_FLOW_EOF, .mode = UAIO_FLOW_MMAP,
+				      .chunk = 256u << 10 };
+	uint64_t b1;
+
+	t_fill(data, n, 3);
+	CHECK_EQ(pwrite(a, data, n, 0), (ssize_t)n);
+	start(&p, &c);
+	T_RUN_UNTIL(L, !c.pause_at, 100000);
+	for (int i = 0; i < 20 && uaio_loop_inflight(L); i++)
+		uaio_loop_run_once(L, 50 * 1000000);
+	b1 = uaio_flow_bytes(c.f);
+	CHECK(b1 < n);
+	CHECK(ftruncate(a, (off_t)b1) == 0);	/* the rest is gone */
+	CHECK_OK(uaio_flow_resume(c.f));
+	T_RUN_UNTIL(L, c.r.done, 1000000);
+	if (c.r.res < 0) {
+		CHECK_EQ(c.r.res, -EFAULT);
+		CHECK_EQ(c.r.side, UAIO_FLOW_SIDE_SRC);
+	} else {		/* no window was mapped past the new end */
+		CHECK_EQ(c.r.res, (int64_t)b1);
+	}
+	{	/* what had moved is there */
+		char *got = malloc(b1 + 1);
+
+		CHECK_EQ(pread(b, got, b1, 0), (ssize_t)b1);
+		CHECK(!memcmp(got, data, b1));
+		free(got);
+	}
+	close(a);
+	close(b);
+	free(data);
+}
+
 static void test_cancel_mid(void)
 {
 	size_t n = 32u << 20;
@@ -617,6 +660,7 @@ int main(void)
 	L = t_loop_new(0);
 	RUN(test_bad_params);
 	RUN(test_pause_resume);
+	RUN(test_mmap_shrink);
 	RUN(test_cancel_mid);
 	RUN(test_cancel_silent_peer);
 	RUN(test_peer_closes);

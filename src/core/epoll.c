@@ -188,6 +188,12 @@ static int ep_self(uaio_loop *l, uaio_op *op)
 		if (!(fl & O_NONBLOCK))
 			op->xflags |= OX_BLOCKSOCK;
 		r = uaio__connect_nonblock(op);
+		if (r < 0 && errno == EAGAIN && (op->xflags & OX_BLOCKSOCK)) {
+			/* an AF_UNIX listener's backlog full: no readiness
+			 * tells of room; the blocking call waits for it */
+			op->xflags &= ~OX_BLOCKSOCK;
+			return uaio__workers_submit(l, op);
+		}
 		if (r == 0 || errno != EINPROGRESS) {
 			uaio__complete(l, op, r < 0 ? -errno : 0);
 			return 0;

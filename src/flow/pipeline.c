@@ -427,14 +427,15 @@ static bool tap_in_order(uaio_flow *f)
 	}
 }
 
-/* Reads may go side by side, each at its offset: memory, and files with
- * a size. One that says 0 (/proc, sysfs: a seq_file) is read one chunk
- * after the other, in order: a read at another offset makes its kernel
- * side start over from the beginning (/proc/kallsyms took 35 s of CPU,
- * cat 0.07 s). */
+/* Reads may go side by side, each at its offset: memory, block devices
+ * (whose st_size is 0), and files with a size. A file that says 0
+ * (/proc, sysfs: a seq_file) is read one chunk after the other, in
+ * order: a read at another offset makes its kernel side start over from
+ * the beginning (/proc/kallsyms took 35 s of CPU, cat 0.07 s). */
 static bool side_by_side(const uaio_flow *f)
 {
-	return f->src.kind == EK_MEM || (f->src.seek && f->src.size);
+	return f->src.kind == EK_MEM || f->src.kind == EK_BLK ||
+	       (f->src.kind == EK_FILE && f->src.size);
 }
 
 static void pipeline_kick(uaio_flow *f)

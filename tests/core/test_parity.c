@@ -12,6 +12,7 @@
 #include <stdbool.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <uaio/loop.h>
 #include "test.h"
 
@@ -601,6 +602,34 @@ static void blocking_connect(void)
 	for (int i = 0; i < nf; i++)
 		close(fill[i]);
 	close(ls);
+	/* AF_UNIX, backlog full: the non-blocking connect says EAGAIN, not
+	 * EINPROGRESS, and the blocking one waits for room (it was -EAGAIN
+	 * at once on epoll) */
+	{
+		struct sockaddr_un u = { .sun_family = AF_UNIX };
+		int l2 = socket(AF_UNIX, SOCK_STREAM, 0), f2, s2, a2;
+		uaio_op op = { 0 };
+		struct res r = { 0 };
+
+		snprintf(u.sun_path, sizeof(u.sun_path), "/tmp/uaio-parity-%d", (int)getpid());
+		unlink(u.sun_path);
+		CHECK(l2 >= 0 && bind(l2, (struct sockaddr *)&u, sizeof(u)) == 0 && listen(l2, 0) == 0);
+		f2 = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0);
+		CHECK(connect(f2, (struct sockaddr *)&u, sizeof(u)) == 0);
+		s2 = socket(AF_UNIX, SOCK_STREAM, 0);	/* blocking */
+		CHECK_OK(uaio_op_connect(L, &op, s2, (struct sockaddr *)&u, sizeof(u), on_res, &r));
+		for (int i = 0; i < 3; i++)
+			uaio_loop_run_once(L, 10 * 1000000);
+		CHECK_EQ(r.n, 0);	/* waiting for room */
+		a2 = accept(l2, NULL, NULL);
+		CHECK(a2 >= 0);
+		CHECK_EQ(result(&r), 0);
+		close(a2);
+		close(f2);
+		close(s2);
+		close(l2);
+		unlink(u.sun_path);
+	}
 }
 
 /* PARITY_ONLY=name runs one case (to see each fail alone). */

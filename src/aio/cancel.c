@@ -86,13 +86,21 @@ static int cancel_queued_in_order_locked(int fd)
 {
 	size_t n = queued_of_locked(fd, NULL);
 	struct aio_req **v = n ? malloc(n * sizeof(*v)) : NULL;
+	struct aio_fdw *w;
 	int canceled = 0;
 
 	if (!v)
 		return 0;
 	queued_of_locked(fd, v);
+	/* A cancelled write ends an fsync's wait, a cancelled fsync a
+	 * write's: none may start now, being cancelled next (w goes with
+	 * its last request; one made anew starts clear) */
+	if ((w = aio__fdw_get_locked(fd, false)))
+		w->cancelling = true;
 	for (size_t i = 0; i < n; i++)
 		canceled += cancel_locked(v[i]);
+	if ((w = aio__fdw_get_locked(fd, false)))
+		w->cancelling = false;
 	free(v);
 	return canceled;
 }

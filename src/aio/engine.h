@@ -222,6 +222,9 @@ struct aio_fdw {
 	uint32_t epoch;
 	struct aio_req *barriers;
 	struct aio_req *held, *held_tail;
+	/* aio_cancel(fd, NULL) at work: an end counts, but releases none
+	 * of those waiting (each is about to be cancelled) */
+	bool cancelling;
 };
 
 /*

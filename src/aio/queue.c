@@ -262,7 +262,7 @@ static void fdw_write_done_locked(struct aio_fdw *w, struct aio_req *wr)
 	while (*pp) {
 		struct aio_req *b = *pp;
 
-		if (b->epoch > wr->epoch && --b->remaining == 0) {
+		if (b->epoch > wr->epoch && --b->remaining == 0 && !w->cancelling) {
 			int ret;
 
 			*pp = b->next;
@@ -301,7 +301,7 @@ static void fdw_sync_done_locked(struct aio_fdw *w, struct aio_req *s)
 		if (h->epoch >= s->epoch)
 			h->remaining--;
 	/* earlier writes wait for fewer fsyncs: those free are a prefix */
-	if (w->held && w->held->remaining == 0) {
+	if (w->held && w->held->remaining == 0 && !w->cancelling) {
 		go = w->held;
 		for (h = go; h->next && h->next->remaining == 0; h = h->next)
 			;

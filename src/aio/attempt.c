@@ -75,7 +75,10 @@ int aio__serial_nonblock_try(struct aio_req *r, const struct aio_serial *s, long
 		*res = -EIO;	/* see attempt_stream */
 		return 1;
 	}
-	if (fl < 0 || !(fl & O_NONBLOCK) || r->kind > K_WRITE)
+	/* a VMIN 0, VTIME 0 terminal's read: the plain call never waits */
+	bool now = (r->flags & RF_TTY_TIME) && !r->tmo_us;
+
+	if (fl < 0 || (!(fl & O_NONBLOCK) && !now) || r->kind > K_WRITE)
 		return 0;
 	n = aio__attempt_stream(fd, r->kind, r->cb, -1, RWF_NOWAIT, s);
 	if (n == -EOPNOTSUPP)

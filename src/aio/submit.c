@@ -79,18 +79,19 @@ static bool seekable_reg(int fd, const struct stat *st)
 }
 
 /* A non-canonical terminal read with VMIN 0 returns what came, or 0 once
- * VTIME tenths of a second pass without input (at once for VTIME 0), as
- * glibc's blocking read(2) does. The kernel never says such a terminal
- * is readable without input, so the request runs on the serial clock
- * (as a socket's SO_RCVTIMEO) and the clock's end answers 0. */
-static void tty_timed(int fd, struct aio_req *r)
+ * VTIME tenths of a second pass without input, as glibc's blocking
+ * read(2) does: the VTIME (>= 0) of such a terminal, else -1. With VTIME
+ * 0 the plain read never waits: it is made as the request starts. Else
+ * the kernel never says the terminal is readable without input, so the
+ * request runs on the serial clock (as a socket's SO_RCVTIMEO) and the
+ * clock's end answers 0 (RF_TTY_TIME; with tmo_us 0: read at once). */
+static int tty_vtime(int fd)
 {
 	struct termios t;
 
-	if (tcgetattr(fd, &t) == 0 && !(t.c_lflag & ICANON) && t.c_cc[VMIN] == 0) {
-		r->tmo_us = t.c_cc[VTIME] ? (uint64_t)t.c_cc[VTIME] * 100000u : 1;
-		r->flags |= RF_TTY_TIME;
-	}
+	if (tcgetattr(fd, &t) == 0 && !(t.c_lflag & ICANON) && t.c_cc[VMIN] == 0)
+		return t.c_cc[VTIME];
+	return -1;
 }
 
 /* The request becomes a record on a non-seekable file's FIFO (or on an
@@ -120,15 +121,18 @@ static int submit_serial(struct aiocb *cb, int kind, int fd, int fl,
 		aio__unlock();
 		return -EAGAIN;
 	}
+	int vtime = s->tty && kind == K_READ && !(fl & O_NONBLOCK) ? tty_vtime(fd) : -1;
+
 	if (!s->busy && !s->head && kind <= K_WRITE) {
 		/* Nothing ahead of it: try now, under the lock, so that no
 		 * later request can overtake it. */
 		int64_t off = reg ? cb->aio_offset : -1;
+		bool now = (fl & O_NONBLOCK) || vtime == 0;
 
 		res = aio__attempt_stream(fd, kind, cb, off, RWF_NOWAIT, s);
-		if (res == -EOPNOTSUPP && (fl & O_NONBLOCK))
+		if (res == -EOPNOTSUPP && now)
 			res = aio__attempt_stream(fd, kind, cb, off, 0, s);
-		if (aio__attempt_final(cb, kind, res, true, fl & O_NONBLOCK)) {
+		if (aio__attempt_final(cb, kind, res, true, now)) {
 			aio__serial_maybe_free_locked(s);
 			aio__unlock();
 			aio__complete(cb, res + (res >= 0 ? (long)priv(cb)->done : 0));
@@ -153,8 +157,10 @@ static int submit_serial(struct aiocb *cb, int kind, int fd, int fl,
 			       &tv, &len) == 0 && (tv.tv_sec > 0 || tv.tv_usec > 0))
 			r->tmo_us = (uint64_t)tv.tv_sec * 1000000u + (uint64_t)tv.tv_usec;
 	}
-	if (s->tty && kind == K_READ && !(fl & O_NONBLOCK))
-		tty_timed(fd, r);
+	if (vtime >= 0) {
+		r->tmo_us = (uint64_t)vtime * 100000u;
+		r->flags |= RF_TTY_TIME;
+	}
 	priv(cb)->req = r;
 	aio__pin_get_locked(r, fd, pc);
 	lio_add_locked(r, g);

@@ -137,13 +137,14 @@ static int lio_one(int mode, struct aiocb *const list[], int nent,
 /* A LIO_WAIT list longer than the records left (AIO_MAX less those in
  * flight) goes in slices that fit, each waited for: glibc, which has no
  * such limit, takes the whole list (70 000 cached reads), and its caller
- * waits for all of it anyway. -1/EIO if an entry failed; an interrupted
- * wait (EINTR) or a slice refused ends it there. */
+ * waits for all of it anyway. -1/EIO if an entry failed (or a slice was
+ * refused beside others taken); an interrupted wait (EINTR) ends it. */
 int aio__lio_listio(int mode, struct aiocb *const list[], int nent,
 		    struct sigevent *sig)
 {
 	unsigned long room;
 	int ret = 0, err = 0;
+	bool took = false;
 
 	if (mode != LIO_WAIT || nent <= 0 || !list)
 		return lio_one(mode, list, nent, sig);
@@ -155,17 +156,22 @@ int aio__lio_listio(int mode, struct aiocb *const list[], int nent,
 	for (int i = 0; i < nent; i += (int)room) {
 		int n = nent - i < (int)room ? nent - i : (int)room;
 
-		if (lio_one(mode, list + i, n, sig) == 0)
+		if (lio_one(mode, list + i, n, sig) == 0) {
+			took = true;
 			continue;
-		ret = -1;
-		if (errno != EIO) {
-			err = errno;
-			break;
 		}
-		err = EIO;
+		ret = -1;
+		if (errno == EINTR)	/* the wait interrupted: it ends here */
+			return -1;
+		if (errno == EIO)
+			took = true;
+		else
+			err = errno;	/* a slice none of whose entries was taken */
 	}
+	/* as one list: EIO when any entry was taken and one failed, else
+	 * the refusal's errno */
 	if (ret)
-		errno = err;
+		errno = took ? EIO : err;
 	return ret;
 }
 

@@ -313,6 +313,22 @@ static void list_counts(void)
 	for (int i = 0; i < 70000; i++) {
 		CHECK_EQ(uaio_return(big[i]), 4);
 		CHECK(!memcmp(rb[i], "abcd", 4));
+	}
+	/* ... and with a slice whose every entry is refused (a bad
+	 * aio_reqprio): the others are still done, and the list says EIO
+	 * (it stopped at that slice, the rest never made) */
+	for (int i = 0; i < 70000; i++) {
+		*big[i] = t_cb(fd, rb[i], 4, 0);
+		big[i]->aio_lio_opcode = LIO_READ;
+		big[i]->aio_reqprio = i < 65536 ? 1000 : 0;
+		memset(rb[i], 0, 4);
+	}
+	ERRNO_IS(aio__lio_listio(LIO_WAIT, big, 70000, NULL), EIO);
+	for (int i = 65536; i < 70000; i++) {
+		CHECK_EQ(uaio_return(big[i]), 4);
+		CHECK(!memcmp(rb[i], "abcd", 4));
+	}
+	for (int i = 0; i < 70000; i++) {
 		free(big[i]);
 		big[i] = NULL;
 	}

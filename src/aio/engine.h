@@ -137,7 +137,8 @@ enum { RS_FREE, RS_QUEUED, RS_LOOP };	/* RS_QUEUED: waiting in this layer */
 #define RF_MEMBER	0x10	/* carried by a leader (its next chain) */
 #define RF_DIRECT	0x20	/* issued by the submitting thread (u.thr) */
 #define RF_HELD		0x40	/* a write behind an fsync (aio_fdw.held) */
-#define RF_TTY_TIME	0x80	/* a VMIN 0 terminal read: its clock's end is 0 */
+#define RF_TTY_TIME	0x80	/* a VMIN 0 terminal read: its clock's end
+				 * is 0; tmo_us 0 (VTIME 0): read at once */
 
 struct aio_lio;
 
@@ -175,7 +176,8 @@ struct aio_req {
 			uint32_t remaining;	/* fsync, read: earlier writes still in
 						 * flight; held write: earlier fsyncs */
 		};
-		uint64_t tmo_us;	/* RF_SERIAL: the socket's SO_RCVTIMEO/SO_SNDTIMEO */
+		uint64_t tmo_us;	/* RF_SERIAL: the socket's SO_RCVTIMEO/SO_SNDTIMEO,
+				 * or a terminal's VTIME (RF_TTY_TIME) */
 	};
 	int fd;				/* what the op uses: a pinned handle, or the fd */
 	uint8_t kind, state, flags;

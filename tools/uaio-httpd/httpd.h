@@ -99,7 +99,7 @@ struct request {
 	int cur;			/* enum hdr of the header being read */
 	struct span field, val;		/* the header being read */
 	uint8_t method;			/* llhttp_method_t, once method_known */
-	bool method_known;		/* the request line's target began */
+	bool method_known;		/* the target began, or the head ended */
 	uint8_t major, minor;
 	bool keep_alive;
 	bool head_done, done;

@@ -136,6 +136,7 @@ static int on_headers_done(llhttp_t *p)
 	struct request *r = p->data;
 
 	r->method = (uint8_t)llhttp_get_method(p);
+	r->method_known = true;
 	r->major = llhttp_get_http_major(p);
 	r->minor = llhttp_get_http_minor(p);
 	/* llhttp looks at "close" only in HTTP/1.1: a 1.0 request saying

@@ -158,7 +158,7 @@ static void file_seg(struct resp *r, uint64_t off, uint64_t len)
 
 static bool is_head(const struct conn *c)
 {
-	return (c->req->head_done || c->req->method_known) && c->req->method == HTTP_HEAD;
+	return c->req->method_known && c->req->method == HTTP_HEAD;
 }
 
 /* The send timeout runs from here, not only from a send that moved

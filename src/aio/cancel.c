@@ -42,12 +42,8 @@ static int cancel_locked(struct aio_req *r)
 		for (pp = &w->barriers; *pp != r; pp = &(*pp)->next)
 			;
 		*pp = r->next;
-		if (r->kind != K_READ) {	/* an fsync: the writes after it go */
-			aio__req_finish_parallel_locked(r, -ECANCELED);
-		} else {
-			aio__req_release_locked(r, -ECANCELED);
-			aio__fdw_maybe_free_locked(w);
-		}
+		/* an fsync: the writes after it go; a read: those it held */
+		aio__req_finish_parallel_locked(r, -ECANCELED);
 	}
 	return 1;
 }

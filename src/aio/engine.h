@@ -136,7 +136,8 @@ enum { RS_FREE, RS_QUEUED, RS_LOOP };	/* RS_QUEUED: waiting in this layer */
 #define RF_LEADER	0x8	/* carries adjacent list entries in one op */
 #define RF_MEMBER	0x10	/* carried by a leader (its next chain) */
 #define RF_DIRECT	0x20	/* issued by the submitting thread (u.thr) */
-#define RF_HELD		0x40	/* a write behind an fsync (aio_fdw.held) */
+#define RF_HELD		0x40	/* a write behind an fsync or an overlapping
+				 * earlier request (aio_fdw.held) */
 #define RF_TTY_TIME	0x80	/* a VMIN 0 terminal read: its clock's end
 				 * is 0; tmo_us 0 (VTIME 0): read at once */
 
@@ -179,11 +180,13 @@ struct aio_req {
 		uint64_t tmo_us;	/* RF_SERIAL: the socket's SO_RCVTIMEO/SO_SNDTIMEO,
 				 * or a terminal's VTIME (RF_TTY_TIME) */
 	};
+	/* a file's read or write, from its call to its end (aio_fdw.live) */
+	struct aio_req *lnext, **lprev;
 	int fd;				/* what the op uses: a pinned handle, or the fd */
 	uint8_t kind, state, flags;
 	int8_t prio;
 };
-_Static_assert(sizeof(struct aio_req) <= 120, "request record over budget");
+_Static_assert(sizeof(struct aio_req) <= 136, "request record over budget");
 
 
 /* A non-seekable file's descriptor with requests: one in flight, the
@@ -220,10 +223,16 @@ struct aio_serial {
 struct aio_fdw {
 	int fd;
 	unsigned writes;	/* held ones too */
+	unsigned reads;		/* waiting ones too */
 	unsigned syncs;		/* fsyncs not ended, waiting or not */
 	uint32_t epoch;
 	struct aio_req *barriers;
+	/* Writes waiting, in call order, for earlier fsyncs (remaining) or
+	 * for earlier reads and writes they overlap: glibc runs a
+	 * descriptor's requests one after another, so the later of two
+	 * writes to a byte wins, and a read never sees a later write. */
 	struct aio_req *held, *held_tail;
+	struct aio_req *live;	/* its reads and writes not ended */
 	/* aio_cancel(fd, NULL) at work: an end counts, but releases none
 	 * of those waiting (each is about to be cancelled) */
 	bool cancelling;
@@ -307,6 +316,7 @@ struct aio_engine {
 	atomic_uint nserial;		/* serial files with requests */
 	atomic_uint pwrites;		/* writes in flight on regular files (fdw) */
 	atomic_uint psyncs;		/* fsyncs in flight on them (fdw) */
+	atomic_uint plive;		/* reads and writes on them (fdw.live) */
 	struct aio_serial *serial[SERIAL_BUCKETS];
 	struct aio_fdw **fdw;
 	unsigned nfdw;
@@ -473,6 +483,9 @@ void aio__serial_maybe_free_locked(struct aio_serial *s);
 void aio__serial_queue_locked(struct aio_serial *s, struct aio_req *r);
 struct aio_fdw *aio__fdw_get_locked(int fd, bool create);
 void aio__fdw_maybe_free_locked(struct aio_fdw *w);
+void aio__fdw_live_add_locked(struct aio_fdw *w, struct aio_req *r);
+bool aio__fdw_meets_locked(const struct aio_fdw *w, const struct aiocb *cb,
+			   const struct aio_req *h);
 int aio__req_issue_locked(struct aio_req *r);
 void aio__serial_started(struct aio_req *r);
 void aio__req_release_locked(struct aio_req *r, long res);

@@ -99,10 +99,59 @@ struct aio_fdw *aio__fdw_get_locked(int fd, bool create)
 
 void aio__fdw_maybe_free_locked(struct aio_fdw *w)
 {
-	if (w->writes || w->barriers || w->syncs || w->held)
+	if (w->writes || w->reads || w->barriers || w->syncs || w->held)
 		return;
 	E->fdw[w->fd] = NULL;
 	spare_put(&E->fdw_spare, w);
+}
+
+/* Whether two requests share a byte (an empty one shares none). */
+static bool spans_meet(const struct aiocb *a, const struct aiocb *b)
+{
+	uint64_t ao = (uint64_t)a->aio_offset, bo = (uint64_t)b->aio_offset;
+	size_t al = cb_len(a), bl = cb_len(b);
+
+	return al && bl && ao < bo + bl && bo < ao + al;
+}
+
+void aio__fdw_live_add_locked(struct aio_fdw *w, struct aio_req *r)
+{
+	if ((r->lnext = w->live))
+		w->live->lprev = &r->lnext;
+	r->lprev = &w->live;
+	w->live = r;
+	atomic_fetch_add_explicit(&E->plive, 1, memory_order_relaxed);
+}
+
+static void live_remove_locked(struct aio_req *r)
+{
+	if (r->lnext)
+		r->lnext->lprev = r->lprev;
+	*r->lprev = r->lnext;
+	r->lnext = NULL;
+	r->lprev = NULL;
+	atomic_fetch_sub_explicit(&E->plive, 1, memory_order_relaxed);
+}
+
+/*
+ * Whether a write of cb shares a byte with a read or write on w made
+ * before it, which it must wait for. h: the head of w's held writes,
+ * or NULL for a write being made (everything on w is earlier then).
+ * Before h: the writes not held (a later one meeting h is held behind
+ * it) and the reads of its epoch or before (a read made after a write
+ * waits for it, with an epoch of its own).
+ */
+bool aio__fdw_meets_locked(const struct aio_fdw *w, const struct aiocb *cb,
+			   const struct aio_req *h)
+{
+	for (const struct aio_req *x = w->live; x; x = x->lnext) {
+		if (x == h || (h && ((x->flags & RF_HELD) ||
+				     (x->kind == K_READ && x->epoch > h->epoch))))
+			continue;
+		if (spans_meet(x->cb, cb))
+			return true;
+	}
+	return false;
 }
 
 /* ------------------------------------------------- issue and end */
@@ -251,8 +300,43 @@ static void serial_advance_locked(struct aio_serial *s)
 	aio__serial_maybe_free_locked(s);
 }
 
-/* A write in flight on w ended: release the fsyncs (and reads) that
- * waited for it. */
+/*
+ * The writes at the head of w->held that wait for nothing more (no
+ * earlier fsync left, no earlier request they overlap) go, in call
+ * order. w is not touched after they are issued: it lives while they
+ * count in w->writes.
+ */
+static void held_release_locked(struct aio_fdw *w)
+{
+	struct aio_req *h, *go = NULL, **tail = &go;
+
+	while ((h = w->held) && h->remaining == 0 && !w->cancelling &&
+	       !aio__fdw_meets_locked(w, h->cb, h)) {
+		w->held = h->next;
+		h->next = NULL;
+		h->flags &= ~RF_HELD;
+		*tail = h;
+		tail = &h->next;
+	}
+	if (!w->held)
+		w->held_tail = NULL;
+	if (!go) {
+		aio__fdw_maybe_free_locked(w);
+		return;
+	}
+	while (go) {
+		int ret;
+
+		h = go;
+		go = h->next;
+		h->next = NULL;
+		if ((ret = aio__req_issue_locked(h)) < 0)
+			aio__req_finish_parallel_locked(h, ret);
+	}
+}
+
+/* A write on w ended: release the fsyncs and reads that waited for it,
+ * and the writes held behind it. */
 static void fdw_write_done_locked(struct aio_fdw *w, struct aio_req *wr)
 {
 	struct aio_req **pp = &w->barriers, *failed = NULL;
@@ -266,12 +350,9 @@ static void fdw_write_done_locked(struct aio_fdw *w, struct aio_req *wr)
 			int ret;
 
 			*pp = b->next;
-			ret = aio__req_issue_locked(b);
-			if (b->kind == K_READ) {
-				b->owner = NULL;
-				if (ret < 0)
-					aio__req_release_locked(b, ret);
-			} else if (ret < 0) {	/* an fsync: its end lets writes go */
+			b->next = NULL;
+			if ((ret = aio__req_issue_locked(b)) < 0) {
+				/* its end releases others: after this walk */
 				b->remaining = (uint32_t)-ret;
 				b->next = failed;
 				failed = b;
@@ -280,57 +361,47 @@ static void fdw_write_done_locked(struct aio_fdw *w, struct aio_req *wr)
 		}
 		pp = &b->next;
 	}
-	aio__fdw_maybe_free_locked(w);	/* not while a failed fsync counts */
+	held_release_locked(w);		/* not freed while a failed one counts */
 	while (failed) {		/* w is not touched after these */
 		struct aio_req *b = failed;
 
 		failed = b->next;
+		b->next = NULL;
 		aio__req_finish_parallel_locked(b, -(long)b->remaining);
 	}
+}
+
+/* A read on w ended: the writes held behind it may go. */
+static void fdw_read_done_locked(struct aio_fdw *w)
+{
+	w->reads--;
+	held_release_locked(w);
 }
 
 /* An fsync on w ended: the writes held behind it go, in call order, once
  * no earlier fsync is left. */
 static void fdw_sync_done_locked(struct aio_fdw *w, struct aio_req *s)
 {
-	struct aio_req *h, *go = NULL;
-
 	w->syncs--;
 	atomic_fetch_sub_explicit(&E->psyncs, 1, memory_order_relaxed);
-	for (h = w->held; h; h = h->next)
-		if (h->epoch >= s->epoch)
+	for (struct aio_req *h = w->held; h; h = h->next)
+		if (h->epoch >= s->epoch && h->remaining)
 			h->remaining--;
-	/* earlier writes wait for fewer fsyncs: those free are a prefix */
-	if (w->held && w->held->remaining == 0 && !w->cancelling) {
-		go = w->held;
-		for (h = go; h->next && h->next->remaining == 0; h = h->next)
-			;
-		w->held = h->next;
-		if (!w->held)
-			w->held_tail = NULL;
-		h->next = NULL;
-	} else {
-		aio__fdw_maybe_free_locked(w);
-		return;
-	}
-	/* w lives while they count in w->writes; not touched after them */
-	while (go) {
-		h = go;
-		go = h->next;
-		int ret;
-
-		h->flags &= ~RF_HELD;
-		if ((ret = aio__req_issue_locked(h)) < 0)
-			aio__req_finish_parallel_locked(h, ret);
-	}
+	held_release_locked(w);
 }
 
 void aio__req_finish_parallel_locked(struct aio_req *r, long res)
 {
-	if (r->kind == K_WRITE && r->owner)
-		fdw_write_done_locked(r->owner, r);
-	else if (r->kind != K_READ && r->owner)
-		fdw_sync_done_locked(r->owner, r);
+	struct aio_fdw *w = r->owner;
+
+	if (w && r->lprev)
+		live_remove_locked(r);
+	if (w && r->kind == K_WRITE)
+		fdw_write_done_locked(w, r);
+	else if (w && r->kind == K_READ)
+		fdw_read_done_locked(w);
+	else if (w)
+		fdw_sync_done_locked(w, r);
 	aio__req_release_locked(r, res);
 }
 

@@ -246,8 +246,8 @@ static int submit_parallel(struct aiocb *cb, int kind, int fd, bool direct,
 			   struct lio_ctx *pc, struct aio_lio *g)
 {
 	struct aio_req *r;
-	struct aio_fdw *w = NULL;
-	bool sync = kind == K_FSYNC || kind == K_DSYNC, need = sync || kind == K_WRITE;
+	struct aio_fdw *w;
+	bool sync = kind == K_FSYNC || kind == K_DSYNC;
 	int ret;
 
 	aio__lock();
@@ -257,7 +257,7 @@ static int submit_parallel(struct aiocb *cb, int kind, int fd, bool direct,
 		aio__unlock();
 		return ret < 0 ? aio__lone_thread(cb, kind, g, ret) : -EAGAIN;
 	}
-	if (!(w = aio__fdw_get_locked(fd, need)) && need) {
+	if (!(w = aio__fdw_get_locked(fd, true))) {
 		aio__req_free_locked(r);
 		aio__unlock();
 		return -EAGAIN;
@@ -265,23 +265,25 @@ static int submit_parallel(struct aiocb *cb, int kind, int fd, bool direct,
 	r->cb = cb;
 	r->kind = (uint8_t)kind;
 	r->prio = (int8_t)(kind <= K_WRITE ? cb->aio_reqprio : 0);
+	r->owner = w;
+	r->epoch = sync ? ++w->epoch : w->epoch;
 	priv(cb)->req = r;
 	lio_add_locked(r, g);
 	if (sync) {
-		r->owner = w;
-		r->epoch = ++w->epoch;
 		w->syncs++;
 		atomic_fetch_add_explicit(&E->psyncs, 1, memory_order_relaxed);
 	}
 	if (kind == K_WRITE) {
-		r->owner = w;
-		r->epoch = w->epoch;
+		bool held = w->syncs || aio__fdw_meets_locked(w, cb, NULL);
+
+		aio__fdw_live_add_locked(w, r);
 		w->writes++;
 		atomic_fetch_add_explicit(&E->pwrites, 1, memory_order_relaxed);
-		if (w->syncs) {
-			/* After an fsync not ended: glibc writes it once the
-			 * fsync is done (a journal's commit record must not
-			 * reach the disk before the data that fsync covers). */
+		if (held) {
+			/* After an fsync not ended (a journal's commit record
+			 * must not reach the disk before the data that fsync
+			 * covers), or over bytes an earlier request reads or
+			 * writes: glibc runs it once those are done. */
 			aio__pin_get_locked(r, fd, pc);
 			r->remaining = w->syncs;
 			r->flags |= RF_HELD;
@@ -292,7 +294,11 @@ static int submit_parallel(struct aiocb *cb, int kind, int fd, bool direct,
 			aio__unlock();
 			return 0;
 		}
-	} else if (w && w->writes) {
+	} else if (kind == K_READ) {
+		aio__fdw_live_add_locked(w, r);
+		w->reads++;
+	}
+	if (kind != K_WRITE && w->writes) {
 		/* An fsync after writes still in flight, or a read (which
 		 * would read what they have not written yet; glibc runs a
 		 * descriptor's requests in order): a barrier, released in
@@ -303,7 +309,6 @@ static int submit_parallel(struct aiocb *cb, int kind, int fd, bool direct,
 		if (!sync)
 			r->epoch = ++w->epoch;
 		r->remaining = w->writes;
-		r->owner = w;
 		r->next = NULL;
 		while (*pp)
 			pp = &(*pp)->next;
@@ -377,20 +382,23 @@ static bool span_faults(const struct aiocb *cb, int kind)
 
 static bool serial_has(int fd, const struct stat *st);
 
-/* Whether a read (write) of fd must wait: writes (fsyncs) to it are in
- * flight, which it waits for in submit_parallel, so no inline try may
- * overtake them. No lock while there are none anywhere. */
-static bool must_wait(int fd, int kind)
+/* Whether a read (write) of cb must wait: writes (fsyncs, or reads and
+ * writes it overlaps) are in flight, which it waits for in
+ * submit_parallel, so no inline try may overtake them. No lock while
+ * there are none anywhere. */
+static bool must_wait(const struct aiocb *cb, int kind)
 {
-	atomic_uint *n = kind == K_READ ? &E->pwrites : &E->psyncs;
 	struct aio_fdw *w;
 	bool any;
 
-	if (!atomic_load_explicit(n, memory_order_relaxed))
+	if (kind == K_READ ? !atomic_load_explicit(&E->pwrites, memory_order_relaxed) :
+			     !atomic_load_explicit(&E->psyncs, memory_order_relaxed) &&
+			     !atomic_load_explicit(&E->plive, memory_order_relaxed))
 		return false;
 	aio__lock();
-	w = aio__fdw_get_locked(fd, false);
-	any = w && (kind == K_READ ? w->writes : w->syncs);
+	w = aio__fdw_get_locked(cb->aio_fildes, false);
+	any = w && (kind == K_READ ? w->writes :
+				     w->syncs || aio__fdw_meets_locked(w, cb, NULL));
 	aio__unlock();
 	return any;
 }
@@ -464,7 +472,7 @@ int aio__submit_rw(struct aiocb *cb, int kind, struct lio_ctx *pc,
 	rwf = aio__hint_try(h, kind) ? RWF_NOWAIT : 0;
 	/* Not while requests run on helper threads (lone.c): it could
 	 * overtake one on this descriptor. */
-	try = !must_wait(fd, kind) &&
+	try = !must_wait(cb, kind) &&
 	      !(fl & O_DIRECT) && cb_len(cb) <= *budget &&
 	      (rwf || aio__page_write_ok(cb, kind, fl)) &&
 	      !__atomic_load_n(&E->lone, __ATOMIC_RELAXED);

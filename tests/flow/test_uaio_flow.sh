@@ -177,6 +177,17 @@ kill -TERM $sp; wait $sp; rc=$?
 [ $rc -eq 143 ] || fail "recv waiting for a peer, SIGTERM: exit $rc, not 143 (killed by it, as dd)"
 grep -qx "$F: interrupted" "$dir/e.err" || { cat "$dir/e.err"; fail "no 'interrupted' after SIGTERM"; }
 [ -z "$(ls -A "$dir/e")" ] || { ls -la "$dir/e"; fail "temporary left after SIGTERM"; }
+# Every signal that would end it cleans up first: a copy cut by SIGALRM
+# or SIGUSR1 leaves no temporary behind (sh starts it with QUIT ignored).
+for sig in ALRM:14 USR1:10; do
+  num=${sig#*:}; sig=${sig%:*}
+  "$F" -r 4M copy "$dir/src" "$dir/e/sig" 2>"$dir/err" & qp=$!; pids="$pids $qp"
+  i=0; while [ $i -lt 200 ] && [ -z "$(ls -A "$dir/e")" ]; do i=$((i + 1)); sleep 0.05; done
+  kill -$sig $qp; wait $qp; rc=$?
+  want=$((128 + num))
+  [ $rc -eq $want ] && [ -z "$(ls -A "$dir/e")" ] ||
+    { cat "$dir/err"; ls -la "$dir/e"; fail "SIG$sig part way: exit $rc (not $want) or a temporary left"; }
+done
 echo "early exits, limits, signals while waiting: ok"
 # A signal ignored from the start stays ignored (nohup, trap '' TERM;
 # sh itself starts a background job with SIGINT ignored).

@@ -40,7 +40,7 @@
  * runs remove_partial), the connections to reset then (a plain close
  * would tell the peer every byte was sent), and the signal that came
  * while the tool waited in a blocking call (accept, connect, a FIFO's
- * open) with INT, TERM and HUP unblocked; in the loop they are read
+ * open) with the stopping signals (stop_sigs) unblocked; in the loop they are read
  * from a signalfd instead.
  */
 static struct outfile *exit_partial;
@@ -103,7 +103,7 @@ void die_by(int sig, bool loud)
 	_exit(128 + sig);
 }
 
-/* INT, TERM or HUP ended the transfer: the tool dies of that signal, as
+/* A signal that ends the tool ended the transfer: the tool dies of that signal, as
  * dd does, so that a shell loop or script around it stops too. */
 static void die_of(int sig)
 {
@@ -115,14 +115,20 @@ static void on_async_signal(int sig)
 	exit_signal = sig;
 }
 
+/* Those that would end the tool (GNU sort cleans up for the same set,
+ * with USR1 and USR2 here too): each cancels the flows and removes the
+ * temporary first. SIGPIPE is ignored (legs.c). */
+static const int stop_sigs[] = { SIGHUP, SIGINT, SIGQUIT, SIGALRM, SIGTERM, SIGUSR1,
+				 SIGUSR2, SIGXCPU, SIGXFSZ, SIGVTALRM, SIGPROF, SIGIO };
+enum { NSTOP = sizeof(stop_sigs) / sizeof(stop_sigs[0]) };
+
 static void stop_signals(int how)
 {
 	sigset_t set;
 
 	sigemptyset(&set);
-	sigaddset(&set, SIGINT);
-	sigaddset(&set, SIGTERM);
-	sigaddset(&set, SIGHUP);
+	for (int i = 0; i < NSTOP; i++)
+		sigaddset(&set, stop_sigs[i]);
 	sigprocmask(how, &set, NULL);
 }
 
@@ -168,8 +174,8 @@ static void usage(FILE *out)
 "\n"
 "A file " PROG " creates is written under a temporary name and renamed\n"
 "once every byte has arrived. Exit status: 0 when every byte arrived,\n"
-"1 when the transfer failed, 2 on bad usage; INT, TERM or HUP end it by\n"
-"that signal, after cleaning up.\n", out);
+"1 when the transfer failed, 2 on bad usage; a signal such as INT, TERM\n"
+"or HUP ends it by that signal, after cleaning up.\n", out);
 }
 
 void die_usage(const char *fmt, const char *arg)
@@ -245,14 +251,13 @@ static void tool_init(struct tool *t)
 	sigemptyset(&set);
 	/* A signal ignored when the tool started (nohup, trap '' INT)
 	 * stays ignored, as in dd */
-	for (int i = 0; i < 3; i++) {
-		static const int sigs[] = { SIGINT, SIGTERM, SIGHUP };
+	for (int i = 0; i < NSTOP; i++) {
 		struct sigaction old;
 
-		if (sigaction(sigs[i], NULL, &old) == 0 && old.sa_handler == SIG_IGN)
+		if (sigaction(stop_sigs[i], NULL, &old) == 0 && old.sa_handler == SIG_IGN)
 			continue;
-		sigaction(sigs[i], &sa, NULL);
-		sigaddset(&set, sigs[i]);
+		sigaction(stop_sigs[i], &sa, NULL);
+		sigaddset(&set, stop_sigs[i]);
 	}
 	t->tty = isatty(2);
 	if (!(t->l = uaio_loop_new(&p)))

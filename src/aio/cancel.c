@@ -48,19 +48,16 @@ static int cancel_locked(struct aio_req *r)
 	return 1;
 }
 
-/* The requests of fd waiting in this layer, each list in the order it
- * would run: a file's writes waiting for fsyncs first (the cancel of
- * such an fsync would start them), a stream's queue, a file's fsyncs and
- * reads waiting for writes. Into v when given; their number. */
+/* The requests of fd waiting in this layer, in the order glibc's list
+ * would have them: a stream's queue; a file's writes waiting for fsyncs
+ * or earlier requests, and fsyncs and reads waiting for writes, by call
+ * order (two lists, each in it). Into v when given; their number. */
 static size_t queued_of_locked(int fd, struct aio_req **v)
 {
 	struct aio_fdw *w = aio__fdw_get_locked(fd, false);
-	struct aio_req *r;
+	struct aio_req *r, *h = w ? w->held : NULL, *b = w ? w->barriers : NULL;
 	size_t n = 0;
 
-	for (r = w ? w->held : NULL; r; r = r->next, n++)
-		if (v)
-			v[n] = r;
 	for (int i = 0; i < SERIAL_BUCKETS; i++)
 		for (struct aio_serial *s = E->serial[i]; s; s = s->hnext)
 			for (r = s->head; r; r = r->next)
@@ -69,9 +66,19 @@ static size_t queued_of_locked(int fd, struct aio_req **v)
 						v[n] = r;
 					n++;
 				}
-	for (r = w ? w->barriers : NULL; r; r = r->next, n++)
+	while (h || b) {
+		/* seq wraps: compared as a distance */
+		if (h && (!b || (int32_t)(h->seq - b->seq) < 0)) {
+			r = h;
+			h = h->next;
+		} else {
+			r = b;
+			b = b->next;
+		}
 		if (v)
 			v[n] = r;
+		n++;
+	}
 	return n;
 }
 

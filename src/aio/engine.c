@@ -225,6 +225,9 @@ static void fork_child(void)
 	atomic_store(&E->nserial, 0);
 	atomic_store(&E->pwrites, 0);
 	atomic_store(&E->psyncs, 0);
+	atomic_store(&E->plive, 0);
+	E->failq = E->failq_tail = NULL;
+	E->draining = false;
 	for (unsigned i = 0; i < E->nfdw; i++)
 		free(E->fdw[i]);
 	free(E->fdw);

@@ -182,11 +182,12 @@ struct aio_req {
 	};
 	/* a file's read or write, from its call to its end (aio_fdw.live) */
 	struct aio_req *lnext, **lprev;
+	uint32_t seq;			/* call order on its descriptor (aio_fdw.seq) */
 	int fd;				/* what the op uses: a pinned handle, or the fd */
 	uint8_t kind, state, flags;
 	int8_t prio;
 };
-_Static_assert(sizeof(struct aio_req) <= 136, "request record over budget");
+_Static_assert(sizeof(struct aio_req) <= 144, "request record over budget");
 
 
 /* A non-seekable file's descriptor with requests: one in flight, the
@@ -233,6 +234,10 @@ struct aio_fdw {
 	 * writes to a byte wins, and a read never sees a later write. */
 	struct aio_req *held, *held_tail;
 	struct aio_req *live;	/* its reads and writes not ended */
+	/* The bytes the live ones cover lie in [lo, hi): a write outside
+	 * meets none of them without a walk (kept till live empties). */
+	uint64_t lo, hi;
+	uint32_t seq;
 	/* aio_cancel(fd, NULL) at work: an end counts, but releases none
 	 * of those waiting (each is about to be cancelled) */
 	bool cancelling;
@@ -317,6 +322,10 @@ struct aio_engine {
 	atomic_uint pwrites;		/* writes in flight on regular files (fdw) */
 	atomic_uint psyncs;		/* fsyncs in flight on them (fdw) */
 	atomic_uint plive;		/* reads and writes on them (fdw.live) */
+	/* Records whose issue failed at once, ended by the outermost
+	 * drain (queue.c: a chain of them would nest one end per record) */
+	struct aio_req *failq, *failq_tail;
+	bool draining;
 	struct aio_serial *serial[SERIAL_BUCKETS];
 	struct aio_fdw **fdw;
 	unsigned nfdw;

@@ -105,17 +105,21 @@ void aio__fdw_maybe_free_locked(struct aio_fdw *w)
 	spare_put(&E->fdw_spare, w);
 }
 
-/* Whether two requests share a byte (an empty one shares none). */
-static bool spans_meet(const struct aiocb *a, const struct aiocb *b)
+/* Whether [ao, ao + al) and [bo, bo + bl) share a byte (an empty span
+ * shares none). */
+static bool spans_meet(uint64_t ao, uint64_t al, uint64_t bo, uint64_t bl)
 {
-	uint64_t ao = (uint64_t)a->aio_offset, bo = (uint64_t)b->aio_offset;
-	size_t al = cb_len(a), bl = cb_len(b);
-
 	return al && bl && ao < bo + bl && bo < ao + al;
 }
 
 void aio__fdw_live_add_locked(struct aio_fdw *w, struct aio_req *r)
 {
+	uint64_t off = (uint64_t)r->cb->aio_offset, end = off + cb_len(r->cb);
+
+	if (!w->live || off < w->lo)
+		w->lo = off;
+	if (!w->live || end > w->hi)
+		w->hi = end;
 	if ((r->lnext = w->live))
 		w->live->lprev = &r->lnext;
 	r->lprev = &w->live;
@@ -123,33 +127,57 @@ void aio__fdw_live_add_locked(struct aio_fdw *w, struct aio_req *r)
 	atomic_fetch_add_explicit(&E->plive, 1, memory_order_relaxed);
 }
 
-static void live_remove_locked(struct aio_req *r)
+static void live_remove_locked(struct aio_fdw *w, struct aio_req *r)
 {
 	if (r->lnext)
 		r->lnext->lprev = r->lprev;
 	*r->lprev = r->lnext;
 	r->lnext = NULL;
 	r->lprev = NULL;
+	if (!w->live)
+		w->lo = w->hi = 0;
 	atomic_fetch_sub_explicit(&E->plive, 1, memory_order_relaxed);
 }
 
 /*
- * Whether a write of cb shares a byte with a read or write on w made
- * before it, which it must wait for. h: the head of w's held writes,
- * or NULL for a write being made (everything on w is earlier then).
- * Before h: the writes not held (a later one meeting h is held behind
- * it) and the reads of its epoch or before (a read made after a write
- * waits for it, with an epoch of its own).
+ * Whether a write of cb must wait for a read or write on w made before
+ * it (glibc would run that first, and the result would show it): one
+ * that shares a byte of the file with it; a read into the buffer it
+ * writes from (a copy within the file); a read that ends before it,
+ * past the file's end (its short count would grow by the write). h: the
+ * head of w's held writes, or NULL for a write being made (everything on
+ * w is earlier then). Before h: the writes not held (a later one meeting
+ * h is held behind it) and the reads of its epoch or before (a read made
+ * after a write waits for it, with an epoch of its own).
  */
 bool aio__fdw_meets_locked(const struct aio_fdw *w, const struct aiocb *cb,
 			   const struct aio_req *h)
 {
+	uint64_t off = (uint64_t)cb->aio_offset, len = cb_len(cb);
+	uint64_t buf = (uint64_t)(uintptr_t)cb->aio_buf;
+	int64_t size = -1;
+	struct stat st;
+
+	if (!len || (!w->reads && !spans_meet(off, len, w->lo, w->hi - w->lo)))
+		return false;
 	for (const struct aio_req *x = w->live; x; x = x->lnext) {
+		uint64_t xoff = (uint64_t)x->cb->aio_offset, xlen = cb_len(x->cb);
+
 		if (x == h || (h && ((x->flags & RF_HELD) ||
 				     (x->kind == K_READ && x->epoch > h->epoch))))
 			continue;
-		if (spans_meet(x->cb, cb))
+		if (spans_meet(xoff, xlen, off, len))
 			return true;
+		if (x->kind != K_READ)
+			continue;
+		if (spans_meet((uint64_t)(uintptr_t)x->cb->aio_buf, xlen, buf, len))
+			return true;
+		if (xlen && xoff + xlen <= off) {
+			if (size < 0)
+				size = fstat(w->fd, &st) == 0 ? st.st_size : 0;
+			if ((uint64_t)size < xoff + xlen)
+				return true;
+		}
 	}
 	return false;
 }
@@ -301,10 +329,40 @@ static void serial_advance_locked(struct aio_serial *s)
 }
 
 /*
+ * A request whose issue failed at once ends in the outermost drain, not
+ * where it failed: its end may release the next, which may fail too (a
+ * chain of writes to the same bytes with a bad buffer), and ending each
+ * inside the last would take a stack frame per request.
+ */
+static void fail_later_locked(struct aio_req *r, int ret)
+{
+	r->remaining = (uint32_t)-ret;
+	r->next = NULL;
+	*(E->failq ? &E->failq_tail->next : &E->failq) = r;
+	E->failq_tail = r;
+}
+
+static void drain_failed_locked(void)
+{
+	struct aio_req *r;
+
+	if (E->draining)
+		return;
+	E->draining = true;
+	while ((r = E->failq)) {
+		if (!(E->failq = r->next))
+			E->failq_tail = NULL;
+		r->next = NULL;
+		aio__req_finish_parallel_locked(r, -(long)r->remaining);
+	}
+	E->draining = false;
+}
+
+/*
  * The writes at the head of w->held that wait for nothing more (no
- * earlier fsync left, no earlier request they overlap) go, in call
- * order. w is not touched after they are issued: it lives while they
- * count in w->writes.
+ * earlier fsync left, no earlier request they meet) go, in call order.
+ * w is not touched after they are issued: it lives while they count in
+ * w->writes, and while a failed one waiting in E->failq counts.
  */
 static void held_release_locked(struct aio_fdw *w)
 {
@@ -320,10 +378,8 @@ static void held_release_locked(struct aio_fdw *w)
 	}
 	if (!w->held)
 		w->held_tail = NULL;
-	if (!go) {
+	if (!go)
 		aio__fdw_maybe_free_locked(w);
-		return;
-	}
 	while (go) {
 		int ret;
 
@@ -331,15 +387,16 @@ static void held_release_locked(struct aio_fdw *w)
 		go = h->next;
 		h->next = NULL;
 		if ((ret = aio__req_issue_locked(h)) < 0)
-			aio__req_finish_parallel_locked(h, ret);
+			fail_later_locked(h, ret);
 	}
+	drain_failed_locked();
 }
 
 /* A write on w ended: release the fsyncs and reads that waited for it,
  * and the writes held behind it. */
 static void fdw_write_done_locked(struct aio_fdw *w, struct aio_req *wr)
 {
-	struct aio_req **pp = &w->barriers, *failed = NULL;
+	struct aio_req **pp = &w->barriers;
 
 	w->writes--;
 	atomic_fetch_sub_explicit(&E->pwrites, 1, memory_order_relaxed);
@@ -351,24 +408,13 @@ static void fdw_write_done_locked(struct aio_fdw *w, struct aio_req *wr)
 
 			*pp = b->next;
 			b->next = NULL;
-			if ((ret = aio__req_issue_locked(b)) < 0) {
-				/* its end releases others: after this walk */
-				b->remaining = (uint32_t)-ret;
-				b->next = failed;
-				failed = b;
-			}
+			if ((ret = aio__req_issue_locked(b)) < 0)
+				fail_later_locked(b, ret);
 			continue;
 		}
 		pp = &b->next;
 	}
-	held_release_locked(w);		/* not freed while a failed one counts */
-	while (failed) {		/* w is not touched after these */
-		struct aio_req *b = failed;
-
-		failed = b->next;
-		b->next = NULL;
-		aio__req_finish_parallel_locked(b, -(long)b->remaining);
-	}
+	held_release_locked(w);
 }
 
 /* A read on w ended: the writes held behind it may go. */
@@ -395,7 +441,7 @@ void aio__req_finish_parallel_locked(struct aio_req *r, long res)
 	struct aio_fdw *w = r->owner;
 
 	if (w && r->lprev)
-		live_remove_locked(r);
+		live_remove_locked(w, r);
 	if (w && r->kind == K_WRITE)
 		fdw_write_done_locked(w, r);
 	else if (w && r->kind == K_READ)

@@ -266,6 +266,7 @@ static int submit_parallel(struct aiocb *cb, int kind, int fd, bool direct,
 	r->kind = (uint8_t)kind;
 	r->prio = (int8_t)(kind <= K_WRITE ? cb->aio_reqprio : 0);
 	r->owner = w;
+	r->seq = ++w->seq;
 	r->epoch = sync ? ++w->epoch : w->epoch;
 	priv(cb)->req = r;
 	lio_add_locked(r, g);

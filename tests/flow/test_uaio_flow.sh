@@ -40,7 +40,24 @@ cmp -s "$dir/src" "$dir/d/src" || fail "copy into a directory"
 # --stats: one line with bytes, seconds, MB/s and CPU seconds.
 expect_rc 0 "$F" copy --stats -c 1M "$dir/src" "$dir/s2"
 grep -Eq "^$F: 20000000 bytes in [0-9.]+ s, [0-9.]+ MB/s, CPU [0-9.]+ s" "$dir/err" || { cat "$dir/err"; fail "--stats line"; }
-echo "copy: modes, directories, pipes, --stats ok"
+# A sparse file keeps its holes (as cp --sparse=auto), in every mode; one
+# that is all hole, or ends in one, keeps its size.
+truncate -s 24M "$dir/sparse"
+head -c 1048576 "$dir/src" | dd of="$dir/sparse" bs=1M seek=5 conv=notrunc status=none
+head -c 3000 "$dir/src" | dd of="$dir/sparse" bs=1M seek=15 conv=notrunc status=none
+for m in auto kbuf pagecache mmap; do
+  rm -f "$dir/sparse.$m"
+  expect_rc 0 "$F" copy --mode=$m "$dir/sparse" "$dir/sparse.$m"
+  cmp -s "$dir/sparse" "$dir/sparse.$m" || fail "sparse copy, mode $m: content differs"
+  [ "$(stat -c %b "$dir/sparse.$m")" -le $(( $(stat -c %b "$dir/sparse") + 64 )) ] ||
+    fail "sparse copy, mode $m: holes filled ($(stat -c %b "$dir/sparse.$m") blocks, source $(stat -c %b "$dir/sparse"))"
+  rm -f "$dir/sparse.$m"
+done
+truncate -s 5M "$dir/hole"
+expect_rc 0 "$F" copy "$dir/hole" "$dir/hole.c"
+[ "$(stat -c %s.%b "$dir/hole.c")" = 5242880.0 ] || fail "all-hole copy: $(stat -c %s.%b "$dir/hole.c")"
+rm -f "$dir/hole" "$dir/hole.c" "$dir/sparse"
+echo "copy: modes, directories, pipes, --stats, holes ok"
 
 # An existing file is replaced as cp leaves it: its permission bits (and
 # owner, as root), and a name linked elsewhere gets the bytes there too.

@@ -37,7 +37,8 @@ static void show_progress(struct tool *t, bool last)
 	if (!t->o.progress || !t->tty)
 		return;
 	for (int i = 0; i < t->nlegs; i++)
-		b += t->legs[i].f ? uaio_flow_bytes(t->legs[i].f) : t->legs[i].bytes;
+		b += t->legs[i].f ? t->legs[i].sum + uaio_flow_bytes(t->legs[i].f) :
+				    t->legs[i].bytes;
 	s = now_s() - ((double)t->t0.tv_sec + t->t0.tv_nsec / 1e9);
 	fprintf(stderr, "\r%s: %llu bytes, %.1f s, %.1f MB/s%s", ME, (unsigned long long)b,
 		s, s > 0 ? b / s / 1e6 : 0.0, last ? "\n" : "   ");
@@ -56,15 +57,68 @@ static struct leg *leg_of(struct tool *t, uaio_flow *f)
 	return NULL;
 }
 
+static void on_done(uaio_flow *f, int64_t res, int side, void *data);
+
+/* The next data extent of a sparse source, from g->pos, as a flow to the
+ * same offset of DST: 1 when started, 0 when only a hole is left (DST
+ * then gets SRC's size), or -errno with g->side set. */
+static int extent_next(struct tool *t, struct leg *g)
+{
+	off_t d = lseek(g->src, g->pos, SEEK_DATA), h = -1;
+	struct uaio_flow_params p = {
+		.src = { .type = UAIO_FLOW_FD, .fd = g->src, .off = d },
+		.dst = { .type = UAIO_FLOW_FD, .fd = g->dst, .off = d },
+		.mode = t->o.mode, .chunk = t->o.chunk,
+		.rate = t->o.rate, .progress_ns = 100 * 1000000,
+		.progress = t->o.progress && t->tty ? on_progress : NULL,
+		.done = on_done, .data = t,
+	};
+	int r;
+
+	g->side = UAIO_FLOW_SIDE_SRC;
+	if ((d < 0 && errno != ENXIO) || (d >= 0 && (h = lseek(g->src, d, SEEK_HOLE)) < 0))
+		return -errno;
+	if (d < 0 || d >= g->size) {	/* past the last data: a hole */
+		g->side = UAIO_FLOW_SIDE_DST;
+		return ftruncate(g->dst, g->size) < 0 ? -errno : 0;
+	}
+	p.len = (uint64_t)((h < g->size ? h : g->size) - d);
+	g->want = p.len;
+	g->pos = d + (off_t)p.len;
+	g->side = UAIO_FLOW_SIDE_NONE;
+	return (r = uaio_flow_start(t->l, &p, &g->f)) < 0 ? r : 1;
+}
+
 static void on_done(uaio_flow *f, int64_t res, int side, void *data)
 {
 	struct tool *t = data;
 	struct leg *g = leg_of(t, f);
 	const char *m = uaio_flow_method(f);
 
+	if (g->by_extent && res >= 0) {
+		int r;
+
+		g->sum += (uint64_t)res;
+		snprintf(g->method, sizeof(g->method), "%s/%s",
+			 uaio_flow_mode_name(uaio_flow_mode(f)), m);
+		g->f = NULL;
+		/* SRC ended before its size (a /sys file says 4096): there,
+		 * as cp stops */
+		if ((uint64_t)res < g->want)
+			r = 0;
+		else if ((r = extent_next(t, g)) > 0)
+			return;
+		g->res = r < 0 ? r : (int64_t)g->sum;
+		if (r == 0)
+			g->side = side;
+		g->bytes = g->sum;
+		g->running = false;
+		t->running--;
+		return;
+	}
 	g->res = res;
 	g->side = side;
-	g->bytes = uaio_flow_bytes(f);
+	g->bytes = g->sum + uaio_flow_bytes(f);
 	g->running = false;
 	snprintf(g->method, sizeof(g->method), "%s/%s",
 		 uaio_flow_mode_name(uaio_flow_mode(f)), m);
@@ -121,6 +175,25 @@ void leg_start(struct tool *t, int src, int dst, char *sname, char *dname, int s
 	}
 	g->running = true;
 	t->running++;
+}
+
+/* A sparse SRC into an empty regular DST (see struct leg): holes are
+ * skipped, as cp --sparse=auto keeps them. */
+void leg_start_sparse(struct tool *t, int src, int dst, char *sname, char *dname, off_t size)
+{
+	struct leg *g = &t->legs[t->nlegs++];
+	int r;
+
+	*g = (struct leg){ .src_name = sname, .dst_name = dname, .shut_fd = -1,
+			   .by_extent = true, .src = src, .dst = dst, .size = size };
+	snprintf(g->method, sizeof(g->method), "%s/holes",
+		 uaio_flow_mode_name(t->o.mode));
+	if ((r = extent_next(t, g)) > 0) {
+		g->running = true;
+		t->running++;
+	} else {
+		g->res = r;	/* legs_run says why */
+	}
 }
 
 static const char *verb(int side)

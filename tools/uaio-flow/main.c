@@ -297,12 +297,18 @@ static int open_src(const struct tool *t, const char *src, struct stat *st)
 static int cmd_copy(struct tool *t, const char *src, const char *dst)
 {
 	struct outfile o;
-	struct stat st;
+	struct stat st, ost;
 	int in = open_src(t, src, &st);
 	bool ok;
 
 	open_out(t, &o, dst, src, &st, S_ISREG(st.st_mode) ? st.st_mode : 0666);
-	leg_start(t, in, o.fd, QF(src), QF(o.path), -1);
+	/* cp's test for --sparse=auto: fewer blocks than the size needs;
+	 * into an empty file only, whose holes read as zeros */
+	if (S_ISREG(st.st_mode) && (uint64_t)st.st_blocks < (uint64_t)st.st_size / 512 &&
+	    fstat(o.fd, &ost) == 0 && S_ISREG(ost.st_mode) && ost.st_size == 0)
+		leg_start_sparse(t, in, o.fd, QF(src), QF(o.path), st.st_size);
+	else
+		leg_start(t, in, o.fd, QF(src), QF(o.path), -1);
 	ok = legs_run(t) && !t->interrupted;	/* a signal, even late: no file */
 	return finish(t, close_out(&o, ok) == 0 && ok);
 }

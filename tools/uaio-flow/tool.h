@@ -41,6 +41,13 @@ struct leg {
 	bool dst_pipe;		/* writes to a pipe or FIFO */
 	uint64_t bytes;		/* moved, once the flow has ended */
 	char method[32];
+	/* A sparse source into an empty file: one flow per data extent, at
+	 * the same offset, and the size set at the end (holes kept) */
+	bool by_extent;
+	int src, dst;
+	off_t pos, size;	/* where the next extent is looked for; SRC's size */
+	uint64_t sum;		/* moved by the extents' flows that ended */
+	uint64_t want;		/* the running extent's length */
 };
 
 /* A file being created: written as tmp, renamed to path at the end. */
@@ -107,6 +114,7 @@ void net_abort(int fd);
  * end (true when every byte arrived); the signalfd's handler, which
  * cancels them */
 void leg_start(struct tool *t, int src, int dst, char *sname, char *dname, int shut_fd);
+void leg_start_sparse(struct tool *t, int src, int dst, char *sname, char *dname, off_t size);
 bool legs_run(struct tool *t);
 extern const struct uaio_handler legs_sig_handler;
 

@@ -488,6 +488,58 @@ static void t_dir_unsearchable(void)
 	rmdir(top);
 }
 
+/* SIGTERM with a response in flight, then a pipelined request from the
+ * client (the response did not say close): the response still arrives
+ * whole; a plain close with the request unread would reset its tail. */
+static void t_sigterm_pipelined(void)
+{
+	struct ht_server s;
+	struct ht_conn *c;
+	struct ht_resp r;
+
+	ht_start(&s, root, NULL);
+	c = ht_connect_opt(s.port, 65536);
+	ht_sends(c, "GET /big.bin HTTP/1.1\r\nHost: t\r\n\r\n");
+	ht_read_head(c, &r, 0);
+	FATAL(r.rc == HT_OK && r.status == 200, "GET /big.bin: 200 needed");
+	ht_read_body(c, &r, 64 * 1024);
+	kill(s.pid, SIGTERM);
+	usleep(200000);
+	ht_sends(c, "GET /small.txt HTTP/1.1\r\nHost: t\r\n\r\n");
+	ht_read_body(c, &r, (size_t)-1);
+	EXPECT_R(&r, r.rc == HT_OK && r.body_len == BIG && !memcmp(r.body, big, BIG),
+		 "SIGTERM, then a pipelined request: %zu of %d bytes of the response in flight",
+		 r.body_len, BIG);
+	ht_resp_free(&r);
+	ht_close(c);
+	EXPECT(ht_stop_sig(&s, 0) == 0, "exit 0 after SIGTERM");
+}
+
+/* A stop that lasts longer than a lingering close (a request head that
+ * times out 7 s after SIGTERM): its 408 is still logged (each sweep's
+ * flush was cancelled once the stop had lasted 5 s). */
+static void t_sigterm_log_slow(void)
+{
+	char *logf = ht_join(ht_scratch(), "stop.log"), *text;
+	struct ht_server s;
+	struct ht_conn *c;
+	size_t extra = 0;
+
+	unlink(logf);
+	ht_start(&s, root, "--header-timeout", "7", "--log", logf, NULL);
+	c = ht_connect(s.port);
+	ht_sends(c, "GET / HTTP/1.1\r\nHo");
+	usleep(100000);
+	kill(s.pid, SIGTERM);
+	EXPECT(ht_wait_close(c, 30000, &extra), "the slow head was not ended");
+	ht_close(c);
+	EXPECT(ht_stop_sig(&s, 0) == 0, "exit 0 after SIGTERM");
+	text = ht_slurp(logf, NULL);
+	EXPECT(text && strstr(text, "\"-\" 408 0\n"), "a 408 made 7 s into a stop is not in "
+	       "the log: '%.300s'", text ? text : "(no log)");
+	free(text);
+}
+
 int main(void)
 {
 	ht_init("httpd/test_lifecycle", 550);
@@ -500,6 +552,8 @@ int main(void)
 	t_sigterm_inflight(SIGTERM);
 	fprintf(stderr, "  t_sigterm_inflight (SIGINT) ...\n");
 	t_sigterm_inflight(SIGINT);
+	RUN(t_sigterm_pipelined);
+	RUN(t_sigterm_log_slow);
 	RUN(t_peer_closed);
 	RUN(t_restart);
 	RUN(t_port_taken);

@@ -8,10 +8,12 @@
  *   --idle-timeout (also a decimal, 0.5): an idle keep-alive connection;
  *     not while a long response is being read slowly, and not while the
  *     client keeps sending requests;
- *   --send-timeout: a client that stops reading a 64 MiB response.
+ *   --send-timeout: a client that stops reading a 64 MiB response (and
+ *     its log line), not one that reads slowly all the time.
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <stdlib.h>
 #include <poll.h>
 #include <stdio.h>
 #include <string.h>
@@ -209,6 +211,64 @@ static void t_send_timeout(void)
 	ht_stop(&srv);
 }
 
+/* A send timeout shorter than a second, and a client that reads all the
+ * time, slowly: the response is not cut (the flow reported progress once
+ * a second, and the clock ran out between reports). */
+static void t_send_timeout_short(void)
+{
+	enum { WANT = 8 * 1024 * 1024 };
+	struct ht_conn *c;
+	struct ht_resp r;
+
+	ht_start(&srv, root, "--send-timeout", "0.5", NULL);
+	c = ht_connect_opt(srv.port, 65536);
+	ht_sendf(c, "GET /big.bin HTTP/1.1\r\nHost: t\r\nRange: bytes=0-%d\r\n\r\n", WANT - 1);
+	ht_read_head(c, &r, 0);
+	EXPECT_R(&r, r.rc == HT_OK && r.status == 206, "GET /big.bin, 8 MiB range");
+	while (r.rc == HT_OK && r.body_len < WANT) {
+		ht_read_body(c, &r, r.body_len + 256 * 1024);
+		usleep(60000);		/* about 4 MB/s */
+	}
+	EXPECT_R(&r, r.rc == HT_OK && r.body_len == WANT && !memcmp(r.body, big, WANT),
+		 "--send-timeout 0.5, a client reading 4 MB/s: %zu of %d bytes", r.body_len, WANT);
+	ht_resp_free(&r);
+	ht_close(c);
+	ht_stop(&srv);
+}
+
+/* A response the send timeout ends is in the log, with the bytes that
+ * went (nginx logs every request; it had no line). */
+static void t_send_timeout_logged(void)
+{
+	char *logf = ht_join(ht_scratch(), "tsend.log"), *text, *at;
+	struct ht_conn *c;
+	long long sent = -1;
+
+	unlink(logf);
+	ht_start(&srv, root, "--send-timeout", "1", "--log", logf, NULL);
+	c = ht_connect_opt(srv.port, 4096);
+	ht_sends(c, "GET /big.bin HTTP/1.1\r\nHost: t\r\n\r\n");
+	/* reading nothing (a wait for the close would read), until the
+	 * line is written (the log is flushed once a second) */
+	for (int i = 0; i < 200; i++) {
+		text = ht_slurp(logf, NULL);
+		at = text ? strstr(text, "/big.bin") : NULL;
+		free(text);
+		if (at)
+			break;
+		usleep(100000);
+	}
+	ht_close(c);
+	ht_stop(&srv);
+	text = ht_slurp(logf, NULL);
+	at = text ? strstr(text, "\"GET /big.bin HTTP/1.1\" 200 ") : NULL;
+	if (at)
+		sent = atoll(at + strlen("\"GET /big.bin HTTP/1.1\" 200 "));
+	EXPECT(sent >= 0 && sent < BIG, "no log line with the bytes sent for a response the "
+	       "send timeout ended: '%.300s'", text ? text : "(no log)");
+	free(text);
+}
+
 int main(void)
 {
 	ht_init("httpd/test_timeouts", 170);
@@ -217,5 +277,7 @@ int main(void)
 	RUN(t_header_timeout_logged);
 	RUN(t_idle_timeout);
 	RUN(t_send_timeout);
+	RUN(t_send_timeout_short);
+	RUN(t_send_timeout_logged);
 	return ht_finish();
 }

@@ -401,6 +401,8 @@ static void conn_parse(struct conn *c)
 
 /* The next pipelined request, or idle: the buffer's rest moves to its
  * start (llhttp holds no pointer into it between messages). */
+static void conn_linger(struct conn *c);
+
 static void conn_next(struct conn *c)
 {
 	struct server *s = c->srv;
@@ -419,7 +421,9 @@ static void conn_next(struct conn *c)
 		c->state = C_IDLE;
 		set_deadline(c, s->cfg->idle_timeout_ms);
 		if (s->draining) {
-			conn_close(c);
+			/* a pipelined request may be in the socket: a
+			 * plain close would reset the response's tail */
+			conn_linger(c);
 			return;
 		}
 	}
@@ -519,7 +523,7 @@ void conn_sweep(struct server *s, uint64_t now_ms)
 		if (c->state == C_CLOSING)
 			continue;
 		if (s->draining && c->state == C_IDLE) {
-			conn_close(c);
+			conn_linger(c);
 			continue;
 		}
 		/* Stopping: a lingering client holds the server one quiet

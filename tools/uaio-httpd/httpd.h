@@ -291,8 +291,11 @@ struct resp {
 	bool flow_next;			/* seg[cur]'s rest goes by flow */
 	struct iovec iov[RESP_SEGS];
 	int iovcnt;
-	uint64_t bytes;			/* body bytes sent */
+	uint64_t bytes;			/* body bytes sent, or gathered to send */
+	uint64_t batch_base;		/* bytes before the iovec being sent */
+	bool logged;
 	uaio_flow *flow;
+	uint64_t flow_seen;		/* its bytes at the last progress report */
 	/* files.c: a disk call in the background */
 	uaio_op op;
 	struct open_how how;
@@ -364,6 +367,7 @@ void resp_finish(struct conn *c, bool ok);
 void resp_free(struct conn *c);
 /* Closing: cancels a flow in flight; resp_idle says when nothing is owed. */
 void resp_cancel(struct conn *c);
+uint64_t resp_bytes_sent(const struct resp *r);
 bool resp_idle(const struct conn *c);
 extern const char *const resp_reason[600];
 
@@ -381,7 +385,6 @@ struct server {
 	 * ring torn down with them pending let the port go some ms after
 	 * exit, and a restart found it in use). */
 	bool accept_live, lfd_open;
-	uint64_t drain_ms;		/* when the stop began */
 	uaio_timer sweep, retry;
 	uaio_watch laio_watch;
 	bool laio_watching;

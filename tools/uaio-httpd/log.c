@@ -36,6 +36,7 @@ struct log {
 	size_t atom;			/* PIPE_BUF to a pipe or socket, else 0 */
 	int cur;			/* the buffer being filled */
 	bool busy;			/* the other one is being written */
+	uint64_t since_ms;		/* when the write in flight began */
 	uaio_op op, cancel;
 	uint64_t dropped;
 	int err;			/* the first write error, said once */
@@ -120,6 +121,7 @@ static size_t pipe_atom(int fd)
 
 static int write_piece(struct log *lg, int w)
 {
+	lg->since_ms = server_now_ms(lg->s);
 	return uaio_op_write(lg->s->loop, &lg->op, lg->fd, lg->buf[w] + lg->done,
 			     piece(lg, lg->buf[w] + lg->done, lg->len[w] - lg->done), -1,
 			     written, lg);
@@ -189,13 +191,15 @@ static void cancelled(uaio_op *op, int res, void *data)
 {
 }
 
-/* Stopping, and the log's write has not come back (a FIFO nobody
- * reads): it is cancelled, its lines counted as dropped; asked again at
- * each sweep, since a short write's rest is a new op. A write the kernel
- * is running (a slow disk) cannot be cancelled, and is waited for. */
+/* Stopping, and the log's write has not come back for as long as a
+ * lingering close may last (a FIFO nobody reads): it is cancelled, its
+ * lines counted as dropped; asked again at each sweep, since a short
+ * write's rest is a new op. A write the kernel is running (a slow disk)
+ * cannot be cancelled, and is waited for. */
 void log_give_up(struct log *lg)
 {
-	if (lg->busy && !uaio_op_pending(&lg->cancel))
+	if (lg->busy && server_now_ms(lg->s) - lg->since_ms >= HTTPD_LINGER_MS &&
+	    !uaio_op_pending(&lg->cancel))
 		uaio_op_cancel(lg->s->loop, &lg->cancel, &lg->op, cancelled, lg);
 }
 

@@ -56,7 +56,8 @@ static struct resp *resp_get(struct conn *c)
 	r->extra = NULL;
 	r->nseg = r->cur = r->iovcnt = 0;
 	r->flow_next = false;
-	r->bytes = 0;
+	r->bytes = r->batch_base = 0;
+	r->logged = false;
 	r->flow = NULL;
 	c->resp = r;
 	return r;
@@ -67,10 +68,18 @@ bool resp_idle(const struct conn *c)
 	return !c->resp || !c->resp->flow;
 }
 
+/* The connection closes under its response (a send timeout, a
+ * stop): the log still gets its line, with what was sent, as nginx's. */
 void resp_cancel(struct conn *c)
 {
-	if (c->resp && c->resp->flow)
-		uaio_flow_cancel(c->resp->flow);
+	struct resp *r = c->resp;
+
+	if (r && r->status && !r->logged) {
+		r->logged = true;
+		log_request(c->srv, c, r->status, resp_bytes_sent(r));
+	}
+	if (r && r->flow)
+		uaio_flow_cancel(r->flow);
 }
 
 void resp_free(struct conn *c)
@@ -99,7 +108,10 @@ void resp_finish(struct conn *c, bool ok)
 {
 	struct resp *r = c->resp;
 
-	log_request(c->srv, c, r->status, r->bytes);
+	if (!r->logged) {
+		r->logged = true;
+		log_request(c->srv, c, r->status, ok ? r->bytes : resp_bytes_sent(r));
+	}
 	conn_response_done(c, ok);
 }
 

@@ -9,11 +9,16 @@
 #include <string.h>
 #include "httpd.h"
 
+/* Bytes moved restart the send clock; a report of none (a client that
+ * reads nothing) does not. */
 static void flow_progress(uaio_flow *fl, uint64_t bytes, void *data)
 {
 	struct conn *c = data;
 
-	conn_send_clock(c);
+	if (bytes != c->resp->flow_seen) {
+		c->resp->flow_seen = bytes;
+		conn_send_clock(c);
+	}
 }
 
 static void flow_done(uaio_flow *fl, int64_t res, int side, void *data)
@@ -31,6 +36,7 @@ static void flow_done(uaio_flow *fl, int64_t res, int side, void *data)
 		/* The file shrank, or the client went away. */
 		if (res >= 0)
 			files_forget(c->srv->files, r->f);
+		r->bytes += uaio_flow_bytes(fl);	/* what went, for the log */
 		resp_finish(c, false);
 		return;
 	}
@@ -44,7 +50,10 @@ static int start_flow(struct conn *c)
 {
 	struct resp *r = c->resp;
 	struct seg *sg = &r->seg[r->cur];
-	struct uaio_flow_params p = {
+	struct uaio_flow_params p;
+
+	r->flow_seen = 0;
+	p = (struct uaio_flow_params){
 		.src = { .type = UAIO_FLOW_FD, .fd = r->f->fd,
 			 .off = (int64_t)(sg->off + sg->loaded), .buf_index = -1 },
 		.dst = { .type = UAIO_FLOW_FD, .fd = c->fd, .off = -1,
@@ -52,7 +61,11 @@ static int start_flow(struct conn *c)
 		.len = sg->len - sg->loaded,
 		.mode = UAIO_FLOW_AUTO,
 		.progress = flow_progress,
-		.progress_ns = 1000000000ull,
+		/* the send clock restarts on progress: told often enough
+		 * that a short --send-timeout sees bytes moving */
+		.progress_ns = c->srv->cfg->send_timeout_ms &&
+			       c->srv->cfg->send_timeout_ms < 4000 ?
+			       (uint64_t)c->srv->cfg->send_timeout_ms * 250000u : 1000000000ull,
 		.done = flow_done,
 		.data = c,
 	};
@@ -90,6 +103,8 @@ static int gather(struct conn *c)
 	struct resp *r = c->resp;
 	struct server *s = c->srv;
 
+	if (!r->iovcnt)
+		r->batch_base = r->bytes;
 	while (r->cur < r->nseg && r->iovcnt < RESP_SEGS) {
 		struct seg *sg = &r->seg[r->cur];
 		size_t want;
@@ -133,6 +148,19 @@ static int gather(struct conn *c)
 			break;
 	}
 	return 0;
+}
+
+/* Body bytes the client was sent (for the log of a response cut
+ * short): those gathered, less what of them is still in the iovec, plus
+ * what a running flow moved. */
+uint64_t resp_bytes_sent(const struct resp *r)
+{
+	uint64_t unsent = 0, batch = r->bytes - r->batch_base;
+
+	for (int i = 0; i < r->iovcnt; i++)
+		unsent += r->iov[i].iov_len;
+	return r->bytes - (unsent < batch ? unsent : batch) +
+	       (r->flow ? uaio_flow_bytes(r->flow) : 0);
 }
 
 static void on_read(struct conn *c, ssize_t n)

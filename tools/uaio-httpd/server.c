@@ -128,8 +128,7 @@ static void on_sweep(uaio_timer *t)
 		log_flush(s);
 	/* Stopping: a log write that does not come back (a FIFO nobody
 	 * reads) holds the stop no longer than a lingering close may. */
-	if (s->draining && s->log && !log_idle(s->log) &&
-	    server_now_ms(s) - s->drain_ms >= HTTPD_LINGER_MS)
+	if (s->draining && s->log && !log_idle(s->log))
 		log_give_up(s->log);
 }
 
@@ -208,7 +207,6 @@ void server_drain(void *arg)
 	if (s->draining)
 		return;
 	s->draining = true;
-	s->drain_ms = server_now_ms(s);
 	s->accepting = false;
 	uaio_timer_stop(s->loop, &s->retry);
 	if (uaio_op_close(s->loop, &s->close_op, s->lfd, lfd_closed, s) < 0) {

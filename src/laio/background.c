@@ -166,6 +166,7 @@ static void resubmit(struct laio_call *r, int (*fn)(struct laio_call *))
 
 	pthread_mutex_lock(&laio__engine.mu);
 	r->submit = fn;
+	r->gen = atomic_load(&laio__engine.driver_exits);
 	ret = r->flags & CF_CANCEL_REQ ? -ECANCELED : fn(r);
 	pthread_mutex_unlock(&laio__engine.mu);
 	if (ret < 0)
@@ -178,7 +179,10 @@ static void resubmit(struct laio_call *r, int (*fn)(struct laio_call *))
  * been asked since. */
 static bool orphaned(struct laio_call *r, int res)
 {
-	if (res != -ECANCELED || !r->submit)
+	/* No thread that ran the loop has exited since it was submitted:
+	 * the call's own answer (a timerfd read whose clock was set). */
+	if (res != -ECANCELED || !r->submit ||
+	    r->gen == atomic_load(&laio__engine.driver_exits))
 		return false;
 	resubmit(r, r->submit);
 	return true;

@@ -11,6 +11,7 @@
 #define _GNU_SOURCE
 #include <linux/futex.h>
 #include <sched.h>
+#include <sys/prctl.h>
 #include <stdio.h>
 #include <sys/wait.h>
 
@@ -93,14 +94,14 @@ static long openat2_call(long nr, long *a)
 		return laio__ret_inline(uaio__sysret(syscall(nr, a[0], a[1], a[2], a[3])));
 	if ((size_t)a[3] != sizeof(struct open_how))
 		goto pool;
-	if (!(how->flags & (O_CREAT | O_TRUNC | O_TMPFILE)) &&
-	    !(how->resolve & RESOLVE_CACHED)) {
+	if (!(how->flags & (O_CREAT | O_TRUNC | O_TMPFILE))) {
 		bool wait = false;
 		long fd = open_cached((int)a[0], (const char *)a[1], how, &wait);
 
-		if (wait)
+		if (wait)	/* a FIFO: RESOLVE_CACHED does not stop that wait */
 			goto pool;
-		if (fd != -EAGAIN)
+		/* asked with RESOLVE_CACHED: EAGAIN is the answer */
+		if (fd != -EAGAIN || (how->resolve & RESOLVE_CACHED))
 			return laio__ret_inline(fd);
 	} else if (how->resolve & RESOLVE_CACHED) {
 		return laio__ret_inline(uaio__sysret(syscall(nr, a[0], a[1], a[2], a[3])));
@@ -167,15 +168,25 @@ static long c_splice(const struct laio_row *row, long nr, long *a)
 	return laio__try_ring(nr, a, row->ring);
 }
 
-/* Calls that give the calling thread credentials of its own (the raw
- * syscalls are per thread; glibc's wrappers change every thread). */
-static bool sets_creds(long nr)
+/* Calls that give the calling thread a context of its own, which a
+ * call made by another thread would not have: credentials (the raw
+ * syscalls are per thread; glibc's wrappers change every thread but
+ * setfsuid's), a seccomp filter, a Landlock domain, namespaces, a working
+ * directory or descriptor table unshared, capability bounds. */
+static bool sets_own_context(long nr, const long *a)
 {
 	switch (nr) {
 	case SYS_setuid: case SYS_setgid: case SYS_setreuid: case SYS_setregid:
 	case SYS_setresuid: case SYS_setresgid: case SYS_setfsuid: case SYS_setfsgid:
-	case SYS_setgroups: case SYS_capset:
+	case SYS_setgroups: case SYS_capset: case SYS_seccomp: case SYS_unshare:
+	case SYS_setns:
+#ifdef SYS_landlock_restrict_self
+	case SYS_landlock_restrict_self:
+#endif
 		return true;
+	case SYS_prctl:
+		return a[0] == PR_SET_SECCOMP || a[0] == PR_CAPBSET_DROP ||
+		       a[0] == PR_SET_SECUREBITS || a[0] == PR_CAP_AMBIENT;
 	}
 	return false;
 }
@@ -189,10 +200,13 @@ static long c_inline(const struct laio_row *row, long nr, long *a)
 			       (a[0] & CSIGNAL) == SIGCHLD && !a[1]))
 		return laio__ret_inline(uaio__sysret(fork()));
 	/* From now on this thread's calls are its own: a background call
-	 * runs on another thread, with that thread's credentials. */
-	if (sets_creds(nr))
+	 * runs on another thread, with that thread's credentials, filter
+	 * and namespaces (io_uring's ops pass no seccomp filter at all). */
+	long ret = uaio__sysret(syscall(nr, a[0], a[1], a[2], a[3], a[4], a[5]));
+
+	if (ret >= 0 && sets_own_context(nr, a))
 		laio__own_creds = true;
-	return laio__ret_inline(uaio__sysret(syscall(nr, a[0], a[1], a[2], a[3], a[4], a[5])));
+	return laio__ret_inline(ret);
 }
 
 /* A PI futex belongs to the thread that locks it, and a wake cannot

@@ -18,6 +18,12 @@ struct laio_engine laio__engine = {
 
 __thread struct laio_call *laio__last;
 __thread bool laio__own_creds;
+static __thread bool drove;		/* this thread has run the loop */
+
+static void driver_gone(void *unused)
+{
+	atomic_fetch_add(&laio__engine.driver_exits, 1);
+}
 
 /* ------------------------------------------------------------ engine */
 
@@ -86,6 +92,9 @@ static int engine_init_locked(void)
 		e->mech = LAIO_MECH_OP;
 	else if (m && !strcmp(m, "poll"))
 		e->mech = LAIO_MECH_POLL;
+	if (!e->key_made && pthread_key_create(&e->driver_key, driver_gone) != 0)
+		return -EAGAIN;
+	e->key_made = true;
 	e->loop = uaio_loop_new(&p);
 	if (!e->loop)
 		return -errno;
@@ -172,6 +181,7 @@ struct laio_call *laio__call_new(long nr, const long *a)
 	r->timeo = 0;
 	r->retries = 0;
 	r->submit = NULL;
+	r->gen = atomic_load(&laio__engine.driver_exits);
 	return r;
 }
 
@@ -229,12 +239,21 @@ void laio__call_finish(struct laio_call *r, long res)
 void laio__drive_locked(int64_t timeout_ns)
 {
 	struct laio_engine *e = &laio__engine;
+	int cs;
 
+	if (!drove) {	/* its exit is counted (driver_gone) */
+		drove = true;
+		pthread_setspecific(e->driver_key, &drove);
+	}
 	e->driving = true;
 	e->has_driver = true;
 	e->driver = pthread_self();
 	pthread_mutex_unlock(&e->mu);
+	/* not cancelled in the loop's wait: the loop and driving would be
+	 * left mid-way; the cancel acts at laio_poll's next wait */
+	pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &cs);
 	uaio_loop_run_once(e->loop, timeout_ns);
+	pthread_setcancelstate(cs, NULL);
 	pthread_mutex_lock(&e->mu);
 	e->driving = false;
 	if (e->waiters)
@@ -281,6 +300,45 @@ static int drain_locked(struct laio_completion *c, int n)
 	return got;
 }
 
+/* A thread cancelled in laio_poll's wait (pthread_cancel): mu is held
+ * again then, and is let go, its wait uncounted. */
+static void waiter_cancelled(void *arg)
+{
+	struct laio_engine *e = arg;
+
+	e->waiters--;
+	if (e->ncq && e->waiters)
+		pthread_cond_signal(&e->cv);
+	pthread_mutex_unlock(&e->mu);
+}
+
+/* Waits for a completion or the driver's end (until deadline when > 0),
+ * a cancellation point for pthread_cancel. */
+static void wait_locked(struct laio_engine *e, int64_t deadline)
+{
+	e->waiters++;
+	pthread_cleanup_push(waiter_cancelled, e);
+	if (deadline > 0) {
+		struct timespec ts = {
+			.tv_sec = deadline / 1000000000,
+			.tv_nsec = deadline % 1000000000,
+		};
+		pthread_cond_timedwait(&e->cv, &e->mu, &ts);
+	} else {
+		pthread_cond_wait(&e->cv, &e->mu);
+	}
+	pthread_cleanup_pop(0);
+	e->waiters--;
+}
+
+/* A thread with a context of its own (laio__own_creds) does not run the
+ * ring: io_uring makes the ops it submits, every thread's, with its
+ * credentials. The epoll backend's calls run on the helper pool. */
+static bool may_drive(const struct laio_engine *e)
+{
+	return !laio__own_creds || uaio_loop_backend(e->loop) != UAIO_BACKEND_URING;
+}
+
 UAIO_API
 int laio_poll(struct laio_completion *c, int n, const struct timespec *timeout)
 {
@@ -311,7 +369,7 @@ int laio_poll(struct laio_completion *c, int n, const struct timespec *timeout)
 		if (!e->outstanding)
 			break;
 		if (deadline == 0) {
-			if (e->driving)
+			if (e->driving || !may_drive(e))
 				break;
 			laio__drive_locked(0);
 			got = drain_locked(c, n);
@@ -320,21 +378,11 @@ int laio_poll(struct laio_completion *c, int n, const struct timespec *timeout)
 		now = deadline > 0 ? uaio__now_ns() : 0;
 		if (deadline > 0 && now >= deadline)
 			break;
-		if (!e->driving) {
+		if (!e->driving && may_drive(e)) {
 			laio__drive_locked(deadline > 0 ? deadline - now : -1);
 			continue;
 		}
-		e->waiters++;
-		if (deadline > 0) {
-			struct timespec ts = {
-				.tv_sec = deadline / 1000000000,
-				.tv_nsec = deadline % 1000000000,
-			};
-			pthread_cond_timedwait(&e->cv, &e->mu, &ts);
-		} else {
-			pthread_cond_wait(&e->cv, &e->mu);
-		}
-		e->waiters--;
+		wait_locked(e, deadline);
 	}
 	laio__efd_sync_locked();
 	/* Someone else may be waiting for what we left behind. */

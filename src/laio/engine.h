@@ -102,6 +102,7 @@ struct laio_call {
 	uint8_t ftype;			/* CF_ISREG / CF_NOTREG: owner only */
 	uint8_t retries;
 	uint8_t timeo;			/* socket timeout: 0 unknown, 1 none, 2 set */
+	unsigned gen;			/* driver_exits when its op was submitted */
 };
 
 struct laio_engine {
@@ -120,6 +121,12 @@ struct laio_engine {
 	pthread_t driver;		/* the last thread that ran the loop */
 	unsigned waiters;
 	struct uaio__slab calls;	/* laio_call records */
+	/* Threads that ran the loop and exited since the start: io_uring
+	 * cancels what such a thread submitted, which background.c tells
+	 * from a call's own ECANCELED by this count (laio_call.gen). */
+	atomic_uint driver_exits;
+	pthread_key_t driver_key;
+	bool key_made;
 
 	/* laio_fd(): epoll over the loop's fd and efd, which is kept
 	 * readable while the completion queue is not empty. */

@@ -1,0 +1,364 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * What a thread makes its own through laio_syscall holds for its later
+ * calls, none of which may be made by another thread: a seccomp filter
+ * (io_uring's ops pass none), a working directory unshared (CLONE_FS).
+ * A thread with credentials of its own that waits in laio_poll does not
+ * make other threads' calls with them. A thread cancelled while it waits
+ * in laio_poll leaves the engine usable. openat2 with the caller's
+ * RESOLVE_CACHED on a FIFO without a writer does not block the caller.
+ * A timerfd read whose clock was set ends with ECANCELED, as read(2).
+ */
+#include "laio/laio_util.h"
+#include <fcntl.h>
+#include <linux/filter.h>
+#include <linux/openat2.h>
+#include <linux/seccomp.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stddef.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/timerfd.h>
+
+/* The call's result, inline or from its completion: ret, and *err. */
+static long result(long r, int *err)
+{
+	struct laio_completion c;
+
+	*err = r == -1 ? errno : 0;
+	if (r != -1 || errno != EINPROGRESS)
+		return r;
+	c = wait_one(laio_gethandle());
+	*err = c.laio_errno;
+	return c.laio_return_value;
+}
+
+static char dir[64];
+
+/* unlink and unlinkat fail with EPERM in the thread that installs it */
+static void *filtered(void *arg)
+{
+	struct sock_filter f[] = {
+		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_unlinkat, 1, 0),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_unlink, 0, 1),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EPERM),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+	};
+	struct sock_fprog prog = { sizeof(f) / sizeof(f[0]), f };
+	char path[96];
+	long *res = arg;
+	int err;
+
+	CHECK(prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == 0);
+	CHECK_EQ(laio_syscall(SYS_seccomp, (long)SECCOMP_SET_MODE_FILTER, 0L, (long)&prog), 0);
+	snprintf(path, sizeof(path), "%s/victim", dir);
+	res[0] = result(laio_syscall(SYS_unlinkat, (long)AT_FDCWD, (long)path, 0L), &err);
+	res[1] = err;
+	return NULL;
+}
+
+static void seccomp_filter(void)
+{
+	char path[96];
+	long res[2];
+	pthread_t t;
+	int fd, err;
+
+	/* the ring and the pool running first, as the process's */
+	snprintf(path, sizeof(path), "%s/other", dir);
+	fd = open(path, O_CREAT | O_WRONLY, 0600);
+	CHECK(fd >= 0);
+	close(fd);
+	CHECK_EQ(result(laio_syscall(SYS_unlinkat, (long)AT_FDCWD, (long)path, 0L), &err), 0);
+	snprintf(path, sizeof(path), "%s/victim", dir);
+	fd = open(path, O_CREAT | O_WRONLY, 0600);
+	CHECK(fd >= 0);
+	close(fd);
+	CHECK(pthread_create(&t, NULL, filtered, res) == 0);
+	CHECK(pthread_join(t, NULL) == 0);
+	CHECK_EQ(res[0], -1);
+	CHECK_EQ(res[1], EPERM);
+	CHECK(access(path, F_OK) == 0);		/* the filter held */
+	CHECK(unlink(path) == 0);
+}
+
+/* unshare(CLONE_FS), then chdir: the thread's relative paths are its own */
+static void *own_cwd(void *arg)
+{
+	long *res = arg;
+	int err;
+
+	CHECK_EQ(laio_syscall(SYS_unshare, (long)CLONE_FS), 0);
+	CHECK_EQ(laio_syscall(SYS_chdir, (long)dir), 0);
+	res[0] = result(laio_syscall(SYS_openat, (long)AT_FDCWD, (long)"here", (long)O_RDONLY), &err);
+	res[1] = err;
+	if (res[0] >= 0)
+		close((int)res[0]);
+	return NULL;
+}
+
+static void unshared_cwd(void)
+{
+	char path[96];
+	long res[2];
+	pthread_t t;
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/here", dir);
+	fd = open(path, O_CREAT | O_WRONLY, 0600);
+	CHECK(fd >= 0);
+	close(fd);
+	CHECK(access("here", F_OK) != 0);	/* not in the process's cwd */
+	CHECK(pthread_create(&t, NULL, own_cwd, res) == 0);
+	CHECK(pthread_join(t, NULL) == 0);
+	if (res[0] < 0)
+		fprintf(stderr, "    open(\"here\") in the thread's own cwd: %s\n",
+			strerror((int)res[1]));
+	CHECK(res[0] >= 0);
+	CHECK(unlink(path) == 0);
+}
+
+static volatile int nobody_stop;
+static pthread_mutex_t seen_mu = PTHREAD_MUTEX_INITIALIZER;
+static struct laio_completion seen[64];
+static int nseen;
+
+static void keep(const struct laio_completion *c, int n)
+{
+	pthread_mutex_lock(&seen_mu);
+	for (int i = 0; i < n && nseen < 64; i++)
+		seen[nseen++] = c[i];
+	pthread_mutex_unlock(&seen_mu);
+}
+
+/* h's completion, whichever thread's laio_poll took it */
+static struct laio_completion taken(void *h)
+{
+	struct laio_completion c[4];
+	struct timespec ts = { 0, 20000000 };
+
+	for (int round = 0; round < 500; round++) {
+		int n = laio_poll(c, 4, &ts);
+
+		CHECK(n >= 0);
+		keep(c, n);
+		pthread_mutex_lock(&seen_mu);
+		for (int i = 0; i < nseen; i++)
+			if (seen[i].laio_handle == h) {
+				struct laio_completion got = seen[i];
+
+				seen[i] = seen[--nseen];
+				pthread_mutex_unlock(&seen_mu);
+				return got;
+			}
+		pthread_mutex_unlock(&seen_mu);
+	}
+	CHECK(!"no completion in 10 s");
+	return c[0];
+}
+
+/* As nobody (its effective uid), in laio_poll for others' completions. */
+static void *nobody_polls(void *arg)
+{
+	struct laio_completion c[4];
+	struct timespec ts = { 0, 50000000 };
+
+	(void)arg;
+	CHECK_EQ(laio_syscall(SYS_setresuid, -1L, 65534L, -1L), 0);
+	while (!nobody_stop) {
+		int n = laio_poll(c, 4, &ts);
+
+		CHECK(n >= 0);
+		keep(c, n);
+	}
+	return NULL;
+}
+
+static void creds_of_the_caller(void)
+{
+	char sub[96], priv[80];
+	struct laio_completion c;
+	struct stat st;
+	pthread_t t;
+	int p[2], bad = 0;
+	long r;
+	char b;
+
+	if (geteuid() != 0) {
+		fprintf(stderr, "    (not root: not checked)\n");
+		return;
+	}
+	snprintf(priv, sizeof(priv), "%s/priv", dir);
+	CHECK(mkdir(priv, 0700) == 0);
+	CHECK(pipe(p) == 0);
+	nobody_stop = 0;
+	nseen = 0;
+	CHECK(pthread_create(&t, NULL, nobody_polls, NULL) == 0);
+	usleep(100000);
+	/* a call in the background keeps the engine busy while nobody polls */
+	r = laio_syscall(SYS_read, p[0], &b, 1L);
+	CHECK(r == -1 && errno == EINPROGRESS);
+	for (int i = 0; i < 20; i++) {
+		snprintf(sub, sizeof(sub), "%s/sub%d", priv, i);
+		r = laio_syscall(SYS_mkdirat, (long)AT_FDCWD, (long)sub, 0755L);
+		if (r == -1 && errno == EINPROGRESS) {
+			c = taken(laio_gethandle());
+			r = c.laio_return_value;
+			errno = c.laio_errno;
+		}
+		if (r != 0 && bad++ == 0)
+			fprintf(stderr, "    mkdir %d as root: %s\n", i, strerror(errno));
+		if (r == 0) {
+			CHECK(stat(sub, &st) == 0 && st.st_uid == 0);
+			CHECK(rmdir(sub) == 0);
+		}
+		usleep(5000);
+	}
+	CHECK_EQ(bad, 0);
+	CHECK(write(p[1], "x", 1) == 1);
+	nobody_stop = 1;
+	CHECK(pthread_join(t, NULL) == 0);
+	{
+		struct timespec ts = { 1, 0 };
+		struct laio_completion d[4];
+
+		(void)laio_poll(d, 4, &ts);	/* the read's, if left */
+	}
+	CHECK(rmdir(priv) == 0);
+	close(p[0]);
+	close(p[1]);
+}
+
+static void *poller(void *arg)
+{
+	struct laio_completion c[4];
+
+	(void)arg;
+	for (;;) {
+		laio_poll(c, 4, NULL);
+		pthread_testcancel();
+	}
+	return NULL;
+}
+
+/* Two threads in laio_poll, one running the loop, one waiting for it:
+ * both cancelled, the engine serves the next calls (a waiter cancelled
+ * kept the engine's lock, and every call after hung). */
+static void cancel_poller(void)
+{
+	struct laio_completion c;
+	pthread_t t[2];
+	int p[2], q[2];
+	void *h;
+	char b;
+
+	CHECK(pipe(p) == 0 && pipe(q) == 0);
+	h = BG(laio_syscall(SYS_read, p[0], &b, 1L));
+	for (int i = 0; i < 2; i++)
+		CHECK(pthread_create(&t[i], NULL, poller, NULL) == 0);
+	usleep(200000);
+	for (int i = 0; i < 2; i++)
+		CHECK(pthread_cancel(t[i]) == 0);
+	usleep(100000);
+	CHECK(write(p[1], "y", 1) == 1);	/* ends the drive that waits */
+	for (int i = 0; i < 2; i++)
+		CHECK(pthread_join(t[i], NULL) == 0);
+	{
+		struct timespec ts = { 1, 0 };
+
+		(void)laio_poll(&c, 1, &ts);	/* h's, if the pollers left it */
+	}
+	(void)h;
+	h = BG(laio_syscall(SYS_read, q[0], &b, 1L));
+	CHECK(write(q[1], "z", 1) == 1);
+	c = wait_one(h);
+	CHECK_EQ(c.laio_return_value, 1);
+	CHECK_EQ(b, 'z');
+	close(p[0]);
+	close(p[1]);
+	close(q[0]);
+	close(q[1]);
+}
+
+/* The caller's RESOLVE_CACHED: a reader's open of a FIFO without a
+ * writer returns at once, as a plain laio open does (it blocked the
+ * caller); a writer's without a reader waits in the background. */
+static void resolve_cached_fifo(void)
+{
+	struct open_how how = { .flags = O_RDONLY, .resolve = RESOLVE_CACHED };
+	struct laio_completion c;
+	char path[96];
+	long r, w;
+	int err, rd;
+	void *h;
+
+	snprintf(path, sizeof(path), "%s/fifo", dir);
+	CHECK(mkfifo(path, 0600) == 0);
+	CHECK(access(path, F_OK) == 0);		/* its dentry cached */
+	r = result(laio_syscall(SYS_openat2, (long)AT_FDCWD, (long)path, (long)&how,
+				(long)sizeof(how)), &err);
+	CHECK(r >= 0 && !(fcntl((int)r, F_GETFL) & O_NONBLOCK));
+	close((int)r);
+	how.flags = O_WRONLY;
+	h = BG(laio_syscall(SYS_openat2, (long)AT_FDCWD, (long)path, (long)&how,
+			    (long)sizeof(how)));
+	rd = open(path, O_RDONLY | O_NONBLOCK);
+	CHECK(rd >= 0);
+	c = wait_one(h);
+	w = c.laio_return_value;
+	CHECK(w >= 0 && !(fcntl((int)w, F_GETFL) & O_NONBLOCK));
+	close((int)w);
+	close(rd);
+	CHECK(unlink(path) == 0);
+}
+
+static void timerfd_clock_set(void)
+{
+	struct itimerspec its = { .it_value = { 3600, 0 } };
+	struct timespec now;
+	struct laio_completion c;
+	uint64_t v;
+	int tfd;
+	void *h;
+
+	if (geteuid() != 0) {
+		fprintf(stderr, "    (not root: not checked)\n");
+		return;
+	}
+	tfd = timerfd_create(CLOCK_REALTIME, 0);
+	CHECK(tfd >= 0);
+	CHECK(clock_gettime(CLOCK_REALTIME, &now) == 0);
+	its.it_value.tv_sec += now.tv_sec;
+	CHECK(timerfd_settime(tfd, TFD_TIMER_ABSTIME | TFD_TIMER_CANCEL_ON_SET, &its, NULL) == 0);
+	h = BG(laio_syscall(SYS_read, tfd, &v, (long)sizeof(v)));
+	usleep(100000);
+	CHECK(clock_gettime(CLOCK_REALTIME, &now) == 0);
+	CHECK(clock_settime(CLOCK_REALTIME, &now) == 0);	/* a step of ~0 */
+	c = wait_one(h);
+	CHECK_EQ(c.laio_return_value, -1);
+	CHECK_EQ(c.laio_errno, ECANCELED);
+	close(tfd);
+}
+
+static void all(void)
+{
+	RUN(seccomp_filter);
+	RUN(unshared_cwd);
+	RUN(creds_of_the_caller);
+	RUN(cancel_poller);
+	RUN(resolve_cached_fifo);
+	RUN(timerfd_clock_set);
+}
+
+int main(void)
+{
+	alarm(120);	/* a hang is a failure */
+	snprintf(dir, sizeof(dir), "/var/tmp/laio-ctx-XXXXXX");
+	CHECK(mkdtemp(dir) != NULL);
+	CHECK(chmod(dir, 0755) == 0);
+	RUN_MECHS(all);
+	CHECK(rmdir(dir) == 0);
+	return T_EXIT_PASS;
+}

@@ -348,6 +348,15 @@ void conn_resume(uaio_timer *t)
 	}
 }
 
+/* Whether a head ends a line with LF alone. */
+static bool bare_lf(const char *p, const char *end)
+{
+	for (const char *q = p; (q = memchr(q, '\n', (size_t)(end - q))); q++)
+		if (q == p || q[-1] != '\r')
+			return true;
+	return false;
+}
+
 /* Feeds llhttp what it has not seen; answers each complete request. */
 static void conn_parse(struct conn *c)
 {
@@ -378,11 +387,16 @@ static void conn_parse(struct conn *c)
 			break;
 		}
 		c->rparsed = (uint32_t)(llhttp_get_error_pos(&c->parser) - c->rbuf);
-		if (e == HPE_PAUSED && c->req->done && c->rbuf[c->rparsed - 1] != '\n') {
+		if (e == HPE_PAUSED && c->req->done &&
+		    (c->rbuf[c->rparsed - 1] != '\n' ||
+		     bare_lf(c->req->start, c->rbuf + c->rparsed))) {
 			/* llhttp 8.1.0 (bookworm's), built loose, takes any
 			 * byte after the head's last CR for its LF (fixed in
 			 * 8.1.1): a bare CR ends no head (RFC 9112 2.2), and
-			 * a hop that reads it otherwise sees other requests */
+			 * a hop that reads it otherwise sees other requests.
+			 * A bare LF ends no line of it either: llhttp took
+			 * one after some lines and not after others, and one
+			 * rule leaves other hops less to read otherwise. */
 			c->close_after = true;
 			respond_error(c, 400);
 			continue;

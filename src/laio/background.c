@@ -281,11 +281,12 @@ long laio__try_ring(long nr, const long *a, int (*submit)(struct laio_call *))
 	r->kind = K_OP;
 	r->submit = submit;
 	ret = submit(r);
-	/* A negative descriptor or a NULL argument the op refuses is what
-	 * the kernel answers at once too: inline, as syscall(2) gives it.
-	 * Other refusals (a limit of the op's, not the call's) go to the
-	 * helper pool, which makes the call itself. */
-	if (ret == -EBADF || ret == -EFAULT) {
+	/* A negative descriptor the op refuses is what the kernel answers
+	 * at once too: inline, as syscall(2) gives it. Other refusals (a
+	 * NULL argument, which the kernel may find wrong only after another
+	 * error or a wait; a limit of the op's) go to the helper pool,
+	 * which makes the call itself. */
+	if (ret == -EBADF) {
 		pthread_mutex_lock(&e->mu);
 		laio__call_release_locked(r);
 		pthread_mutex_unlock(&e->mu);
@@ -408,11 +409,12 @@ long laio__rw_call(long nr, long *a)
 	case SYS_read: case SYS_write: case SYS_pread64: case SYS_pwrite64:
 		if ((unsigned long)a[2] <= LAIO_RW_MAX)
 			break;
-		/* The kernel checks the whole span first (access_ok: below
-		 * the top of user space, 4-level paging), then cuts. */
+		/* The kernel checks the whole span (access_ok: below the
+		 * top of user space, 4-level paging) before any wait, after
+		 * the descriptor: the plain call answers, at once. */
 		if ((unsigned long)a[2] > USER_TOP ||
 		    (unsigned long)a[1] > USER_TOP - (unsigned long)a[2])
-			return laio__ret_inline(-EFAULT);
+			return laio__ret_inline(uaio__sysret(syscall(nr, a[0], a[1], a[2], a[3])));
 		a[2] = LAIO_RW_MAX;
 		break;
 	case SYS_recvfrom: case SYS_sendto:

@@ -8,6 +8,8 @@
  * in laio_poll leaves the engine usable. openat2 with the caller's
  * RESOLVE_CACHED on a FIFO without a writer does not block the caller.
  * A timerfd read whose clock was set ends with ECANCELED, as read(2).
+ * Errors come in the kernel's order (EINVAL, ENOENT, EBADF before a
+ * buffer's EFAULT).
  */
 #include "laio/laio_util.h"
 #include <fcntl.h>
@@ -18,6 +20,7 @@
 #include <sched.h>
 #include <stddef.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/timerfd.h>
 
@@ -342,6 +345,27 @@ static void timerfd_clock_set(void)
 	close(tfd);
 }
 
+/* The errno the plain call gives, where the op or a span check of ours
+ * answered first (EFAULT before the kernel's own earlier check). */
+static void errno_order(void)
+{
+	static char buf[16];
+	int s = socket(AF_UNIX, SOCK_STREAM, 0), fd = open("/dev/null", O_RDONLY), err;
+
+	CHECK(s >= 0 && fd >= 0);
+	CHECK_EQ(result(laio_syscall(SYS_connect, s, 0L, 0L), &err), -1);
+	CHECK_EQ(err, EINVAL);
+	CHECK_EQ(result(laio_syscall(SYS_statx, (long)AT_FDCWD, (long)"/nonexistent/x", 0L,
+				     (long)STATX_BASIC_STATS, 0L), &err), -1);
+	CHECK_EQ(err, ENOENT);
+	CHECK_EQ(result(laio_syscall(SYS_read, -1L, (long)buf, (long)SIZE_MAX), &err), -1);
+	CHECK_EQ(err, EBADF);
+	CHECK_EQ(result(laio_syscall(SYS_write, (long)fd, (long)buf, (long)SIZE_MAX), &err), -1);
+	CHECK_EQ(err, EBADF);
+	close(s);
+	close(fd);
+}
+
 static void all(void)
 {
 	RUN(seccomp_filter);
@@ -350,6 +374,7 @@ static void all(void)
 	RUN(cancel_poller);
 	RUN(resolve_cached_fifo);
 	RUN(timerfd_clock_set);
+	RUN(errno_order);
 }
 
 int main(void)

@@ -332,11 +332,13 @@ static void wait_locked(struct laio_engine *e, int64_t deadline)
 }
 
 /* A thread with a context of its own (laio__own_creds) does not run the
- * ring: io_uring makes the ops it submits, every thread's, with its
- * credentials. The epoll backend's calls run on the helper pool. */
+ * loop: io_uring makes the ops it submits, every thread's, with its
+ * credentials, and the epoll backend's loop retries a ready pipe's or
+ * socket's call in the thread that runs it. */
 static bool may_drive(const struct laio_engine *e)
 {
-	return !laio__own_creds || uaio_loop_backend(e->loop) != UAIO_BACKEND_URING;
+	(void)e;
+	return !laio__own_creds;
 }
 
 UAIO_API

@@ -53,6 +53,13 @@ for m in auto kbuf pagecache mmap; do
     fail "sparse copy, mode $m: holes filled ($(stat -c %b "$dir/sparse.$m") blocks, source $(stat -c %b "$dir/sparse"))"
   rm -f "$dir/sparse.$m"
 done
+# to -, whose offset the shell shares (and O_APPEND): in order, whole
+{ "$F" copy "$dir/sparse" -; printf TRAILER; } >"$dir/sparse.out"
+head -c "$(stat -c %s "$dir/sparse")" "$dir/sparse.out" | cmp -s - "$dir/sparse" &&
+  [ "$(tail -c 7 "$dir/sparse.out")" = TRAILER ] || fail "sparse copy to -: out of order"
+: >"$dir/sparse.out"; "$F" copy "$dir/sparse" - >>"$dir/sparse.out"
+cmp -s "$dir/sparse" "$dir/sparse.out" || fail "sparse copy to - (>>): content differs"
+rm -f "$dir/sparse.out"
 truncate -s 5M "$dir/hole"
 expect_rc 0 "$F" copy "$dir/hole" "$dir/hole.c"
 [ "$(stat -c %s.%b "$dir/hole.c")" = 5242880.0 ] || fail "all-hole copy: $(stat -c %s.%b "$dir/hole.c")"

@@ -106,6 +106,10 @@ static void t_rfc(void)
 	expect_refused_alone("GET /plain.txt HTTP/1.1\r\nHost: t\r\n\nGET /index.html HTTP/1.1\r\n"
 			     "Host: t\r\n\r\n", "a bare LF ending the head");
 	expect_status("GET /plain.txt HTTP/1.1\nHost: t\r\n\r\n", 400, "a bare LF ending the request line");
+	expect_status("GET /plain.txt HTTP/1.1\nHost: t\r\nContent-Length: 1\r\n\r\nA", 400,
+		      "a bare LF in the head of a request with a body");
+	expect_status("\nGET /plain.txt HTTP/1.1\r\nHost: t\r\n\r\n", 200,
+		      "an empty line before the request line");
 	/* Host: uri-host [":" port] (RFC 9112 3.2), the host not empty
 	 * (RFC 9110 4.2.1) unless the whole value is */
 	for (size_t i = 0; i < sizeof(hosts) / sizeof(hosts[0]); i++) {

@@ -220,7 +220,7 @@ static void t_send_timeout_short(void)
 	struct ht_conn *c;
 	struct ht_resp r;
 
-	ht_start(&srv, root, "--send-timeout", "0.5", NULL);
+	ht_start(&srv, root, "--send-timeout", "0.8", NULL);
 	c = ht_connect_opt(srv.port, 65536);
 	ht_sendf(c, "GET /big.bin HTTP/1.1\r\nHost: t\r\nRange: bytes=0-%d\r\n\r\n", WANT - 1);
 	ht_read_head(c, &r, 0);
@@ -230,7 +230,7 @@ static void t_send_timeout_short(void)
 		usleep(60000);		/* about 4 MB/s */
 	}
 	EXPECT_R(&r, r.rc == HT_OK && r.body_len == WANT && !memcmp(r.body, big, WANT),
-		 "--send-timeout 0.5, a client reading 4 MB/s: %zu of %d bytes", r.body_len, WANT);
+		 "--send-timeout 0.8, a client reading 4 MB/s: %zu of %d bytes", r.body_len, WANT);
 	ht_resp_free(&r);
 	ht_close(c);
 	ht_stop(&srv);

@@ -234,6 +234,55 @@ static void creds_of_the_caller(void)
 	close(p[1]);
 }
 
+static int unshared_fd = -1;
+
+/* Its own descriptor table, in which the other thread's pipe is closed,
+ * while it waits in laio_poll. */
+static void *own_table_polls(void *arg)
+{
+	struct laio_completion c[4];
+	struct timespec ts = { 0, 50000000 };
+
+	(void)arg;
+	CHECK_EQ(laio_syscall(SYS_unshare, (long)CLONE_FILES), 0);
+	CHECK(close(unshared_fd) == 0);
+	while (!nobody_stop) {
+		int n = laio_poll(c, 4, &ts);
+
+		CHECK(n >= 0);
+		keep(c, n);
+	}
+	return NULL;
+}
+
+/* A call in the background is not made in another thread's descriptor
+ * table (the epoll backend's loop retried a ready pipe's read in the
+ * thread that ran it: EBADF). */
+static void table_of_the_caller(void)
+{
+	struct laio_completion c;
+	pthread_t t;
+	int p[2];
+	void *h;
+	char b = 0;
+
+	CHECK(pipe(p) == 0);
+	unshared_fd = p[0];
+	nobody_stop = 0;
+	nseen = 0;
+	h = BG(laio_syscall(SYS_read, p[0], &b, 1L));
+	CHECK(pthread_create(&t, NULL, own_table_polls, NULL) == 0);
+	usleep(200000);
+	CHECK(write(p[1], "w", 1) == 1);
+	c = taken(h);
+	nobody_stop = 1;
+	CHECK(pthread_join(t, NULL) == 0);
+	CHECK_EQ(c.laio_return_value, 1);
+	CHECK_EQ(b, 'w');
+	close(p[0]);
+	close(p[1]);
+}
+
 static void *poller(void *arg)
 {
 	struct laio_completion c[4];
@@ -371,6 +420,7 @@ static void all(void)
 	RUN(seccomp_filter);
 	RUN(unshared_cwd);
 	RUN(creds_of_the_caller);
+	RUN(table_of_the_caller);
 	RUN(cancel_poller);
 	RUN(resolve_cached_fifo);
 	RUN(timerfd_clock_set);

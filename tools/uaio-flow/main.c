@@ -303,9 +303,12 @@ static int cmd_copy(struct tool *t, const char *src, const char *dst)
 
 	open_out(t, &o, dst, src, &st, S_ISREG(st.st_mode) ? st.st_mode : 0666);
 	/* cp's test for --sparse=auto: fewer blocks than the size needs;
-	 * into an empty file only, whose holes read as zeros */
+	 * into a file the tool made or emptied, whose holes read as zeros
+	 * (not -: the shell's descriptor has an offset others share, or
+	 * O_APPEND, and the extents are written at offsets) */
 	if (S_ISREG(st.st_mode) && (uint64_t)st.st_blocks < (uint64_t)st.st_size / 512 &&
-	    fstat(o.fd, &ost) == 0 && S_ISREG(ost.st_mode) && ost.st_size == 0)
+	    strcmp(dst, "-") && fstat(o.fd, &ost) == 0 && S_ISREG(ost.st_mode) &&
+	    ost.st_size == 0 && !(fcntl(o.fd, F_GETFL) & O_APPEND))
 		leg_start_sparse(t, in, o.fd, QF(src), QF(o.path), st.st_size);
 	else
 		leg_start(t, in, o.fd, QF(src), QF(o.path), -1);

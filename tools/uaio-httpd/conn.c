@@ -348,9 +348,12 @@ void conn_resume(uaio_timer *t)
 	}
 }
 
-/* Whether a head ends a line with LF alone. */
+/* Whether a head ends a line with LF alone; the empty lines before it
+ * are none of its lines (RFC 9112 2.2 has them ignored). */
 static bool bare_lf(const char *p, const char *end)
 {
+	while (p < end && (*p == '\r' || *p == '\n'))
+		p++;
 	for (const char *q = p; (q = memchr(q, '\n', (size_t)(end - q))); q++)
 		if (q == p || q[-1] != '\r')
 			return true;
@@ -387,7 +390,9 @@ static void conn_parse(struct conn *c)
 			break;
 		}
 		c->rparsed = (uint32_t)(llhttp_get_error_pos(&c->parser) - c->rbuf);
-		if (e == HPE_PAUSED && c->req->done &&
+		/* (paused where the head ends: the message's end, or the
+		 * head of one with a body, which is never read) */
+		if (e == HPE_PAUSED && c->req->head_done &&
 		    (c->rbuf[c->rparsed - 1] != '\n' ||
 		     bare_lf(c->req->start, c->rbuf + c->rparsed))) {
 			/* llhttp 8.1.0 (bookworm's), built loose, takes any

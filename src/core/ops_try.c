@@ -120,7 +120,8 @@ long uaio__try_rw(uaio_op *op)
  * io_uring's io_net_retry): a part is kept in op->off (OX_PART) and the
  * op waits for the rest, as io_uring retries it itself; uaio__complete
  * answers the part at EOF, an error or a cancel, as io_uring does. With
- * MSG_DONTWAIT one try is the answer. */
+ * MSG_DONTWAIT one try is the answer, and so for a recvmsg with room for
+ * ancillary data (io_uring's min_ret is 0 then). */
 static bool waitall(const uaio_op *op)
 {
 	return (op->rw_flags & (MSG_WAITALL | MSG_DONTWAIT)) == MSG_WAITALL;
@@ -215,6 +216,10 @@ static long try_msg(uaio_op *op, bool send_)
 	int fl = (int)op->rw_flags | MSG_DONTWAIT | (send_ ? MSG_NOSIGNAL : 0);
 	uint64_t want = 0;
 
+	/* io_uring waits for all of a receive only without room for
+	 * ancillary data (io_recvmsg's min_ret): with it, one try */
+	if (!send_ && m->msg_controllen && !(op->xflags & OX_PART))
+		return uaio__sysret(recvmsg(op->fd, m, fl));
 	for (size_t i = 0; i < m->msg_iovlen; i++)
 		want += m->msg_iov[i].iov_len;
 	for (;;) {

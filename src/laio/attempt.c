@@ -177,12 +177,19 @@ int laio__iov_advance(struct laio_call *r, size_t n)
 		if (!(r->msg = malloc(sizeof(*r->msg))))
 			return -ENOMEM;
 		r->msg->h = *(const struct msghdr *)r->a[1];
-		r->msg->h.msg_control = NULL;
-		r->msg->h.msg_controllen = 0;
+		/* room for ancillary data the rest may bring (goes_on) */
+		r->msg->h.msg_controllen = r->nr == SYS_recvmsg ? r->ctl_cap : 0;
+		if (!r->msg->h.msg_controllen)
+			r->msg->h.msg_control = NULL;
 		if (r->nr == SYS_recvmsg) {
 			r->msg->h.msg_name = NULL;
 			r->msg->h.msg_namelen = 0;
 		}
+	}
+	/* each part has the whole room (the last wrote what it used) */
+	if (r->nr == SYS_recvmsg && r->msg && r->ctl_cap) {
+		r->msg->h.msg_control = ((const struct msghdr *)r->a[1])->msg_control;
+		r->msg->h.msg_controllen = r->ctl_cap;
 	}
 	/* The caller's iovecs are theirs: skip in a copy. */
 	copy = malloc(sizeof(*copy) * (size_t)(cnt ? cnt : 1));
@@ -245,10 +252,15 @@ static bool goes_on(struct laio_call *r, bool first_try)
 		return laio__fd_isreg(r) &&
 		       (first_try || uaio_loop_backend(laio__engine.loop) != UAIO_BACKEND_URING) &&
 		       (lseek((int)r->a[0], 0, SEEK_CUR) >= 0 || errno != ESPIPE);
-	/* (recvmsg with room for ancillary data stops at it, as the kernel
-	 * stops at passed descriptors: its part is the result) */
-	if (r->nr == SYS_recvmsg && ((const struct msghdr *)r->a[1])->msg_control)
-		return false;	/* (msg_controllen is what the part received) */
+	/* recvmsg with room for ancillary data stops at some, as the
+	 * kernel stops at passed descriptors: its part is the result. A
+	 * part that brought none goes on, with the room the call had. */
+	if (r->nr == SYS_recvmsg && ((const struct msghdr *)r->a[1])->msg_control) {
+		const struct msghdr *m = laio__call_msg(r);
+
+		if (!r->ctl_cap || m->msg_controllen || (m->msg_flags & MSG_CTRUNC))
+			return false;
+	}
 	if (r->nr == SYS_recvfrom || r->nr == SYS_recvmsg)
 		return (recv_flags(r) & (MSG_WAITALL | MSG_PEEK)) == MSG_WAITALL &&
 		       stream_socket((int)r->a[0]) && !laio__nonblocking((int)r->a[0]);
@@ -287,6 +299,14 @@ bool laio__continue(struct laio_call *r, long res, bool first_try)
 	if (res <= 0 || !(laio__is_write_nr(r->nr) || laio__is_read_nr(r->nr) ||
 			  r->nr == SYS_recvfrom || r->nr == SYS_recvmsg))
 		return false;
+	/* A later part's ancillary data and flags are the call's, in the
+	 * caller's msghdr (the first part wrote them there itself). */
+	if (r->nr == SYS_recvmsg && r->msg && r->ctl_cap) {
+		struct msghdr *u = (struct msghdr *)r->a[1];
+
+		u->msg_controllen = r->msg->h.msg_controllen;
+		u->msg_flags = r->msg->h.msg_flags;
+	}
 	if (laio__whole(r, res) || !goes_on(r, first_try))
 		return false;
 	if (laio__iov_advance(r, (size_t)res) < 0)

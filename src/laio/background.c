@@ -369,6 +369,7 @@ background:
 	r->iovcnt = tmp->iovcnt;
 	r->msg = tmp->msg;
 	r->ftype = tmp->ftype;
+	r->ctl_cap = tmp->ctl_cap;
 	if (r->msg && r->iov)
 		r->msg->h.msg_iov = r->iov;
 	if (res == -EOPNOTSUPP)
@@ -384,6 +385,16 @@ void laio__tmp_init(struct laio_call *tmp, long nr, const long *a)
 	tmp->iov = NULL;
 	tmp->msg = NULL;
 	tmp->ftype = 0;
+	tmp->ctl_cap = 0;
+}
+
+/* The caller's msghdr as it is now, without faulting on a bad one (the
+ * plain call answers EFAULT for it). */
+static bool msghdr_peek(struct msghdr *m, const void *at)
+{
+	struct iovec l = { m, sizeof(*m) }, r = { (void *)at, sizeof(*m) };
+
+	return process_vm_readv(getpid(), &l, 1, &r, 1, 0) == (ssize_t)sizeof(*m);
 }
 
 long laio__rw_call(long nr, long *a)
@@ -423,6 +434,14 @@ long laio__rw_call(long nr, long *a)
 		break;
 	}
 	laio__tmp_init(&tmp, nr, a);
+	/* A MSG_WAITALL receive with room for ancillary data goes on past
+	 * a part that brought none: the room is known before it is used */
+	if (nr == SYS_recvmsg && (a[2] & (MSG_WAITALL | MSG_PEEK)) == MSG_WAITALL) {
+		struct msghdr m;
+
+		if (msghdr_peek(&m, (const void *)a[1]) && m.msg_control)
+			tmp.ctl_cap = m.msg_controllen;
+	}
 	res = laio__try_nowait(&tmp);
 	if (laio__peek_waitall(&tmp) && (res == -EAGAIN || (res > 0 && !laio__whole(&tmp, res)))) {
 		struct laio_call *r;

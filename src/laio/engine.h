@@ -103,6 +103,9 @@ struct laio_call {
 	uint8_t retries;
 	uint8_t timeo;			/* socket timeout: 0 unknown, 1 none, 2 set */
 	unsigned gen;			/* driver_exits when its op was submitted */
+	/* recvmsg MSG_WAITALL: the caller's msg_controllen before the
+	 * kernel wrote what it used (0: not known) */
+	size_t ctl_cap;
 };
 
 struct laio_engine {

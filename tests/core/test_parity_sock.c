@@ -67,6 +67,16 @@ static void waitall(void)
 	CHECK(write(sv[1], "EFGH", 4) == 4);
 	CHECK_EQ(result(&r), 8);
 	CHECK(!memcmp(b1, "ABC", 3) && !memcmp(b2, "DEFGH", 5));
+	/* with room for ancillary data, the first part is the answer (as
+	 * io_uring's io_recvmsg: its min_ret is 0 then) */
+	union { struct cmsghdr h; char b[CMSG_SPACE(sizeof(int))]; } cm;
+	mh.msg_control = cm.b;
+	mh.msg_controllen = sizeof(cm.b);
+	r = (struct res){ 0 };
+	CHECK(write(sv[1], "IJKL", 4) == 4);
+	CHECK_OK(uaio_op_recvmsg(L, &op, sv[0], &mh, MSG_WAITALL, on_res, &r));
+	CHECK_EQ(result(&r), 4);
+	CHECK(!memcmp(b1, "IJK", 3) && b2[0] == 'L');
 	close(sv[0]);
 	close(sv[1]);
 	/* a send bigger than the socket's buffer, whole */

@@ -202,10 +202,14 @@ static void waitall(void)
 		for (int i = 0; i < 100; i++)
 			CHECK_EQ(buf[i], '0' + i % 10);
 	}
-	/* with room for ancillary data, a part is the result (a later part
-	 * may carry descriptors, where the kernel stops): none is lost */
+	/* with room for ancillary data: a part that brought none goes on,
+	 * as recvmsg(2) waits on; the kernel stops after a part with
+	 * descriptors, and so does the call (they are in the caller's
+	 * control buffer, none lost) */
 	{
 		int p[2], got = -1;
+		struct laio_completion c;
+		void *hd;
 		union { struct cmsghdr h; char b[CMSG_SPACE(sizeof(int))]; } cm, rc;
 		struct iovec one = { buf, 10 };
 		struct msghdr rm = { .msg_iov = &one, .msg_iovlen = 1, .msg_control = rc.b,
@@ -216,16 +220,24 @@ static void waitall(void)
 		struct cmsghdr *h;
 
 		CHECK(pipe(p) == 0);
+		CHECK(write(s[1], "0123", 4) == 4);
+		hd = BG(laio_syscall(SYS_recvmsg, s[0], &rm, MSG_WAITALL));
+		CHECK(write(s[1], "456789", 6) == 6);
+		c = wait_one(hd);
+		CHECK_EQ(c.laio_return_value, 10);
+		CHECK(!memcmp(buf, "0123456789", 10) && rm.msg_controllen == 0);
+		rm.msg_controllen = sizeof(rc.b);
 		CHECK(write(s[1], "ab", 2) == 2);
-		CHECK_EQ(INL(laio_syscall(SYS_recvmsg, s[0], &rm, MSG_WAITALL)), 2);
+		hd = BG(laio_syscall(SYS_recvmsg, s[0], &rm, MSG_WAITALL));
 		h = CMSG_FIRSTHDR(&sm);
 		h->cmsg_level = SOL_SOCKET;
 		h->cmsg_type = SCM_RIGHTS;
 		h->cmsg_len = CMSG_LEN(sizeof(int));
 		memcpy(CMSG_DATA(h), &p[0], sizeof(int));
 		CHECK(sendmsg(s[1], &sm, 0) == 2);
-		rm.msg_controllen = sizeof(rc.b);
-		CHECK_EQ(INL(laio_syscall(SYS_recvmsg, s[0], &rm, MSG_WAITALL)), 2);
+		c = wait_one(hd);
+		CHECK_EQ(c.laio_return_value, 4);
+		CHECK(!memcmp(buf, "abcd", 4));
 		h = CMSG_FIRSTHDR(&rm);
 		CHECK(h && h->cmsg_type == SCM_RIGHTS);
 		memcpy(&got, CMSG_DATA(h), sizeof(int));

@@ -130,9 +130,12 @@ static int ep_cancel(uaio_loop *l, uaio_op *op, uaio_op *t)
 			r = 0;
 		break;
 	case OS_TIMERQ:
-		uaio__heap_remove(l, t->len);
-		uaio__complete(l, t, -ECANCELED);
-		r = 0;
+		/* (in this loop's heap: another loop's op is not ours) */
+		if (t->len < l->nheap && l->heap[t->len].p == ((uintptr_t)t | 1)) {
+			uaio__heap_remove(l, t->len);
+			uaio__complete(l, t, -ECANCELED);
+			r = 0;
+		}
 		break;
 	}
 	uaio__complete(l, op, r);

@@ -408,7 +408,12 @@ static void watch_end(uaio_loop *l, uaio_watch *w, int reason)
 
 /* A watch's handlers for revents; the backend re-arms a one-shot watch
  * that is still active afterwards. */
-static int watch_dispatch(uaio_loop *l, uaio_watch *w, unsigned revents)
+/* In a fired watch's revents: only its output half is left (its input
+ * handler stopped the loop; the rest is the next iteration's). */
+#define REVENTS_OUT_ONLY	(1u << 30)
+
+static int watch_dispatch(uaio_loop *l, uaio_watch *w, unsigned revents,
+			  unsigned *rest)
 {
 	const struct uaio_handler *h = w->handler;
 	bool in, out;
@@ -421,7 +426,7 @@ static int watch_dispatch(uaio_loop *l, uaio_watch *w, unsigned revents)
 	if (revents & (POLLRDHUP | POLLHUP))
 		w->state |= WS_PEER_CLOSED;
 	in = (revents & (POLLIN | POLLPRI | POLLHUP | POLLERR | POLLRDHUP)) &&
-	     (w->events & UAIO_READABLE) && h->handle_input;
+	     (w->events & UAIO_READABLE) && h->handle_input && !(revents & REVENTS_OUT_ONLY);
 	out = (revents & (POLLOUT | POLLERR)) && (w->events & UAIO_WRITABLE) &&
 	      h->handle_output;
 	if (!in && !out) {
@@ -438,6 +443,11 @@ static int watch_dispatch(uaio_loop *l, uaio_watch *w, unsigned revents)
 			l->be->watch_stop(l, w);
 			return n;
 		}
+	}
+	if (out && in && UAIO_UNLIKELY(l->stop)) {
+		/* "returns after the current callback" */
+		*rest = revents | REVENTS_OUT_ONLY;
+		return n;
 	}
 	if (out && (w->state & WS_ACTIVE) &&
 	    !(w->state & WS_STOPPING) && (w->events & UAIO_WRITABLE)) {
@@ -501,9 +511,16 @@ static int dispatch(uaio_loop *l)
 		case FIRED_WATCH_LT: {
 			uaio_watch *w = f->target;
 
+			unsigned rest = 0;
+
 			if (!(w->state & WS_ACTIVE) || (w->state & WS_STOPPING))
 				break;
-			n += watch_dispatch(l, w, (unsigned)f->res);
+			n += watch_dispatch(l, w, (unsigned)f->res, &rest);
+			if (rest) {	/* kept for the next iteration (above) */
+				f->res = (int32_t)rest;
+				l->fired_next--;
+				break;
+			}
 			/* A one-shot readiness (a ring poll) is armed again. */
 			if (f->kind == FIRED_WATCH && (w->state & WS_ACTIVE) &&
 			    !(w->state & WS_STOPPING) && !w->armed)

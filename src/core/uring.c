@@ -120,9 +120,10 @@ static int reap(uaio_loop *l)
 					 * kernel's error (-EBADF after a close(2))
 					 * only when the loop cancelled none, as on
 					 * epoll: never the two summed. */
-					int local = (int)op->off;
+					int local = (int)(uint32_t)op->off;
+					int polls = (int)(op->off >> 32);
 
-					res = res >= 0 ? res + local :
+					res = res >= 0 ? (res > polls ? res - polls : 0) + local :
 					      res == -ENOENT || local ? local : res;
 				}
 				uaio__fire(l, op, res, FIRED_OP);

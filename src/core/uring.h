@@ -28,6 +28,7 @@ struct uring_state {
 	unsigned cq_cap;	/* ops allowed in the kernel at once */
 	unsigned kops;		/* ops + internal requests in the kernel */
 	bool enabled;		/* R_DISABLED ring enabled by its issuer */
+	pid_t reg_tid;		/* the thread whose table has the ring's fd registered */
 	bool defer;		/* DEFER_TASKRUN: completions need GETEVENTS */
 	bool wake_armed;
 	unsigned wake_tail;	/* SQ tail just past the wake read's SQE */
@@ -112,6 +113,7 @@ void uring__ep_leave(uaio_loop *l, uaio_watch *w);
 void uring__end_watch_on_close(uaio_loop *l, int fd);
 void uring__watch_cqe(uaio_loop *l, uaio_watch *w, int res, unsigned flags);
 int uring__watch_arm(uaio_loop *l, uaio_watch *w);
+int uring__watch_ring_polls(uaio_loop *l, int fd);
 void uring__watch_stop(uaio_loop *l, uaio_watch *w);
 
 #endif

@@ -6,9 +6,12 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <limits.h>
 #include <liburing.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include "core/uring.h"
 
@@ -139,6 +142,13 @@ void uring__fini(uaio_loop *l)
 		return;
 	cancel_all(l, u);
 	uaio__fd_disown(u->ring.ring_fd);
+	/* The registered ring fd is a slot in its registering thread's
+	 * table: liburing would unregister that slot number in this
+	 * thread's (or a fork child's), another loop's if it has one there.
+	 * An offset past the kernel's table (16) makes that unregister
+	 * fail; the owner's slot keeps the ring until that thread exits. */
+	if ((l->features & UAIO_FEAT_REG_RING_FD) && u->reg_tid != (pid_t)syscall(SYS_gettid))
+		u->ring.enter_ring_fd = INT_MAX;
 	io_uring_queue_exit(&u->ring);
 	close_side_fds(u);
 	free(u->slot_free);

@@ -30,8 +30,10 @@ int uring__ring_enable(uaio_loop *l)
 			return -errno;
 	}
 	u->enabled = true;
-	if (!l->threadsafe && io_uring_register_ring_fd(&u->ring) == 1)
+	if (!l->threadsafe && io_uring_register_ring_fd(&u->ring) == 1) {
 		l->features |= UAIO_FEAT_REG_RING_FD;
+		u->reg_tid = (pid_t)syscall(SYS_gettid);
+	}
 	return 0;
 }
 
@@ -335,7 +337,9 @@ static int uring_cancel_fd(uaio_loop *l, uaio_op *op)
 	}
 	io_uring_prep_cancel_fd(sqe, op->fd, IORING_ASYNC_CANCEL_ALL);
 	io_uring_sqe_set_data64(sqe, ud(op, TAG_OP));
-	op->off = (uint64_t)local;	/* added to the kernel's count */
+	/* added to the kernel's count, less the watch's poll it cancels */
+	op->off = (uint64_t)(uint32_t)local |
+		  (uint64_t)uring__watch_ring_polls(l, op->fd) << 32;
 	op->state = OS_KERNEL;
 	u->kops++;
 	return 0;

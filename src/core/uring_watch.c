@@ -214,6 +214,16 @@ static int watch_arm_locked(uaio_loop *l, uaio_watch *w)
 	return 0;
 }
 
+/* The loop's own ring polls on fd (a watch's): a cancel-fd cancels them
+ * too, and they are no op of the caller's to count. */
+int uring__watch_ring_polls(uaio_loop *l, int fd)
+{
+	struct uaio_fdent *e = uaio__fdent(l, fd, false);
+	uaio_watch *w = e ? e->w : NULL;
+
+	return w && !(w->state & WS_EPOLL) && w->armed ? 1 : 0;
+}
+
 /* Thread-safe loops share the SQ with submitters: lock around it. */
 int uring__watch_arm(uaio_loop *l, uaio_watch *w)
 {

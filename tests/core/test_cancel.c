@@ -84,6 +84,75 @@ static void whole_fd(void)
 	uaio_loop_free(l);
 }
 
+static int watch_inputs;
+
+static int on_watch_in(uaio_watch *w)
+{
+	char b[64];
+
+	while (read(w->fd, b, sizeof(b)) > 0)
+		;
+	watch_inputs++;
+	return 0;
+}
+
+/* cancel_fd counts the caller's ops only: not the poll the loop keeps
+ * for a watch on the descriptor (io_uring counted it, edge-triggered or
+ * on a thread-safe loop), and the watch goes on. */
+static void with_watch(void)
+{
+	static const struct uaio_handler h = { .handle_input = on_watch_in };
+
+	for (int k = 0; k < 3; k++) {
+		uaio_loop *l = t_loop_new(k == 2 ? UAIO_LOOP_THREADSAFE : 0);
+		uaio_watch w = { 0 };
+		uaio_op rd = { 0 }, can = { 0 };
+		struct t_rec rr = { 0 }, rc = { 0 };
+		int sv[2];
+		char b;
+
+		CHECK(socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0, sv) == 0);
+		watch_inputs = 0;
+		CHECK_OK(uaio_watch_start(l, &w, sv[0], UAIO_READABLE | (k == 0 ? UAIO_EDGE : 0),
+					  &h, NULL));
+		if (k == 1)	/* and one op of the caller's */
+			CHECK_OK(uaio_op_recv(l, &rd, sv[0], &b, 1, 0, t_rec_op, &rr));
+		CHECK(uaio_loop_run_once(l, 0) >= 0);
+		CHECK_OK(uaio_op_cancel_fd(l, &can, sv[0], t_rec_op, &rc));
+		T_RUN_UNTIL(l, rc.calls && (k != 1 || rr.calls), 100);
+		CHECK_EQ(rc.res, k == 1 ? 1 : 0);
+		if (k == 1)
+			CHECK_EQ(rr.res, -ECANCELED);
+		CHECK(write(sv[1], "x", 1) == 1);
+		T_RUN_UNTIL(l, watch_inputs, 100);
+		uaio_watch_stop(l, &w);
+		CHECK(uaio_loop_run_once(l, 0) >= 0);
+		uaio_loop_free(l);
+		close(sv[0]);
+		close(sv[1]);
+	}
+}
+
+/* A cancel made on one loop of another loop's op: not in flight there
+ * (-ENOENT), and the op goes on (epoll took the index into the other
+ * loop's timer heap for one in its own, and crashed). */
+static void other_loops_op(void)
+{
+	uaio_loop *a = t_loop_new(0), *b = t_loop_new(0);
+	uaio_op t = { 0 }, c = { 0 };
+	struct t_rec rt = { 0 }, rc = { 0 };
+
+	CHECK_OK(uaio_op_timeout(b, &t, 20000000, t_rec_op, &rt));
+	CHECK(uaio_loop_run_once(b, 0) >= 0);
+	CHECK_OK(uaio_op_cancel(a, &c, &t, t_rec_op, &rc));
+	T_RUN_UNTIL(a, rc.calls, 100);
+	CHECK_EQ(rc.res, -ENOENT);
+	T_RUN_UNTIL(b, rt.calls, 1000);
+	CHECK_EQ(rt.res, -ETIME);
+	uaio_loop_free(a);
+	uaio_loop_free(b);
+}
+
 /* cancel_fd on a number already given up by close(2), with one read in
  * the kernel and one held behind it (io_uring) or two queued (epoll):
  * the result is how many the loop cancelled, never the kernel's -EBADF
@@ -220,6 +289,8 @@ int main(void)
 	t_banner("test_cancel");
 	RUN(one_op);
 	RUN(whole_fd);
+	RUN(with_watch);
+	RUN(other_loops_op);
 	RUN(after_plain_close);
 	RUN(running_splice);
 	RUN(racing);

@@ -5,6 +5,7 @@
  * and freeing a loop with work still in flight.
  */
 #include <pthread.h>
+#include <sys/socket.h>
 #include <stdint.h>
 #include <unistd.h>
 #include <uaio/loop.h>
@@ -200,6 +201,58 @@ static void test_stop_mid_batch(void)
 	uaio_loop_free(l);
 }
 
+/* A watch's input handler that stops the loop: its output handler for
+ * the same readiness waits for the next iteration ("returns after the
+ * current callback"), and then runs, edge-triggered too. */
+static int stop_ins, stop_outs;
+
+static int stop_in(uaio_watch *w)
+{
+	char b[8];
+
+	while (read(w->fd, b, sizeof(b)) > 0)
+		;
+	if (++stop_ins == 1)
+		uaio_loop_stop(w->data);
+	return 0;
+}
+
+static int count_out(uaio_watch *w)
+{
+	(void)w;
+	stop_outs++;
+	return 0;
+}
+
+static void test_stop_in_watch(void)
+{
+	static const struct uaio_handler h = { .handle_input = stop_in,
+					       .handle_output = count_out };
+
+	for (int edge = 0; edge < 2; edge++) {
+		uaio_loop *l = t_loop_new(0);
+		uaio_watch w = { 0 };
+		int sv[2];
+
+		CHECK(socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0, sv) == 0);
+		CHECK(write(sv[1], "x", 1) == 1);
+		stop_ins = stop_outs = 0;
+		CHECK_OK(uaio_watch_start(l, &w, sv[0], UAIO_READABLE | UAIO_WRITABLE |
+					  (edge ? UAIO_EDGE : 0), &h, l));
+		CHECK_EQ(uaio_loop_run(l), 1);
+		CHECK_EQ(stop_ins, 1);
+		CHECK_EQ(stop_outs, 0);
+		for (int i = 0; i < 10 && !stop_outs; i++)
+			CHECK(uaio_loop_run_once(l, 10000000) >= 0);
+		CHECK(stop_outs >= 1);
+		uaio_watch_stop(l, &w);
+		CHECK(uaio_loop_run_once(l, 0) >= 0);
+		uaio_loop_free(l);
+		close(sv[0]);
+		close(sv[1]);
+	}
+}
+
 /* ------------------------------------------------------- now / free */
 
 static void test_now(void)
@@ -372,6 +425,7 @@ int main(void)
 	RUN(test_loops_per_thread);
 	RUN(test_bad_args);
 	RUN(test_stop_mid_batch);
+	RUN(test_stop_in_watch);
 	RUN(test_run_on_another_thread);
 	RUN(test_queued_before_run);
 	return T_EXIT_PASS;

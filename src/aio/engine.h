@@ -521,6 +521,7 @@ int aio__submit_sync(struct aiocb *cb, int kind, struct aio_lio *g);
 #define LIO_DSYNC_GLIBC	(LIO_NOP + 1)
 #define LIO_SYNC_GLIBC	(LIO_NOP + 2)
 void aio__batch_flush(struct lio_ctx *pc);
+void aio__batch_add_locked(struct lio_ctx *pc, struct aio_req *r);
 
 /* lio.c */
 void aio__lio_put_locked(struct aio_lio *g, bool pending);

@@ -180,66 +180,6 @@ static int submit_serial(struct aiocb *cb, int kind, int fd, int fl,
 	return 0;
 }
 
-/* Sends out the entries gathered in pc: alone, or as one readv/writev
- * led by the first. */
-static void batch_flush_locked(struct lio_ctx *pc)
-{
-	struct aio_req *lead = pc->mhead, *m;
-	struct iovec *iov = NULL;
-	unsigned i = 0;
-	int ret;
-
-	pc->mhead = pc->mtail = NULL;
-	if (!lead)
-		return;
-	if (pc->mcount > 1)
-		iov = malloc(pc->mcount * sizeof(*iov));
-	if (!iov) {		/* one entry, or no memory: one by one */
-		for (m = lead; m; m = lead) {
-			lead = m->next;
-			m->next = NULL;
-			if ((ret = aio__req_issue_locked(m)) < 0)
-				aio__req_finish_parallel_locked(m, ret);
-		}
-		return;
-	}
-	for (m = lead; m; m = m->next, i++) {
-		iov[i].iov_base = (void *)m->cb->aio_buf;
-		iov[i].iov_len = cb_len(m->cb);
-		m->flags |= m == lead ? RF_LEADER : RF_MEMBER;
-		m->state = RS_LOOP;
-	}
-	lead->u.iov = iov;
-	if (lead->kind == K_READ)
-		ret = uaio_op_readv(E->loop, &lead->op, lead->fd, iov, (int)i,
-				    lead->cb->aio_offset, aio__req_cb, NULL);
-	else
-		ret = uaio_op_writev(E->loop, &lead->op, lead->fd, iov, (int)i,
-				     lead->cb->aio_offset, aio__req_cb, NULL);
-	if (ret < 0)
-		aio__leader_end_locked(lead, ret);
-}
-
-void aio__batch_flush(struct lio_ctx *pc)
-{
-	if (!pc->mhead)
-		return;
-	aio__lock();
-	batch_flush_locked(pc);
-	aio__unlock();
-}
-
-/* Whether r extends pc's gathered entries: same kind, same file, next
- * offset, and room left in one readv/writev. */
-static bool batch_fits(const struct lio_ctx *pc, const struct aio_req *r)
-{
-	const struct aio_req *t = pc->mtail;
-
-	return t && t->kind == r->kind && t->fd == r->fd && t->prio == r->prio &&
-	       r->cb->aio_offset == pc->mnext && pc->mcount < IOV_MAX &&
-	       pc->mbytes + cb_len(r->cb) <= RW_MAX;
-}
-
 /* The request becomes a record on a regular file or block device. direct:
  * a single request the calling thread may hand to the kernel itself. */
 static int submit_parallel(struct aiocb *cb, int kind, int fd, bool direct,
@@ -318,23 +258,11 @@ static int submit_parallel(struct aiocb *cb, int kind, int fd, bool direct,
 		aio__unlock();
 		return 0;
 	}
-	/* A list's entries gather while they are adjacent (see batch_*);
+	/* A list's entries gather while they are adjacent (batch.c);
 	 * not one whose inline try already wrote a part. */
 	if (pc && kind <= K_WRITE && !priv(cb)->done) {
 		aio__pin_get_locked(r, fd, pc);
-		if (!batch_fits(pc, r)) {
-			batch_flush_locked(pc);
-			pc->mhead = r;
-			pc->mcount = 0;
-			pc->mbytes = 0;
-		} else {
-			pc->mtail->next = r;
-		}
-		pc->mtail = r;
-		pc->mcount++;
-		pc->mbytes += cb_len(cb);
-		pc->mnext = cb->aio_offset + (int64_t)cb_len(cb);
-		r->state = RS_LOOP;
+		aio__batch_add_locked(pc, r);
 		aio__unlock();
 		return 0;
 	}

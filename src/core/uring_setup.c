@@ -22,7 +22,7 @@ int uring__init(uaio_loop *l, const struct uaio_loop_params *p)
 	unsigned entries = p && p->entries ? p->entries : 256;
 	unsigned base = IORING_SETUP_CQSIZE | IORING_SETUP_CLAMP;
 	/* Best first; each step drops what an older kernel refuses. */
-	unsigned tries[4];
+	unsigned tries[5];
 	int n = 0, r = -ENOSYS;
 
 	if (!u)

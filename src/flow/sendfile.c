@@ -15,6 +15,7 @@
 #include <poll.h>
 #include <stdlib.h>
 #include <sys/sendfile.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "flow/engine.h"
@@ -112,10 +113,19 @@ static bool sent(uaio_flow *f, long res, uint64_t asked)
 		 * which no cancel would reach. */
 		if (f->err)
 			return false;
-		/* Short: the socket is full (or the file ended, which the
-		 * next send, after the wait, finds out). */
-		if ((uint64_t)res < asked && !(f->flags & FF_EOF))
+		/* Short: the file ended (the next send would say so; no
+		 * wait for room a peer that waits for the end never makes),
+		 * or the socket is full. */
+		if ((uint64_t)res < asked && !(f->flags & FF_EOF)) {
+			struct stat st;
+
+			if (fstat(f->src.fd, &st) == 0 && S_ISREG(st.st_mode) &&
+			    flow__src_off(f, f->taken) >= st.st_size) {
+				flow__eof(f);
+				return false;
+			}
 			wait_room(f);
+		}
 		return (uint64_t)res == asked;
 	}
 	if (res == 0) {
@@ -126,7 +136,8 @@ static bool sent(uaio_flow *f, long res, uint64_t asked)
 		else
 			flow__eof(f);
 	} else if (res == -EAGAIN) {
-		wait_room(f);
+		if (!f->err)	/* ending: no wait, which no cancel would reach */
+			wait_room(f);
 	} else {
 		flow__fail(f, (int)res, flow__side_of((int)res));
 	}

@@ -278,6 +278,9 @@ static void splice_in_done(uaio_op *op, int res, void *data)
 			r->inpipe += (uint64_t)res;
 	} else if (res == 0) {
 		flow__eof(f);
+	} else if (res == -EAGAIN && f->err) {
+		/* Ending (a cancel found it running): no wait, which no
+		 * cancel would reach. */
 	} else if (res == -EAGAIN && !direct(f) && r->inpipe) {
 		/* Our pipe's slots are full (partial pages) though it has bytes
 		 * to spare: the drain's completion lets the fill go on. A poll
@@ -309,7 +312,7 @@ static void splice_out_done(uaio_op *op, int res, void *data)
 		r->full = false;
 		flow__moved(f, (uint64_t)res);
 	} else if (res == -EAGAIN) {
-		if ((res = wait_ready(f, &r->out, f->dst.fd, POLLOUT)) < 0)
+		if (!f->err && (res = wait_ready(f, &r->out, f->dst.fd, POLLOUT)) < 0)
 			flow__fail(f, res, UAIO_FLOW_SIDE_DST);
 	} else if (flow__fallback_err(res) && f->src.seek && !direct(f)) {
 		/* A sink without splice support (/dev/full and most character

@@ -296,6 +296,46 @@ static void test_files_elsewhere(void)
 }
 
 /* An empty file: nothing to send, a clean end. */
+/* To the end of a file (UAIO_FLOW_EOF) into a socket whose peer reads
+ * only after the flow is done: the last, short send is the file's end,
+ * not a full socket, and done comes without waiting for the peer (it
+ * waited for room the peer made only after reading). */
+static void test_eof_no_wait(void)
+{
+	enum { N = 150000 };
+	struct uaio_flow_params p = {
+		.src = { .type = UAIO_FLOW_FD, .off = 0 },
+		.dst = { .type = UAIO_FLOW_FD, .off = -1 },
+		.len = UAIO_FLOW_EOF, .mode = UAIO_FLOW_PAGECACHE, .done = t_sync_done,
+	};
+	struct t_sync s = { { 0 } };
+	static char got[N];
+	uaio_flow *f;
+	size_t n = 0;
+	int sv[2];
+
+	CHECK(socketpair(AF_UNIX, SOCK_STREAM, 0, sv) == 0);
+	t_set_nonblock(sv[0]);
+	p.src.fd = src_file(N);
+	p.dst.fd = sv[0];
+	p.data = &s;
+	CHECK_EQ(uaio_flow_start(L, &p, &f), 0);
+	for (int i = 0; i < 50 && !s.r.done; i++)
+		CHECK(uaio_loop_run_once(L, 100000000) >= 0);
+	CHECK_EQ(s.r.done, 1);
+	CHECK_EQ(s.r.res, N);
+	while (n < N) {
+		ssize_t r = read(sv[1], got + n, N - n);
+
+		CHECK(r > 0);
+		n += (size_t)r;
+	}
+	CHECK(!memcmp(got, data, N));
+	close(p.src.fd);
+	close(sv[0]);
+	close(sv[1]);
+}
+
 static void test_empty(void)
 {
 	int fd = src_file(0);
@@ -326,6 +366,7 @@ int main(void)
 	RUN(test_turns);
 	RUN(test_blocking_socket);
 	RUN(test_empty);
+	RUN(test_eof_no_wait);
 	RUN(test_files_elsewhere);
 	CHECK_EQ(uaio_loop_inflight(L), 0);
 	uaio_loop_free(L);

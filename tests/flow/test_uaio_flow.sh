@@ -60,6 +60,11 @@ head -c "$(stat -c %s "$dir/sparse")" "$dir/sparse.out" | cmp -s - "$dir/sparse"
 : >"$dir/sparse.out"; "$F" copy "$dir/sparse" - >>"$dir/sparse.out"
 cmp -s "$dir/sparse" "$dir/sparse.out" || fail "sparse copy to - (>>): content differs"
 rm -f "$dir/sparse.out"
+# from - (the shell's offset): from where it is, and left at the end
+{ dd of=/dev/null bs=1M count=6 status=none; "$F" copy - "$dir/sparse.out"; cat | wc -c >"$dir/rest"; } <"$dir/sparse"
+tail -c +$((6 * 1048576 + 1)) "$dir/sparse" | cmp -s - "$dir/sparse.out" && [ "$(cat "$dir/rest")" = 0 ] ||
+  fail "sparse copy from -: not from its offset, or the offset not left at the end"
+rm -f "$dir/sparse.out" "$dir/rest"
 truncate -s 5M "$dir/hole"
 expect_rc 0 "$F" copy "$dir/hole" "$dir/hole.c"
 [ "$(stat -c %s.%b "$dir/hole.c")" = 5242880.0 ] || fail "all-hole copy: $(stat -c %s.%b "$dir/hole.c")"

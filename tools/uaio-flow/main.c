@@ -306,7 +306,10 @@ static int cmd_copy(struct tool *t, const char *src, const char *dst)
 	 * into a file the tool made or emptied, whose holes read as zeros
 	 * (not -: the shell's descriptor has an offset others share, or
 	 * O_APPEND, and the extents are written at offsets) */
+	/* (nor from -, read from its offset on; nor at a --rate, which
+	 * one flow counts from the start) */
 	if (S_ISREG(st.st_mode) && (uint64_t)st.st_blocks < (uint64_t)st.st_size / 512 &&
+	    strcmp(src, "-") && !t->o.rate &&
 	    strcmp(dst, "-") && fstat(o.fd, &ost) == 0 && S_ISREG(ost.st_mode) &&
 	    ost.st_size == 0 && !(fcntl(o.fd, F_GETFL) & O_APPEND))
 		leg_start_sparse(t, in, o.fd, QF(src), QF(o.path), st.st_size);

@@ -249,6 +249,21 @@ static void t_signals(void)
 	ht_close(c);
 }
 
+/* A server with a 64 MiB response in flight to a client that has read
+ * the first bytes of it (a small receive buffer: the rest waits). */
+static struct ht_conn *big_in_flight(struct ht_server *s, struct ht_resp *r, size_t first)
+{
+	struct ht_conn *c;
+
+	ht_start(s, root, NULL);
+	c = ht_connect_opt(s->port, 65536);
+	ht_sends(c, "GET /big.bin HTTP/1.1\r\nHost: t\r\n\r\n");
+	ht_read_head(c, r, 0);
+	FATAL(r->rc == HT_OK && r->status == 200, "GET /big.bin: 200 needed");
+	ht_read_body(c, r, first);
+	return c;
+}
+
 static void t_sigterm_inflight(int sig)
 {
 	struct ht_server s;
@@ -257,12 +272,7 @@ static void t_sigterm_inflight(int sig)
 	size_t extra = 0;
 	int stopped = 0;
 
-	ht_start(&s, root, NULL);
-	c = ht_connect_opt(s.port, 65536);
-	ht_sends(c, "GET /big.bin HTTP/1.1\r\nHost: t\r\n\r\n");
-	ht_read_head(c, &r, 0);
-	FATAL(r.rc == HT_OK && r.status == 200, "GET /big.bin: 200 needed");
-	ht_read_body(c, &r, 1024 * 1024);
+	c = big_in_flight(&s, &r, 1024 * 1024);
 	kill(s.pid, sig);
 	/* the response is stalled (not read): new connections must not be
 	 * served any more once the signal is handled */
@@ -497,12 +507,7 @@ static void t_sigterm_pipelined(void)
 	struct ht_conn *c;
 	struct ht_resp r;
 
-	ht_start(&s, root, NULL);
-	c = ht_connect_opt(s.port, 65536);
-	ht_sends(c, "GET /big.bin HTTP/1.1\r\nHost: t\r\n\r\n");
-	ht_read_head(c, &r, 0);
-	FATAL(r.rc == HT_OK && r.status == 200, "GET /big.bin: 200 needed");
-	ht_read_body(c, &r, 64 * 1024);
+	c = big_in_flight(&s, &r, 64 * 1024);
 	kill(s.pid, SIGTERM);
 	usleep(200000);
 	ht_sends(c, "GET /small.txt HTTP/1.1\r\nHost: t\r\n\r\n");

@@ -162,20 +162,26 @@ static struct laio_completion taken(void *h)
 	return c[0];
 }
 
-/* As nobody (its effective uid), in laio_poll for others' completions. */
-static void *nobody_polls(void *arg)
+/* In laio_poll for others' completions, kept for taken(), until told. */
+static void poll_until_stop(void)
 {
 	struct laio_completion c[4];
 	struct timespec ts = { 0, 50000000 };
 
-	(void)arg;
-	CHECK_EQ(laio_syscall(SYS_setresuid, -1L, 65534L, -1L), 0);
 	while (!nobody_stop) {
 		int n = laio_poll(c, 4, &ts);
 
 		CHECK(n >= 0);
 		keep(c, n);
 	}
+}
+
+/* As nobody (its effective uid), in laio_poll for others' completions. */
+static void *nobody_polls(void *arg)
+{
+	(void)arg;
+	CHECK_EQ(laio_syscall(SYS_setresuid, -1L, 65534L, -1L), 0);
+	poll_until_stop();
 	return NULL;
 }
 
@@ -240,18 +246,10 @@ static int unshared_fd = -1;
  * while it waits in laio_poll. */
 static void *own_table_polls(void *arg)
 {
-	struct laio_completion c[4];
-	struct timespec ts = { 0, 50000000 };
-
 	(void)arg;
 	CHECK_EQ(laio_syscall(SYS_unshare, (long)CLONE_FILES), 0);
 	CHECK(close(unshared_fd) == 0);
-	while (!nobody_stop) {
-		int n = laio_poll(c, 4, &ts);
-
-		CHECK(n >= 0);
-		keep(c, n);
-	}
+	poll_until_stop();
 	return NULL;
 }
 

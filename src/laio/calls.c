@@ -205,7 +205,7 @@ static long c_inline(const struct laio_row *row, long nr, long *a)
 	long ret = uaio__sysret(syscall(nr, a[0], a[1], a[2], a[3], a[4], a[5]));
 
 	if (ret >= 0 && sets_own_context(nr, a))
-		laio__own_creds = true;
+		laio__own_context = true;
 	return laio__ret_inline(ret);
 }
 
@@ -439,9 +439,9 @@ long laio_syscall(long nr, ...)
 		a[i] = va_arg(ap, long);
 	va_end(ap);
 
-	/* A thread with credentials of its own: every call here, blocking,
-	 * so that none is made with another thread's. */
-	if (UAIO_UNLIKELY(laio__own_creds) && nr != SYS_fork && nr != SYS_clone)
+	/* A thread with a context of its own: every call here, blocking,
+	 * so that none is made without it. */
+	if (UAIO_UNLIKELY(laio__own_context) && nr != SYS_fork && nr != SYS_clone)
 		return laio__ret_inline(uaio__sysret(syscall(nr, a[0], a[1], a[2], a[3],
 							     a[4], a[5])));
 	/* The hot cases, read(2) and pread(2) that do not block: one raw

@@ -17,7 +17,7 @@ struct laio_engine laio__engine = {
 };
 
 __thread struct laio_call *laio__last;
-__thread bool laio__own_creds;
+__thread bool laio__own_context;
 static __thread bool drove;		/* this thread has run the loop */
 
 static void driver_gone(void *unused)
@@ -331,14 +331,13 @@ static void wait_locked(struct laio_engine *e, int64_t deadline)
 	e->waiters--;
 }
 
-/* A thread with a context of its own (laio__own_creds) does not run the
+/* A thread with a context of its own (laio__own_context) does not run the
  * loop: io_uring makes the ops it submits, every thread's, with its
  * credentials, and the epoll backend's loop retries a ready pipe's or
  * socket's call in the thread that runs it. */
-static bool may_drive(const struct laio_engine *e)
+static bool may_drive(void)
 {
-	(void)e;
-	return !laio__own_creds;
+	return !laio__own_context;
 }
 
 UAIO_API
@@ -371,7 +370,7 @@ int laio_poll(struct laio_completion *c, int n, const struct timespec *timeout)
 		if (!e->outstanding)
 			break;
 		if (deadline == 0) {
-			if (e->driving || !may_drive(e))
+			if (e->driving || !may_drive())
 				break;
 			laio__drive_locked(0);
 			got = drain_locked(c, n);
@@ -380,7 +379,7 @@ int laio_poll(struct laio_completion *c, int n, const struct timespec *timeout)
 		now = deadline > 0 ? uaio__now_ns() : 0;
 		if (deadline > 0 && now >= deadline)
 			break;
-		if (!e->driving && may_drive(e)) {
+		if (!e->driving && may_drive()) {
 			laio__drive_locked(deadline > 0 ? deadline - now : -1);
 			continue;
 		}

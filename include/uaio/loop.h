@@ -53,7 +53,9 @@ enum uaio_backend_kind {
 #define UAIO_LOOP_SQPOLL	(1u << 2)	/* ask for a kernel SQ polling thread */
 /*
  * Thread-safe submission: uaio_op_*() may be called from any thread; the
- * loop submits to the kernel at once (or at uaio_loop_unlock()). Watches
+ * loop submits to the kernel at once (or at uaio_loop_unlock()), except on
+ * io_uring from a thread that does not drive it: the driver, woken, does
+ * (uaio_loop_lock(3)). Watches
  * and timers stay owner-thread only. Used by the POSIX AIO and LAIO
  * engines; an ordinary loop skips all locking.
  */
@@ -67,7 +69,8 @@ struct uaio_loop_params {
 
 /* Returns NULL and sets errno on failure. params may be NULL. */
 uaio_loop *uaio_loop_new(const struct uaio_loop_params *params);
-/* Frees the loop; ops still in flight are cancelled without callbacks. */
+/* Frees the loop; ops still in flight are cancelled without callbacks,
+ * watches end without handle_close, timers without firing. */
 void uaio_loop_free(uaio_loop *l);
 
 /* Runs until no watch, timer or op is pending, or uaio_loop_stop().
@@ -82,7 +85,8 @@ void uaio_loop_stop(uaio_loop *l);
 /* Which backend this loop runs on (UAIO_BACKEND_URING or _EPOLL). */
 int uaio_loop_backend(const uaio_loop *l);
 const char *uaio_loop_backend_name(const uaio_loop *l);
-/* Feature bits detected at creation (UAIO_FEAT_*), for tests and bench. */
+/* Feature bits (UAIO_FEAT_*), for tests and bench: detected at creation,
+ * except REG_RING_FD, at the first run. */
 unsigned uaio_loop_features(const uaio_loop *l);
 #define UAIO_FEAT_SINGLE_ISSUER	(1u << 0)
 #define UAIO_FEAT_DEFER_TASKRUN	(1u << 1)
@@ -106,7 +110,8 @@ int uaio_loop_fd(const uaio_loop *l);
  * uaio_loop_run_once(l, 0): 0 when there is work now (due timers, posted
  * functions, completions already in, submissions not yet in the kernel),
  * the ns until the next timer, or -1 when only the descriptor can bring
- * work (like uv_backend_timeout). -EINVAL for a NULL loop.
+ * work (like uv_backend_timeout). -EINVAL for a NULL loop, -ECHILD in a
+ * forked child.
  */
 int64_t uaio_loop_timeout(uaio_loop *l);
 
@@ -122,7 +127,8 @@ void uaio_loop_unlock(uaio_loop *l);
 
 /* Cross-thread post: runs fn(data) on the loop's thread and wakes it.
  * Safe from any thread and from signal-free contexts; allocates a node.
- * Returns 0, -EINVAL (no loop or fn) or -ENOMEM. */
+ * Returns 0, -EINVAL (no loop or fn), -ENOMEM, or -ECHILD in a forked
+ * child. */
 int uaio_loop_post(uaio_loop *l, void (*fn)(void *data), void *data);
 
 /* --------------------------------------------------------------- Reactor */
@@ -143,8 +149,8 @@ int uaio_loop_post(uaio_loop *l, void (*fn)(void *data), void *data);
  * again on each iteration. A handler returning < 0 removes the watch.
  *   handle_input:  readable, or hang-up / error (read to find out which)
  *   handle_output: writable, or error
- *   handle_close:  the watch is over; called exactly once, after which the
- *                  loop no longer touches w. reason is 0 (stopped by the
+ *   handle_close:  the watch is over; called exactly once (none once the
+ *                  loop is freed), after which the loop no longer touches w. reason is 0 (stopped by the
  *                  caller or a handler returned < 0), -EBADF (fd invalid
  *                  or closed through uaio_op_close) or -EPIPE (hang-up or
  *                  error with no registered handler to report it to).
@@ -168,7 +174,8 @@ struct uaio_watch {
 
 /* Starts watching fd for events (UAIO_READABLE | UAIO_WRITABLE, optionally
  * | UAIO_EDGE). Returns 0, -EBADF, -EINVAL, -EEXIST (fd already watched by
- * this loop), -EBUSY (w in use) or -ENOMEM. */
+ * this loop), -EBUSY (w in use), -ENOMEM, or as uaio_watch_start(3) says
+ * (-ECHILD, -EMFILE, -ENFILE, -EAGAIN). */
 int uaio_watch_start(uaio_loop *l, uaio_watch *w, int fd, uint32_t events,
 		     const struct uaio_handler *h, void *data);
 /* Changes the wanted events; 0 keeps the watch registered but idle. */
@@ -200,7 +207,8 @@ void uaio_timer_init(uaio_timer *t, uaio_timer_cb cb, void *data);
  * Restarting a pending timer reschedules it. */
 int uaio_timer_start(uaio_loop *l, uaio_timer *t, uint64_t timeout_ns,
 		     uint64_t period_ns);
-/* Returns 0, or -ENOENT if it was not pending. Never calls cb. */
+/* Returns 0, or -ENOENT if it was not pending here; -EINVAL, -ECHILD as
+ * uaio_timer_start(3). Never calls cb. */
 int uaio_timer_stop(uaio_loop *l, uaio_timer *t);
 int uaio_timer_pending(const uaio_timer *t);
 
@@ -229,8 +237,9 @@ struct uaio_op {
 };
 
 /* Op submission: returns 0 if queued, else -errno and cb is never called.
- * Ops are handed to the kernel in batches at the next loop iteration (or
- * at once on thread-safe loops). off = -1 means "current file position". */
+ * Ops are handed to the kernel in batches at the next loop iteration (on
+ * thread-safe loops at once, except another thread's op on io_uring, which
+ * the woken driver hands over). off = -1 means "current file position". */
 int uaio_op_nop(uaio_loop *l, uaio_op *op, uaio_op_cb cb, void *data);
 int uaio_op_read(uaio_loop *l, uaio_op *op, int fd, void *buf, size_t len,
 		 int64_t off, uaio_op_cb cb, void *data);
@@ -287,7 +296,7 @@ int uaio_op_splice(uaio_loop *l, uaio_op *op, int fd_in, int64_t off_in,
 int uaio_op_copy_file_range(uaio_loop *l, uaio_op *op, int fd_in,
 			    int64_t off_in, int fd_out, int64_t off_out,
 			    size_t len, uaio_op_cb cb, void *data);
-/* Completes with -ETIME after timeout_ns (0 on early cancel: -ECANCELED). */
+/* Completes with -ETIME after timeout_ns, or -ECANCELED if cancelled first. */
 int uaio_op_timeout(uaio_loop *l, uaio_op *op, uint64_t timeout_ns,
 		    uaio_op_cb cb, void *data);
 /* Cancels target. The cancel op's own result: 0 (found and cancelled),
@@ -346,8 +355,9 @@ long uaio_op_result_long(const uaio_op *op);
  * fd or gets its number back for another file. io_uring: a registered-file
  * slot (no descriptor is used, and POSIX record locks are untouched);
  * epoll: a duplicate descriptor. Any thread on a UAIO_LOOP_THREADSAFE loop,
- * else the loop's own thread only. Returns the handle (>= 0),
- * -EBADF, or -ENFILE / -EMFILE when no slot is left.
+ * else the loop's own thread only. Returns the handle (>= 0), or -EBADF,
+ * -ENFILE / -EMFILE when no slot is left, and the rest of
+ * uaio_file_pin(3)'s errors (-EINVAL, -ENOMEM, -EEXIST, -ECHILD).
  */
 int uaio_file_pin(uaio_loop *l, int fd);
 /* Pinning a handle again (uaio_file_pin(l, handle)) takes one more

@@ -93,6 +93,14 @@ UAIO_API void uaio_timer_init(uaio_timer *t, uaio_timer_cb cb, void *data)
 
 /* Timers are the owner's, but on a thread-safe epoll loop other threads'
  * timeout ops share the heap: it changes under the lock. */
+/* Whether pending timer t is in l's heap (one of another loop's must not
+ * be removed from this one: that took out whichever timer sat at its
+ * index). Under l's lock. */
+static bool timer_of(const uaio_loop *l, const uaio_timer *t)
+{
+	return t->heap_index < l->nheap && l->heap[t->heap_index].p == (uintptr_t)t;
+}
+
 UAIO_API int uaio_timer_start(uaio_loop *l, uaio_timer *t, uint64_t timeout_ns,
 			      uint64_t period_ns)
 {
@@ -104,8 +112,13 @@ UAIO_API int uaio_timer_start(uaio_loop *l, uaio_timer *t, uint64_t timeout_ns,
 	if (uaio__foreign(l))	/* and its lock may be held by a parent's thread */
 		return -ECHILD;
 	lk = uaio__lock(l);
-	if (t->heap_index != UINT32_MAX)
+	if (t->heap_index != UINT32_MAX) {
+		if (!timer_of(l, t)) {
+			uaio__unlock(l, lk);
+			return -EBUSY;
+		}
 		uaio__heap_remove(l, t->heap_index);
+	}
 	t->when = uaio__deadline((uint64_t)uaio__now_ns(), timeout_ns);
 	t->period = period_ns;
 	r = uaio__heap_push(l, t->when, (uintptr_t)t);
@@ -123,7 +136,7 @@ UAIO_API int uaio_timer_stop(uaio_loop *l, uaio_timer *t)
 	if (uaio__foreign(l))
 		return -ECHILD;
 	lk = uaio__lock(l);
-	if (t->heap_index == UINT32_MAX)
+	if (t->heap_index == UINT32_MAX || !timer_of(l, t))
 		r = -ENOENT;
 	else
 		uaio__heap_remove(l, t->heap_index);

@@ -179,8 +179,14 @@ static int ep_wait(uaio_loop *l, int64_t timeout_ns)
 	bool ring = false;
 	int n, total = 0;
 
-	if (io_uring_sq_ready(&u->ring))
-		uring__ring_submit(l);
+	/* A refused submit (another thread: EINVAL or EBADF) is the caller's
+	 * error, as on the plain path; only a full CQ waits (for the reap). */
+	if (io_uring_sq_ready(&u->ring)) {
+		int r = uring__ring_submit(l);
+
+		if (r < 0 && r != -EAGAIN && r != -EBUSY)
+			return r;
+	}
 	if (io_uring_cq_ready(&u->ring) || taskrun_pending(u))
 		timeout_ns = 0;
 	n = uaio__epoll_wait(u->epfd, u->evs, EP_BATCH, timeout_ns);

@@ -86,6 +86,16 @@ UAIO_API int uaio_watch_start(uaio_loop *l, uaio_watch *w, int fd,
 	return ret;
 }
 
+/* Whether active watch w is l's: one of another loop's names its fd
+ * there (stopping it here closed it in the wrong loop, whose count of
+ * watches then wrapped). Under l's lock. */
+static bool watch_of(uaio_loop *l, const uaio_watch *w)
+{
+	struct uaio_fdent *e = uaio__fdent(l, w->fd, false);
+
+	return e && e->w == w;
+}
+
 UAIO_API int uaio_watch_modify(uaio_loop *l, uaio_watch *w, uint32_t events)
 {
 	bool lk;
@@ -99,9 +109,13 @@ UAIO_API int uaio_watch_modify(uaio_loop *l, uaio_watch *w, uint32_t events)
 		return 0;
 	if (uaio__foreign(l))
 		return -ECHILD;
-	w->events = events;
 	lk = uaio__lock(l);
-	r = l->be->watch_arm(l, w);
+	if (watch_of(l, w)) {
+		w->events = events;
+		r = l->be->watch_arm(l, w);
+	} else {
+		r = -ENOENT;
+	}
 	uaio__unlock(l, lk);
 	return r;
 }
@@ -119,6 +133,10 @@ UAIO_API int uaio_watch_stop(uaio_loop *l, uaio_watch *w)
 	if (uaio__foreign(l))
 		return -ECHILD;
 	lk = uaio__lock(l);
+	if (!watch_of(l, w)) {
+		uaio__unlock(l, lk);
+		return -ENOENT;
+	}
 	l->be->watch_stop(l, w);
 	uaio__unlock(l, lk);
 	return 0;

@@ -366,6 +366,46 @@ static void test_run_on_another_thread(void)
 	uaio_loop_free(l);
 }
 
+/* Run by one thread, then by another, with a level-triggered watch made
+ * first (the io_uring loop sleeps in its epoll set then): on io_uring the
+ * second run fails, as without the set (it slept in epoll_wait for ever,
+ * its nop never sent); epoll runs it. */
+static int level_in(uaio_watch *w)
+{
+	(void)w;
+	return 0;
+}
+
+static void test_second_thread_with_epoll_set(void)
+{
+	static const struct uaio_handler h = { .handle_input = level_in };
+	uaio_loop *l = uaio_loop_new(NULL);
+	uaio_watch w = { 0 };
+	uaio_op op = { 0 };
+	pthread_t th;
+	void *ret;
+	int p[2], n = 0;
+
+	CHECK(l);
+	CHECK(pipe(p) == 0);
+	CHECK_OK(uaio_watch_start(l, &w, p[0], UAIO_READABLE, &h, NULL));
+	CHECK_OK(uaio_watch_stop(l, &w));
+	CHECK_EQ(uaio_loop_run(l), 0);
+	CHECK_OK(uaio_op_nop(l, &op, thread_cb, &n));
+	CHECK(pthread_create(&th, NULL, run_elsewhere, l) == 0);
+	CHECK(pthread_join(th, &ret) == 0);
+	if (uaio_loop_backend(l) == UAIO_BACKEND_URING) {
+		CHECK((int)(intptr_t)ret == -EINVAL || (int)(intptr_t)ret == -EBADF);
+		CHECK_EQ(uaio_loop_run(l), 0);	/* its own thread still can */
+	} else {
+		CHECK_EQ((int)(intptr_t)ret, 0);
+	}
+	CHECK_EQ(n, 1);
+	close(p[0]);
+	close(p[1]);
+	uaio_loop_free(l);
+}
+
 /* More ops queued before the first run than the submission queue holds,
  * idle reads among them: the run still sends them all and sleeps only
  * then (a timeout queued last fired never: the waiting ones went out only
@@ -427,6 +467,7 @@ int main(void)
 	RUN(test_stop_mid_batch);
 	RUN(test_stop_in_watch);
 	RUN(test_run_on_another_thread);
+	RUN(test_second_thread_with_epoll_set);
 	RUN(test_queued_before_run);
 	return T_EXIT_PASS;
 }

@@ -108,6 +108,34 @@ static void many(void)
 	uaio_loop_free(L);
 }
 
+/* A timer pending on one loop, stopped or restarted through another:
+ * refused, and neither loop's timers change (the stop took out the other
+ * loop's timer at that index, or crashed on an empty heap). */
+static void other_loop(void)
+{
+	uaio_loop *a = t_loop_new(0), *b = t_loop_new(0), *c = t_loop_new(0);
+	uaio_timer ta, tb;
+
+	fired = out_of_order = 0;
+	last_when = 0;
+	uaio_timer_init(&ta, on_fire, NULL);
+	uaio_timer_init(&tb, on_fire, NULL);
+	CHECK_OK(uaio_timer_start(a, &ta, 1000000, 0));
+	CHECK_OK(uaio_timer_start(b, &tb, 2000000, 0));
+	CHECK_EQ(uaio_timer_stop(b, &ta), -ENOENT);
+	CHECK_EQ(uaio_timer_stop(c, &ta), -ENOENT);	/* an empty heap */
+	CHECK_EQ(uaio_timer_start(b, &ta, 1000, 0), -EBUSY);
+	CHECK(uaio_timer_pending(&ta) && uaio_timer_pending(&tb));
+	CHECK_EQ(uaio_loop_run(b), 0);
+	CHECK_EQ(fired, 1);
+	CHECK_EQ(uaio_loop_run(a), 0);
+	CHECK_EQ(fired, 2);
+	CHECK_EQ(uaio_timer_stop(a, &ta), -ENOENT);
+	uaio_loop_free(a);
+	uaio_loop_free(b);
+	uaio_loop_free(c);
+}
+
 int main(void)
 {
 	t_watchdog(60);
@@ -115,5 +143,6 @@ int main(void)
 	RUN(order);
 	RUN(repeat_stop_restart);
 	RUN(many);
+	RUN(other_loop);
 	return T_EXIT_PASS;
 }

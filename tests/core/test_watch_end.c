@@ -8,6 +8,9 @@
  * edge-triggered watch's multishot poll stayed armed with the program's
  * watch, which the loop wrote to after handle_close (a later close's
  * cancel walked it as a list: a crash).
+ * And a watch is ended only by its own loop: stopped or modified through
+ * another, -ENOENT (the other loop ran its handle_close, and its count of
+ * watches wrapped: its run never returned).
  */
 #include <uaio/loop.h>
 #include "test.h"
@@ -91,6 +94,29 @@ static void edge(void)
 	ended(UAIO_EDGE);
 }
 
+static void other_loop(void)
+{
+	uaio_loop *a = t_loop_new(0), *b = t_loop_new(0);
+	uaio_watch w = { 0 };
+	int p[2];
+
+	CHECK_EQ(pipe(p), 0);
+	closes = 0;
+	CHECK_OK(uaio_watch_start(a, &w, p[0], UAIO_READABLE, &with_input, NULL));
+	CHECK_EQ(uaio_watch_stop(b, &w), -ENOENT);
+	CHECK_EQ(uaio_watch_modify(b, &w, UAIO_WRITABLE), -ENOENT);
+	CHECK_EQ(w.events, UAIO_READABLE);
+	CHECK_EQ(uaio_loop_run(b), 0);		/* nothing of its own: returns */
+	CHECK_EQ(closes, 0);
+	CHECK_OK(uaio_watch_stop(a, &w));
+	CHECK_EQ(uaio_loop_run(a), 0);
+	CHECK_EQ(closes, 1);
+	close(p[0]);
+	close(p[1]);
+	uaio_loop_free(a);
+	uaio_loop_free(b);
+}
+
 int main(int argc, char **argv)
 {
 	(void)argc;
@@ -98,5 +124,6 @@ int main(int argc, char **argv)
 	t_banner(argv[0]);
 	RUN(level);
 	RUN(edge);
+	RUN(other_loop);
 	return T_EXIT_PASS;
 }

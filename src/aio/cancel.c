@@ -138,7 +138,7 @@ static void orphans_cancel_locked(int fd, struct aiocb *cb, int *canceled,
 	}
 }
 
-UAIO_API int uaio_cancel(int fd, struct aiocb *cb)
+static int cancel_call(int fd, struct aiocb *cb)
 {
 	int canceled = 0, notcanceled = 0;
 
@@ -198,3 +198,10 @@ UAIO_API int uaio_cancel(int fd, struct aiocb *cb)
 	return canceled ? AIO_CANCELED : AIO_ALLDONE;
 }
 
+UAIO_API int uaio_cancel(int fd, struct aiocb *cb)
+{
+	int ct = aio__nocancel_begin(), r = cancel_call(fd, cb);
+
+	aio__nocancel_end(ct);
+	return r;
+}

@@ -240,6 +240,7 @@ static void fork_child(void)
 		E->loop = NULL;
 	}
 	atomic_store(&E->waiters, 0);
+	aio__suspend_fork_child();
 	atomic_store(&E->ending, 0);
 	aio__lone_forget();
 	aio__threads_fork_child();

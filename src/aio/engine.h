@@ -307,6 +307,16 @@ struct aio_spares {
 	unsigned n;
 };
 
+/* One aio_suspend's wait (suspend.c). */
+#define AIO_SUSP_SLOTS	64
+#define AIO_SUSP_LIST	64	/* aiocbs a record lists */
+struct aio_susp {
+	atomic_uint word;	/* futex: generation << 1 | closed */
+	atomic_uint busy;
+	atomic_int n;
+	const struct aiocb *_Atomic cbs[AIO_SUSP_LIST];
+};
+
 struct aio_engine {
 	atomic_uint lock;		/* aio__lock: owner's tid | waiters */
 	uaio_loop *loop;		/* created with the engine thread */
@@ -350,6 +360,11 @@ struct aio_engine {
 	/* Completions reaped by their own thread, by the engine (tests). */
 	_Atomic unsigned long own_reaped[2];
 	uaio_watch own_watch;		/* the engine thread's watch on it */
+
+	/* aio_suspend's waits, each on its own word (suspend.c) */
+	struct aio_susp susp[AIO_SUSP_SLOTS];
+	atomic_uint nsusp;		/* records taken */
+	atomic_uint susp_hi;		/* records ever taken: [0, susp_hi) */
 
 	/* Bumped at every completion; aio_suspend and aio_cancel sleep on
 	 * it with a futex (a LIO_WAIT caller sleeps on its group's word). */
@@ -409,6 +424,25 @@ static inline bool fd_mode_ok(int fl, int kind)
 	return (fl & O_ACCMODE) != (kind == K_READ ? O_WRONLY : O_RDONLY);
 }
 
+/* glibc's aio_read, aio_write, aio_fsync, lio_listio (LIO_WAIT's wait
+ * too) and aio_cancel are no cancellation points; the libc calls they
+ * make here (preadv2, send, sigtimedwait, ...) are, and a cancel acting
+ * in one left a request in progress for ever, or the engine lock held. */
+static inline int aio__nocancel_begin(void)
+{
+	int old = PTHREAD_CANCEL_ENABLE;
+
+	pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &old);
+	return old;
+}
+
+static inline void aio__nocancel_end(int old)
+{
+	int was;
+
+	pthread_setcancelstate(old, &was);
+}
+
 /* aio_suspend is a cancellation point, as glibc's: its sleep (and only
  * that, so no lock is ever held when it acts) takes a cancel at once. */
 static inline int aio__cancel_async(void)
@@ -425,6 +459,10 @@ static inline void aio__cancel_restore(int old)
 
 	pthread_setcanceltype(old, &was);
 }
+
+/* suspend.c */
+void aio__suspend_wake(const struct aiocb *cb);
+void aio__suspend_fork_child(void);
 
 /* status.c */
 bool aio__any_done(const struct aiocb *const list[], int nent);

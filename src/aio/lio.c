@@ -180,7 +180,12 @@ int aio__lio_listio(int mode, struct aiocb *const list[], int nent,
 UAIO_API int ulio_listio(int mode, struct aiocb *const list[], int nent,
 			 struct sigevent *sig)
 {
+	int ct, r;
+
 	if (nent < 0 || (unsigned long)nent > E->max)
 		return posix_ret(-EINVAL);
-	return aio__lio_listio(mode, list, nent, sig);
+	ct = aio__nocancel_begin();
+	r = aio__lio_listio(mode, list, nent, sig);
+	aio__nocancel_end(ct);
+	return r;
 }

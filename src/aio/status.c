@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The status of a request, in the caller's aiocb: publication at the end,
- * the completion counter waiters sleep on, and aio_error, aio_return and
- * aio_suspend, which read it without locks (async-signal-safe, as POSIX
- * asks for aio_error, aio_return and aio_suspend).
+ * the completion counter waiters sleep on, and aio_error and aio_return,
+ * which read it without locks (async-signal-safe, as POSIX asks; so is
+ * aio_suspend, in suspend.c).
  */
 #define _GNU_SOURCE
 #include "aio/engine.h"
@@ -142,6 +142,7 @@ void aio__complete(struct aiocb *cb, long res)
 	if (g && res < 0)
 		atomic_store_explicit(&g->failed, true, memory_order_relaxed);
 	aio__seq_bump();
+	aio__suspend_wake(cb);
 	if (restore)
 		pthread_sigmask(SIG_SETMASK, &old, NULL);
 }
@@ -239,115 +240,3 @@ bool aio__any_done(const struct aiocb *const list[], int nent)
 	}
 	return false;
 }
-
-static bool any_live(const struct aiocb *const list[], int nent)
-{
-	if (!list)
-		return false;
-	for (int i = 0; i < nent; i++)
-		if (list[i])
-			return true;
-	return false;
-}
-
-static void waiter_gone(void *arg)
-{
-	(void)arg;
-	atomic_fetch_sub(&E->waiters, 1);
-}
-
-/* suspend's wait on the completion count; its own function, so that no
- * caller's variable lives across pthread_cleanup_push's setjmp. */
-static int suspend_wait(const struct aiocb *const list[], int nent,
-			const struct timespec *deadline)
-{
-	volatile int r = 0;	/* set between the setjmp and a cancel's unwind */
-
-	atomic_fetch_add(&E->waiters, 1);
-	pthread_cleanup_push(waiter_gone, NULL);
-	for (;;) {
-		unsigned snap = atomic_load(&E->seq);
-		int ct;
-
-		if (aio__any_done(list, nent))
-			break;
-		ct = aio__cancel_async();
-		r = seq_wait(snap, deadline);
-		aio__cancel_restore(ct);
-		if (r == -ETIMEDOUT) {
-			r = aio__any_done(list, nent) ? 0 : -EAGAIN;
-			break;
-		}
-		if (r == -EINTR)
-			break;
-	}
-	pthread_cleanup_pop(1);
-	return r;
-}
-
-static int suspend(const struct aiocb *const list[], int nent,
-		   const struct timespec *timeout);
-
-/* Deferred cancellation but in the sleep itself: a signal handler run
- * during that sleep inherits the asynchronous type, and its own
- * aio_suspend must not take the engine lock with it. */
-UAIO_API int uaio_suspend(const struct aiocb *const list[], int nent,
-			  const struct timespec *timeout)
-{
-	int old = PTHREAD_CANCEL_DEFERRED, was, r;
-
-	pthread_setcanceltype(PTHREAD_CANCEL_DEFERRED, &old);
-	r = suspend(list, nent, timeout);
-	pthread_setcanceltype(old, &was);
-	return r;
-}
-
-/*
- * aio_suspend's deadline as glibc makes it: the clock plus the timeout,
- * its nanoseconds carried once. What that leaves in the past (a negative
- * timeout, none, a sum past the largest second, which glibc's addition
- * wraps below zero) has expired: -EAGAIN. Nanoseconds still out of range
- * after the carry ({0, -5e8}, {0, 3e9}) fail glibc's assertion, which
- * aborts the program: -EINVAL here, as pthread_cond_timedwait's.
- */
-static int glibc_deadline(const struct timespec *rel, struct timespec *d)
-{
-	struct timespec now;
-
-	clock_gettime(CLOCK_MONOTONIC, &now);
-	if (__builtin_add_overflow(now.tv_sec, rel->tv_sec, &d->tv_sec))
-		return -EAGAIN;
-	if (__builtin_add_overflow(now.tv_nsec, rel->tv_nsec, &d->tv_nsec))
-		return -EINVAL;
-	if (d->tv_nsec >= 1000000000) {
-		d->tv_nsec -= 1000000000;
-		if (__builtin_add_overflow(d->tv_sec, 1, &d->tv_sec))
-			return -EAGAIN;
-	}
-	if (d->tv_nsec < 0 || d->tv_nsec >= 1000000000)
-		return -EINVAL;
-	if (d->tv_sec < now.tv_sec ||
-	    (d->tv_sec == now.tv_sec && d->tv_nsec <= now.tv_nsec))
-		return -EAGAIN;
-	return 0;
-}
-
-static int suspend(const struct aiocb *const list[], int nent,
-		   const struct timespec *timeout)
-{
-	struct timespec deadline;
-	int r = 0;
-
-	/* As glibc: nothing to wait for returns at once, and a timeout that
-	 * is no duration (POSIX has no EINVAL here) has expired already. */
-	if (nent < 0)
-		return posix_ret(-EINVAL);	/* glibc's check */
-	if (nent == 0 || !any_live(list, nent) || aio__any_done(list, nent))
-		return 0;
-	if (timeout && (r = glibc_deadline(timeout, &deadline)) < 0)
-		return posix_ret(r);
-	if (aio__own_wait(list, nent, timeout ? &deadline : NULL, &r))
-		return posix_ret(r);
-	return posix_ret(suspend_wait(list, nent, timeout ? &deadline : NULL));
-}
-

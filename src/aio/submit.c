@@ -464,21 +464,26 @@ static bool opcode_taken(const struct aiocb *cb)
 
 UAIO_API int uaio_read(struct aiocb *cb)
 {
+	int ct = aio__nocancel_begin(), r;
+
 	if (opcode_taken(cb))
 		cb->aio_lio_opcode = LIO_READ;
-	return posix_ret(aio__submit_rw(cb, K_READ, NULL, NULL));
+	r = aio__submit_rw(cb, K_READ, NULL, NULL);
+	aio__nocancel_end(ct);
+	return posix_ret(r);
 }
 
 UAIO_API int uaio_write(struct aiocb *cb)
 {
+	int ct = aio__nocancel_begin(), r;
 	struct aio_xfsz x;
-	int r;
 
 	if (opcode_taken(cb))
 		cb->aio_lio_opcode = LIO_WRITE;
 	aio__xfsz_hold(&x);
 	r = aio__submit_rw(cb, K_WRITE, NULL, NULL);
 	aio__xfsz_release(&x);
+	aio__nocancel_end(ct);
 	return posix_ret(r);
 }
 
@@ -523,19 +528,27 @@ int aio__submit_sync(struct aiocb *cb, int kind, struct aio_lio *g)
 
 /* POSIX: only aio_fildes and aio_sigevent are used. As glibc, a bad
  * descriptor is refused here, and aio_reqprio is set to 0. */
-UAIO_API int uaio_fsync(int op, struct aiocb *cb)
+static int fsync_call(int op, struct aiocb *cb)
 {
 	struct stat st;
 
 	if (op != O_SYNC && op != O_DSYNC)
-		return posix_ret(-EINVAL);
+		return -EINVAL;
 	bool live = cb && aio__settled(cb, NULL) == ST_LIVE;
 
 	if (cb && !live && fstat(cb->aio_fildes, &st) < 0)
-		return posix_ret(-EBADF);
+		return -EBADF;
 	if (cb && !live) {
 		cb->aio_reqprio = 0;
 		cb->aio_lio_opcode = op == O_DSYNC ? LIO_DSYNC_GLIBC : LIO_SYNC_GLIBC;
 	}
-	return posix_ret(aio__submit_sync(cb, op == O_DSYNC ? K_DSYNC : K_FSYNC, NULL));
+	return aio__submit_sync(cb, op == O_DSYNC ? K_DSYNC : K_FSYNC, NULL);
+}
+
+UAIO_API int uaio_fsync(int op, struct aiocb *cb)
+{
+	int ct = aio__nocancel_begin(), r = fsync_call(op, cb);
+
+	aio__nocancel_end(ct);
+	return posix_ret(r);
 }

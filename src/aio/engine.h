@@ -198,7 +198,7 @@ struct aio_serial {
 	dev_t dev;
 	ino_t ino;
 	struct aio_req *busy;
-	struct aio_req *head;		/* waiting, lower aio_reqprio first */
+	struct aio_req *head;		/* waiting, higher priority first */
 	/* A socket's timeout on the busy request: glibc's helper blocks in
 	 * read or write, which give up after SO_RCVTIMEO / SO_SNDTIMEO with
 	 * EAGAIN or the part done (queue.c, serial clock). */

@@ -68,12 +68,13 @@ void aio__serial_maybe_free_locked(struct aio_serial *s)
 	atomic_fetch_sub(&E->nserial, 1);
 }
 
-/* Waiting requests go in priority order, equal priorities in order. */
+/* Waiting requests go in priority order (serial_prio in submit.c: the
+ * higher first), equal priorities in call order, as in glibc's list. */
 void aio__serial_queue_locked(struct aio_serial *s, struct aio_req *r)
 {
 	struct aio_req **pp = &s->head;
 
-	while (*pp && (*pp)->prio <= r->prio)
+	while (*pp && (*pp)->prio >= r->prio)
 		pp = &(*pp)->next;
 	r->next = *pp;
 	*pp = r;

@@ -94,6 +94,21 @@ static int tty_vtime(int fd)
 	return -1;
 }
 
+/* A stream request's place in its descriptor's queue, as glibc computes
+ * it: the submitting thread's scheduling priority less aio_reqprio, the
+ * higher first (pthread_getschedparam caches it in the thread, as for
+ * glibc). aio_reqprio is 0 to AIO_PRIO_DELTA_MAX here, the priority 0 to
+ * 99: it fits. */
+static int8_t serial_prio(const struct aiocb *cb)
+{
+	struct sched_param sp = { 0 };
+	int policy;
+
+	if (pthread_getschedparam(pthread_self(), &policy, &sp) != 0)
+		sp.sched_priority = 0;
+	return (int8_t)(sp.sched_priority - cb->aio_reqprio);
+}
+
 /* The request becomes a record on a non-seekable file's FIFO (or on an
  * O_APPEND file's, whose writes keep the order of the calls). */
 static int submit_serial(struct aiocb *cb, int kind, int fd, int fl,
@@ -146,7 +161,7 @@ static int submit_serial(struct aiocb *cb, int kind, int fd, int fl,
 	}
 	r->cb = cb;
 	r->kind = (uint8_t)kind;
-	r->prio = (int8_t)cb->aio_reqprio;
+	r->prio = serial_prio(cb);
 	r->flags = RF_SERIAL | (reg ? RF_AT_OFFSET : 0);
 	r->owner = s;
 	if (S_ISSOCK(st->st_mode) && kind <= K_WRITE && !(fl & O_NONBLOCK)) {

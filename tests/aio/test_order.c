@@ -3,7 +3,8 @@
  * Ordering: uaio_fsync completes only after the writes to its descriptor
  * queued before it; requests on one non-seekable descriptor (a stream
  * socketpair with a small buffer, a pipe) run one at a time in
- * submission order, lower aio_reqprio first among those still waiting;
+ * submission order, lower aio_reqprio first among those still waiting,
+ * and a real-time thread's before an ordinary one's (glibc's priority);
  * writes to an O_APPEND file append in the order of the calls (POSIX),
  * whatever their sizes, leave the file position alone (glibc's pwrite),
  * and an fsync after them covers them all.
@@ -251,6 +252,62 @@ static void pipe_priority(void)
 	close(p[1]);
 }
 
+/* Priority is the submitting thread's scheduling priority less
+ * aio_reqprio (glibc's __abs_prio): a read from a SCHED_FIFO thread passes
+ * those of this ordinary thread waiting before it, even one with
+ * aio_reqprio 0 against its 20 (they ran in call order). Skips the check
+ * where no real-time thread can be made (not root, or an RT limit). */
+static struct aiocb rt_cb;
+
+static void *rt_submit(void *arg)
+{
+	(void)arg;
+	CHECK_EQ(uaio_read(&rt_cb), 0);
+	return NULL;
+}
+
+static void thread_priority(void)
+{
+	struct sched_param sp = { .sched_priority = 10 };
+	pthread_attr_t at;
+	pthread_t th;
+	int p[2], err;
+	char b[3][2], rb[2];
+	struct aiocb c[2];
+
+	CHECK(pipe(p) == 0);
+	c[0] = t_cb(p[0], b[0], 2, 0);
+	CHECK_EQ(uaio_read(&c[0]), 0);		/* under way */
+	c[1] = t_cb(p[0], b[1], 2, 0);
+	CHECK_EQ(uaio_read(&c[1]), 0);		/* waits: priority 0 */
+	rt_cb = t_cb(p[0], rb, 2, 0);
+	rt_cb.aio_reqprio = 9;			/* 10 - 9 = 1 */
+	CHECK_EQ(pthread_attr_init(&at), 0);
+	CHECK_EQ(pthread_attr_setinheritsched(&at, PTHREAD_EXPLICIT_SCHED), 0);
+	CHECK_EQ(pthread_attr_setschedpolicy(&at, SCHED_FIFO), 0);
+	CHECK_EQ(pthread_attr_setschedparam(&at, &sp), 0);
+	if (pthread_create(&th, &at, rt_submit, NULL) != 0) {
+		fprintf(stderr, "    no SCHED_FIFO thread here: skipped\n");
+		CHECK_EQ(uaio_cancel(p[0], &c[1]), AIO_CANCELED);
+		CHECK_EQ(write(p[1], "AA", 2), 2);
+		CHECK_EQ(t_wait(&c[0], &err), 2);
+		close(p[0]);
+		close(p[1]);
+		return;
+	}
+	CHECK_EQ(pthread_join(th, NULL), 0);
+	pthread_attr_destroy(&at);
+	CHECK_EQ(write(p[1], "AABBCC", 6), 6);
+	CHECK_EQ(t_wait(&c[0], &err), 2);
+	CHECK_EQ(t_wait(&rt_cb, &err), 2);
+	CHECK_EQ(t_wait(&c[1], &err), 2);
+	CHECK_EQ(memcmp(b[0], "AA", 2), 0);
+	CHECK_EQ(memcmp(rb, "BB", 2), 0);
+	CHECK_EQ(memcmp(b[1], "CC", 2), 0);
+	close(p[0]);
+	close(p[1]);
+}
+
 /* Writes of very different sizes (a big one goes to the engine, a small
  * one to the thread's own ring or inline): each lands after the one
  * called before it. */
@@ -455,6 +512,7 @@ int main(void)
 	RUN(writes_after_fsync);
 	RUN(stream_in_order);
 	RUN(pipe_priority);
+	RUN(thread_priority);
 	RUN(append_in_order);
 	RUN(append_set_later);
 	RUN(read_after_write);

@@ -82,29 +82,45 @@ static size_t queued_of_locked(int fd, struct aio_req **v)
 	return n;
 }
 
-/* aio_cancel(fd, NULL): the waiting requests are cancelled, and notified,
+/*
+ * aio_cancel(fd, NULL): the waiting requests are cancelled, and notified,
  * in the order glibc's list has them (the slab's order is its slots').
- * Those left (if memory ran out) go in the slab's order after. */
+ * Those left (if memory ran out) go in the slab's order after.
+ *
+ * As in glibc, a request's signal is taken before the next is sent: its
+ * handler runs in aio_cancel, once per request. (Held to the end, three
+ * SIGUSR1s were one: standard signals merge while pending.) A handler
+ * may have changed the queues, so the order is looked up again after.
+ */
 static int cancel_queued_in_order_locked(int fd)
 {
-	size_t n = queued_of_locked(fd, NULL);
-	struct aio_req **v = n ? malloc(n * sizeof(*v)) : NULL;
-	struct aio_fdw *w;
 	int canceled = 0;
+	bool again;
 
-	if (!v)
-		return 0;
-	queued_of_locked(fd, v);
-	/* A cancelled write ends an fsync's wait, a cancelled fsync a
-	 * write's: none may start now, being cancelled next (w goes with
-	 * its last request; one made anew starts clear) */
-	if ((w = aio__fdw_get_locked(fd, false)))
-		w->cancelling = true;
-	for (size_t i = 0; i < n; i++)
-		canceled += cancel_locked(v[i]);
-	if ((w = aio__fdw_get_locked(fd, false)))
-		w->cancelling = false;
-	free(v);
+	do {
+		size_t n = queued_of_locked(fd, NULL);
+		struct aio_req **v = n ? malloc(n * sizeof(*v)) : NULL;
+		struct aio_fdw *w;
+
+		if (!v)
+			return canceled;
+		queued_of_locked(fd, v);
+		/* A cancelled write ends an fsync's wait, a cancelled fsync
+		 * a write's: none may start now, being cancelled next (w
+		 * goes with its last request; one made anew starts clear) */
+		if ((w = aio__fdw_get_locked(fd, false)))
+			w->cancelling = true;
+		again = false;
+		for (size_t i = 0; i < n && !again; i++) {
+			canceled += cancel_locked(v[i]);
+			again = i + 1 < n && aio__signals_held_here();
+		}
+		if ((w = aio__fdw_get_locked(fd, false)))
+			w->cancelling = false;
+		free(v);
+		if (again)
+			aio__signals_let_go();
+	} while (again);
 	return canceled;
 }
 

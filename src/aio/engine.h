@@ -487,6 +487,8 @@ void aio__lock_fork_child(void);
 void aio__cond_wait(void);
 void aio__cond_broadcast(void);
 bool aio__signals_hold(void);
+bool aio__signals_held_here(void);
+void aio__signals_let_go(void);
 /* Around a submitting call that may write on the caller's thread (see
  * engine.c): SIGXFSZ blocked under a file size limit, and the one such a
  * write raised taken back. */

@@ -153,6 +153,25 @@ bool aio__signals_hold(void)
 	return true;
 }
 
+/* Whether this thread holds its signals for this level of the lock: a
+ * notification sent under it since the matching aio__lock. */
+bool aio__signals_held_here(void)
+{
+	return self_holds() && lock_self.held && lock_self.held_depth == lock_self.depth;
+}
+
+/* Lets the signals held at this level go while keeping the lock: one
+ * pending is delivered now, and its handler runs here (on the recursive
+ * lock, as glibc's run under its recursive mutex). For a caller between
+ * two notifications, whose state holds no half-made change. */
+void aio__signals_let_go(void)
+{
+	if (!aio__signals_held_here())
+		return;
+	lock_self.held = false;
+	pthread_sigmask(SIG_SETMASK, &lock_self.old, NULL);
+}
+
 /*
  * A write at or past RLIMIT_FSIZE raises SIGXFSZ at the thread that makes
  * it, and its default action kills the process. glibc writes from helper

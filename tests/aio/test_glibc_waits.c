@@ -13,7 +13,10 @@
  *    missed: it slept on, for ever without a timeout);
  *  - a request that completes while aio_suspend waits on it ends the
  *    wait, even if a handler has submitted its aiocb anew meanwhile (the
- *    wait looked at the aiocb again, found it in progress, and slept on).
+ *    wait looked at the aiocb again, found it in progress, and slept on);
+ *  - aio_cancel(fd, NULL) runs a cancelled request's handler before it
+ *    sends the next one's signal: once per request (held to the end,
+ *    three SIGUSR1s merged into one).
  */
 #define _GNU_SOURCE
 #include "aio/aio_util.h"
@@ -210,6 +213,36 @@ static void resubmitted_in_handler(void)
 	close(sp[1]);
 }
 
+static void cancel_signals_each(void)
+{
+	struct sigaction sa = { .sa_handler = on_usr1, .sa_flags = SA_RESTART };
+	struct aiocb c[4];
+	char b[4][1];
+	int p[2], err, at_return;
+
+	CHECK_EQ(sigaction(SIGUSR1, &sa, NULL), 0);
+	CHECK_EQ(pipe(p), 0);
+	atomic_store(&hits, 0);
+	for (int i = 0; i < 4; i++) {
+		c[i] = t_cb(p[0], b[i], 1, 0);
+		c[i].aio_sigevent.sigev_notify = SIGEV_SIGNAL;
+		c[i].aio_sigevent.sigev_signo = SIGUSR1;
+		CHECK_EQ(uaio_read(&c[i]), 0);
+	}
+	/* c[0] is under way: AIO_NOTCANCELED, the three behind it cancelled */
+	CHECK_EQ(uaio_cancel(p[0], NULL), AIO_NOTCANCELED);
+	at_return = atomic_load(&hits);
+	for (int i = 1; i < 4; i++)
+		CHECK_EQ(uaio_error(&c[i]), ECANCELED);
+	CHECK_EQ(at_return, 3);
+	CHECK_EQ(write(p[1], "x", 1), 1);
+	CHECK_EQ(t_wait(&c[0], &err), 1);
+	for (int i = 1; i < 4; i++)
+		CHECK_EQ(uaio_return(&c[i]), -1);
+	close(p[0]);
+	close(p[1]);
+}
+
 int main(void)
 {
 	t_watchdog(60);
@@ -217,5 +250,6 @@ int main(void)
 	RUN(other_signal_untimed);
 	RUN(other_signal_timed);
 	RUN(resubmitted_in_handler);
+	RUN(cancel_signals_each);
 	return T_EXIT_PASS;
 }

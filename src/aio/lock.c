@@ -178,8 +178,10 @@ void aio__signals_let_go(void)
  * threads that block every signal: a program sees EFBIG, never the
  * signal. uaio writes on the caller's thread too (an inline try, the
  * thread's own ring, the fallback backend's try), so under a limit a
- * submitting call blocks SIGXFSZ and takes back one raised meanwhile; a
- * request's own SIGEV_SIGNAL of that number (SI_ASYNCIO) is put back.
+ * submitting call blocks SIGXFSZ and takes back one raised meanwhile (the
+ * kernel's: SI_USER from this process); any other is put back, a
+ * request's own SIGEV_SIGNAL of that number (SI_ASYNCIO) and one sent from
+ * outside (it was dropped).
  */
 /* The limit is looked up every FSIZE_USES submissions, not at each (a
  * system call more per 4 KiB write: 3 % of fio's randwrite rate): a
@@ -230,9 +232,16 @@ void aio__xfsz_release(struct aio_xfsz *x)
 	sigemptyset(&set);
 	sigaddset(&set, SIGXFSZ);
 	if (!x->pending && sigpending(&pend) == 0 && sigismember(&pend, SIGXFSZ) &&
-	    sigtimedwait(&set, &si, &(struct timespec){ 0, 0 }) == SIGXFSZ &&
-	    si.si_code == SI_ASYNCIO)
-		syscall(SYS_rt_sigqueueinfo, getpid(), SIGXFSZ, &si);
+	    syscall(SYS_rt_sigtimedwait, &set, &si, &(struct timespec){ 0, 0 },
+		    _NSIG / 8) == SIGXFSZ &&
+	    !(si.si_code == SI_USER && si.si_pid == getpid())) {
+		/* kill()'s codes go back to this thread only: the kernel lets
+		 * no one else pass them off as its own */
+		if (si.si_code < 0 && si.si_code != SI_TKILL)
+			syscall(SYS_rt_sigqueueinfo, getpid(), SIGXFSZ, &si);
+		else
+			syscall(SYS_rt_tgsigqueueinfo, getpid(), gettid(), SIGXFSZ, &si);
+	}
 	pthread_sigmask(SIG_SETMASK, &x->old, NULL);
 }
 

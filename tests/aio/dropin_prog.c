@@ -156,6 +156,13 @@ static void close_everything(void)
 	OK(write(p[1], "ping", 4) == 4);
 	OK(wait_for(&r) == 4 && !memcmp(b, "ping", 4));
 	closefrom(3);
+	/* only the engine's numbers are left there: bad flags on one still
+	 * fail (no call reached the kernel: 0) */
+	for (int e = 3; e < 1024; e++)
+		if (fcntl(e, F_GETFD) >= 0) {
+			OK(close_range((unsigned)e, (unsigned)e, 0x80000) == -1 && errno == EINVAL);
+			break;
+		}
 	f = mkstemp(path);
 	OK(f == 3);			/* the lowest number, as under glibc */
 	unlink(path);

@@ -263,6 +263,18 @@ SETUP='mkdir t; yes abcdefghij | head -c 3000000 >big; ln -s t/big l'
 both big l t
 SETUP='mkdir t; yes abcdefghij | head -c 3000000 >t/b; ln -s t/b lnk; echo small >b'
 both lnk b t
+# An operand copied into the target itself (DIR/.) is done before the
+# next starts: a later file of a name it makes replaces that copy (it was
+# "File exists", exit 1), and the target gets its times before the next
+# operand's file changes them (it kept the source's old time).
+SETUP='mkdir s1 s2 t; for i in $(seq 40); do echo one$i >s1/f$i; done; echo TWO >s2/f7'
+both -r s1/. s2/f7 t
+[ "$(cat "$T/u/t/f7")" = TWO ] || fail "cp -r s1/. s2/f7 t: t/f7 is not the later operand's"
+both -r s1/. s2/f7/ t
+SETUP='mkdir s9 s2 t; for i in $(seq 100); do echo $i >s9/f$i; done; yes abcdefghij | head -c 3000000 >s9/zbig; touch -d 2001-01-01 s9; echo G >s2/g'
+both -a s9/. s2/g t
+[ "$(stat -c %Y "$T/u/t")" -gt 1000000000 ] && [ "$(stat -c %Y "$T/u/t")" -ge "$(stat -c %Y "$T/u/t/g")" ] ||
+  fail "cp -a s9/. s2/g t: t keeps s9's time though g was made in it after"
 # A destination that is a symlink to a later source: that source is read
 # once the copy written through the link is done (operands, and in a tree).
 SETUP='mkdir t; yes abcdefghij | head -c 3000000 >a; echo old >b; ln -s ../b t/a'

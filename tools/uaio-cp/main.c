@@ -86,8 +86,24 @@ static const char *target_of(struct cp_run *r, char **files, int *n)
  * written), a file a job writes (led there by a symlink at its
  * destination), or a file whose real path is in the target directory (or
  * cannot be found yet: a symlink to a file being made there); and when
- * what it would overwrite is what one of them reads.
+ * what it would overwrite is what one of them reads. Any operand waits
+ * for one copied into the target itself (DIR/., DIR/.., /): that one's
+ * names may be its own (a name it found unmade, then made there, was
+ * "File exists"), and the target's times and mode, set when that one
+ * ends, must come before what the next one makes there, as in cp.
  */
+static bool into_target_itself(const char *src)
+{
+	const char *end = src + strlen(src), *base;
+
+	while (end > src && end[-1] == '/')
+		end--;
+	for (base = end; base > src && base[-1] != '/';)
+		base--;
+	return end == base || (end - base == 1 && *base == '.') ||
+	       (end - base == 2 && base[0] == '.' && base[1] == '.');
+}
+
 static bool operand_waits(struct cp_run *r, const char *src, const char *target,
 			  char **target_real)
 {
@@ -185,7 +201,8 @@ int main(int argc, char **argv)
 		char *target_real = NULL;
 
 		for (int i = 0; i < n; i++) {
-			if (i && operand_waits(&r, files[i], target, &target_real))
+			if (i && (into_target_itself(files[i - 1]) ||
+				  operand_waits(&r, files[i], target, &target_real)))
 				cp_drain(&r, 1);
 			cp_top(&r, files[i], target, true);
 		}

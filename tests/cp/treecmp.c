@@ -2,6 +2,7 @@
 /*
  * treecmp A B [--no-owner] [--no-times] [--no-links] [--no-xattr]
  *             [--no-mode] [--dir-times] [--strict-holes]
+ * treecmp --hole-map FILE: prints FILE's data ranges (SEEK_DATA).
  *
  * Walks two trees (lstat, symlinks not followed) and compares them entry
  * by entry: the same relative names in both; file type; mode (07777);
@@ -424,6 +425,28 @@ static int set_xattr(char **argv)
 	return 0;
 }
 
+/* --hole-map FILE: the data ranges SEEK_DATA / SEEK_HOLE give, one
+ * "start-end" a line (the holes are between). */
+static int hole_map(const char *path)
+{
+	int fd = open(path, O_RDONLY);
+	off_t pos = 0, d, h;
+
+	if (fd < 0) {
+		fprintf(stderr, "treecmp: cannot open '%s': %s\n", path, strerror(errno));
+		return 2;
+	}
+	while ((d = lseek(fd, pos, SEEK_DATA)) >= 0) {
+		h = lseek(fd, d, SEEK_HOLE);
+		if (h < 0)
+			break;
+		printf("%lld-%lld\n", (long long)d, (long long)h);
+		pos = h;
+	}
+	close(fd);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	struct tree a = { 0 }, b = { 0 };
@@ -440,6 +463,8 @@ int main(int argc, char **argv)
 
 	if (argc == 5 && !strcmp(argv[1], "--setxattr"))
 		return set_xattr(argv + 2);
+	if (argc == 3 && !strcmp(argv[1], "--hole-map"))
+		return hole_map(argv[2]);
 	for (k = 1; k < argc; k++) {
 		for (f = 0; f < nflags && strcmp(argv[k], flags[f].name); f++)
 			;
@@ -475,6 +500,7 @@ int main(int argc, char **argv)
 	return status;
 usage:
 	fprintf(stderr, "usage: treecmp A B [--no-owner] [--no-times] [--no-links] [--no-xattr]"
-		" [--no-mode] [--dir-times] [--strict-holes]\n       treecmp --setxattr PATH NAME VALUE\n");
+		" [--no-mode] [--dir-times] [--strict-holes]\n       treecmp --setxattr PATH NAME VALUE\n"
+		"       treecmp --hole-map FILE\n");
 	return 2;
 }

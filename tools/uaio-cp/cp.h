@@ -166,6 +166,7 @@ struct cp_run {
 	unsigned batches_out;	/* handed to the workers, not back yet */
 	unsigned batch_max;	/* files per batch */
 	dev_t clone_dev;	/* the source device FICLONE was last tried on */
+	dev_t clone_ddev;	/* and the destination's */
 	bool clone_ok;		/* and whether it worked */
 
 	/* what cp remembers (seen.c): source inodes to their first copies

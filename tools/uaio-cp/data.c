@@ -71,7 +71,7 @@ int cp_data_init(struct cp_run *r)
 		j->next = r->free_jobs;
 		r->free_jobs = j;
 	}
-	r->clone_dev = (dev_t)-1;
+	r->clone_dev = r->clone_ddev = (dev_t)-1;
 	return 0;
 }
 
@@ -222,6 +222,8 @@ void cp_job_end(struct cp_job *j)
 		cp_err(r, errno, _("failed to extend %s"), q(r, j->dst));
 		j->failed = true;
 	}
+	if (!j->failed && j->zero_holes && j->final_size >= 0)
+		cp_hole_punch(j, (uint64_t)j->final_size);	/* the tail */
 	if (j->failed) {
 		/* Never a destination that looks whole but is not: with
 		 * several chunks in flight the written part need not be a
@@ -293,16 +295,38 @@ void cp_job_fail(struct cp_job *j, int err, bool reading)
 	cp_job_end(j);
 }
 
+/* The device a job writes on: its existing destination's, else its
+ * directory's (looked up once per directory), else none known. */
+static dev_t dst_dev_of(const struct cp_job *j)
+{
+	struct cp_dir *d = j->dir;
+	struct stat ds;
+
+	if (j->dst_dev)
+		return j->dst_dev;
+	if (d && !d->dst_known && lstat(d->dst, &ds) == 0) {
+		d->dst_dev = ds.st_dev;
+		d->dst_ino = ds.st_ino;
+		d->dst_known = true;
+	}
+	return d && d->dst_known ? d->dst_dev : (dev_t)-1;
+}
+
+/* A refused clone is remembered for its pair of devices: a tree whose
+ * parts go to different file systems (a mount inside the destination)
+ * tries each pair, as cp tries every file. */
 static bool no_clone(const struct cp_job *j)
 {
 	const struct cp_run *r = j->r;
 
 	if (r->o.reflink == REFLINK_ALWAYS)
 		return false;
-	return r->o.reflink == REFLINK_NEVER || r->o.sparse != SPARSE_AUTO ||
+	/* cp 9.1 clones under any --sparse (later cp's --sparse=never
+	 * turns --reflink=auto off) */
+	return r->o.reflink == REFLINK_NEVER ||
 	       !S_ISREG(j->st.st_mode) || j->stream_dst ||
 	       (r->o.reflink == REFLINK_AUTO && r->clone_dev == j->st.st_dev &&
-		!r->clone_ok);
+		r->clone_ddev == dst_dev_of(j) && !r->clone_ok);
 }
 
 /* -------------------------------------------------------------- start */
@@ -324,8 +348,9 @@ static int try_clone(struct cp_job *j)
 
 	if (no_clone(j))
 		return -1;
+	r->clone_dev = j->st.st_dev;
+	r->clone_ddev = dst_dev_of(j);
 	if (ioctl(j->dfd, FICLONE, j->sfd) == 0) {
-		r->clone_dev = j->st.st_dev;
 		r->clone_ok = true;
 		return 0;
 	}
@@ -334,7 +359,6 @@ static int try_clone(struct cp_job *j)
 		j->failed = true;
 		return 1;
 	}
-	r->clone_dev = j->st.st_dev;
 	r->clone_ok = false;
 	return -1;
 }
@@ -350,6 +374,7 @@ static void begin_data(struct cp_job *j)
 	}
 	j->by_extent = looks_sparse(j);
 	j->zero_holes = r->o.sparse == SPARSE_ALWAYS || j->by_extent;
+	j->wend = 0;
 	if (j->zero_holes) {
 		struct stat ds;
 

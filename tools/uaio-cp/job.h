@@ -36,6 +36,7 @@ struct cp_job {
 	uint8_t *buf;		/* this slot's SMALL_MAX bytes */
 	uint64_t base, fill;	/* buffer path: the buffer holds [base, base + fill) */
 	uint64_t wpos;		/* buffer path: next byte to write */
+	uint64_t wend;		/* zero_holes: end of the data written so far */
 	uint64_t cursor;	/* flow path: 1 once the flow started */
 	bool by_extent;		/* the source has holes to keep */
 	/* whole zero blocks become holes: --sparse=always, and auto on a
@@ -80,6 +81,7 @@ bool cp_by_cfr(const struct cp_job *j);
 /* ring.c */
 bool cp_short_end(const struct cp_job *j, size_t got, uint64_t pos);
 void cp_buf_read(struct cp_job *j);
+void cp_hole_punch(struct cp_job *j, uint64_t to);
 void cp_flow_next(struct cp_job *j);
 
 /* whole.c */

@@ -7,6 +7,7 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <fcntl.h>
 #include <string.h>
 #include <unistd.h>
 #include "job.h"
@@ -42,6 +43,19 @@ static uint64_t hole_at(const struct cp_job *j, uint64_t pos, uint64_t end)
 
 static void on_write(uaio_op *op, int res, void *data);
 
+/* The bytes skipped as a hole since the data before are made one, as cp
+ * 9.1 punches them: a file system that allocates ahead of the writes
+ * (XFS's speculative preallocation) kept them allocated, as data to
+ * SEEK_DATA. Where nothing is allocated, or punching is not supported,
+ * it changes nothing. */
+void cp_hole_punch(struct cp_job *j, uint64_t to)
+{
+	if (to > j->wend)
+		(void)!fallocate(j->dfd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
+				 (off_t)j->wend, (off_t)(to - j->wend));
+	j->wend = to;
+}
+
 /* Writes the next run of [wpos, base + fill); with zero_holes whole zero
  * blocks are skipped, to become holes. */
 static void buf_write(struct cp_job *j)
@@ -66,6 +80,8 @@ static void buf_write(struct cp_job *j)
 		cp_buf_read(j);
 		return;
 	}
+	if (j->zero_holes)
+		cp_hole_punch(j, j->wpos);
 	if (r->buf_index >= 0)
 		ret = uaio_op_write_fixed(r->l, &j->op, j->dfd,
 					  j->buf + (j->wpos - j->base),
@@ -93,6 +109,7 @@ static void on_write(uaio_op *op, int res, void *data)
 		return;
 	}
 	j->wpos += (unsigned)res;
+	j->wend = j->wpos;
 	cp_job_count(j, (unsigned)res);
 	buf_write(j);
 }

@@ -83,44 +83,62 @@ static size_t queued_of_locked(int fd, struct aio_req **v)
 }
 
 /*
- * aio_cancel(fd, NULL): the waiting requests are cancelled, and notified,
- * in the order glibc's list has them (the slab's order is its slots').
- * Those left (if memory ran out) go in the slab's order after.
+ * aio_cancel(fd, NULL): the requests waiting when it began (marked doomed
+ * by the caller) are cancelled, and notified, in the order glibc's list
+ * has them. Those left (if memory ran out) go in the slab's order after.
  *
  * As in glibc, a request's signal is taken before the next is sent: its
- * handler runs in aio_cancel, once per request. (Held to the end, three
- * SIGUSR1s were one: standard signals merge while pending.) A handler
- * may have changed the queues, so the order is looked up again after.
+ * handler runs in aio_cancel, once per request, under the engine lock as
+ * glibc's runs under its mutex. (Held to the end, three SIGUSR1s were one:
+ * standard signals merge while pending.) A handler may change the queues:
+ * the order is looked up again after one ran, and only the requests marked
+ * at the start are cancelled (one a handler submits meanwhile is not, as
+ * glibc's list was cut off before its notifications).
  */
+static size_t queued_snapshot_locked(int fd, struct aio_req ***vp)
+{
+	size_t n = queued_of_locked(fd, NULL);
+
+	*vp = n ? malloc(n * sizeof(**vp)) : NULL;
+	if (!*vp)
+		return 0;
+	return queued_of_locked(fd, *vp);
+}
+
 static int cancel_queued_in_order_locked(int fd)
 {
+	struct aio_req **v;
+	size_t n = queued_snapshot_locked(fd, &v), i;
 	int canceled = 0;
 	bool again;
 
 	do {
-		size_t n = queued_of_locked(fd, NULL);
-		struct aio_req **v = n ? malloc(n * sizeof(*v)) : NULL;
 		struct aio_fdw *w;
 
-		if (!v)
-			return canceled;
-		queued_of_locked(fd, v);
 		/* A cancelled write ends an fsync's wait, a cancelled fsync
 		 * a write's: none may start now, being cancelled next (w
 		 * goes with its last request; one made anew starts clear) */
 		if ((w = aio__fdw_get_locked(fd, false)))
 			w->cancelling = true;
 		again = false;
-		for (size_t i = 0; i < n && !again; i++) {
-			canceled += cancel_locked(v[i]);
-			again = i + 1 < n && aio__signals_held_here();
+		for (i = 0; i < n && !again; i++) {
+			if (!v[i]->doomed)
+				continue;
+			if (cancel_locked(v[i])) {
+				v[i]->doomed = false;	/* (freed: not looked at again) */
+				canceled++;
+			}
+			again = aio__signals_held_here();
 		}
 		if ((w = aio__fdw_get_locked(fd, false)))
 			w->cancelling = false;
 		free(v);
-		if (again)
+		n = 0;
+		if (again) {
 			aio__signals_let_go();
-	} while (again);
+			n = queued_snapshot_locked(fd, &v);
+		}
+	} while (n);
 	return canceled;
 }
 
@@ -196,12 +214,16 @@ static int cancel_call(int fd, struct aiocb *cb)
 	} else {
 		struct aio_req *r;
 
+		/* the requests of fd now: none a handler submits later */
+		UAIO_SLAB_FOREACH(&E->reqs, r)
+			r->doomed = r->state != RS_FREE && r->cb->aio_fildes == fd;
 		orphans_cancel_locked(fd, NULL, &canceled, &notcanceled);
 		aio__lone_cancel_locked(fd, NULL, &canceled, &notcanceled);
 		canceled += cancel_queued_in_order_locked(fd);
 		UAIO_SLAB_FOREACH(&E->reqs, r) {
-			if (r->state == RS_FREE || r->cb->aio_fildes != fd)
+			if (r->state == RS_FREE || !r->doomed)
 				continue;
+			r->doomed = false;
 			if (cancel_locked(r))
 				canceled++;
 			else

@@ -29,8 +29,8 @@
  * handle of their file (uaio_file_pin), so the caller may close or reuse
  * the descriptor while the request is in flight.
  *
- * Files: status.c (the aiocb's status, aio_error / aio_return /
- * aio_suspend), engine.c (records, hints, pins, the engine thread, fork),
+ * Files: status.c (the aiocb's status, aio_error / aio_return),
+ * suspend.c (aio_suspend and its waits), engine.c (records, hints, pins, the engine thread, fork),
  * lock.c (the engine lock; signals held on the caller's thread),
  * thread.c (a submitting thread's own ring, its exit),
  * queue.c (stream FIFOs, fsync barriers, issue and end), submit.c
@@ -186,6 +186,7 @@ struct aio_req {
 	int fd;				/* what the op uses: a pinned handle, or the fd */
 	uint8_t kind, state, flags;
 	int8_t prio;
+	bool doomed;			/* waiting when aio_cancel(fd, NULL) began */
 };
 _Static_assert(sizeof(struct aio_req) <= 144, "request record over budget");
 
@@ -314,6 +315,7 @@ struct aio_susp {
 	atomic_uint word;	/* futex: generation << 1 | closed */
 	atomic_uint busy;
 	atomic_int n;
+	const void *owner;	/* the waiting thread's (suspend.c, susp_self) */
 	const struct aiocb *_Atomic cbs[AIO_SUSP_LIST];
 };
 

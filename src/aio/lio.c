@@ -139,8 +139,8 @@ static int lio_one(int mode, struct aiocb *const list[], int nent,
  * such limit, takes the whole list (70 000 cached reads), and its caller
  * waits for all of it anyway. -1/EIO if an entry failed (or a slice was
  * refused beside others taken); an interrupted wait (EINTR) ends it. */
-int aio__lio_listio(int mode, struct aiocb *const list[], int nent,
-		    struct sigevent *sig)
+static int lio_listio_call(int mode, struct aiocb *const list[], int nent,
+			   struct sigevent *sig)
 {
 	unsigned long room;
 	int ret = 0, err = 0;
@@ -175,17 +175,23 @@ int aio__lio_listio(int mode, struct aiocb *const list[], int nent,
 	return ret;
 }
 
+/* The drop-in's lio_listio and ulio_listio: no cancellation point, as
+ * glibc's (engine.h, aio__nocancel_begin). */
+int aio__lio_listio(int mode, struct aiocb *const list[], int nent,
+		    struct sigevent *sig)
+{
+	int ct = aio__nocancel_begin(), r = lio_listio_call(mode, list, nent, sig);
+
+	aio__nocancel_end(ct);
+	return r;
+}
+
 /* POSIX: EINVAL for nent over AIO_LISTIO_MAX, which uaio_sysconf tells
  * (glibc's sysconf tells no limit, so its lio_listio has none). */
 UAIO_API int ulio_listio(int mode, struct aiocb *const list[], int nent,
 			 struct sigevent *sig)
 {
-	int ct, r;
-
 	if (nent < 0 || (unsigned long)nent > E->max)
 		return posix_ret(-EINVAL);
-	ct = aio__nocancel_begin();
-	r = aio__lio_listio(mode, list, nent, sig);
-	aio__nocancel_end(ct);
-	return r;
+	return aio__lio_listio(mode, list, nent, sig);
 }

@@ -18,6 +18,10 @@
 #define _GNU_SOURCE
 #include "aio/engine.h"
 
+/* Tells a thread's records in a child of fork (its address is the same
+ * there): a handler that interrupted this thread's wait may fork. */
+static __thread char susp_self;
+
 /* word: generation << 1 | closed. Closed: not waiting, or woken. */
 static struct aio_susp *susp_take(const struct aiocb *const list[], int nent,
 				  unsigned *gen)
@@ -36,6 +40,7 @@ static struct aio_susp *susp_take(const struct aiocb *const list[], int nent,
 			continue;
 		while (hi < i + 1 && !atomic_compare_exchange_weak(&E->susp_hi, &hi, i + 1))
 			;
+		s->owner = &susp_self;
 		n = 0;
 		for (int k = 0; k < nent; k++)
 			if (list[k])
@@ -89,15 +94,24 @@ void aio__suspend_wake(const struct aiocb *cb)
 	}
 }
 
-/* A child of fork: the records of the parent's other threads are theirs. */
+/* A child of fork: the records of the parent's other threads are let go;
+ * the forking thread's own stay (a wait its handler interrupted goes on). */
 void aio__suspend_fork_child(void)
 {
+	unsigned kept = 0;
+
 	for (unsigned i = 0; i < AIO_SUSP_SLOTS; i++) {
-		atomic_store(&E->susp[i].word, atomic_load(&E->susp[i].word) | 1);
-		atomic_store(&E->susp[i].n, 0);
-		atomic_store(&E->susp[i].busy, 0);
+		struct aio_susp *s = &E->susp[i];
+
+		if (atomic_load(&s->busy) && s->owner == &susp_self) {
+			kept++;
+			continue;
+		}
+		atomic_store(&s->word, atomic_load(&s->word) | 1);
+		atomic_store(&s->n, 0);
+		atomic_store(&s->busy, 0);
 	}
-	atomic_store(&E->nsusp, 0);
+	atomic_store(&E->nsusp, kept);
 }
 
 static bool any_live(const struct aiocb *const list[], int nent)

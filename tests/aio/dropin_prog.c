@@ -220,6 +220,44 @@ int stream_order(const int p[2])
 	return 0;
 }
 
+/* lio_listio is no cancellation point, as glibc's (it turns cancellation
+ * off): a thread with a cancel pending lists a pipe write; the call
+ * returns 0, the data arrives, and the thread dies at its next
+ * cancellation point (uaio's drop-in acted on it inside: the call never
+ * returned and the write stayed in progress). */
+static struct aiocb lio_w;
+static volatile int lio_ret = -9;
+
+static void *lio_cancelled(void *arg)
+{
+	struct aiocb *l[1] = { &lio_w };
+
+	(void)arg;
+	pthread_cancel(pthread_self());
+	lio_ret = lio_listio(LIO_WAIT, l, 1, NULL);
+	pthread_testcancel();
+	return NULL;
+}
+
+static void lio_no_cancellation_point(void)
+{
+	pthread_t th;
+	void *res;
+	char b[4];
+	int p[2];
+
+	OK(pipe(p) == 0);
+	cb_init(&lio_w, p[1], "lio!", 4, 0);
+	lio_w.aio_lio_opcode = LIO_WRITE;
+	OK(pthread_create(&th, NULL, lio_cancelled, NULL) == 0);
+	OK(pthread_join(th, &res) == 0);
+	OK(res == PTHREAD_CANCELED && lio_ret == 0);
+	OK(aio_error(&lio_w) == 0 && aio_return(&lio_w) == 4);
+	OK(read(p[0], b, 4) == 4 && !memcmp(b, "lio!", 4));
+	close(p[0]);
+	close(p[1]);
+}
+
 static void in_child(const char *what)
 {
 	pid_t pid = fork();
@@ -372,6 +410,7 @@ int main(int argc, char **argv)
 	glibc_details(fd);
 
 	close_everything();
+	lio_no_cancellation_point();
 	in_child("table-full");
 	in_child("small-table");
 	in_child("idle");

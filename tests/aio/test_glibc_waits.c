@@ -16,12 +16,16 @@
  *    wait looked at the aiocb again, found it in progress, and slept on);
  *  - aio_cancel(fd, NULL) runs a cancelled request's handler before it
  *    sends the next one's signal: once per request (held to the end,
- *    three SIGUSR1s merged into one).
+ *    three SIGUSR1s merged into one); and it cancels the requests waiting
+ *    when it began, not those a handler submits meanwhile (a handler
+ *    that submitted its aiocb anew kept it cancelling for ever).
  */
 #define _GNU_SOURCE
 #include "aio/aio_util.h"
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdio.h>
+#include <sys/syscall.h>
 
 static int p_pend[2], file_fd;
 static char fbuf[8], pbuf[1];
@@ -91,6 +95,28 @@ static void no_cancellation_points(void)
 /* ------------------------------------------------ aio_suspend's wakes */
 
 static atomic_int hits;
+static pid_t main_tid;
+
+/* Until thread tid sleeps in a futex wait (aio_suspend's): no sleep of a
+ * guessed length, which a loaded machine may outlast. */
+static void until_asleep(pid_t tid)
+{
+	char path[64], line[64];
+
+	snprintf(path, sizeof(path), "/proc/self/task/%d/syscall", (int)tid);
+	for (;;) {
+		FILE *f = fopen(path, "r");
+		int nr = -1;
+
+		CHECK(f);
+		if (fgets(line, sizeof(line), f))
+			nr = atoi(line);
+		fclose(f);
+		if (nr == SYS_futex)
+			return;
+		usleep(1000);
+	}
+}
 static int sp[2], op[2];
 static char sbuf[1], obuf[1];
 static struct aiocb scb, ocb;
@@ -106,7 +132,7 @@ static void on_usr1(int sig)
 static void *complete_other(void *arg)
 {
 	(void)arg;
-	usleep(50000);
+	until_asleep(main_tid);
 	CHECK_EQ(write(op[1], "o", 1), 1);
 	return NULL;
 }
@@ -180,7 +206,7 @@ static void rearm_in_handler(int sig, siginfo_t *si, void *uc)
 static void *feed_one(void *arg)
 {
 	(void)arg;
-	usleep(50000);
+	until_asleep(main_tid);
 	CHECK_EQ(write(sp[1], "s", 1), 1);
 	return NULL;
 }
@@ -243,13 +269,108 @@ static void cancel_signals_each(void)
 	close(p[1]);
 }
 
+static struct aiocb rc[4];
+
+static void rearm_cancelled(int sig, siginfo_t *si, void *uc)
+{
+	struct aiocb *cb = si->si_value.sival_ptr;
+
+	(void)sig;
+	(void)uc;
+	atomic_fetch_add(&hits, 1);
+	if (uaio_error(cb) == ECANCELED) {
+		CHECK_EQ(uaio_return(cb), -1);
+		CHECK_EQ(uaio_read(cb), 0);	/* at the queue's end again */
+	}
+}
+
+static void cancel_with_rearming_handler(void)
+{
+	struct sigaction sa = { .sa_sigaction = rearm_cancelled,
+				.sa_flags = SA_SIGINFO | SA_RESTART };
+	char b[4][1];
+	int p[2], err;
+
+	CHECK_EQ(sigaction(SIGUSR1, &sa, NULL), 0);
+	CHECK_EQ(pipe(p), 0);
+	atomic_store(&hits, 0);
+	for (int i = 0; i < 4; i++) {
+		rc[i] = t_cb(p[0], b[i], 1, 0);
+		rc[i].aio_sigevent.sigev_notify = SIGEV_SIGNAL;
+		rc[i].aio_sigevent.sigev_signo = SIGUSR1;
+		rc[i].aio_sigevent.sigev_value.sival_ptr = &rc[i];
+		CHECK_EQ(uaio_read(&rc[i]), 0);
+	}
+	CHECK_EQ(uaio_cancel(p[0], NULL), AIO_NOTCANCELED);
+	CHECK_EQ(atomic_load(&hits), 3);
+	for (int i = 1; i < 4; i++)
+		CHECK_EQ(uaio_error(&rc[i]), EINPROGRESS);	/* submitted anew */
+	CHECK_EQ(write(p[1], "abcd", 4), 4);
+	for (int i = 0; i < 4; i++)
+		CHECK_EQ(t_wait(&rc[i], &err), 1);
+	close(p[0]);
+	close(p[1]);
+}
+
+/* A handler that interrupts this thread's wait forks: in the child the
+ * wait goes on as the parent's (the child's reset of the parent's records
+ * closed this thread's own, and its wait returned 0, nothing done). */
+static pid_t forked = -1;
+
+static void fork_in_handler(int sig)
+{
+	(void)sig;
+	forked = fork();
+}
+
+static void *kick_main(void *arg)
+{
+	(void)arg;
+	until_asleep(main_tid);
+	CHECK_EQ(syscall(SYS_tgkill, getpid(), main_tid, SIGUSR2), 0);
+	return NULL;
+}
+
+static void fork_during_wait(void)
+{
+	const struct aiocb *list[1] = { &scb };
+	struct timespec ts = { 20, 0 };
+	struct sigaction sa = { .sa_handler = fork_in_handler };
+	pthread_t th;
+	int r, err, status;
+
+	CHECK_EQ(sigaction(SIGUSR2, &sa, NULL), 0);
+	CHECK_EQ(pipe(sp), 0);
+	scb = t_cb(sp[0], sbuf, 1, 0);
+	CHECK_EQ(uaio_read(&scb), 0);
+	CHECK_EQ(pthread_create(&th, NULL, kick_main, NULL), 0);
+	r = uaio_suspend(list, 1, &ts);
+	err = errno;
+	if (forked == 0)	/* the child: as the parent, interrupted */
+		_exit(r == -1 && err == EINTR && uaio_error(&scb) == EINPROGRESS ? 0 : 3);
+	CHECK(forked > 0);
+	CHECK_EQ(pthread_join(th, NULL), 0);
+	CHECK_EQ(r, -1);
+	CHECK_EQ(err, EINTR);
+	CHECK_EQ(waitpid(forked, &status, 0), forked);
+	CHECK(WIFEXITED(status));
+	CHECK_EQ(WEXITSTATUS(status), 0);
+	CHECK_EQ(write(sp[1], "s", 1), 1);
+	CHECK_EQ(t_wait(&scb, &err), 1);
+	close(sp[0]);
+	close(sp[1]);
+}
+
 int main(void)
 {
+	main_tid = gettid();
 	t_watchdog(60);
 	RUN(no_cancellation_points);
 	RUN(other_signal_untimed);
 	RUN(other_signal_timed);
 	RUN(resubmitted_in_handler);
 	RUN(cancel_signals_each);
+	RUN(cancel_with_rearming_handler);
+	RUN(fork_during_wait);
 	return T_EXIT_PASS;
 }

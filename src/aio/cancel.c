@@ -214,20 +214,30 @@ static int cancel_call(int fd, struct aiocb *cb)
 	} else {
 		struct aio_req *r;
 
-		/* the requests of fd now: none a handler submits later */
-		UAIO_SLAB_FOREACH(&E->reqs, r)
-			r->doomed = r->state != RS_FREE && r->cb->aio_fildes == fd;
+		/* The requests of fd now, none a handler submits later: the
+		 * waiting ones marked (others' marks untouched: a handler's
+		 * own aio_cancel of another descriptor runs in the middle),
+		 * the running ones counted now (a handler's aio_cancel of
+		 * this one may take them over) */
+		UAIO_SLAB_FOREACH(&E->reqs, r) {
+			if (r->state == RS_FREE || r->cb->aio_fildes != fd)
+				continue;
+			if (r->state == RS_QUEUED)
+				r->doomed = true;
+			else
+				notcanceled++;
+		}
 		orphans_cancel_locked(fd, NULL, &canceled, &notcanceled);
 		aio__lone_cancel_locked(fd, NULL, &canceled, &notcanceled);
 		canceled += cancel_queued_in_order_locked(fd);
 		UAIO_SLAB_FOREACH(&E->reqs, r) {
-			if (r->state == RS_FREE || !r->doomed)
+			if (r->state == RS_FREE || !r->doomed || r->cb->aio_fildes != fd)
 				continue;
 			r->doomed = false;
 			if (cancel_locked(r))
 				canceled++;
 			else
-				notcanceled++;
+				notcanceled++;	/* started meanwhile */
 		}
 	}
 	aio__unlock();

@@ -239,8 +239,7 @@ static void fork_child(void)
 		uaio_loop_free(E->loop);	/* child-safe: no locks, no joins */
 		E->loop = NULL;
 	}
-	atomic_store(&E->waiters, 0);
-	aio__suspend_fork_child();
+	aio__suspend_fork_child();	/* E->waiters too */
 	atomic_store(&E->ending, 0);
 	aio__lone_forget();
 	aio__threads_fork_child();

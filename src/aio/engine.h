@@ -313,9 +313,9 @@ struct aio_spares {
 #define AIO_SUSP_LIST	64	/* aiocbs a record lists */
 struct aio_susp {
 	atomic_uint word;	/* futex: generation << 1 | closed */
-	atomic_uint busy;
 	atomic_int n;
-	const void *owner;	/* the waiting thread's (suspend.c, susp_self) */
+	/* taken: its thread's mark (suspend.c, susp_self); NULL: free */
+	const void *_Atomic owner;
 	const struct aiocb *_Atomic cbs[AIO_SUSP_LIST];
 };
 

@@ -33,14 +33,16 @@ static struct aio_susp *susp_take(const struct aiocb *const list[], int nent,
 			return NULL;
 	for (unsigned i = 0; i < AIO_SUSP_SLOTS; i++) {
 		struct aio_susp *s = &E->susp[i];
-		unsigned zero = 0, hi = atomic_load(&E->susp_hi);
+		const void *none = NULL;
+		unsigned hi = atomic_load(&E->susp_hi);
 
-		if (atomic_load_explicit(&s->busy, memory_order_relaxed) ||
-		    !atomic_compare_exchange_strong(&s->busy, &zero, 1))
+		/* taken and marked as this thread's in one step: a fork in
+		 * between would find it neither free nor anyone's */
+		if (atomic_load_explicit(&s->owner, memory_order_relaxed) ||
+		    !atomic_compare_exchange_strong(&s->owner, &none, &susp_self))
 			continue;
 		while (hi < i + 1 && !atomic_compare_exchange_weak(&E->susp_hi, &hi, i + 1))
 			;
-		s->owner = &susp_self;
 		n = 0;
 		for (int k = 0; k < nent; k++)
 			if (list[k])
@@ -62,7 +64,7 @@ static void susp_leave(struct aio_susp *s, unsigned gen)
 	atomic_store(&s->word, gen | 1);	/* a late completion's CAS fails */
 	atomic_store_explicit(&s->n, 0, memory_order_relaxed);
 	atomic_fetch_sub(&E->nsusp, 1);
-	atomic_store_explicit(&s->busy, 0, memory_order_release);
+	atomic_store_explicit(&s->owner, NULL, memory_order_release);
 }
 
 /* After cb's status is out (aio__complete): wakes the waits listing it. */
@@ -94,8 +96,12 @@ void aio__suspend_wake(const struct aiocb *cb)
 	}
 }
 
-/* A child of fork: the records of the parent's other threads are let go;
- * the forking thread's own stay (a wait its handler interrupted goes on). */
+/* This thread's waits on the completion count (the fallback). */
+static __thread unsigned susp_counted;
+
+/* A child of fork: the waits of the parent's other threads are let go;
+ * the forking thread's own stay (a wait its handler interrupted goes on,
+ * and ends as it would have). */
 void aio__suspend_fork_child(void)
 {
 	unsigned kept = 0;
@@ -103,15 +109,16 @@ void aio__suspend_fork_child(void)
 	for (unsigned i = 0; i < AIO_SUSP_SLOTS; i++) {
 		struct aio_susp *s = &E->susp[i];
 
-		if (atomic_load(&s->busy) && s->owner == &susp_self) {
+		if (atomic_load(&s->owner) == &susp_self) {
 			kept++;
 			continue;
 		}
 		atomic_store(&s->word, atomic_load(&s->word) | 1);
 		atomic_store(&s->n, 0);
-		atomic_store(&s->busy, 0);
+		atomic_store(&s->owner, NULL);
 	}
 	atomic_store(&E->nsusp, kept);
+	atomic_store(&E->waiters, susp_counted);
 }
 
 static bool any_live(const struct aiocb *const list[], int nent)
@@ -133,10 +140,12 @@ static void waiter_gone(void *arg)
 {
 	struct susp_hold *h = arg;
 
-	if (h->s)
+	if (h->s) {
 		susp_leave(h->s, h->gen);
-	else
+	} else {
+		susp_counted--;
 		atomic_fetch_sub(&E->waiters, 1);
+	}
 }
 
 /* suspend's wait, on its record's word (h->s) or on the completion
@@ -238,8 +247,10 @@ static int suspend(const struct aiocb *const list[], int nent,
 	if (aio__own_wait(list, nent, timeout ? &deadline : NULL, &r))
 		return posix_ret(r);
 	h.s = susp_take(list, nent, &h.gen);
-	if (!h.s)
+	if (!h.s) {
+		susp_counted++;
 		atomic_fetch_add(&E->waiters, 1);
+	}
 	return posix_ret(suspend_wait(list, nent, timeout ? &deadline : NULL, &h));
 }
 

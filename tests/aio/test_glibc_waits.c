@@ -312,6 +312,52 @@ static void cancel_with_rearming_handler(void)
 	close(p[1]);
 }
 
+/* A cancelled request's handler cancels another descriptor's requests:
+ * the outer aio_cancel still cancels all it began with (the inner one's
+ * marking wiped the outer's: two requests left to run, AIO_CANCELED). */
+static int other_fd = -1;
+
+static void cancel_other(int sig)
+{
+	(void)sig;
+	atomic_fetch_add(&hits, 1);
+	(void)uaio_cancel(other_fd, NULL);
+}
+
+static void cancel_nested_other_fd(void)
+{
+	struct sigaction sa = { .sa_handler = cancel_other, .sa_flags = SA_RESTART };
+	struct aiocb c[4], o;
+	char b[4][1], ob[1];
+	int p[2], q[2], err;
+
+	CHECK_EQ(sigaction(SIGUSR1, &sa, NULL), 0);
+	CHECK_EQ(pipe(p), 0);
+	CHECK_EQ(pipe(q), 0);
+	other_fd = q[0];
+	atomic_store(&hits, 0);
+	o = t_cb(q[0], ob, 1, 0);
+	CHECK_EQ(uaio_read(&o), 0);
+	for (int i = 0; i < 4; i++) {
+		c[i] = t_cb(p[0], b[i], 1, 0);
+		c[i].aio_sigevent.sigev_notify = SIGEV_SIGNAL;
+		c[i].aio_sigevent.sigev_signo = SIGUSR1;
+		CHECK_EQ(uaio_read(&c[i]), 0);
+	}
+	CHECK_EQ(uaio_cancel(p[0], NULL), AIO_NOTCANCELED);
+	for (int i = 1; i < 4; i++)
+		CHECK_EQ(uaio_error(&c[i]), ECANCELED);
+	CHECK_EQ(atomic_load(&hits), 3);
+	CHECK_EQ(write(p[1], "x", 1), 1);
+	CHECK_EQ(t_wait(&c[0], &err), 1);
+	CHECK_EQ(write(q[1], "y", 1), 1);
+	CHECK_EQ(t_wait(&o, &err), 1);
+	for (int i = 0; i < 2; i++) {
+		close(p[i]);
+		close(q[i]);
+	}
+}
+
 /* A handler that interrupts this thread's wait forks: in the child the
  * wait goes on as the parent's (the child's reset of the parent's records
  * closed this thread's own, and its wait returned 0, nothing done). */
@@ -371,6 +417,7 @@ int main(void)
 	RUN(resubmitted_in_handler);
 	RUN(cancel_signals_each);
 	RUN(cancel_with_rearming_handler);
+	RUN(cancel_nested_other_fd);
 	RUN(fork_during_wait);
 	return T_EXIT_PASS;
 }

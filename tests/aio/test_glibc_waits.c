@@ -239,6 +239,19 @@ static void resubmitted_in_handler(void)
 	close(sp[1]);
 }
 
+/* Four one-byte reads of fd, each signalling SIGUSR1 with its own aiocb
+ * as the value: the first runs, three wait behind it. */
+static void queue_signalled_reads(struct aiocb c[4], char b[4][1], int fd)
+{
+	for (int i = 0; i < 4; i++) {
+		c[i] = t_cb(fd, b[i], 1, 0);
+		c[i].aio_sigevent.sigev_notify = SIGEV_SIGNAL;
+		c[i].aio_sigevent.sigev_signo = SIGUSR1;
+		c[i].aio_sigevent.sigev_value.sival_ptr = &c[i];
+		CHECK_EQ(uaio_read(&c[i]), 0);
+	}
+}
+
 static void cancel_signals_each(void)
 {
 	struct sigaction sa = { .sa_handler = on_usr1, .sa_flags = SA_RESTART };
@@ -249,12 +262,7 @@ static void cancel_signals_each(void)
 	CHECK_EQ(sigaction(SIGUSR1, &sa, NULL), 0);
 	CHECK_EQ(pipe(p), 0);
 	atomic_store(&hits, 0);
-	for (int i = 0; i < 4; i++) {
-		c[i] = t_cb(p[0], b[i], 1, 0);
-		c[i].aio_sigevent.sigev_notify = SIGEV_SIGNAL;
-		c[i].aio_sigevent.sigev_signo = SIGUSR1;
-		CHECK_EQ(uaio_read(&c[i]), 0);
-	}
+	queue_signalled_reads(c, b, p[0]);
 	/* c[0] is under way: AIO_NOTCANCELED, the three behind it cancelled */
 	CHECK_EQ(uaio_cancel(p[0], NULL), AIO_NOTCANCELED);
 	at_return = atomic_load(&hits);
@@ -294,13 +302,7 @@ static void cancel_with_rearming_handler(void)
 	CHECK_EQ(sigaction(SIGUSR1, &sa, NULL), 0);
 	CHECK_EQ(pipe(p), 0);
 	atomic_store(&hits, 0);
-	for (int i = 0; i < 4; i++) {
-		rc[i] = t_cb(p[0], b[i], 1, 0);
-		rc[i].aio_sigevent.sigev_notify = SIGEV_SIGNAL;
-		rc[i].aio_sigevent.sigev_signo = SIGUSR1;
-		rc[i].aio_sigevent.sigev_value.sival_ptr = &rc[i];
-		CHECK_EQ(uaio_read(&rc[i]), 0);
-	}
+	queue_signalled_reads(rc, b, p[0]);
 	CHECK_EQ(uaio_cancel(p[0], NULL), AIO_NOTCANCELED);
 	CHECK_EQ(atomic_load(&hits), 3);
 	for (int i = 1; i < 4; i++)
@@ -338,12 +340,7 @@ static void cancel_nested_other_fd(void)
 	atomic_store(&hits, 0);
 	o = t_cb(q[0], ob, 1, 0);
 	CHECK_EQ(uaio_read(&o), 0);
-	for (int i = 0; i < 4; i++) {
-		c[i] = t_cb(p[0], b[i], 1, 0);
-		c[i].aio_sigevent.sigev_notify = SIGEV_SIGNAL;
-		c[i].aio_sigevent.sigev_signo = SIGUSR1;
-		CHECK_EQ(uaio_read(&c[i]), 0);
-	}
+	queue_signalled_reads(c, b, p[0]);
 	CHECK_EQ(uaio_cancel(p[0], NULL), AIO_NOTCANCELED);
 	for (int i = 1; i < 4; i++)
 		CHECK_EQ(uaio_error(&c[i]), ECANCELED);

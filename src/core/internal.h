@@ -304,6 +304,8 @@ static inline struct uaio_fdent *uaio__fdent(uaio_loop *l, int fd, bool grow)
 }
 int uaio__heap_push(uaio_loop *l, uint64_t when, uintptr_t p);
 void uaio__heap_remove(uaio_loop *l, uint32_t idx);
+void uaio__timers_forget(uaio_loop *l);
+void uaio__watches_forget(uaio_loop *l);
 /* reactor.c: the epoll reactor of both backends. */
 struct epoll_event;
 /* The epoll mask for a watch's events (UAIO_READABLE / UAIO_WRITABLE);

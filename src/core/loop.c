@@ -114,6 +114,8 @@ UAIO_API void uaio_loop_free(uaio_loop *l)
 		uaio__workers_stop(l, true);
 	l->be->fini(l);
 	uaio__inbox_free(l);
+	uaio__timers_forget(l);
+	uaio__watches_forget(l);
 	for (unsigned i = 0; i < l->nfds; i++)
 		free(l->fds[i].q);
 	free(l->fds);

@@ -148,3 +148,12 @@ UAIO_API int uaio_timer_pending(const uaio_timer *t)
 {
 	return t->heap_index != UINT32_MAX;
 }
+
+/* At uaio_loop_free: its timers end unseen (loop.h), idle again, so that
+ * another loop takes them (they read as pending there, and were refused). */
+void uaio__timers_forget(uaio_loop *l)
+{
+	for (unsigned i = 0; i < l->nheap; i++)
+		if (!(l->heap[i].p & 1))
+			((uaio_timer *)l->heap[i].p)->heap_index = UINT32_MAX;
+}

@@ -142,3 +142,13 @@ UAIO_API int uaio_watch_stop(uaio_loop *l, uaio_watch *w)
 	return 0;
 }
 
+/* At uaio_loop_free: its watches end without handle_close (loop.h), idle
+ * again, so that another loop takes them (they were refused: -EBUSY). */
+void uaio__watches_forget(uaio_loop *l)
+{
+	for (uaio_watch *w = l->closing; w; w = w->next)
+		w->state = 0;
+	for (unsigned i = 0; i < l->nfds; i++)
+		if (l->fds[i].w)
+			l->fds[i].w->state = 0;
+}

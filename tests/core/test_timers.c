@@ -136,6 +136,25 @@ static void other_loop(void)
 	uaio_loop_free(c);
 }
 
+/* A timer still pending when its loop is freed ends there unseen: not
+ * pending, and another loop takes it (it read as pending: -EBUSY). */
+static void after_free(void)
+{
+	uaio_loop *a = t_loop_new(0), *b = t_loop_new(0);
+	uaio_timer t;
+
+	fired = out_of_order = 0;
+	last_when = 0;
+	uaio_timer_init(&t, on_fire, NULL);
+	CHECK_OK(uaio_timer_start(a, &t, 60000000000ull, 0));
+	uaio_loop_free(a);
+	CHECK(!uaio_timer_pending(&t));
+	CHECK_OK(uaio_timer_start(b, &t, 1000, 0));
+	CHECK_EQ(uaio_loop_run(b), 0);
+	CHECK_EQ(fired, 1);
+	uaio_loop_free(b);
+}
+
 int main(void)
 {
 	t_watchdog(60);
@@ -144,5 +163,6 @@ int main(void)
 	RUN(repeat_stop_restart);
 	RUN(many);
 	RUN(other_loop);
+	RUN(after_free);
 	return T_EXIT_PASS;
 }

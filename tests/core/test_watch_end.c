@@ -117,6 +117,28 @@ static void other_loop(void)
 	uaio_loop_free(b);
 }
 
+/* A watch still active when its loop is freed ends there without
+ * handle_close, and another loop takes it (it was refused: -EBUSY). */
+static void after_free(void)
+{
+	uaio_loop *a = t_loop_new(0), *b = t_loop_new(0);
+	uaio_watch w = { 0 };
+	int p[2];
+
+	CHECK_EQ(pipe(p), 0);
+	closes = 0;
+	CHECK_OK(uaio_watch_start(a, &w, p[0], UAIO_READABLE, &with_input, NULL));
+	uaio_loop_free(a);
+	CHECK_EQ(closes, 0);
+	CHECK_OK(uaio_watch_start(b, &w, p[0], UAIO_READABLE, &with_input, NULL));
+	CHECK_OK(uaio_watch_stop(b, &w));
+	CHECK_EQ(uaio_loop_run(b), 0);
+	CHECK_EQ(closes, 1);
+	close(p[0]);
+	close(p[1]);
+	uaio_loop_free(b);
+}
+
 int main(int argc, char **argv)
 {
 	(void)argc;
@@ -125,5 +147,6 @@ int main(int argc, char **argv)
 	RUN(level);
 	RUN(edge);
 	RUN(other_loop);
+	RUN(after_free);
 	return T_EXIT_PASS;
 }

@@ -179,7 +179,7 @@ static int ep_wait(uaio_loop *l, int64_t timeout_ns)
 	bool ring = false;
 	int n, total = 0;
 
-	/* A refused submit (another thread: EINVAL or EBADF) is the caller's
+	/* A refused submit (another thread: EINVAL, EBADF or EEXIST) is the caller's
 	 * error, as on the plain path; only a full CQ waits (for the reap). */
 	if (io_uring_sq_ready(&u->ring)) {
 		int r = uring__ring_submit(l);

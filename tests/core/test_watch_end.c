@@ -94,6 +94,17 @@ static void edge(void)
 	ended(UAIO_EDGE);
 }
 
+/* w, started on l over pipe p, stopped there: handle_close once, at the
+ * run; the pipe closed. */
+static void stop_on(uaio_loop *l, uaio_watch *w, int p[2])
+{
+	CHECK_OK(uaio_watch_stop(l, w));
+	CHECK_EQ(uaio_loop_run(l), 0);
+	CHECK_EQ(closes, 1);
+	close(p[0]);
+	close(p[1]);
+}
+
 static void other_loop(void)
 {
 	uaio_loop *a = t_loop_new(0), *b = t_loop_new(0);
@@ -108,11 +119,7 @@ static void other_loop(void)
 	CHECK_EQ(w.events, UAIO_READABLE);
 	CHECK_EQ(uaio_loop_run(b), 0);		/* nothing of its own: returns */
 	CHECK_EQ(closes, 0);
-	CHECK_OK(uaio_watch_stop(a, &w));
-	CHECK_EQ(uaio_loop_run(a), 0);
-	CHECK_EQ(closes, 1);
-	close(p[0]);
-	close(p[1]);
+	stop_on(a, &w, p);
 	uaio_loop_free(a);
 	uaio_loop_free(b);
 }
@@ -131,11 +138,7 @@ static void after_free(void)
 	uaio_loop_free(a);
 	CHECK_EQ(closes, 0);
 	CHECK_OK(uaio_watch_start(b, &w, p[0], UAIO_READABLE, &with_input, NULL));
-	CHECK_OK(uaio_watch_stop(b, &w));
-	CHECK_EQ(uaio_loop_run(b), 0);
-	CHECK_EQ(closes, 1);
-	close(p[0]);
-	close(p[1]);
+	stop_on(b, &w, p);
 	uaio_loop_free(b);
 }
 

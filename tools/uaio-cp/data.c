@@ -222,8 +222,9 @@ void cp_job_end(struct cp_job *j)
 		cp_err(r, errno, _("failed to extend %s"), q(r, j->dst));
 		j->failed = true;
 	}
-	if (!j->failed && j->zero_holes && j->final_size >= 0)
-		cp_hole_punch(j, (uint64_t)j->final_size);	/* the tail */
+	if (!j->failed && j->zero_holes && j->final_size >= 0 &&
+	    !cp_hole_punch(j, (uint64_t)j->final_size))	/* the tail */
+		j->failed = true;
 	if (j->failed) {
 		/* Never a destination that looks whole but is not: with
 		 * several chunks in flight the written part need not be a

@@ -81,7 +81,7 @@ bool cp_by_cfr(const struct cp_job *j);
 /* ring.c */
 bool cp_short_end(const struct cp_job *j, size_t got, uint64_t pos);
 void cp_buf_read(struct cp_job *j);
-void cp_hole_punch(struct cp_job *j, uint64_t to);
+bool cp_hole_punch(struct cp_job *j, uint64_t to);
 void cp_flow_next(struct cp_job *j);
 
 /* whole.c */

@@ -46,14 +46,22 @@ static void on_write(uaio_op *op, int res, void *data);
 /* The bytes skipped as a hole since the data before are made one, as cp
  * 9.1 punches them: a file system that allocates ahead of the writes
  * (XFS's speculative preallocation) kept them allocated, as data to
- * SEEK_DATA. Where nothing is allocated, or punching is not supported,
- * it changes nothing. */
-void cp_hole_punch(struct cp_job *j, uint64_t to)
+ * SEEK_DATA. Where nothing is allocated it changes nothing; where
+ * punching is not supported it is skipped, and any other failure fails
+ * the file with cp's "error deallocating" (false). */
+bool cp_hole_punch(struct cp_job *j, uint64_t to)
 {
-	if (to > j->wend)
-		(void)!fallocate(j->dfd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
-				 (off_t)j->wend, (off_t)(to - j->wend));
-	j->wend = to;
+	uint64_t from = j->wend;
+
+	j->wend = to > j->wend ? to : j->wend;
+	if (to > from &&
+	    fallocate(j->dfd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
+		      (off_t)from, (off_t)(to - from)) < 0 &&
+	    errno != EOPNOTSUPP && errno != ENOSYS) {
+		cp_err(j->r, errno, _("error deallocating %s"), q(j->r, j->dst));
+		return false;
+	}
+	return true;
 }
 
 /* Writes the next run of [wpos, base + fill); with zero_holes whole zero
@@ -80,8 +88,11 @@ static void buf_write(struct cp_job *j)
 		cp_buf_read(j);
 		return;
 	}
-	if (j->zero_holes)
-		cp_hole_punch(j, j->wpos);
+	if (j->zero_holes && !cp_hole_punch(j, j->wpos)) {
+		j->failed = true;
+		cp_job_end(j);
+		return;
+	}
 	if (r->buf_index >= 0)
 		ret = uaio_op_write_fixed(r->l, &j->op, j->dfd,
 					  j->buf + (j->wpos - j->base),

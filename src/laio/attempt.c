@@ -98,7 +98,9 @@ long laio__try_nowait(struct laio_call *r)
 	struct iovec iov1;
 	const struct iovec *iov;
 	int cnt;
-	int fd = (int)a[0];
+	int fd = laio__call_fd(r);
+	/* In the background a send raises no SIGPIPE (laio_syscall(3)). */
+	int quiet = r->phase == PH_BG ? MSG_NOSIGNAL : 0;
 
 	switch (r->nr) {
 	case SYS_recvfrom:
@@ -108,14 +110,14 @@ long laio__try_nowait(struct laio_call *r)
 	case SYS_sendto:
 		return uaio__sysret(sendto(fd, (char *)a[1] + r->done,
 				     (size_t)a[2] - r->done,
-				     (int)a[3] | MSG_DONTWAIT,
+				     (int)a[3] | MSG_DONTWAIT | quiet,
 				     (const struct sockaddr *)a[4], (socklen_t)a[5]));
 	case SYS_recvmsg:
 		return uaio__sysret(recvmsg(fd, laio__call_msg(r),
 				      (int)a[2] | MSG_DONTWAIT));
 	case SYS_sendmsg:
 		return uaio__sysret(sendmsg(fd, laio__call_msg(r),
-				      (int)a[2] | MSG_DONTWAIT));
+				      (int)a[2] | MSG_DONTWAIT | quiet));
 	}
 	iov = laio__call_iov(r, &iov1, &cnt);
 	switch (r->nr) {
@@ -140,9 +142,16 @@ bool laio__fd_isreg(struct laio_call *r)
 	struct stat st;
 
 	if (!r->ftype)
-		r->ftype = fstat((int)r->a[0], &st) == 0 && S_ISREG(st.st_mode) ?
-			   CF_ISREG : CF_NOTREG;
+		r->ftype = fstat((int)r->a[0], &st) < 0 ? CF_NOTREG :
+			   S_ISREG(st.st_mode) ? CF_ISREG :
+			   S_ISFIFO(st.st_mode) || S_ISSOCK(st.st_mode) ?
+			   CF_NOTREG | CF_PIPELIKE : CF_NOTREG;
 	return r->ftype == CF_ISREG;
+}
+
+bool laio__fd_pipelike(struct laio_call *r)
+{
+	return !laio__fd_isreg(r) && (r->ftype & CF_PIPELIKE);
 }
 
 /* A socket with a timeout for this direction (SO_RCVTIMEO, SO_SNDTIMEO):

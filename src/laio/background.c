@@ -6,10 +6,26 @@
 #define _GNU_SOURCE
 #include "laio/engine.h"
 
+#include <signal.h>
+
 /* ----------------------------------------------------- background */
 
 static void poll_cb(uaio_op *op, int res, void *data);
 static void work_cb(uaio_op *op, int res, void *data);
+
+static bool on_epoll(void)
+{
+	return uaio_loop_backend(laio__engine.loop) == UAIO_BACKEND_EPOLL;
+}
+
+/* The descriptor an op of the loop names. io_uring holds the file of
+ * each op it has; epoll's set is keyed by file and number, where a
+ * registration of the duplicate would outlive its close (the file still
+ * open): there, the caller's number, and the retries use the duplicate. */
+static int op_fd(const struct laio_call *r)
+{
+	return on_epoll() ? (int)r->a[0] : laio__call_fd(r);
+}
 
 static long work_fn(void *arg)
 {
@@ -18,21 +34,23 @@ static long work_fn(void *arg)
 	struct iovec iov1;
 	const struct iovec *iov;
 	int cnt;
+	/* a[0] whole: for most calls here it is no descriptor */
+	long fd = r->hold > 0 ? r->hold : a[0];
 
 	if (!r->done)
-		return uaio__sysret(syscall(r->nr, a[0], a[1], a[2], a[3], a[4], a[5]));
+		return uaio__sysret(syscall(r->nr, fd, a[1], a[2], a[3], a[4], a[5]));
 	/* What is left of a call that moved a part before (work_cb adds
 	 * that part): from where it stopped, never from the start. */
 	switch (r->nr) {
 	case SYS_recvfrom: case SYS_sendto:
-		return uaio__sysret(syscall(r->nr, a[0], a[1] + (long)r->done,
+		return uaio__sysret(syscall(r->nr, fd, a[1] + (long)r->done,
 					    a[2] - (long)r->done, a[3], a[4], a[5]));
 	case SYS_recvmsg: case SYS_sendmsg:
-		return uaio__sysret(syscall(r->nr, a[0], (long)laio__call_msg(r), a[2]));
+		return uaio__sysret(syscall(r->nr, fd, (long)laio__call_msg(r), a[2]));
 	}
 	iov = laio__call_iov(r, &iov1, &cnt);
 	return uaio__sysret(syscall(laio__is_write_nr(r->nr) ? SYS_pwritev2 : SYS_preadv2,
-				    a[0], (long)iov, (long)cnt, (long)laio__call_off(r), 0L,
+				    fd, (long)iov, (long)cnt, (long)laio__call_off(r), 0L,
 				    r->nr == SYS_preadv2 || r->nr == SYS_pwritev2 ? a[5] : 0L));
 }
 
@@ -47,7 +65,7 @@ static int submit_poll(struct laio_call *r)
 	short ev = laio__is_write_nr(r->nr) ? POLLOUT : POLLIN;
 
 	r->kind = K_POLL;
-	return uaio_op_poll(laio__engine.loop, &r->op, (int)r->a[0], ev, poll_cb, r);
+	return uaio_op_poll(laio__engine.loop, &r->op, op_fd(r), ev, poll_cb, r);
 }
 
 /* The read/write/socket-class call as one uaio op; -EOPNOTSUPP when the
@@ -56,7 +74,7 @@ static int submit_rw_op(struct laio_call *r)
 {
 	uaio_loop *l = laio__engine.loop;
 	const long *a = r->a;
-	int fd = (int)a[0];
+	int fd = op_fd(r);
 	struct iovec iov1;
 	const struct iovec *iov;
 	int cnt;
@@ -128,10 +146,26 @@ static int submit_rw_op(struct laio_call *r)
 	return -EOPNOTSUPP;
 }
 
+/* A plain write (not a send, whose MSG_NOSIGNAL says it) to a pipe or
+ * socket: the kernel raises SIGPIPE at the thread that makes it when the
+ * reader is gone. As an op it would be made by whichever thread runs the
+ * loop (io_uring's retry, epoll's), with the signal free to kill the
+ * process; so it waits for readiness and poll_cb() makes it. */
+static bool raises_sigpipe(struct laio_call *r)
+{
+	switch (r->nr) {
+	case SYS_write: case SYS_writev: case SYS_pwrite64: case SYS_pwritev:
+	case SYS_pwritev2:
+		return laio__fd_pipelike(r);
+	}
+	return false;
+}
+
 /* Next background step of a read/write-class call that would block. */
 int laio__submit_rw_bg(struct laio_call *r)
 {
-	int ret;
+	bool by_poll, sigpipe = raises_sigpipe(r);
+	int ret, d;
 
 	if (!r->timeo)
 		r->timeo = !laio__fd_isreg(r) &&
@@ -139,9 +173,19 @@ int laio__submit_rw_bg(struct laio_call *r)
 					      r->nr == SYS_sendto || r->nr == SYS_sendmsg) ? 2 : 1;
 	if (r->timeo == 2)
 		return laio__submit_work(r);
-	if (laio__engine.mech == LAIO_MECH_POLL && !laio__fd_isreg(r) &&
-	    r->retries < 4)
+	/* On epoll every op waits for readiness and is then tried by
+	 * number: the engine's own retry takes the duplicate below. */
+	by_poll = !laio__fd_isreg(r) &&
+		  (laio__engine.mech == LAIO_MECH_POLL || sigpipe || on_epoll());
+	/* A duplicate keeps the file open, as a plain call blocked in it
+	 * does, if the caller closes its descriptor meanwhile; the retries
+	 * go on with it (and with the old file if the number is reused). */
+	if (by_poll && !r->hold && (d = uaio__fd_dup_own((int)r->a[0])) > 0)
+		r->hold = d;
+	if (by_poll && r->retries < 4)
 		ret = submit_poll(r);
+	else if (sigpipe || (r->hold && on_epoll()))
+		return laio__submit_work(r);	/* blocks signals; by the hold */
 	else
 		ret = submit_rw_op(r);
 	if (ret < 0)
@@ -203,6 +247,40 @@ void laio__op_cb(uaio_op *op, int res, void *data)
 	laio__call_finish(r, with_done(r, res));
 }
 
+/* The retry a readiness poll allows. A plain write's SIGPIPE, raised at
+ * this thread, is taken back (laio_syscall(3): EPIPE alone), unless one
+ * was pending here already. */
+static long retry(struct laio_call *r)
+{
+	sigset_t pipe, old, pend;
+	siginfo_t si;
+	bool had = false;
+	long v;
+
+	if (!raises_sigpipe(r))
+		return laio__try_nowait(r);
+	sigemptyset(&pipe);
+	sigaddset(&pipe, SIGPIPE);
+	pthread_sigmask(SIG_BLOCK, &pipe, &old);
+	if (sigismember(&old, SIGPIPE))
+		had = sigpending(&pend) == 0 && sigismember(&pend, SIGPIPE);
+	v = laio__try_nowait(r);
+	/* the thread's own pending signal is taken first; another's goes
+	 * back (kill()'s codes to this thread only: the kernel lets no one
+	 * else pass them off as its own) */
+	if (v == -EPIPE && !had &&
+	    syscall(SYS_rt_sigtimedwait, &pipe, &si, &(struct timespec){ 0, 0 },
+		    _NSIG / 8) == SIGPIPE &&
+	    !(si.si_code == SI_USER && si.si_pid == getpid())) {
+		if (si.si_code < 0 && si.si_code != SI_TKILL)
+			syscall(SYS_rt_sigqueueinfo, getpid(), SIGPIPE, &si);
+		else
+			syscall(SYS_rt_tgsigqueueinfo, getpid(), gettid(), SIGPIPE, &si);
+	}
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	return v;
+}
+
 static void poll_cb(uaio_op *op, int res, void *data)
 {
 	struct laio_call *r = data;
@@ -214,7 +292,7 @@ static void poll_cb(uaio_op *op, int res, void *data)
 		laio__call_finish(r, with_done(r, res));
 		return;
 	}
-	v = laio__try_nowait(r);
+	v = retry(r);
 	if (v == -EAGAIN || v == -EOPNOTSUPP || laio__continue(r, v, false)) {
 		if (v == -EAGAIN || v == -EOPNOTSUPP)
 			r->retries++;
@@ -386,6 +464,8 @@ void laio__tmp_init(struct laio_call *tmp, long nr, const long *a)
 	tmp->msg = NULL;
 	tmp->ftype = 0;
 	tmp->ctl_cap = 0;
+	tmp->hold = 0;
+	tmp->phase = PH_FREE;
 }
 
 /* The caller's msghdr as it is now, without faulting on a bad one (the

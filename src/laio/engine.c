@@ -145,6 +145,9 @@ static struct laio_call *call_alloc_locked(void)
 /* The copies a continued call made of the caller's iovecs and msghdr. */
 void laio__call_free_parts(struct laio_call *r)
 {
+	if (r->hold > 0)
+		uaio__fd_close(r->hold);
+	r->hold = 0;
 	free(r->iov);
 	free(r->msg);
 	r->iov = NULL;
@@ -176,6 +179,7 @@ struct laio_call *laio__call_new(long nr, const long *a)
 	r->iov = NULL;
 	r->msg = NULL;
 	r->iovcnt = 0;
+	r->hold = 0;
 	r->flags = 0;
 	r->ftype = 0;
 	r->timeo = 0;
@@ -220,6 +224,9 @@ void laio__call_finish(struct laio_call *r, long res)
 {
 	struct laio_engine *e = &laio__engine;
 
+	if (r->hold > 0)	/* the file as the call leaves it */
+		uaio__fd_close(r->hold);
+	r->hold = 0;
 	pthread_mutex_lock(&e->mu);
 	r->ret = res;
 	if (r->phase == PH_TRY) {

@@ -71,6 +71,8 @@ enum {
 #define CF_RELEASE	0x04	/* returned by laio_poll while CF_CANCEL_OP */
 #define CF_ISREG	0x08	/* fd is a regular file (known) */
 #define CF_NOTREG	0x10	/* fd is not a regular file (known) */
+#define CF_PIPELIKE	0x20	/* ... and a pipe, FIFO or socket: a write
+				 * there raises SIGPIPE (with CF_NOTREG) */
 
 
 /* A socket call continued by a msghdr of ours: recvfrom/sendto with an
@@ -95,11 +97,15 @@ struct laio_call {
 	 * thread that issued it (whichever ran the loop) exits. */
 	int (*submit)(struct laio_call *r);
 	int iovcnt;
+	/* A duplicate of a[0] the call goes on with when it waits for
+	 * readiness (background.c), or 0: the file stays open for it, as
+	 * for a plain call blocked in it. */
+	int hold;
 	uint32_t magic;
 	uint8_t phase;
 	uint8_t kind;
 	uint8_t flags;			/* CF_CANCEL_*, CF_RELEASE: under mu */
-	uint8_t ftype;			/* CF_ISREG / CF_NOTREG: owner only */
+	uint8_t ftype;			/* CF_ISREG / CF_NOTREG (| CF_PIPELIKE): owner only */
 	uint8_t retries;
 	uint8_t timeo;			/* socket timeout: 0 unknown, 1 none, 2 set */
 	unsigned gen;			/* driver_exits when its op was submitted */
@@ -166,6 +172,11 @@ bool laio__is_write_nr(long nr);
 const struct iovec *laio__call_iov(struct laio_call *r, struct iovec *iov1, int *cnt);
 long laio__try_nowait(struct laio_call *r);
 bool laio__fd_isreg(struct laio_call *r);
+bool laio__fd_pipelike(struct laio_call *r);
+static inline int laio__call_fd(const struct laio_call *r)
+{
+	return r->hold > 0 ? r->hold : (int)r->a[0];
+}
 int laio__iov_advance(struct laio_call *r, size_t n);
 /* forms.c: a call's *at form (normalisation) and its ring op */
 int laio__s_accept(struct laio_call *r);

@@ -39,17 +39,14 @@ static long result_at(long r, int *err, int line)
 }
 #define RESULT(call, err) result_at((call), (err), __LINE__)
 
-/* Where the kernel holds the file for the call in flight (io_uring, its
- * op): on the epoll backend and with LAIO_BG=poll the call goes on by
- * number (docs/laio.md). */
+/* The call in flight goes on with the old file: io_uring holds it for
+ * its op; where the call waits for readiness and tries again (LAIO_BG=poll,
+ * the epoll backend) its retries use the engine's duplicate. */
 static void close_leaves_others(void)
 {
 	int p[2], q[2], keep, err;
 	char b = 0;
 	void *h;
-
-	if (laio__mechanism() != LAIO_MECH_OP || strcmp(laio__backend_name(), "io_uring"))
-		return;
 
 	CHECK(pipe(p) == 0);
 	keep = dup(p[0]);		/* the pipe stays open through it */

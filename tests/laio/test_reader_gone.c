@@ -1,0 +1,109 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The far end goes away, or the caller closes its own descriptor, while a
+ * call waits in the background (laio_syscall(3), docs/laio.md):
+ * - a write to a pipe or socket whose reader is gone ends with what it
+ *   wrote, or EPIPE, and raises no SIGPIPE (default action here: the test
+ *   would die of it), whichever thread runs the loop, and leaves none
+ *   pending for a thread that blocks the signal;
+ * - a read whose descriptor the caller closes goes on with the file, as a
+ *   plain read blocked in it does: the peer can still write to it, and the
+ *   call ends (with the bytes where io_uring holds the file for the poll;
+ *   on the epoll backend, whose poll goes by number, with EBADF), never
+ *   waits for ever.
+ */
+#include "laio/laio_util.h"
+#include <pthread.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <sys/socket.h>
+
+static char big[1 << 20];
+
+/* A blocking write of 1 MiB goes to the background after the room the
+ * pipe or socket had; then the reader is closed. */
+static void write_then_reader_gone(long nr, bool sock, bool blocked)
+{
+	int p[2], w, rd;
+	sigset_t set, pend;
+	struct laio_completion c;
+	void *h;
+
+	if (sock)
+		CHECK(socketpair(AF_UNIX, SOCK_STREAM, 0, p) == 0);
+	else
+		CHECK(pipe(p) == 0);
+	w = sock ? p[0] : p[1];
+	rd = sock ? p[1] : p[0];
+	sigemptyset(&set);
+	sigaddset(&set, SIGPIPE);
+	CHECK(pthread_sigmask(blocked ? SIG_BLOCK : SIG_UNBLOCK, &set, NULL) == 0);
+	if (nr == SYS_sendto)
+		h = BG(laio_syscall(SYS_sendto, w, big, sizeof(big), 0, 0, 0));
+	else
+		h = BG(laio_syscall(SYS_write, w, big, sizeof(big)));
+	CHECK(close(rd) == 0);
+	c = wait_one(h);
+	/* what the room took before, or nothing and EPIPE */
+	CHECK((c.laio_return_value > 0 && c.laio_return_value < (long)sizeof(big)) ||
+	      (c.laio_return_value == -1 && c.laio_errno == EPIPE));
+	CHECK(sigpending(&pend) == 0);
+	CHECK(!sigismember(&pend, SIGPIPE));
+	/* the plain call raises it, as the caller's own write does */
+	if (blocked) {
+		CHECK(write(w, "x", 1) == -1 && errno == EPIPE);
+		CHECK(sigpending(&pend) == 0 && sigismember(&pend, SIGPIPE));
+		CHECK(sigwaitinfo(&set, NULL) == SIGPIPE);
+		CHECK(pthread_sigmask(SIG_UNBLOCK, &set, NULL) == 0);
+	}
+	close(w);
+}
+
+static void no_sigpipe(void)
+{
+	CHECK(signal(SIGPIPE, SIG_DFL) != SIG_ERR);
+	for (int blocked = 0; blocked < 2; blocked++) {
+		write_then_reader_gone(SYS_write, false, blocked);
+		write_then_reader_gone(SYS_write, true, blocked);
+		write_then_reader_gone(SYS_sendto, true, blocked);
+	}
+}
+
+/* The caller closes the descriptor its background read waits on. */
+static void read_after_close(void)
+{
+	int sv[2];
+	char b[8] = { 0 };
+	struct laio_completion c;
+	void *h;
+
+	CHECK(socketpair(AF_UNIX, SOCK_STREAM, 0, sv) == 0);
+	h = BG(laio_syscall(SYS_read, sv[0], b, 5));
+	CHECK(close(sv[0]) == 0);
+	/* the socket is still open for the call: no EPIPE here */
+	CHECK_EQ(write(sv[1], "hello", 5), 5);
+	c = wait_one(h);
+	if (!strcmp(laio__backend_name(), "epoll")) {
+		CHECK_EQ(c.laio_return_value, -1);
+		CHECK_EQ(c.laio_errno, EBADF);
+	} else {
+		CHECK_EQ(c.laio_return_value, 5);
+		CHECK(!memcmp(b, "hello", 5));
+	}
+	/* the call's hold is gone with it: the peer sees the close now */
+	CHECK(send(sv[1], "x", 1, MSG_NOSIGNAL) == -1 && errno == EPIPE);
+	close(sv[1]);
+}
+
+static void all(void)
+{
+	RUN(no_sigpipe);
+	RUN(read_after_close);
+}
+
+int main(void)
+{
+	alarm(120);	/* a hang is a failure */
+	RUN_MECHS(all);
+	return T_EXIT_PASS;
+}

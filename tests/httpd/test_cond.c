@@ -80,6 +80,18 @@ static void t_if_none_match(void)
 	cond("GET", h, "If-None-Match: W/<etag> (weak comparison)", 304);
 	cond("GET", "If-None-Match: \"some-other-tag\"\r\n", "If-None-Match: another tag", 200);
 	cond("GET", "If-None-Match: \"a\", \"b\"\r\n", "If-None-Match: list of other tags", 200);
+	/* a member is a tag and then a comma or the end (RFC 9110 5.6.1):
+	 * trailing bytes, or two tags without a comma, match nothing */
+	snprintf(h, sizeof(h), "If-None-Match: %sjunk\r\n", etag);
+	cond("GET", h, "If-None-Match: <etag>junk", 200);
+	snprintf(h, sizeof(h), "If-None-Match: \"x\" %s\r\n", etag);
+	cond("GET", h, "If-None-Match: two tags without a comma", 200);
+	snprintf(h, sizeof(h), "If-None-Match: %s \"x\"\r\n", etag);
+	cond("GET", h, "If-None-Match: the etag, then a tag without a comma", 200);
+	snprintf(h, sizeof(h), "If-Match: %sjunk\r\n", etag);
+	cond("GET", h, "If-Match: <etag>junk", 412);
+	snprintf(h, sizeof(h), "If-None-Match: %s ,\r\n", etag);
+	cond("GET", h, "If-None-Match: <etag> with a space before its comma", 304);
 	/* the tag without its quotes is not the tag */
 	snprintf(h, sizeof(h), "If-None-Match: %.*s\r\n", (int)strlen(etag) - 2, etag + 1);
 	cond("GET", h, "If-None-Match: the etag without quotes", 200);

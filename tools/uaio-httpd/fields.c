@@ -204,7 +204,7 @@ static int etag_list_has(struct span list, const char *etag, bool weak_ok)
 
 	for (;;) {
 		bool weak = false;
-		const char *q;
+		const char *q, *tag;
 
 		while (p < end && (*p == ' ' || *p == '\t' || *p == ','))
 			p++;
@@ -214,14 +214,20 @@ static int etag_list_has(struct span list, const char *etag, bool weak_ok)
 			weak = true, p += 2;
 		if (p == end || *p != '"')
 			return -1;
+		tag = p;
 		q = memchr(p + 1, '"', (size_t)(end - p - 1));
 		if (!q)
 			return -1;
 		q++;
-		if ((size_t)(q - p) == elen && !memcmp(p, etag, elen) &&
+		/* a member ends at a comma or the end (RFC 9110 5.6.1):
+		 * "etag"junk or two tags without one are malformed */
+		for (p = q; p < end && (*p == ' ' || *p == '\t'); p++)
+			;
+		if (p < end && *p != ',')
+			return -1;
+		if ((size_t)(q - tag) == elen && !memcmp(tag, etag, elen) &&
 		    (weak_ok || !weak))
 			return 1;
-		p = q;
 	}
 }
 

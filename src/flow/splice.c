@@ -200,13 +200,19 @@ static int wait_ready(uaio_flow *f, uaio_op *op, int fd, short ev)
 	return ret;
 }
 
-/* On the fallback, SPLICE_F_NONBLOCK reaches only a pipe: a splice from
- * or to a blocking socket waits for its peer on a pool thread, where no
- * cancel reaches it. */
-static bool blocking_sock(const uaio_flow *f, const struct flow_ep *e)
+/* A blocking socket is polled before a splice that reads it (POLLIN),
+ * and on the fallback before one that writes it too.
+ * - Reading, the splice holds its sink pipe's lock while it waits for the
+ *   peer (splice_file_to_pipe()): the pipe's reader (the flow's drain, or
+ *   the program's reader of its own pipe) would wait with it, and a
+ *   request would reach its server only when the next one came.
+ * - On the fallback SPLICE_F_NONBLOCK reaches only a pipe: the splice
+ *   would wait for its peer on a pool thread, where no cancel reaches it;
+ *   io_uring's workers can be interrupted. */
+static bool blocking_sock(const uaio_flow *f, const struct flow_ep *e, short ev)
 {
 	return e->kind == EK_SOCK && !e->nonblock &&
-	       uaio_loop_backend(f->l) != UAIO_BACKEND_URING;
+	       (ev == POLLIN || uaio_loop_backend(f->l) != UAIO_BACKEND_URING);
 }
 
 /* Bytes a socket's send buffer takes now without a wait (UINT64_MAX: no
@@ -233,7 +239,7 @@ static int gate(uaio_flow *f, uaio_op *op, bool *ready, const struct flow_ep *e,
 	uint64_t room;
 	int ret;
 
-	if (!blocking_sock(f, e))
+	if (!blocking_sock(f, e, ev))
 		return 0;
 	room = ev == POLLOUT ? sock_room(e->fd) : UINT64_MAX;
 	if (!*ready || !room)

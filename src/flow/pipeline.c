@@ -51,9 +51,17 @@ struct pipe_run {
 
 #define RUN(f)	((struct pipe_run *)(f)->run)
 
+/* Written one chunk after another, in order: a stream or O_APPEND sink,
+ * and the source's own file in mmap mode (the flow starts only a sink
+ * behind its source there). A mapped chunk's bytes are read by its
+ * write: a later chunk written first would overwrite the tail of an
+ * earlier one's source before that one was written (memmove(3) order). */
 static bool ordered_sink(const uaio_flow *f)
 {
-	return f->dst.kind != EK_MEM && (!f->dst.seek || f->dst.append);
+	return f->dst.kind != EK_MEM &&
+	       (!f->dst.seek || f->dst.append ||
+		(f->cur == UAIO_FLOW_MMAP && f->src.seek && f->src.dev == f->dst.dev &&
+		 f->src.ino == f->dst.ino));
 }
 
 static bool pipeline_fits(const uaio_flow *f)

@@ -60,8 +60,9 @@ struct uaio_flow_params {
 	uint64_t len;		/* bytes, or UAIO_FLOW_EOF */
 	int mode;		/* enum uaio_flow_mode */
 	size_t chunk;		/* bytes per step; 0: the method's own (kbuf 256 KiB,
-				 * mmap, sendfile and splice 1 MiB, copy_file_range 4 MiB) */
-	unsigned depth;		/* kbuf: chunks in flight; 0: 4 */
+				 * mmap, sendfile and splice 1 MiB, copy_file_range
+				 * and splice file to file 4 MiB) */
+	unsigned depth;		/* kbuf, mmap: chunks in flight; 0: 4 */
 	uint64_t rate;		/* bytes per second at most; 0: no limit */
 	uint64_t progress_ns;	/* at most one progress call per this; 0: each step */
 
@@ -80,8 +81,9 @@ struct uaio_flow_params {
 };
 
 /* Starts a flow: 0 and *out, or -errno (-EINVAL: bad parameters or a mode
- * the endpoints cannot use; -EBADF; -ENOMEM). The done callback runs
- * later, never from inside this call. */
+ * the endpoints cannot use; -EBADF; -ESPIPE: an offset on a stream;
+ * -ENOMEM; -EMFILE / -ENFILE: no descriptors for splice's pipe). The done
+ * callback runs later, never from inside this call. */
 int uaio_flow_start(uaio_loop *l, const struct uaio_flow_params *p,
 		    uaio_flow **out);
 /* Pause stops new steps (those in flight finish); resume goes on. */

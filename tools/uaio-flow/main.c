@@ -322,11 +322,14 @@ static int cmd_copy(struct tool *t, const char *src, const char *dst)
 static int cmd_send(struct tool *t, const char *file, const char *peer)
 {
 	struct stat st;
-	int in = open_src(t, file, &st), s = net_fd(peer, false);
+	int in, s;
 	ssize_t n = 0;
 	char c;
 	bool ok;
 
+	check_spec(peer, false);	/* a bad address before any file */
+	in = open_src(t, file, &st);
+	s = net_fd(peer, false);
 	reset_on_exit(0, s);
 	leg_start(t, in, s, QF(file), strdup(peer), -1);
 	ok = legs_run(t);

@@ -224,24 +224,12 @@ void aio__xfsz_hold(struct aio_xfsz *x)
 
 void aio__xfsz_release(struct aio_xfsz *x)
 {
-	sigset_t set, pend;
-	siginfo_t si;
+	sigset_t pend;
 
 	if (!x->hold)
 		return;
-	sigemptyset(&set);
-	sigaddset(&set, SIGXFSZ);
-	if (!x->pending && sigpending(&pend) == 0 && sigismember(&pend, SIGXFSZ) &&
-	    syscall(SYS_rt_sigtimedwait, &set, &si, &(struct timespec){ 0, 0 },
-		    _NSIG / 8) == SIGXFSZ &&
-	    !(si.si_code == SI_USER && si.si_pid == getpid())) {
-		/* kill()'s codes go back to this thread only: the kernel lets
-		 * no one else pass them off as its own */
-		if (si.si_code < 0 && si.si_code != SI_TKILL)
-			syscall(SYS_rt_sigqueueinfo, getpid(), SIGXFSZ, &si);
-		else
-			syscall(SYS_rt_tgsigqueueinfo, getpid(), gettid(), SIGXFSZ, &si);
-	}
+	if (!x->pending && sigpending(&pend) == 0 && sigismember(&pend, SIGXFSZ))
+		uaio__sig_take_back(SIGXFSZ);
 	pthread_sigmask(SIG_SETMASK, &x->old, NULL);
 }
 

@@ -253,7 +253,6 @@ void laio__op_cb(uaio_op *op, int res, void *data)
 static long retry(struct laio_call *r)
 {
 	sigset_t pipe, old, pend;
-	siginfo_t si;
 	bool had = false;
 	long v;
 
@@ -265,18 +264,8 @@ static long retry(struct laio_call *r)
 	if (sigismember(&old, SIGPIPE))
 		had = sigpending(&pend) == 0 && sigismember(&pend, SIGPIPE);
 	v = laio__try_nowait(r);
-	/* the thread's own pending signal is taken first; another's goes
-	 * back (kill()'s codes to this thread only: the kernel lets no one
-	 * else pass them off as its own) */
-	if (v == -EPIPE && !had &&
-	    syscall(SYS_rt_sigtimedwait, &pipe, &si, &(struct timespec){ 0, 0 },
-		    _NSIG / 8) == SIGPIPE &&
-	    !(si.si_code == SI_USER && si.si_pid == getpid())) {
-		if (si.si_code < 0 && si.si_code != SI_TKILL)
-			syscall(SYS_rt_sigqueueinfo, getpid(), SIGPIPE, &si);
-		else
-			syscall(SYS_rt_tgsigqueueinfo, getpid(), gettid(), SIGPIPE, &si);
-	}
+	if (v == -EPIPE && !had)
+		uaio__sig_take_back(SIGPIPE);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	return v;
 }

@@ -5,7 +5,9 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <sys/resource.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 #include <pthread.h>
 #include <stdlib.h>
@@ -204,4 +206,24 @@ int uaio__fd_close(int fd)
 {
 	uaio__fd_disown(fd);
 	return close(fd);
+}
+
+/* ------------------------------------------------------------ signals */
+
+void uaio__sig_take_back(int sig)
+{
+	sigset_t set;
+	siginfo_t si;
+
+	sigemptyset(&set);
+	sigaddset(&set, sig);
+	if (syscall(SYS_rt_sigtimedwait, &set, &si, &(struct timespec){ 0, 0 },
+		    _NSIG / 8) != sig || (si.si_code == SI_USER && si.si_pid == getpid()))
+		return;
+	/* kill()'s codes go back to this thread only: the kernel lets no
+	 * one else pass them off as its own */
+	if (si.si_code < 0 && si.si_code != SI_TKILL)
+		syscall(SYS_rt_sigqueueinfo, getpid(), sig, &si);
+	else
+		syscall(SYS_rt_tgsigqueueinfo, getpid(), gettid(), sig, &si);
 }

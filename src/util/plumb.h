@@ -139,6 +139,12 @@ static inline bool uaio__fd_owned(int fd)
 		(fd % 64) & 1);
 }
 
+/* After a call made with sig blocked that may have raised it at this
+ * thread (the kernel's SIGPIPE or SIGXFSZ, sent as kill() from the
+ * process itself): takes one pending sig, the thread's own first; one
+ * from anyone else is put back. */
+void uaio__sig_take_back(int sig);
+
 /* pthread_atfork once per *done (callers serialise): 0 or -ENOMEM. */
 int uaio__atfork_once(bool *done, void (*prepare)(void), void (*parent)(void),
 		      void (*child)(void));

@@ -173,21 +173,25 @@ int laio__submit_rw_bg(struct laio_call *r)
 					      r->nr == SYS_sendto || r->nr == SYS_sendmsg) ? 2 : 1;
 	if (r->timeo == 2)
 		return laio__submit_work(r);
-	/* On epoll every op waits for readiness and is then tried by
-	 * number: the engine's own retry takes the duplicate below. */
-	by_poll = !laio__fd_isreg(r) &&
-		  (laio__engine.mech == LAIO_MECH_POLL || sigpipe || on_epoll());
-	/* A duplicate keeps the file open, as a plain call blocked in it
-	 * does, if the caller closes its descriptor meanwhile; the retries
-	 * go on with it (and with the old file if the number is reused). */
-	if (by_poll && !r->hold && (d = uaio__fd_dup_own((int)r->a[0])) > 0)
+	/* A pipe or socket on epoll waits for readiness and is tried again
+	 * here, where the engine's duplicate below is used. After four
+	 * refusals (and at once for a file without RWF_NOWAIT, a named FIFO
+	 * or a tty) the call is the core's op, which a cancel still reaches;
+	 * a plain write there raises SIGPIPE where the op is made (io_uring
+	 * makes a FIFO's in its workers, which block signals; epoll in the
+	 * thread running the loop: laio_syscall(3)). */
+	by_poll = !laio__fd_isreg(r) && r->retries < 4 &&
+		  (laio__engine.mech == LAIO_MECH_POLL || sigpipe ||
+		   (on_epoll() && laio__fd_pipelike(r)));
+	/* A duplicate keeps a pipe or socket open, as a plain call blocked
+	 * in it does, if the caller closes its descriptor meanwhile; the
+	 * retries go on with it (and with the old file if the number is
+	 * reused). Not other files: closing a duplicate drops the process's
+	 * POSIX locks on its file. */
+	if (by_poll && !r->hold && laio__fd_pipelike(r) &&
+	    (d = uaio__fd_dup_own((int)r->a[0])) > 0)
 		r->hold = d;
-	if (by_poll && r->retries < 4)
-		ret = submit_poll(r);
-	else if (sigpipe || (r->hold && on_epoll()))
-		return laio__submit_work(r);	/* blocks signals; by the hold */
-	else
-		ret = submit_rw_op(r);
+	ret = by_poll ? submit_poll(r) : submit_rw_op(r);
 	if (ret < 0)
 		ret = laio__submit_work(r);
 	return ret;

@@ -224,10 +224,12 @@ void laio__call_finish(struct laio_call *r, long res)
 {
 	struct laio_engine *e = &laio__engine;
 
-	if (r->hold > 0)	/* the file as the call leaves it */
+	pthread_mutex_lock(&e->mu);
+	/* the file as the call leaves it; under mu, which a fork takes
+	 * first, so that the child never closes the number again */
+	if (r->hold > 0)
 		uaio__fd_close(r->hold);
 	r->hold = 0;
-	pthread_mutex_lock(&e->mu);
 	r->ret = res;
 	if (r->phase == PH_TRY) {
 		r->phase = PH_INLINE;

@@ -174,6 +174,7 @@ expect_rc 2 "$F" send "$dir/nope" 127.0.0.1
 grep -q "bad address" "$dir/err" || { cat "$dir/err"; fail "send: bad address not said first"; }
 mkfifo "$dir/fifo"
 expect_rc 2 timeout 10 "$F" send "$dir/fifo" 127.0.0.1
+expect_rc 2 timeout 10 "$F" send "$dir/fifo" 127.0.0.1:nosuchservice
 expect_rc 1 "$F" copy "$dir/nope" "$dir/x"
 grep -qx "$F: $dir/nope: No such file or directory" "$dir/err" || { cat "$dir/err"; fail "missing source message"; }
 expect_rc 1 "$F" copy --mode=mmap - "$dir/x" </dev/null

@@ -3,6 +3,7 @@
 #include "laio/laio_util.h"
 #include <fcntl.h>
 #include <pthread.h>
+#include <sys/stat.h>
 
 static void cancel_blocked_read(void)
 {
@@ -161,6 +162,48 @@ static void cancel_partial_write(void)
 	free(w);
 }
 
+/* A named FIFO refuses RWF_NOWAIT: its calls go on as the core's op from
+ * the start. A cancel still ends them (a blocked read: ECANCELED; a
+ * write into a full FIFO: what it wrote), where the helper pool, which
+ * took them for a while, could not stop its blocking call. */
+static void cancel_fifo(void)
+{
+	char path[] = "/tmp/uaio-laio-fifo-XXXXXX", b[8];
+	size_t big = 1 << 20;
+	char *w = calloc(1, big);
+	struct laio_completion c;
+	int rd, wr;
+	void *h;
+
+	CHECK(mkdtemp(path) != NULL);
+	{
+		char fifo[64];
+
+		snprintf(fifo, sizeof(fifo), "%s/fifo", path);
+		CHECK(mkfifo(fifo, 0600) == 0);
+		rd = open(fifo, O_RDONLY | O_NONBLOCK);
+		wr = open(fifo, O_WRONLY);
+		CHECK(rd >= 0 && wr >= 0);
+		unlink(fifo);
+	}
+	CHECK(fcntl(rd, F_SETFL, 0) == 0);	/* a blocking read */
+	h = BG(laio_syscall(SYS_read, rd, b, sizeof(b)));
+	CHECK_EQ(laio_cancel(h), 0);
+	c = wait_one(h);
+	CHECK_EQ(c.laio_return_value, -1);
+	CHECK_EQ(c.laio_errno, ECANCELED);
+	h = BG(laio_syscall(SYS_write, wr, w, big));	/* nobody reads */
+	CHECK_EQ(laio_cancel(h), 0);
+	c = wait_one(h);
+	/* what it wrote before the cancel, or nothing */
+	CHECK((c.laio_return_value > 0 && c.laio_return_value < (long)big) ||
+	      (c.laio_return_value == -1 && c.laio_errno == ECANCELED));
+	close(rd);
+	close(wr);
+	rmdir(path);
+	free(w);
+}
+
 static void all(void)
 {
 	RUN(cancel_blocked_read);
@@ -168,6 +211,7 @@ static void all(void)
 	RUN(cancel_queued);
 	RUN(cancel_pool);
 	RUN(cancel_partial_write);
+	RUN(cancel_fifo);
 }
 
 int main(void)

@@ -69,6 +69,18 @@ void check_spec(const char *spec, bool passive)
 	if (split_hostport(buf, &host, &port, passive) < 0 || !port_ok(port))
 		die_usage(passive ? "bad address '%s' (want [ADDR:]PORT)" :
 			  "bad address '%s' (want HOST:PORT)", spec);
+	/* a service name is looked up now: an unknown one is bad usage
+	 * before any file is opened, as net_fd() would say it later */
+	if (!isdigit((unsigned char)*port)) {
+		struct addrinfo hints = { .ai_socktype = SOCK_STREAM,
+					  .ai_flags = AI_PASSIVE }, *res;
+		int r = getaddrinfo(NULL, port, &hints, &res);
+
+		if (r == EAI_SERVICE)
+			die_usage("bad port in '%s'", spec);
+		if (r == 0)
+			freeaddrinfo(res);
+	}
 	free(buf);
 }
 

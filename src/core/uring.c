@@ -19,6 +19,7 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <poll.h>
 #include <liburing.h>
 #include <sys/epoll.h>
 #include <unistd.h>
@@ -115,6 +116,14 @@ static int reap(uaio_loop *l)
 				ended++;
 				if (op->xflags & OX_ORDERED)
 					uring__order_after(l, op, res);
+				/* poll(2)'s revents, as on epoll: the ring's
+				 * poll always waits for POLLRDHUP too, and says
+				 * it where nobody asked. Alone (a POLLOUT poll
+				 * woken by the peer's shutdown) it stays, not a
+				 * 0 that would read as no answer. */
+				if (op->opcode == OP_POLL && res > 0 &&
+				    (res & ((int)op->len | POLLERR | POLLHUP | POLLNVAL)))
+					res &= (int)op->len | POLLERR | POLLHUP | POLLNVAL;
 				if (op->opcode == OP_CANCEL_FD) {
 					/* The kernel's count plus the loop's own; the
 					 * kernel's error (-EBADF after a close(2))

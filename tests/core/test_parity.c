@@ -392,6 +392,26 @@ static void poll_beside_recv(void)
 	close(sv[1]);
 }
 
+/* The result is poll(2)'s revents: the bits asked for and POLLERR,
+ * POLLHUP, POLLNVAL. io_uring's poll also said POLLRDHUP of a peer that
+ * closed (0x2011 where poll(2) and the epoll backend say 0x11). */
+static void poll_revents_as_poll(void)
+{
+	uaio_op po = { 0 };
+	struct res rp = { 0 };
+	struct pollfd pf;
+	int sv[2];
+
+	CHECK(socketpair(AF_UNIX, SOCK_STREAM, 0, sv) == 0);
+	close(sv[1]);
+	pf = (struct pollfd){ .fd = sv[0], .events = POLLIN };
+	CHECK_EQ(poll(&pf, 1, 0), 1);
+	CHECK_OK(uaio_op_poll(L, &po, sv[0], POLLIN, on_res, &rp));
+	CHECK_EQ(result(&rp), pf.revents);
+	CHECK(!(rp.res & POLLRDHUP));
+	close(sv[0]);
+}
+
 int main(void)
 {
 	t_watchdog(120);
@@ -410,6 +430,7 @@ int main(void)
 	ONE(unpin_with_op);
 	ONE(dontwait);
 	ONE(poll_beside_recv);
+	ONE(poll_revents_as_poll);
 	uaio_loop_free(L);
 	return T_EXIT_PASS;
 }

@@ -78,6 +78,13 @@ static inline int op_res(int res)
 	return res;
 }
 
+/* What poll(2) reports for a poll op: the events asked, and the three
+ * it always may. */
+static inline int poll_asked(const uaio_op *op)
+{
+	return (int)op->len | POLLERR | POLLHUP | POLLNVAL;
+}
+
 /* Moves CQEs to l->fired while there is room there; the rest stay in
  * the CQ for the next round. */
 static int reap(uaio_loop *l)
@@ -122,8 +129,8 @@ static int reap(uaio_loop *l)
 				 * woken by the peer's shutdown) it stays, not a
 				 * 0 that would read as no answer. */
 				if (op->opcode == OP_POLL && res > 0 &&
-				    (res & ((int)op->len | POLLERR | POLLHUP | POLLNVAL)))
-					res &= (int)op->len | POLLERR | POLLHUP | POLLNVAL;
+				    (res & poll_asked(op)))
+					res &= poll_asked(op);
 				if (op->opcode == OP_CANCEL_FD) {
 					/* The kernel's count plus the loop's own; the
 					 * kernel's error (-EBADF after a close(2))

@@ -110,6 +110,13 @@ static inline bool flow__is_file(const struct flow_ep *e)
 	return e->kind == EK_FILE;
 }
 
+/* One seekable file at both ends (its overlaps: flow.c, pipeline.c). */
+static inline bool flow__same_file(const uaio_flow *f)
+{
+	return f->src.seek && f->dst.seek && f->src.dev == f->dst.dev &&
+	       f->src.ino == f->dst.ino;
+}
+
 /* No end is the caller's memory, and no tap looks at the bytes. */
 static inline bool flow__no_user_side(const uaio_flow *f)
 {

@@ -115,8 +115,7 @@ static bool overlaps_ahead(const uaio_flow *f)
 {
 	uint64_t s, d;
 
-	if (!f->src.seek || !f->dst.seek || f->src.dev != f->dst.dev ||
-	    f->src.ino != f->dst.ino)
+	if (!flow__same_file(f))
 		return false;
 	s = (uint64_t)f->src.off;
 	d = f->dst.append ? f->dst.size : (uint64_t)f->dst.off;

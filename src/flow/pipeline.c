@@ -60,8 +60,7 @@ static bool ordered_sink(const uaio_flow *f)
 {
 	return f->dst.kind != EK_MEM &&
 	       (!f->dst.seek || f->dst.append ||
-		(f->cur == UAIO_FLOW_MMAP && f->src.seek && f->src.dev == f->dst.dev &&
-		 f->src.ino == f->dst.ino));
+		(f->cur == UAIO_FLOW_MMAP && flow__same_file(f)));
 }
 
 static bool pipeline_fits(const uaio_flow *f)

@@ -97,9 +97,10 @@ struct laio_call {
 	 * thread that issued it (whichever ran the loop) exits. */
 	int (*submit)(struct laio_call *r);
 	int iovcnt;
-	/* A duplicate of a[0] the call goes on with when it waits for
-	 * readiness (background.c), or 0: the file stays open for it, as
-	 * for a plain call blocked in it. */
+	/* A duplicate of a[0] (a pipe's or socket's) the call goes on with
+	 * when it waits for readiness (background.c), or 0: the file stays
+	 * open for it, as for a plain call blocked in it. Closed when the
+	 * call ends, under mu. */
 	int hold;
 	uint32_t magic;
 	uint8_t phase;

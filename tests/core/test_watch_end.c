@@ -105,15 +105,24 @@ static void stop_on(uaio_loop *l, uaio_watch *w, int p[2])
 	close(p[1]);
 }
 
-static void other_loop(void)
+/* Loops a and b, and w watching p[0] (readable) on a. */
+static void watch_on_a(uaio_loop **a, uaio_loop **b, uaio_watch *w, int p[2])
 {
-	uaio_loop *a = t_loop_new(0), *b = t_loop_new(0);
-	uaio_watch w = { 0 };
-	int p[2];
-
+	*a = t_loop_new(0);
+	*b = t_loop_new(0);
+	*w = (uaio_watch){ 0 };
 	CHECK_EQ(pipe(p), 0);
 	closes = 0;
-	CHECK_OK(uaio_watch_start(a, &w, p[0], UAIO_READABLE, &with_input, NULL));
+	CHECK_OK(uaio_watch_start(*a, w, p[0], UAIO_READABLE, &with_input, NULL));
+}
+
+static void other_loop(void)
+{
+	uaio_loop *a, *b;
+	uaio_watch w;
+	int p[2];
+
+	watch_on_a(&a, &b, &w, p);
 	CHECK_EQ(uaio_watch_stop(b, &w), -ENOENT);
 	CHECK_EQ(uaio_watch_modify(b, &w, UAIO_WRITABLE), -ENOENT);
 	CHECK_EQ(w.events, UAIO_READABLE);
@@ -128,13 +137,11 @@ static void other_loop(void)
  * handle_close, and another loop takes it (it was refused: -EBUSY). */
 static void after_free(void)
 {
-	uaio_loop *a = t_loop_new(0), *b = t_loop_new(0);
-	uaio_watch w = { 0 };
+	uaio_loop *a, *b;
+	uaio_watch w;
 	int p[2];
 
-	CHECK_EQ(pipe(p), 0);
-	closes = 0;
-	CHECK_OK(uaio_watch_start(a, &w, p[0], UAIO_READABLE, &with_input, NULL));
+	watch_on_a(&a, &b, &w, p);
 	uaio_loop_free(a);
 	CHECK_EQ(closes, 0);
 	CHECK_OK(uaio_watch_start(b, &w, p[0], UAIO_READABLE, &with_input, NULL));

@@ -18,15 +18,6 @@ static bool on_epoll(void)
 	return uaio_loop_backend(laio__engine.loop) == UAIO_BACKEND_EPOLL;
 }
 
-/* The descriptor an op of the loop names. io_uring holds the file of
- * each op it has; epoll's set is keyed by file and number, where a
- * registration of the duplicate would outlive its close (the file still
- * open): there, the caller's number, and the retries use the duplicate. */
-static int op_fd(const struct laio_call *r)
-{
-	return on_epoll() ? (int)r->a[0] : laio__call_fd(r);
-}
-
 static long work_fn(void *arg)
 {
 	struct laio_call *r = arg;
@@ -65,7 +56,7 @@ static int submit_poll(struct laio_call *r)
 	short ev = laio__is_write_nr(r->nr) ? POLLOUT : POLLIN;
 
 	r->kind = K_POLL;
-	return uaio_op_poll(laio__engine.loop, &r->op, op_fd(r), ev, poll_cb, r);
+	return uaio_op_poll(laio__engine.loop, &r->op, laio__call_fd(r), ev, poll_cb, r);
 }
 
 /* The read/write/socket-class call as one uaio op; -EOPNOTSUPP when the
@@ -74,7 +65,7 @@ static int submit_rw_op(struct laio_call *r)
 {
 	uaio_loop *l = laio__engine.loop;
 	const long *a = r->a;
-	int fd = op_fd(r);
+	int fd = laio__call_fd(r);
 	struct iovec iov1;
 	const struct iovec *iov;
 	int cnt;
@@ -185,12 +176,20 @@ int laio__submit_rw_bg(struct laio_call *r)
 		   (on_epoll() && laio__fd_pipelike(r)));
 	/* A duplicate keeps a pipe or socket open, as a plain call blocked
 	 * in it does, if the caller closes its descriptor meanwhile; the
-	 * retries go on with it (and with the old file if the number is
-	 * reused). Not other files: closing a duplicate drops the process's
-	 * POSIX locks on its file. */
-	if (by_poll && !r->hold && laio__fd_pipelike(r) &&
-	    (d = uaio__fd_dup_own((int)r->a[0])) > 0)
-		r->hold = d;
+	 * poll and the retries go on with it (and with the old file if the
+	 * number is reused). Not other files: closing a duplicate drops the
+	 * process's POSIX locks on its file. On epoll it is the loop's pin
+	 * (a duplicate too), whose unpin drops its registration from the
+	 * set before the close: the file stays open through the caller's
+	 * number, and epoll would keep a closed number's entry. */
+	if (by_poll && !r->hold && laio__fd_pipelike(r)) {
+		d = on_epoll() ? uaio_file_pin(laio__engine.loop, (int)r->a[0]) :
+				 uaio__fd_dup_own((int)r->a[0]);
+		if (d > 0) {
+			r->hold = d;
+			r->hold_pin = on_epoll();
+		}
+	}
 	ret = by_poll ? submit_poll(r) : submit_rw_op(r);
 	if (ret < 0)
 		ret = laio__submit_work(r);

@@ -47,6 +47,13 @@ static void engine_fork_child(void)
 
 	pthread_mutex_init(&e->init_mu, NULL);
 	pthread_mutex_init(&e->mu, NULL);
+	/* The calls' pins are the loop's: closed with it when it is freed,
+	 * left to the calls when it is forsaken. */
+	UAIO_SLAB_FOREACH(&e->calls, r) {
+		if (r->hold_pin && !e->driving)
+			r->hold = 0;
+		r->hold_pin = false;
+	}
 	/* A loop another thread was inside may be mid-update: leak it, but
 	 * not its descriptors. */
 	if (e->loop && !e->driving)
@@ -142,12 +149,21 @@ static struct laio_call *call_alloc_locked(void)
 	return uaio__slab_get(s);
 }
 
+/* The call's duplicate of its pipe or socket, under mu (background.c). */
+static void drop_hold(struct laio_call *r)
+{
+	if (r->hold > 0 && r->hold_pin)
+		uaio_file_unpin(laio__engine.loop, r->hold);
+	else if (r->hold > 0)
+		uaio__fd_close(r->hold);
+	r->hold = 0;
+	r->hold_pin = false;
+}
+
 /* The copies a continued call made of the caller's iovecs and msghdr. */
 void laio__call_free_parts(struct laio_call *r)
 {
-	if (r->hold > 0)
-		uaio__fd_close(r->hold);
-	r->hold = 0;
+	drop_hold(r);
 	free(r->iov);
 	free(r->msg);
 	r->iov = NULL;
@@ -180,6 +196,7 @@ struct laio_call *laio__call_new(long nr, const long *a)
 	r->msg = NULL;
 	r->iovcnt = 0;
 	r->hold = 0;
+	r->hold_pin = false;
 	r->flags = 0;
 	r->ftype = 0;
 	r->timeo = 0;
@@ -227,9 +244,7 @@ void laio__call_finish(struct laio_call *r, long res)
 	pthread_mutex_lock(&e->mu);
 	/* the file as the call leaves it; under mu, which a fork takes
 	 * first, so that the child never closes the number again */
-	if (r->hold > 0)
-		uaio__fd_close(r->hold);
-	r->hold = 0;
+	drop_hold(r);
 	r->ret = res;
 	if (r->phase == PH_TRY) {
 		r->phase = PH_INLINE;

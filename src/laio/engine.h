@@ -100,8 +100,9 @@ struct laio_call {
 	/* A duplicate of a[0] (a pipe's or socket's) the call goes on with
 	 * when it waits for readiness (background.c), or 0: the file stays
 	 * open for it, as for a plain call blocked in it. Closed when the
-	 * call ends, under mu. */
+	 * call ends, under mu; hold_pin: it is the loop's pin (epoll). */
 	int hold;
+	bool hold_pin;
 	uint32_t magic;
 	uint8_t phase;
 	uint8_t kind;

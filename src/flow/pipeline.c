@@ -370,7 +370,7 @@ static void write_done(uaio_op *op, int res, void *data)
 
 	f->inflight--;
 	if (res <= 0) {
-		write_failed(f, s, res ? res : -EIO);
+		write_failed(f, s, res ? res : -ENOSPC);	/* took nothing: full (GNU full_write) */
 	} else {
 		s->wdone += (uint32_t)res;
 		flow__moved(f, (uint64_t)res);

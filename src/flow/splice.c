@@ -74,16 +74,18 @@ static bool direct(const uaio_flow *f)
 
 static void splice_teardown(uaio_flow *f);
 
-/* A character device may have no splice (/dev/full, most drivers), and
- * the kernel says so only once bytes sit in the pipe, where a stream's
- * cannot go back. So it is asked first, from an empty pipe (pfd, or one
- * of its own): EINVAL is the refusal, EAGAIN a sink that takes splice. */
+/* A character device may have no splice (/dev/full, most drivers), nor
+ * may a file that has write but no write_iter (procfs's /proc/PID/comm
+ * and the like), and the kernel says so only once bytes sit in the pipe,
+ * where a stream's cannot go back and no other method can take over. So
+ * it is asked first, from an empty pipe (pfd, or one of its own): EINVAL
+ * is the refusal, EAGAIN a sink that takes splice. */
 static int sink_refuses_splice(const uaio_flow *f, const int pfd[2])
 {
 	int tmp[2] = { -1, -1 }, err = 0;
 	const int *p = pfd;
 
-	if (f->dst.kind != EK_CHR)
+	if (f->dst.kind != EK_CHR && f->dst.kind != EK_FILE && f->dst.kind != EK_BLK)
 		return 0;
 	if (p[0] < 0) {
 		if (pipe2(tmp, O_CLOEXEC) < 0)
@@ -331,7 +333,7 @@ static void splice_out_done(uaio_op *op, int res, void *data)
 			flow__fail(f, res, UAIO_FLOW_SIDE_DST);
 		}
 	} else {
-		flow__fail(f, res ? res : -EIO, UAIO_FLOW_SIDE_DST);
+		flow__fail(f, res ? res : -ENOSPC, UAIO_FLOW_SIDE_DST);
 	}
 	flow__step_done(f);
 }
@@ -356,7 +358,7 @@ static long do_files_step(void *arg)
 			if ((n = splice(r->pfd[0], NULL, f->dst.fd, &out, r->inpipe,
 					SPLICE_F_MOVE)) <= 0) {
 				r->side = UAIO_FLOW_SIDE_DST;
-				return n < 0 ? -errno : -EIO;
+				return n < 0 ? -errno : -ENOSPC;
 			}
 			r->inpipe -= (uint64_t)n;
 			r->step_out += (uint64_t)n;

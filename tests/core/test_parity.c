@@ -10,6 +10,7 @@
 #include <netinet/in.h>
 #include <poll.h>
 #include <stdbool.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <uaio/loop.h>
@@ -412,6 +413,30 @@ static void poll_revents_as_poll(void)
 	close(sv[0]);
 }
 
+/* A file that seeks but has no pwrite or pread (procfs's seq_file
+ * entries answer ESPIPE to an offset) is written and read at its
+ * position, as io_uring does (the epoll backend's workers gave ESPIPE). */
+static void seq_file_offset(void)
+{
+	char name[16], back[32] = { 0 };
+	struct res w = { 0 }, rd = { 0 };
+	uaio_op op = { 0 };
+	int fd;
+
+	CHECK(prctl(PR_GET_NAME, name) == 0);
+	CHECK((fd = open("/proc/self/comm", O_RDWR | O_CLOEXEC)) >= 0);
+	CHECK(pwrite(fd, "x", 1, 0) == -1 && errno == ESPIPE);
+	CHECK_OK(uaio_op_write(L, &op, fd, "parity-comm", 11, 0, on_res, &w));
+	CHECK_EQ(result(&w), 11);
+	close(fd);
+	CHECK((fd = open("/proc/self/comm", O_RDONLY | O_CLOEXEC)) >= 0);
+	CHECK_OK(uaio_op_read(L, &op, fd, back, sizeof(back) - 1, 0, on_res, &rd));
+	CHECK_EQ(result(&rd), 12);
+	CHECK(!strcmp(back, "parity-comm\n"));
+	close(fd);
+	CHECK(prctl(PR_SET_NAME, name) == 0);
+}
+
 int main(void)
 {
 	t_watchdog(120);
@@ -431,6 +456,7 @@ int main(void)
 	ONE(dontwait);
 	ONE(poll_beside_recv);
 	ONE(poll_revents_as_poll);
+	ONE(seq_file_offset);
 	uaio_loop_free(L);
 	return T_EXIT_PASS;
 }

@@ -115,4 +115,14 @@ for j in 0 abc '' 65537 -1 ' -1' ' -18446744073709551615'; do
 done
 ok "-j 1, -j 64 and --progress: the tree cp -a makes, nothing printed; a bad -j refused"
 
+# A file with write but no splice (procfs's comm: no write_iter): a large
+# copy onto it succeeds as cp's (the flow's splice was refused only once
+# bytes sat in its pipe, and no other method could take over: EINVAL).
+head -c 200000 /dev/urandom >"$T/big" || fail "making big"
+for o in "" --reflink=never; do
+  uaio-cp $o "$T/big" /proc/self/comm 2>"$T/comm.err" && [ ! -s "$T/comm.err" ] ||
+    { cat "$T/comm.err"; fail "uaio-cp $o big /proc/self/comm: failed (cp copies it)"; }
+done
+ok "a large file onto a file without splice (/proc/self/comm)"
+
 exit $failed

@@ -115,8 +115,8 @@ static void on_write(uaio_op *op, int res, void *data)
 		cp_job_fail(j, res, false);
 		return;
 	}
-	if (res == 0) {
-		cp_job_fail(j, -EIO, false);
+	if (res == 0) {		/* took nothing: full, as cp's full_write says */
+		cp_job_fail(j, -ENOSPC, false);
 		return;
 	}
 	j->wpos += (unsigned)res;

@@ -39,8 +39,8 @@ static long whole_data(struct cp_job *j)
 						   (off_t)pos + off);
 			if (w < 0)
 				return -errno;
-			if (w == 0)
-				return -EIO;
+			if (w == 0)	/* full, as cp's full_write says */
+				return -ENOSPC;
 		}
 		pos += (uint64_t)n;
 		if (cp_short_end(j, (size_t)n, pos))

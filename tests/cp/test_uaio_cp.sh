@@ -238,6 +238,9 @@ VERSION_CONTROL=zz both -b f g
 # ... checked once the options are read, the last --backup's only
 both --backup=foo --bogus f g
 both -n --backup=foo f g
+# -l with -s: cp's refusal, before the rest of its checks
+both -ls f g
+both -s -n -b -l f g
 VERSION_CONTROL=zz both -b --backup=nil --bogus f g
 both -i --bogus f g
 both -i -k f g

@@ -448,6 +448,7 @@ int cp_parse(struct cp_run *r, int argc, char **argv, int *first)
 	static const int sparse_v[] = { SPARSE_NEVER, SPARSE_AUTO, SPARSE_ALWAYS };
 	struct cp_opts *o = &r->o;
 	bool strip = false, backups = false;
+	int links = 0;			/* 1: -l, 2: -s */
 	const char *backup_type = NULL;
 	int c;
 
@@ -542,6 +543,7 @@ int cp_parse(struct cp_run *r, int argc, char **argv, int *first)
 			/* fall through */
 		case 'i': case 'l': case 's': case 'S':
 		case OPT_ATTR_ONLY: case OPT_COPY_CONTENTS: case OPT_PARENTS:
+			links |= c == 'l' ? 1 : c == 's' ? 2 : 0;
 			if (!o->unsupported)
 				o->unsupported = c;
 			break;
@@ -551,6 +553,10 @@ int cp_parse(struct cp_run *r, int argc, char **argv, int *first)
 	}
 	/* cp's checks after its options, in cp's order: the backup type
 	 * (gnulib's xget_version) before backups are refused as unsupported */
+	if (links == 3) {
+		cp_err(r, 0, _("cannot make both hard and symbolic links"));
+		try_help(r);
+	}
 	if (backups && o->no_clobber) {
 		cp_err(r, 0, _("options --backup and --no-clobber are mutually exclusive"));
 		try_help(r);

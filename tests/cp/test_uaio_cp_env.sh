@@ -335,6 +335,15 @@ if [ -w /dev/full ]; then
     grep -qx "uaio-cp: write error: No space left on device" "$T/err" ||
       { cat "$T/err"; fail "$a >/dev/full: no write error"; }
   done
+  # a message stderr could not take (cp's close_stdout closes it too)
+  echo x >"$T/ctx"
+  for c in cp uaio-cp; do
+    rm -f "$T/ctx.$c"
+    $c --context=x "$T/ctx" "$T/ctx.$c" 2>/dev/full
+    echo $? >"$T/rc.$c"
+  done
+  [ "$(cat "$T/rc.uaio-cp")" = "$(cat "$T/rc.cp")" ] ||
+    fail "--context=x 2>/dev/full: exit $(cat "$T/rc.uaio-cp"), cp's $(cat "$T/rc.cp")"
 fi
 ok "--help, --version"
 

@@ -40,6 +40,14 @@ cmp -s "$dir/src" "$dir/d/src" || fail "copy into a directory"
 # --stats: one line with bytes, seconds, MB/s and CPU seconds.
 expect_rc 0 "$F" copy --stats -c 1M "$dir/src" "$dir/s2"
 grep -Eq "^$F: 20000000 bytes in [0-9.]+ s, [0-9.]+ MB/s, CPU [0-9.]+ s" "$dir/err" || { cat "$dir/err"; fail "--stats line"; }
+# ... that stderr cannot take: status 1, as dd's (gnulib's close_stdout)
+if [ -w /dev/full ]; then
+  "$F" copy --stats "$dir/one" "$dir/s3" 2>/dev/full; rc=$?
+  [ $rc = 1 ] || fail "--stats 2>/dev/full: exit $rc, not 1"
+  "$F" copy --stats "$dir/one" "$dir/s3" 2>&-; rc=$?
+  [ $rc = 1 ] || fail "--stats 2>&-: exit $rc, not 1"
+  rm -f "$dir/s3"
+fi
 # A sparse file keeps its holes (as cp --sparse=auto), in every mode; one
 # that is all hole, or ends in one, keeps its size.
 truncate -s 24M "$dir/sparse"
@@ -127,6 +135,8 @@ expect_rc 0 "$F" --version
 expect_rc 2 "$F"
 expect_rc 2 "$F" copy "$dir/src"
 expect_rc 2 "$F" frobnicate a b
+expect_rc 2 "$F" copy a b 'c d' e
+grep -qx "$F: copy: extra operand 'c d'" "$dir/err" || { cat "$dir/err"; fail "extra operand not named"; }
 expect_rc 2 "$F" --mode=fast copy a b
 grep -q "^$F: invalid mode 'fast'" "$dir/err" || fail "bad mode message"
 # Messages name the program as it was invoked, as GNU tools do.

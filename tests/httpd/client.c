@@ -251,6 +251,8 @@ time_t ht_mtime(const char *path)
 
 /* --- the server process ------------------------------------------------ */
 
+rlim_t ht_spawn_nofile;
+
 void ht_spawn(struct ht_server *s, const char *const *argv)
 {
 	static int n;
@@ -284,6 +286,12 @@ void ht_spawn(struct ht_server *s, const char *const *argv)
 		/* only 0-2: a descriptor the test inherited (above its
 		 * RLIMIT_NOFILE, say) would skew the server's count */
 		close_range(3, ~0u, 0);
+		if (ht_spawn_nofile) {
+			struct rlimit rl = { ht_spawn_nofile, ht_spawn_nofile };
+
+			if (setrlimit(RLIMIT_NOFILE, &rl) < 0)
+				_exit(126);
+		}
 		/* memory malloc hands out is never zero, as in a server that
 		 * has run a while: a field left unset shows at once */
 		setenv("MALLOC_PERTURB_", "85", 0);

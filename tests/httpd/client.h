@@ -12,6 +12,7 @@
 #include <signal.h>
 #include <stdarg.h>
 #include <stddef.h>
+#include <sys/resource.h>
 #include <stdio.h>
 #include <sys/types.h>
 #include <time.h>
@@ -77,6 +78,8 @@ void ht_start(struct ht_server *s, const char *dir, ...);
 void ht_startv(struct ht_server *s, const char *dir, const char *const *opts);
 /* Runs the binary with exactly argv[1..] (argv[0] is ignored). */
 void ht_spawn(struct ht_server *s, const char *const *argv);
+/* Non-zero: the RLIMIT_NOFILE (soft and hard) servers are spawned with. */
+extern rlim_t ht_spawn_nofile;
 /* Waits up to ms for the process; 1 exited (s->status set), 0 not yet. */
 int ht_wait(struct ht_server *s, int ms);
 /* SIGTERM (or sig), waits up to 30 s, expects exit status 0. Returns 0

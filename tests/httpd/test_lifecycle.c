@@ -545,6 +545,35 @@ static void t_sigterm_log_slow(void)
 	free(text);
 }
 
+/* The access log where its lines cannot go: --log - with standard
+ * output closed is refused at start (exit 1; its lines went to the
+ * /dev/null that holds fd 1, without a word); a usage error leaves no
+ * log file behind (it was made before the address was resolved). */
+static void t_log_nowhere(void)
+{
+	char cmd[8192], *errf = ht_join(ht_scratch(), "nowhere.err");
+	char *logf = ht_join(ht_scratch(), "never.log"), *err;
+	const char *bad_addr[] = { "", "-p", "0", "-a", "", "--log", logf, root, NULL };
+	int st;
+
+	snprintf(cmd, sizeof(cmd), "exec timeout 20 '%s' -p 0 -a 127.0.0.1 --log - '%s' >&- 2>'%s'",
+		 ht_bin(), root, errf);
+	st = system(cmd);
+	err = ht_slurp(errf, NULL);
+	EXPECT(WIFEXITED(st) && WEXITSTATUS(st) == 1 && err &&
+	       strstr(err, ": the access log: standard output: Bad file descriptor\n"),
+	       "--log - with stdout closed: exit 1 and a message expected, got %#x '%.200s'",
+	       st, err ? err : "");
+	free(err);
+
+	unlink(logf);
+	run_expect(bad_addr, 2, "-a '' --log FILE");
+	EXPECT(access(logf, F_OK) < 0 && errno == ENOENT, "a usage error left the log file");
+
+	free(errf);
+	free(logf);
+}
+
 int main(void)
 {
 	ht_init("httpd/test_lifecycle", 550);
@@ -559,6 +588,7 @@ int main(void)
 	t_sigterm_inflight(SIGINT);
 	RUN(t_sigterm_pipelined);
 	RUN(t_sigterm_log_slow);
+	RUN(t_log_nowhere);
 	RUN(t_peer_closed);
 	RUN(t_restart);
 	RUN(t_port_taken);

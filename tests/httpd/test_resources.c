@@ -65,6 +65,41 @@ static int nofile_64(int (*fn)(void))
 	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }
 
+/* RLIMIT_NOFILE 30 for the server: the default connection limit is one
+ * the descriptors can keep, so that 40 clients at once each get an
+ * answer, 200 or 503. (It was at least 16, more than 30 descriptors hold
+ * beside the loop and the cache: accept failed with EMFILE, and the rest
+ * waited in the backlog until they gave up.) */
+#define TIGHT_CONNS 40
+static void t_tight_conns(void)
+{
+	struct ht_server s;
+	struct ht_conn *c[TIGHT_CONNS];
+	int answered = 0, was = ht_timeout_ms;
+
+	ht_spawn_nofile = 30;
+	ht_start(&s, root, NULL);
+	ht_spawn_nofile = 0;
+	ht_timeout_ms = 10000;
+	for (int i = 0; i < TIGHT_CONNS; i++) {
+		c[i] = ht_connect(s.port);
+		ht_sends(c[i], "GET /f1.txt HTTP/1.1\r\nHost: x\r\n\r\n");
+	}
+	for (int i = 0; i < TIGHT_CONNS; i++) {
+		struct ht_resp r;
+
+		if (ht_read_head(c[i], &r, 0) == HT_OK && (r.status == 200 || r.status == 503))
+			answered++;
+		ht_resp_free(&r);
+	}
+	for (int i = 0; i < TIGHT_CONNS; i++)
+		ht_close(c[i]);
+	ht_timeout_ms = was;
+	EXPECT(answered == TIGHT_CONNS, "RLIMIT_NOFILE 30: %d of %d clients at once answered "
+	       "(200 or 503)", answered, TIGHT_CONNS);
+	ht_stop(&s);
+}
+
 static int small_nofile(void)
 {
 	struct ht_server s;
@@ -559,6 +594,7 @@ int main(void)
 	RUN(t_lease_all);
 	RUN(t_last_fd);
 	RUN(t_small_nofile);
+	RUN(t_tight_conns);
 	RUN(t_nofile_threads);
 	return ht_finish();
 }

@@ -16,12 +16,20 @@ int tool_close_stdout(const char *prog)
 	int err = fclose(stdout) != 0 ? errno : 0;
 
 	if (!failed && (!err || (!pending && err == EBADF)))
-		return 0;
+		return tool_stderr_failed();
 	fprintf(stderr, "%s: write error", prog);
 	if (err)
 		fprintf(stderr, ": %s", strerror(err));
 	fputc('\n', stderr);
 	return 1;
+}
+
+/* As gnulib's close_stdout: a message that could not be written (stderr
+ * full or closed) fails the run, with nowhere left to say so. */
+int tool_stderr_failed(void)
+{
+	fflush(stderr);
+	return ferror(stderr) ? 1 : 0;
 }
 
 /* Descriptor fd (the lowest free number) made an O_PATH descriptor of

@@ -10,6 +10,8 @@
  * when stdout did not take everything (a closed stdout is fine if
  * nothing was written to it), else 0. */
 int tool_close_stdout(const char *prog);
+/* 1 if a write to stderr failed (the exit status must say so), else 0 */
+int tool_stderr_failed(void);
 
 /* Descriptors 0 to n - 1 found closed are opened on /dev/null (0 for
  * reading, the others for writing), so that no file or socket the tool

@@ -279,7 +279,7 @@ static int finish(const struct tool *t, bool ok)
 {
 	if (t->interrupted)
 		die_of(t->interrupted);
-	return ok ? 0 : 1;
+	return ok && !tool_stderr_failed() ? 0 : 1;
 }
 
 /* SRC opened for reading, and never a directory. */
@@ -444,8 +444,18 @@ int main(int argc, char **argv)
 	if (argc - optind != 2) {
 		if (!strcmp(cmd, "copy") || !strcmp(cmd, "send") || !strcmp(cmd, "recv") ||
 		    !strcmp(cmd, "forward"))
-			die_usage(argc - optind < 2 ? "%s: missing operand" :
-				  "%s: extra operand", cmd);
+		{
+			char msg[512];
+			char *qx = argc - optind > 2 ?
+				   tool_quote(argv[optind + 2], TOOL_QUOTE_ALWAYS) : NULL;
+
+			/* the first one too many named, as GNU's */
+			if (qx)
+				snprintf(msg, sizeof(msg), "%s: extra operand %s", cmd, qx);
+			else
+				snprintf(msg, sizeof(msg), "%s: missing operand", cmd);
+			die_usage("%s", msg);
+		}
 		die_usage("unknown command '%s'", cmd);
 	}
 	if (strcmp(cmd, "copy") && strcmp(cmd, "send") && strcmp(cmd, "recv") &&

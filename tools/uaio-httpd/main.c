@@ -163,7 +163,11 @@ static int listen_on(const char *addr, int *port, bool reuseport, bool first,
 
 	snprintf(ps, sizeof(ps), "%d", *port);
 	if ((err = getaddrinfo(addr, ps, &hints, &ai))) {
-		fprintf(stderr, "%s: %s: %s\n", HTTPD_ME, addr, gai_strerror(err));
+		char *qa = tool_quote(addr ? addr : "*", TOOL_QUOTE_ALWAYS);
+
+		fprintf(stderr, "%s: cannot resolve %s: %s\n", HTTPD_ME, qa ? qa : addr,
+			gai_strerror(err));
+		free(qa);
 		exit(2);
 	}
 	/* Without --addr: the IPv6 wildcard takes IPv4 too, where it exists. */
@@ -319,6 +323,7 @@ int main(int argc, char **argv)
 	sigset_t set;
 	char shown[INET6_ADDRSTRLEN + 16];
 	bool draining = false, failed = false, start_failed = false;
+	int held;
 	unsigned nstarted;
 	int opt;
 
@@ -380,7 +385,7 @@ int main(int argc, char **argv)
 	/* Descriptors 0-2 closed at start are held on /dev/null: stderr's
 	 * messages and a --log=- would land in a client's socket. Not
 	 * before the options: --help >&- is a write error, as GNU's. */
-	(void)tool_hold_std_fds(3);
+	held = tool_hold_std_fds(3);
 	if (optind == argc)
 		die_usage("missing directory operand%s", "");
 	if (argc - optind > 1)
@@ -399,12 +404,6 @@ int main(int argc, char **argv)
 	if (!realpath(cfg.root, cfg.root_real)) {
 		return cannot("serve", cfg.root, 2);
 	}
-	if (cfg.log_path) {
-		cfg.log_fd = strcmp(cfg.log_path, "-") ? log_open(cfg.log_path) : STDOUT_FILENO;
-		if (cfg.log_fd < 0) {
-			return cannot("open", cfg.log_path, 1);
-		}
-	}
 	/* As many descriptors as allowed; the default connection limit
 	 * leaves room for the cache and a flow's pipe per connection. */
 	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
@@ -420,9 +419,13 @@ int main(int argc, char **argv)
 		 * and opens (a 1024 limit, a 4096-entry cache). */
 		if (cfg.cache_entries > per / 4)
 			cfg.cache_entries = (unsigned)(per / 4);
-		per = per > 64 + cfg.cache_entries ? (per - 64 - cfg.cache_entries) / 3 : 16;
+		/* A small limit still gets a limit it can keep (the 503s past
+		 * it need a descriptor each for a moment): more than it allows
+		 * left the rest in the backlog, accept failing with EMFILE. */
+		per = per > 64 + cfg.cache_entries ? (per - 64 - cfg.cache_entries) / 3 :
+		      per > 16 + cfg.cache_entries + 3 ? (per - 16 - cfg.cache_entries) / 3 : 1;
 		if (!max_conns)
-			max_conns = per < 16 ? 16 : per > 1000000 ? 1000000 : (unsigned)per;
+			max_conns = per > 1000000 ? 1000000 : (unsigned)per;
 	}
 	cfg.max_conns = max_conns;
 	cfg.mime = mime_load("/etc/mime.types");
@@ -445,6 +448,21 @@ int main(int argc, char **argv)
 		ws[i].ready = &ready;
 		ws[i].ended = &ended;
 		ws[i].pid = getpid();
+	}
+	/* After the address is known good: a usage error (exit 2) leaves
+	 * no log file behind. */
+	if (cfg.log_path) {
+		cfg.log_fd = strcmp(cfg.log_path, "-") ? log_open(cfg.log_path) : STDOUT_FILENO;
+		/* closed at start: held on /dev/null above, where every line
+		 * would be lost without a word */
+		if (cfg.log_fd == STDOUT_FILENO && (held & (1 << STDOUT_FILENO))) {
+			fprintf(stderr, "%s: the access log: standard output: %s\n",
+				HTTPD_ME, strerror(EBADF));
+			return 1;
+		}
+		if (cfg.log_fd < 0) {
+			return cannot("open", cfg.log_path, 1);
+		}
 	}
 	nstarted = cfg.threads;
 	for (unsigned i = 0; i < cfg.threads; i++) {

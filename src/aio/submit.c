@@ -110,12 +110,15 @@ static int8_t serial_prio(const struct aiocb *cb)
 }
 
 /* The request becomes a record on a non-seekable file's FIFO (or on an
- * O_APPEND file's, whose writes keep the order of the calls). */
+ * O_APPEND file's, whose writes keep the order of the calls). at_pos: the
+ * kernel refused this file an offset (ESPIPE), as procfs's comm refuses
+ * pwrite but seeks: glibc then reads or writes at its position, as on a
+ * stream. */
 static int submit_serial(struct aiocb *cb, int kind, int fd, int fl,
 			 const struct stat *st, struct lio_ctx *pc,
-			 struct aio_lio *g)
+			 struct aio_lio *g, bool at_pos)
 {
-	bool reg = S_ISBLK(st->st_mode) || seekable_reg(fd, st);
+	bool reg = !at_pos && (S_ISBLK(st->st_mode) || seekable_reg(fd, st));
 	struct aio_serial *s;
 	struct aio_req *r;
 	long res;
@@ -371,7 +374,7 @@ int aio__submit_rw(struct aiocb *cb, int kind, struct lio_ctx *pc,
 	struct stat st;
 	int fd, fl, ret;
 	long res;
-	bool positional = false, try;
+	bool positional = false, at_pos = false, try;
 	int rwf;
 
 	if ((ret = aio__cb_check(cb, true)) < 0)
@@ -436,11 +439,12 @@ int aio__submit_rw(struct aiocb *cb, int kind, struct lio_ctx *pc,
 		res = aio__attempt(fd, kind, cb, cb->aio_offset, rwf);
 		if (rwf)
 			aio__hint_learn(h, kind, res);
-		if (res == -ESPIPE && !positional) {	/* a stream */
-			if (fstat(fd, &st) < 0) {
+		if (res == -ESPIPE) {	/* a stream, or a file without pread or pwrite */
+			if (!positional && fstat(fd, &st) < 0) {
 				aio__complete(cb, -errno);
 				return 0;
 			}
+			at_pos = true;
 			goto serial;
 		}
 		if (res > 0) {
@@ -461,7 +465,7 @@ int aio__submit_rw(struct aiocb *cb, int kind, struct lio_ctx *pc,
 serial:
 	/* O_NONBLOCK decides a stream request's result: not from a hint. */
 	fl = aio__hint_flags(fd, h, true);
-	ret = submit_serial(cb, kind, fd, fl < 0 ? 0 : fl, &st, pc, g);
+	ret = submit_serial(cb, kind, fd, fl < 0 ? 0 : fl, &st, pc, g, at_pos);
 	if (ret == 0)
 		return 0;
 refuse:
@@ -535,7 +539,7 @@ int aio__submit_sync(struct aiocb *cb, int kind, struct aio_lio *g)
 	if ((S_ISREG(st.st_mode) || S_ISBLK(st.st_mode)) && !serial_has(fd, &st))
 		ret = submit_parallel(cb, kind, fd, true, NULL, g);
 	else
-		ret = submit_serial(cb, kind, fd, 0, &st, NULL, g);
+		ret = submit_serial(cb, kind, fd, 0, &st, NULL, g, false);
 	if (ret < 0)
 		aio__publish(cb, ret);
 	return ret;

@@ -17,6 +17,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <sys/resource.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 
@@ -399,6 +400,32 @@ static void pread_checks(void)
 	close(sv[1]);
 }
 
+/* A file that seeks but refuses pwrite (ESPIPE: procfs's comm): glibc's
+ * helper writes it at its position then (its read/write after pread's
+ * ESPIPE); the request succeeds (the drop-in ended it with ESPIPE). A
+ * large one too, which takes no inline try. */
+static void pwrite_refused(void)
+{
+	static char big[200000];
+	char name[16], back[32] = { 0 };
+	struct aiocb cb;
+	int fd;
+
+	CHECK_EQ(prctl(PR_GET_NAME, name), 0);
+	CHECK((fd = open("/proc/self/comm", O_RDWR | O_CLOEXEC)) >= 0);
+	CHECK(pwrite(fd, "x", 1, 0) == -1 && errno == ESPIPE);
+	cb = t_cb(fd, "aio-comm", 8, 0);
+	CHECK_EQ(uaio_write(&cb), 0);
+	CHECK_EQ(t_wait(&cb, NULL), 8);
+	CHECK(pread(fd, back, sizeof(back) - 1, 0) == 9 && !strcmp(back, "aio-comm\n"));
+	memset(big, 'b', sizeof(big));
+	cb = t_cb(fd, big, sizeof(big), 4096);
+	CHECK_EQ(uaio_write(&cb), 0);
+	CHECK_EQ(t_wait(&cb, NULL), (long)sizeof(big));
+	close(fd);
+	CHECK_EQ(prctl(PR_SET_NAME, name), 0);
+}
+
 /* aio_return of a stream request under way: glibc's helper holds the -1
  * of its pread try (ESPIPE) while it blocks in read; one waiting behind
  * it holds 0. */
@@ -526,6 +553,7 @@ int main(void)
 	RUN(socket_timeouts);
 	RUN(pread_checks);
 	RUN(stream_return_in_progress);
+	RUN(pwrite_refused);
 	RUN(no_sigpipe);
 	RUN(thread_per_callback);
 	RUN(thread_attributes);

@@ -178,6 +178,11 @@ expect_rc 2 "$F" send "$dir/one" 127.0.0.1:+80
 # "[]:P" was a lookup's failure, exit 1).
 expect_rc 2 "$F" send "$dir/one" :9611
 expect_rc 2 "$F" send "$dir/one" '[]:9611'
+# An IPv6 address outside brackets is no HOST:PORT (::1 was a lookup of
+# host "::", port 1, that failed with exit 1).
+expect_rc 2 "$F" send "$dir/one" ::1
+expect_rc 2 "$F" send "$dir/one" ::1:9611
+expect_rc 2 "$F" recv ::1:9611 "$dir/x"
 # A bad address is bad usage before any file is opened (a missing file,
 # a FIFO that would block the open), as recv checks its address first.
 expect_rc 2 "$F" send "$dir/nope" 127.0.0.1

@@ -37,6 +37,9 @@ static int split_hostport(char *s, char **host, char **port, bool passive)
 	*c = 0;
 	if (!*s && !passive)	/* ":P": a peer needs a host */
 		return -1;
+	if (strchr(s, ':'))	/* an IPv6 address goes in brackets ("::1" was
+				 * host "::", port 1) */
+		return -1;
 	*host = *s ? s : NULL;
 	*port = c + 1;
 	return 0;

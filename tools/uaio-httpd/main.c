@@ -419,11 +419,17 @@ int main(int argc, char **argv)
 		 * and opens (a 1024 limit, a 4096-entry cache). */
 		if (cfg.cache_entries > per / 4)
 			cfg.cache_entries = (unsigned)(per / 4);
-		/* A small limit still gets a limit it can keep (the 503s past
-		 * it need a descriptor each for a moment): more than it allows
-		 * left the rest in the backlog, accept failing with EMFILE. */
-		per = per > 64 + cfg.cache_entries ? (per - 64 - cfg.cache_entries) / 3 :
-		      per > 16 + cfg.cache_entries + 3 ? (per - 16 - cfg.cache_entries) / 3 : 1;
+		/* At least 16, but never more than the descriptors hold (the
+		 * 503s past the limit need one each for a moment): more left
+		 * the rest in the backlog, accept failing with EMFILE. */
+		unsigned long fit = per > 16 + cfg.cache_entries + 3 ?
+				    (per - 16 - cfg.cache_entries) / 3 : 1;
+
+		per = per > 64 + cfg.cache_entries ? (per - 64 - cfg.cache_entries) / 3 : 0;
+		if (per < 16)
+			per = 16;
+		if (per > fit)
+			per = fit;
 		if (!max_conns)
 			max_conns = per > 1000000 ? 1000000 : (unsigned)per;
 	}
@@ -455,7 +461,7 @@ int main(int argc, char **argv)
 		cfg.log_fd = strcmp(cfg.log_path, "-") ? log_open(cfg.log_path) : STDOUT_FILENO;
 		/* closed at start: held on /dev/null above, where every line
 		 * would be lost without a word */
-		if (cfg.log_fd == STDOUT_FILENO && (held & (1 << STDOUT_FILENO))) {
+		if (cfg.log_fd == STDOUT_FILENO && held > 0 && (held & (1 << STDOUT_FILENO))) {
 			fprintf(stderr, "%s: the access log: standard output: %s\n",
 				HTTPD_ME, strerror(EBADF));
 			return 1;

@@ -212,6 +212,9 @@ struct aio_serial {
 	bool reg;			/* a regular file's O_APPEND writes: in call
 					 * order, O_NONBLOCK meaningless, one write
 					 * each (a short one is its result) */
+	bool nopos;			/* a file that refused an offset (ESPIPE):
+					 * at its position from then on, as glibc's
+					 * read/write after pread's ESPIPE */
 };
 #define SO_CLOCK	1
 #define SO_STOP_CLOCK	2

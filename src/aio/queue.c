@@ -522,6 +522,15 @@ void aio__req_end_locked(struct aio_req *r, long res)
 			return;
 		res = 0;
 	}
+	/* A file that refused the offset (ESPIPE, O_APPEND's pwrite to
+	 * /proc/PID/comm): at its position, as glibc's write after it */
+	if (s && (r->flags & RF_AT_OFFSET) && res == -ESPIPE && !pv->done) {
+		r->flags &= (uint8_t)~RF_AT_OFFSET;
+		s->nopos = true;
+		s->reg = false;
+		if (aio__req_issue_locked(r) == 0)
+			return;
+	}
 	if (expired && res == -ECANCELED)
 		res = r->flags & RF_TTY_TIME ? 0 : -EAGAIN;
 	if (pv->done)

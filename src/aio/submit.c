@@ -133,7 +133,8 @@ static int submit_serial(struct aiocb *cb, int kind, int fd, int fl,
 	if (s) {
 		s->sock = S_ISSOCK(st->st_mode);
 		s->tty = S_ISCHR(st->st_mode);
-		s->reg = reg;
+		s->nopos |= at_pos;
+		s->reg = reg = reg && !s->nopos;
 	}
 	if (!s) {
 		aio__unlock();
@@ -148,6 +149,12 @@ static int submit_serial(struct aiocb *cb, int kind, int fd, int fl,
 		bool now = (fl & O_NONBLOCK) || vtime == 0;
 
 		res = aio__attempt_stream(fd, kind, cb, off, RWF_NOWAIT, s);
+		if (res == -ESPIPE && reg) {	/* an O_APPEND file without pwrite */
+			s->nopos = true;
+			s->reg = reg = false;
+			off = -1;
+			res = aio__attempt_stream(fd, kind, cb, off, RWF_NOWAIT, s);
+		}
 		if (res == -EOPNOTSUPP && now)
 			res = aio__attempt_stream(fd, kind, cb, off, 0, s);
 		if (aio__attempt_final(cb, kind, res, true, now)) {

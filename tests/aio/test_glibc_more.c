@@ -423,6 +423,24 @@ static void pwrite_refused(void)
 	CHECK_EQ(uaio_write(&cb), 0);
 	CHECK_EQ(t_wait(&cb, NULL), (long)sizeof(big));
 	close(fd);
+	/* O_APPEND: its writes queue in call order, at aio_offset as glibc's
+	 * pwrite, which the file refuses as well; a read behind them */
+	CHECK((fd = open("/proc/self/comm", O_RDWR | O_APPEND | O_CLOEXEC)) >= 0);
+	{
+		struct aiocb w1 = t_cb(fd, "app-one", 7, 0), w2 = t_cb(fd, "app-two", 7, 0);
+		struct aiocb rd;
+
+		memset(back, 0, sizeof(back));
+		rd = t_cb(fd, back, sizeof(back) - 1, 0);
+		CHECK_EQ(uaio_write(&w1), 0);
+		CHECK_EQ(uaio_write(&w2), 0);
+		CHECK_EQ(uaio_read(&rd), 0);
+		CHECK_EQ(t_wait(&w1, NULL), 7);
+		CHECK_EQ(t_wait(&w2, NULL), 7);
+		CHECK_EQ(t_wait(&rd, NULL), 8);
+		CHECK(!strcmp(back, "app-two\n"));
+	}
+	close(fd);
 	CHECK_EQ(prctl(PR_SET_NAME, name), 0);
 }
 

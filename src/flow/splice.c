@@ -8,12 +8,14 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/fs.h>
+#include <linux/magic.h>
 #include <linux/sock_diag.h>
 #include <poll.h>
 #include <stdlib.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <unistd.h>
 
 #include "flow/engine.h"
@@ -74,25 +76,48 @@ static bool direct(const uaio_flow *f)
 
 static void splice_teardown(uaio_flow *f);
 
+/* Pseudo file systems, whose files may have a write but no write_iter
+ * (procfs's /proc/PID/comm): no splice. Files of disk file systems all
+ * splice, and are not asked: the question takes the file system's
+ * freeze lock, and would wait on the loop's thread while it is frozen. */
+static bool pseudo_fs_file(int fd)
+{
+	static const unsigned long types[] = {
+		PROC_SUPER_MAGIC, SYSFS_MAGIC, DEBUGFS_MAGIC, TRACEFS_MAGIC,
+		SECURITYFS_MAGIC, EFIVARFS_MAGIC, PSTOREFS_MAGIC, BPF_FS_MAGIC,
+		CGROUP_SUPER_MAGIC, CGROUP2_SUPER_MAGIC,
+	};
+	struct statfs sf;
+
+	if (fstatfs(fd, &sf) < 0)
+		return false;
+	for (size_t i = 0; i < sizeof(types) / sizeof(types[0]); i++)
+		if ((unsigned long)sf.f_type == types[i])
+			return true;
+	return false;
+}
+
 /* A character device may have no splice (/dev/full, most drivers), nor
- * may a file that has write but no write_iter (procfs's /proc/PID/comm
- * and the like), and the kernel says so only once bytes sit in the pipe,
- * where a stream's cannot go back and no other method can take over. So
- * it is asked first, from an empty pipe (pfd, or one of its own): EINVAL
- * is the refusal, EAGAIN a sink that takes splice. */
+ * may a pseudo file system's file, and the kernel says so only once
+ * bytes sit in the pipe, where a stream's cannot go back and no other
+ * method can take over. So it is asked first, from an empty pipe (pfd,
+ * or one of its own), at an offset for a file (its position untouched):
+ * EINVAL is the refusal, EAGAIN a sink that takes splice. */
 static int sink_refuses_splice(const uaio_flow *f, const int pfd[2])
 {
 	int tmp[2] = { -1, -1 }, err = 0;
 	const int *p = pfd;
+	loff_t at = 0;
 
-	if (f->dst.kind != EK_CHR && f->dst.kind != EK_FILE && f->dst.kind != EK_BLK)
+	if (f->dst.kind != EK_CHR && (f->dst.kind != EK_FILE || !pseudo_fs_file(f->dst.fd)))
 		return 0;
 	if (p[0] < 0) {
 		if (pipe2(tmp, O_CLOEXEC) < 0)
 			return -errno;
 		p = tmp;
 	}
-	if (splice(p[0], NULL, f->dst.fd, NULL, 1, SPLICE_F_NONBLOCK) < 0 &&
+	if (splice(p[0], NULL, f->dst.fd, f->dst.kind == EK_FILE ? &at : NULL, 1,
+		   SPLICE_F_NONBLOCK) < 0 &&
 	    flow__fallback_err(-errno))
 		err = -errno;
 	if (tmp[0] >= 0) {

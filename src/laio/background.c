@@ -18,6 +18,15 @@ static bool on_epoll(void)
 	return uaio_loop_backend(laio__engine.loop) == UAIO_BACKEND_EPOLL;
 }
 
+/* The descriptor an op of the loop names: the call's duplicate, but on
+ * epoll one that is no pin, whose registration its close would leave in
+ * the set (keyed by file and number, the file open through the caller's
+ * number): the caller's number there. */
+static int op_fd(const struct laio_call *r)
+{
+	return on_epoll() && !r->hold_pin ? (int)r->a[0] : laio__call_fd(r);
+}
+
 static long work_fn(void *arg)
 {
 	struct laio_call *r = arg;
@@ -56,7 +65,7 @@ static int submit_poll(struct laio_call *r)
 	short ev = laio__is_write_nr(r->nr) ? POLLOUT : POLLIN;
 
 	r->kind = K_POLL;
-	return uaio_op_poll(laio__engine.loop, &r->op, laio__call_fd(r), ev, poll_cb, r);
+	return uaio_op_poll(laio__engine.loop, &r->op, op_fd(r), ev, poll_cb, r);
 }
 
 /* The read/write/socket-class call as one uaio op; -EOPNOTSUPP when the
@@ -65,7 +74,7 @@ static int submit_rw_op(struct laio_call *r)
 {
 	uaio_loop *l = laio__engine.loop;
 	const long *a = r->a;
-	int fd = laio__call_fd(r);
+	int fd = op_fd(r);
 	struct iovec iov1;
 	const struct iovec *iov;
 	int cnt;
@@ -183,12 +192,14 @@ int laio__submit_rw_bg(struct laio_call *r)
 	 * set before the close: the file stays open through the caller's
 	 * number, and epoll would keep a closed number's entry. */
 	if (by_poll && !r->hold && laio__fd_pipelike(r)) {
-		d = on_epoll() ? uaio_file_pin(laio__engine.loop, (int)r->a[0]) :
-				 uaio__fd_dup_own((int)r->a[0]);
-		if (d > 0) {
+		d = on_epoll() ? uaio_file_pin(laio__engine.loop, (int)r->a[0]) : -1;
+		r->hold_pin = d > 0;
+		/* past the pin budget (a quarter of RLIMIT_NOFILE): a
+		 * duplicate for the retries, the poll by number (op_fd) */
+		if (d <= 0)
+			d = uaio__fd_dup_own((int)r->a[0]);
+		if (d > 0)
 			r->hold = d;
-			r->hold_pin = on_epoll();
-		}
 	}
 	ret = by_poll ? submit_poll(r) : submit_rw_op(r);
 	if (ret < 0)

@@ -14,6 +14,7 @@
 #include <pthread.h>
 #include <signal.h>
 #include <stdbool.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 
 static char big[1 << 20];
@@ -102,6 +103,58 @@ static void read_after_close(void)
 	close(sv[1]);
 }
 
+/* More calls waiting than the epoll backend's pin budget (a quarter of
+ * RLIMIT_NOFILE): the last one still holds its socket open when the
+ * caller closes its descriptor (a draft left it without a duplicate
+ * past the budget: the peer's write got EPIPE), and ends with the bytes
+ * or, past the budget on epoll, EBADF. */
+#define MANY 1050
+static void many_held(void)
+{
+	struct rlimit rl = { 4096, 4096 };
+	static int sv[MANY][2];
+	static char b[MANY][8];
+	static void *h[MANY];
+	static struct laio_completion c[MANY];
+	struct timespec ts = { 10, 0 };
+	int got = 0;
+
+	/* 1024 pins, then plain duplicates */
+	if (setrlimit(RLIMIT_NOFILE, &rl) < 0) {
+		fprintf(stderr, "    skipped: RLIMIT_NOFILE 4096 not allowed\n");
+		return;
+	}
+	for (int i = 0; i < MANY; i++) {
+		CHECK(socketpair(AF_UNIX, SOCK_STREAM, 0, sv[i]) == 0);
+		memset(b[i], 0, sizeof(b[i]));
+		h[i] = BG(laio_syscall(SYS_read, sv[i][0], b[i], 5));
+	}
+	CHECK(close(sv[MANY - 1][0]) == 0);
+	for (int i = 0; i < MANY; i++)
+		CHECK_EQ(send(sv[i][1], "hello", 5, MSG_NOSIGNAL), 5);
+	while (got < MANY) {
+		int n = laio_poll(c, MANY, &ts);
+
+		CHECK(n > 0);
+		for (int k = 0; k < n; k++) {
+			int i = 0;
+
+			while (i < MANY && h[i] != c[k].laio_handle)
+				i++;
+			CHECK(i < MANY);
+			CHECK((c[k].laio_return_value == 5 && !memcmp(b[i], "hello", 5)) ||
+			      (i == MANY - 1 && !strcmp(laio__backend_name(), "epoll") &&
+			       c[k].laio_return_value == -1 && c[k].laio_errno == EBADF));
+		}
+		got += n;
+	}
+	for (int i = 0; i < MANY; i++) {
+		if (i < MANY - 1)
+			close(sv[i][0]);
+		close(sv[i][1]);
+	}
+}
+
 static void all(void)
 {
 	RUN(no_sigpipe);
@@ -112,5 +165,6 @@ int main(void)
 {
 	alarm(120);	/* a hang is a failure */
 	RUN_MECHS(all);
+	RUN_MECHS(many_held);
 	return T_EXIT_PASS;
 }

@@ -138,8 +138,8 @@ static void written(uaio_op *op, int res, void *data)
 			return;
 		res = -EIO;
 	}
-	if (res <= 0)
-		lost(lg, w, lg->done, res == -ECANCELED || res == 0 ? 0 : -res);
+	if (res <= 0)	/* a write that took nothing: full, as GNU tools say */
+		lost(lg, w, lg->done, res == -ECANCELED ? 0 : res == 0 ? ENOSPC : -res);
 	lg->len[w] = 0;
 	lg->busy = false;
 	if (lg->len[lg->cur] >= LOG_FLUSH || lg->s->draining)

@@ -458,16 +458,27 @@ int main(int argc, char **argv)
 	/* After the address is known good: a usage error (exit 2) leaves
 	 * no log file behind. */
 	if (cfg.log_path) {
+		bool bad = false;
+
 		cfg.log_fd = strcmp(cfg.log_path, "-") ? log_open(cfg.log_path) : STDOUT_FILENO;
 		/* closed at start: held on /dev/null above, where every line
 		 * would be lost without a word */
 		if (cfg.log_fd == STDOUT_FILENO && held > 0 && (held & (1 << STDOUT_FILENO))) {
 			fprintf(stderr, "%s: the access log: standard output: %s\n",
 				HTTPD_ME, strerror(EBADF));
-			return 1;
+			bad = true;
+		} else if (cfg.log_fd < 0) {
+			cannot("open", cfg.log_path, 1);
+			bad = true;
 		}
-		if (cfg.log_fd < 0) {
-			return cannot("open", cfg.log_path, 1);
+		if (bad) {	/* what was made for the threads goes too */
+			for (unsigned i = 0; i < cfg.threads; i++)
+				close(ws[i].lfd);
+			free(ws);
+			hub_free(cfg.hub);
+			mime_free((struct mime_table *)cfg.mime);
+			close(cfg.rootfd);
+			return 1;
 		}
 	}
 	nstarted = cfg.threads;

@@ -59,8 +59,14 @@ static int update_reg_force(uaio_loop *l, int fd, bool force)
 	have = reg_of(e);
 	if (want == have && !(force && want))
 		return 0;
-	if ((r = uaio__epoll_set(E(l)->epfd, fd, have, want, (uint64_t)fd)) < 0)
+	if ((r = uaio__epoll_set(E(l)->epfd, fd, have, want, (uint64_t)fd)) < 0) {
+		/* EPERM for a number that had a registration: it names a file
+		 * epoll cannot watch now (the old one closed, the number
+		 * reused): that registration is gone */
+		if (r == -EPERM && have && e->q)
+			e->q->reg = 0;
 		return r;
+	}
 	if (e->q)
 		e->q->reg = want;
 	if (e->w)

@@ -14,6 +14,8 @@
 #include <pthread.h>
 #include <signal.h>
 #include <stdbool.h>
+#include <sys/eventfd.h>
+#include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 
@@ -103,6 +105,41 @@ static void read_after_close(void)
 	close(sv[1]);
 }
 
+/* A background call on an eventfd, then its number reused for a file
+ * epoll cannot watch (a memfd): the next call there completes (on the
+ * epoll backend the stale registration's EPERM lost it: done by a
+ * worker, never reported). */
+static void reused_unpollable(void)
+{
+	uint64_t v = 0;
+	char b[16];
+	struct laio_completion c;
+	int efd, m;
+	void *h;
+
+	CHECK((efd = eventfd(0, EFD_CLOEXEC)) >= 0);
+	h = BG(laio_syscall(SYS_read, efd, &v, sizeof(v)));
+	v = 7;
+	CHECK_EQ(write(efd, &v, sizeof(v)), 8);
+	c = wait_one(h);
+	CHECK_EQ(c.laio_return_value, 8);
+	CHECK(close(efd) == 0);
+	CHECK((m = memfd_create("reused", MFD_CLOEXEC)) >= 0);
+	if (m != efd) {
+		CHECK(dup2(m, efd) == efd);
+		close(m);
+		m = efd;
+	}
+	CHECK_EQ(write(m, "abcdef", 6), 6);
+	for (int i = 0; i < 2; i++) {
+		struct any_res a = ANY(laio_syscall(SYS_pread64, m, b, sizeof(b), 0));
+
+		CHECK_EQ(a.ret, 6);
+		CHECK(!memcmp(b, "abcdef", 6));
+	}
+	close(m);
+}
+
 /* More calls waiting than the epoll backend's pin budget (a quarter of
  * RLIMIT_NOFILE): the last one still holds its socket open when the
  * caller closes its descriptor (a draft left it without a duplicate
@@ -159,6 +196,7 @@ static void all(void)
 {
 	RUN(no_sigpipe);
 	RUN(read_after_close);
+	RUN(reused_unpollable);
 }
 
 int main(void)

@@ -188,44 +188,26 @@ static void prep_shutdown(struct io_uring_sqe *s, const uaio_op *op)
 
 /* ------------------------------------------------- workers, blocking */
 
-/* A file that seeks but has no pread/pwrite (procfs's seq_file entries:
- * ESPIPE) is read or written at its position, as io_uring and the
- * non-blocking tries (ops_try.c) do. */
-static long rw_at(uaio_op *op, const struct iovec *iov, int n, bool wr)
-{
-	off_t off = (off_t)op->off;
-	ssize_t r;
-
-	for (;;) {
-		r = wr ? pwritev2(op->fd, iov, n, off, 0) : preadv2(op->fd, iov, n, off, 0);
-		if (r < 0 && errno == ESPIPE && off != -1) {
-			off = -1;
-			continue;
-		}
-		return uaio__sysret(r);
-	}
-}
-
 static long exec_read(uaio_op *op)
 {
 	struct iovec iov = { A(op), op->len };
-	return rw_at(op, &iov, 1, false);
+	return uaio__rw_iov(op->fd, &iov, 1, (off_t)op->off, 0, false);
 }
 
 static long exec_write(uaio_op *op)
 {
 	struct iovec iov = { A(op), op->len };
-	return rw_at(op, &iov, 1, true);
+	return uaio__rw_iov(op->fd, &iov, 1, (off_t)op->off, 0, true);
 }
 
 static long exec_readv(uaio_op *op)
 {
-	return rw_at(op, A(op), (int)op->len, false);
+	return uaio__rw_iov(op->fd, A(op), (int)op->len, (off_t)op->off, 0, false);
 }
 
 static long exec_writev(uaio_op *op)
 {
-	return rw_at(op, A(op), (int)op->len, true);
+	return uaio__rw_iov(op->fd, A(op), (int)op->len, (off_t)op->off, 0, true);
 }
 
 static long exec_recv(uaio_op *op)

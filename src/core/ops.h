@@ -24,7 +24,9 @@
 #ifndef UAIO_CORE_OPS_H
 #define UAIO_CORE_OPS_H
 
+#include <stdbool.h>
 #include <stdint.h>
+#include <sys/uio.h>
 #include <uaio/loop.h>
 
 struct io_uring_sqe;
@@ -128,6 +130,8 @@ extern const struct uaio_opdef uaio__opdefs[OP_COUNT];
 
 /* The epoll tries (ops_try.c). */
 long uaio__try_rw(uaio_op *op);
+/* preadv2/pwritev2 (-errno), at the file's position where it has no offset */
+long uaio__rw_iov(int fd, const struct iovec *iov, int n, off_t off, int flags, bool wr);
 long uaio__try_recv(uaio_op *op);
 long uaio__try_send(uaio_op *op);
 long uaio__try_recvmsg(uaio_op *op);

@@ -94,7 +94,6 @@ long uaio__try_rw(uaio_op *op)
 	off_t off = (off_t)op->off;
 	bool wr = uaio__opdef(op)->side == SIDE_W;
 	bool plain = op->xflags & OX_PLAIN;
-	ssize_t r;
 
 	if (plain && !ready(op->fd, wr ? POLLOUT : POLLIN))
 		return -EAGAIN;
@@ -104,10 +103,19 @@ long uaio__try_rw(uaio_op *op)
 	}
 	if (plain && wr)
 		return plain_write(op->fd, iov, n, off);
+	return uaio__rw_iov(op->fd, iov, n, off, plain ? 0 : RWF_NOWAIT, wr);
+}
+
+/* preadv2/pwritev2, or -errno. A file with no offset (a stream; a
+ * procfs seq_file that seeks but has no pread/pwrite: ESPIPE) is read or
+ * written at its position, as io_uring does. The workers' blocking calls
+ * (ops.c) and the tries above share it. */
+long uaio__rw_iov(int fd, const struct iovec *iov, int n, off_t off, int flags, bool wr)
+{
+	ssize_t r;
+
 	for (;;) {
-		int fl = plain ? 0 : RWF_NOWAIT;
-		r = wr ? pwritev2(op->fd, iov, n, off, fl) : preadv2(op->fd, iov, n, off, fl);
-		/* A stream ignores the offset under io_uring; do the same. */
+		r = wr ? pwritev2(fd, iov, n, off, flags) : preadv2(fd, iov, n, off, flags);
 		if (r < 0 && errno == ESPIPE && off != -1) {
 			off = -1;
 			continue;

@@ -474,11 +474,8 @@ int main(int argc, char **argv)
 		if (bad) {	/* what was made for the threads goes too */
 			for (unsigned i = 0; i < cfg.threads; i++)
 				close(ws[i].lfd);
-			free(ws);
-			hub_free(cfg.hub);
-			mime_free((struct mime_table *)cfg.mime);
-			close(cfg.rootfd);
-			return 1;
+			failed = true;
+			goto out;
 		}
 	}
 	nstarted = cfg.threads;
@@ -565,6 +562,7 @@ int main(int argc, char **argv)
 		failed |= ws[i].rc < 0;
 		server_fini(&ws[i].srv);
 	}
+out:
 	free(ws);
 	hub_free(cfg.hub);
 	mime_free((struct mime_table *)cfg.mime);

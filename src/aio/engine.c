@@ -146,6 +146,12 @@ void aio__pin_get_locked(struct aio_req *r, int fd, struct lio_ctx *pc)
 {
 	int p;
 
+	if (aio__req_wblock(r)) {
+		p = uaio__fd_dup_own(fd);
+		r->fd = p < 0 ? fd : p;
+		r->flags |= p < 0 ? 0 : RF_PINNED;
+		return;
+	}
 	if (pc && pc->fd != fd) {
 		aio__lio_ctx_release(pc);
 		pc->fd = fd;
@@ -165,7 +171,10 @@ void aio__pin_put_locked(struct aio_req *r)
 	if (!(r->flags & RF_PINNED))
 		return;
 	r->flags &= ~RF_PINNED;
-	uaio_file_unpin(E->loop, r->fd);
+	if (aio__req_wblock(r))
+		uaio__fd_close(r->fd);
+	else
+		uaio_file_unpin(E->loop, r->fd);
 }
 
 /* ------------------------------------------------- engine thread */

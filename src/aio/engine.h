@@ -215,6 +215,10 @@ struct aio_serial {
 	bool nopos;			/* a file that refused an offset (ESPIPE):
 					 * at its position from then on, as glibc's
 					 * read/write after pread's ESPIPE */
+	bool wblock;			/* a device that is no terminal: a write
+					 * that would wait blocks on a worker, as
+					 * glibc's helper does (/dev/kmsg never
+					 * reports POLLOUT, yet takes every write) */
 };
 #define SO_CLOCK	1
 #define SO_STOP_CLOCK	2
@@ -518,6 +522,15 @@ void aio__hint_learn(struct aio_hint *h, int kind, long res);
 struct aio_req *aio__req_alloc_locked(void);
 void aio__req_free_locked(struct aio_req *r);
 void aio__lio_ctx_release(struct lio_ctx *pc);
+/* A write to a device that is no terminal: on a worker, blocking
+ * (aio_serial.wblock), by a duplicate of its descriptor (not a pin: a
+ * registered slot is no descriptor a worker can write to). */
+static inline bool aio__req_wblock(const struct aio_req *r)
+{
+	return r->kind == K_WRITE && (r->flags & RF_SERIAL) &&
+	       ((const struct aio_serial *)r->owner)->wblock;
+}
+/* r holds its file (RF_PINNED): a pin, or the duplicate of a wblock one */
 void aio__pin_get_locked(struct aio_req *r, int fd, struct lio_ctx *pc);
 void aio__pin_put_locked(struct aio_req *r);
 int aio__engine_start_locked(void);

@@ -192,6 +192,7 @@ int aio__req_issue_locked(struct aio_req *r)
 	int ret;
 
 	r->state = RS_LOOP;
+	uaio_op_set_flags(&r->op, aio__req_wblock(r) ? UAIO_OPF_BLOCKING : 0);
 	switch (r->kind) {
 	case K_READ:
 		ret = uaio_op_read(E->loop, &r->op, r->fd, sp.buf, sp.len, sp.off,

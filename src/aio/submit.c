@@ -133,6 +133,8 @@ static int submit_serial(struct aiocb *cb, int kind, int fd, int fl,
 	if (s) {
 		s->sock = S_ISSOCK(st->st_mode);
 		s->tty = S_ISCHR(st->st_mode);
+		if (s->tty && kind == K_WRITE)
+			s->wblock = !isatty(fd);
 		s->nopos |= at_pos;
 		s->reg = reg = reg && !s->nopos;
 	}
@@ -453,6 +455,15 @@ int aio__submit_rw(struct aiocb *cb, int kind, struct lio_ctx *pc,
 			}
 			at_pos = true;
 			goto serial;
+		}
+		/* No RWF_NOWAIT: a device, which may never say POLLOUT */
+		if (res == -EOPNOTSUPP && kind == K_WRITE && !positional) {
+			if (fstat(fd, &st) < 0) {
+				aio__complete(cb, -errno);
+				return 0;
+			}
+			if (!positional_file(fd, &st))
+				goto serial;
 		}
 		if (res > 0) {
 			*budget -= (size_t)res < *budget ? (size_t)res : *budget;

@@ -247,7 +247,8 @@ static int ep_submit(uaio_loop *l, uaio_op *op)
 		return 0;
 	}
 	if (r == -EAGAIN || (r == -EOPNOTSUPP && uaio__ep_is_rw(op))) {
-		if (uaio__ep_is_rw(op) && uaio__ep_blocks_on_disk(op->fd))
+		if (uaio__ep_is_rw(op) && ((op->xflags & OX_BLOCKING) ||
+					   uaio__ep_blocks_on_disk(op->fd)))
 			return op->off == (uint64_t)-1 ? uaio__ep_pos_worker(l, op) :
 							 uaio__workers_submit(l, op);
 		if (r == -EOPNOTSUPP)
@@ -404,7 +405,7 @@ const struct uaio_backend uaio__epoll_backend = {
 	.submit = ep_submit,
 	.watch_arm = ep_watch_arm,
 	.watch_stop = ep_watch_stop,
-	.pos_next = uaio__ep_pos_next,
+	.pool_next = uaio__ep_pos_next,
 	.wait = ep_wait,
 	.flush = NULL,
 	.fd = ep_fd,

@@ -256,7 +256,7 @@ int uaio__ep_cancel_fd_ops(uaio_loop *l, int fd)
 	}
 	/* the pool's first: a busy op at the file's position was made
 	 * before those held behind it, whose lists are out of reach of its
-	 * end (pos_next) now */
+	 * end (pool_next) now */
 	n = uaio__workers_cancel_fd(l, fd);
 	for (int i = 0; i < 4; i++)
 		for (op = lists[i]; op; op = next, n++) {

@@ -48,6 +48,7 @@ enum {
 #define OX_USER_SHIFT	8
 #define OX_USER_MASK	0x7f00
 #define OX_ISSUE_HERE	(UAIO_OPF_ISSUE_HERE << OX_USER_SHIFT)
+#define OX_BLOCKING	(UAIO_OPF_BLOCKING << OX_USER_SHIFT)
 
 /* uaio_watch.state */
 #define WS_ACTIVE	0x01
@@ -129,10 +130,10 @@ struct uaio_backend {
 	/* After dispatch: let the kernel release what finished ops still
 	 * hold (NULL: nothing to do). */
 	void (*settle)(uaio_loop *l);
-	/* op, OX_POSBUSY, ended on the pool (its result is out, or it was
-	 * cancelled before it ran): the next op held at that file's
-	 * position on that side goes (NULL: none). */
-	void (*pos_next)(uaio_loop *l, uaio_op *op);
+	/* op, OX_POSBUSY (epoll) or OX_ORDERED (io_uring), ended on the
+	 * pool (its result is out, or it was cancelled before it ran): the
+	 * next op held behind it on that side of its file goes (NULL: none). */
+	void (*pool_next)(uaio_loop *l, uaio_op *op);
 };
 
 /* A pinned handle on io_uring: registered-file slot | this bit. Real

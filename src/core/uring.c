@@ -364,4 +364,5 @@ const struct uaio_backend uaio__uring_backend = {
 	.unpin = uring__unpin,
 	.buf_update = uring__buf_update,
 	.settle = uring_settle,
+	.pool_next = uring__order_pool_next,
 };

@@ -99,6 +99,7 @@ void uring__order_undo(uaio_loop *l, uaio_op *op);
  * that returns a descriptor, that number's order is reset. */
 bool uring__returns_fd(const uaio_op *op);
 void uring__order_after(uaio_loop *l, uaio_op *op, int res);
+void uring__order_pool_next(uaio_loop *l, uaio_op *op);
 int uring__order_cancel(uaio_loop *l, uaio_op *target);
 int uring__order_cancel_fd(uaio_loop *l, int fd);
 

@@ -198,3 +198,10 @@ void uring__order_after(uaio_loop *l, uaio_op *op, int res)
 		order_resume(l, first, last);
 	uaio__unlock(l, lk);
 }
+
+/* op, its side's busy op, ended on the worker pool (UAIO_OPF_BLOCKING). */
+void uring__order_pool_next(uaio_loop *l, uaio_op *op)
+{
+	if (op->xflags & OX_ORDERED)
+		uring__order_after(l, op, 0);
+}

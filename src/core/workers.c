@@ -158,12 +158,12 @@ int uaio__workers_cancel(uaio_loop *l, uaio_op *target)
  * result, so that the callbacks keep the order. */
 void uaio__worker_op_end(uaio_loop *l, uaio_op *op, long res)
 {
-	bool pos = op->xflags & OX_POSBUSY;
+	bool next = op->xflags & (OX_POSBUSY | OX_ORDERED);
 
 	op->xflags &= ~OX_POSBUSY;
 	uaio__complete(l, op, res);
-	if (pos && l->be->pos_next)
-		l->be->pos_next(l, op);
+	if (next && l->be->pool_next)
+		l->be->pool_next(l, op);
 }
 
 int uaio__workers_cancel_fd(uaio_loop *l, int fd)

@@ -444,6 +444,28 @@ static void pwrite_refused(void)
 	CHECK_EQ(prctl(PR_SET_NAME, name), 0);
 }
 
+/* /dev/kmsg takes every write at once but never says POLLOUT, and has no
+ * RWF_NOWAIT: a write that waited for readiness (the loop's, or the
+ * kernel's io_uring poll) never ended. glibc's helper just writes. */
+static void device_never_writable(void)
+{
+	char line[] = "uaio test_glibc_more: device_never_writable\n";
+	struct aiocb c1, c2;
+	int fd = open("/dev/kmsg", O_WRONLY | O_CLOEXEC);
+
+	if (fd < 0) {
+		printf("  (/dev/kmsg: %s; not run)\n", strerror(errno));
+		return;
+	}
+	c1 = t_cb(fd, line, strlen(line), 0);
+	c2 = t_cb(fd, line, strlen(line), 0);
+	CHECK_EQ(uaio_write(&c1), 0);
+	CHECK_EQ(uaio_write(&c2), 0);
+	CHECK_EQ(t_wait(&c1, NULL), (long)strlen(line));
+	CHECK_EQ(t_wait(&c2, NULL), (long)strlen(line));
+	close(fd);
+}
+
 /* aio_return of a stream request under way: glibc's helper holds the -1
  * of its pread try (ESPIPE) while it blocks in read; one waiting behind
  * it holds 0. */
@@ -572,6 +594,7 @@ int main(void)
 	RUN(pread_checks);
 	RUN(stream_return_in_progress);
 	RUN(pwrite_refused);
+	RUN(device_never_writable);
 	RUN(no_sigpipe);
 	RUN(thread_per_callback);
 	RUN(thread_attributes);

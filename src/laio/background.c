@@ -80,7 +80,13 @@ static int submit_rw_op(struct laio_call *r)
 	int cnt;
 
 	r->kind = K_OP;
+	r->pos0 = -1;
 	switch (r->nr) {
+	case SYS_read: case SYS_readv: case SYS_write: case SYS_writev:
+		if (!on_epoll() && laio__fd_isreg(r) &&
+		    !(laio__is_write_nr(r->nr) && (fcntl(fd, F_GETFL) & O_APPEND)))
+			r->pos0 = lseek(fd, 0, SEEK_CUR);
+		break;
 	case SYS_recvfrom: case SYS_sendto:
 		if (!a[4])
 			break;
@@ -246,12 +252,30 @@ static bool orphaned(struct laio_call *r, int res)
 	return true;
 }
 
+/*
+ * io_uring at the file position: a transfer that moved a part and then
+ * met an error (ENOSPC, EFAULT: the kernel's retry of the rest fails)
+ * reports the part but leaves the position where it was, and the next
+ * write() would overwrite that part. A plain call moves the position by
+ * the part, so the call does here.
+ */
+static void position_after_ring(struct laio_call *r, int res)
+{
+	int fd = (int)r->a[0];
+
+	if (r->pos0 < 0 || res <= 0 || laio__whole(r, res))
+		return;
+	if (lseek(fd, 0, SEEK_CUR) == r->pos0)
+		lseek(fd, r->pos0 + res, SEEK_SET);
+}
+
 void laio__op_cb(uaio_op *op, int res, void *data)
 {
 	struct laio_call *r = data;
 
 	if (orphaned(r, res))
 		return;
+	position_after_ring(r, res);
 	if (laio__continue(r, res, false)) {
 		resubmit(r, laio__submit_rw_bg);
 		return;

@@ -368,6 +368,28 @@ static bool positional_file(int fd, const struct stat *st)
 }
 
 /*
+ * Nothing to move: preadv2 and pwritev2 answer 0 without asking the file,
+ * where glibc's pread and pwrite ask it (an eventfd's or a timerfd's
+ * EINVAL, a directory's EISDIR, /dev/full's ENOSPC). On such a file (not
+ * a regular file, block device, pipe or socket, which answer 0 anyway)
+ * the request runs as glibc runs it, on a thread (lone.c): a terminal or
+ * an inotify descriptor may make the call wait. 0 when it went there, 1
+ * when the engine takes it, -EAGAIN when no thread can be made. Not
+ * behind the engine's requests on the same stream: those come first.
+ */
+static int zero_asks_file(struct aiocb *cb, int kind, struct aio_lio *g)
+{
+	struct stat st;
+
+	if (fstat(cb->aio_fildes, &st) < 0 || S_ISREG(st.st_mode) || S_ISBLK(st.st_mode) ||
+	    S_ISFIFO(st.st_mode) || S_ISSOCK(st.st_mode) ||
+	    (atomic_load_explicit(&E->nserial, memory_order_relaxed) &&
+	     serial_has(cb->aio_fildes, &st)))
+		return 1;
+	return aio__lone_follow(cb, kind, g);
+}
+
+/*
  * Queues a read or write: 0 when queued or finished (the status is in the
  * aiocb then), -errno when refused. As in glibc, a descriptor that is bad
  * or not open for this direction, or a negative offset, is not a refusal:
@@ -409,6 +431,11 @@ int aio__submit_rw(struct aiocb *cb, int kind, struct lio_ctx *pc,
 	if (span_faults(cb, kind)) {
 		aio__complete(cb, -EFAULT);
 		return 0;
+	}
+	if (!cb->aio_nbytes && (ret = zero_asks_file(cb, kind, g)) <= 0) {
+		if (ret == 0)
+			return 0;
+		goto refuse;
 	}
 
 	/* O_APPEND: writes append in the order of the calls (POSIX), so

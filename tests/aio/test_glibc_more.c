@@ -17,6 +17,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <sys/resource.h>
+#include <sys/eventfd.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
@@ -466,6 +467,34 @@ static void device_never_writable(void)
 	close(fd);
 }
 
+/* A request of 0 bytes: glibc's pread/pwrite ask the file, which may
+ * refuse even that; preadv2 would answer 0 without asking. */
+static void zero_length_asks_file(void)
+{
+	struct { const char *path; int flags, kind; long ret; int err; } c[] = {
+		{ "/dev/full", O_WRONLY, LIO_WRITE, -1, ENOSPC },
+		{ "/dev/null", O_RDWR, LIO_WRITE, 0, 0 },
+		{ "/", O_RDONLY | O_DIRECTORY, LIO_READ, -1, EISDIR },
+		{ NULL, 0, LIO_READ, -1, EINVAL },	/* an eventfd */
+		{ "/proc/self/status", O_RDONLY, LIO_READ, 0, 0 },
+	};
+	char buf[1];
+
+	for (size_t i = 0; i < sizeof(c) / sizeof(c[0]); i++) {
+		int fd = c[i].path ? open(c[i].path, c[i].flags | O_CLOEXEC) :
+				     eventfd(0, EFD_CLOEXEC);
+		struct aiocb cb;
+		int err;
+
+		CHECK(fd >= 0);
+		cb = t_cb(fd, buf, 0, 0);
+		CHECK_EQ(c[i].kind == LIO_READ ? uaio_read(&cb) : uaio_write(&cb), 0);
+		CHECK_EQ(t_wait(&cb, &err), c[i].ret);
+		CHECK_EQ(err, c[i].err);
+		close(fd);
+	}
+}
+
 /* aio_return of a stream request under way: glibc's helper holds the -1
  * of its pread try (ESPIPE) while it blocks in read; one waiting behind
  * it holds 0. */
@@ -595,6 +624,7 @@ int main(void)
 	RUN(stream_return_in_progress);
 	RUN(pwrite_refused);
 	RUN(device_never_writable);
+	RUN(zero_length_asks_file);
 	RUN(no_sigpipe);
 	RUN(thread_per_callback);
 	RUN(thread_attributes);

@@ -69,6 +69,21 @@ static bool lone_ahead_locked(struct aiocb *cb, int kind, int fd, struct aio_lio
 	return false;
 }
 
+/* Requests on fd run, or wait, on a helper thread (lone.c): no inline
+ * try may overtake them. Other descriptors' tries go on meanwhile (a
+ * zero-length read blocked there on a terminal stops none of them). */
+static bool lone_on(int fd)
+{
+	bool on;
+
+	if (!__atomic_load_n(&E->lone, __ATOMIC_RELAXED))
+		return false;
+	aio__lock();
+	on = aio__lone_running_locked(fd);
+	aio__unlock();
+	return on;
+}
+
 /* A regular file that takes an offset: not one opened as a stream
  * (tracefs's trace_pipe and trace_marker, FUSE's FOPEN_STREAM and
  * FOPEN_NONSEEKABLE), where pread fails with ESPIPE and glibc reads and
@@ -458,7 +473,7 @@ int aio__submit_rw(struct aiocb *cb, int kind, struct lio_ctx *pc,
 	try = !must_wait(cb, kind) &&
 	      !(fl & O_DIRECT) && cb_len(cb) <= *budget &&
 	      (rwf || aio__page_write_ok(cb, kind, fl)) &&
-	      !__atomic_load_n(&E->lone, __ATOMIC_RELAXED);
+	      !lone_on(fd);
 	if (!try || atomic_load_explicit(&E->nserial, memory_order_relaxed)) {
 		if (fstat(fd, &st) < 0) {
 			aio__complete(cb, -errno);

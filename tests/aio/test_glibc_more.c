@@ -18,6 +18,7 @@
 #include <stdatomic.h>
 #include <sys/resource.h>
 #include <sys/eventfd.h>
+#include <sys/inotify.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
@@ -495,6 +496,39 @@ static void zero_length_asks_file(void)
 	}
 }
 
+/* A zero-length read that blocks (an inotify descriptor with no event
+ * waits, as glibc's helper does), on its helper thread: requests on other
+ * descriptors still complete inline meanwhile. The event ends it: the
+ * kernel's EINVAL (no room for it). */
+static void zero_length_blocked(void)
+{
+	char dir[] = "/tmp/uaio-inotify-XXXXXX", path[64], buf[16], data[4096];
+	struct aiocb zr, rd;
+	int in, fd, err;
+
+	CHECK(mkdtemp(dir));
+	CHECK((in = inotify_init1(IN_CLOEXEC)) >= 0);
+	CHECK(inotify_add_watch(in, dir, IN_CREATE) >= 0);
+	zr = t_cb(in, buf, 0, 0);
+	CHECK_EQ(uaio_read(&zr), 0);
+	fd = t_tmpfile();
+	memset(data, 'd', sizeof(data));
+	CHECK_EQ(pwrite(fd, data, sizeof(data), 0), (long)sizeof(data));
+	rd = t_cb(fd, data, sizeof(data), 0);
+	CHECK_EQ(uaio_read(&rd), 0);
+	CHECK_EQ(uaio_error(&rd), 0);		/* inline, from the cache */
+	CHECK_EQ(uaio_return(&rd), (long)sizeof(data));
+	CHECK_EQ(uaio_error(&zr), EINPROGRESS);
+	snprintf(path, sizeof(path), "%s/f", dir);
+	close(open(path, O_CREAT | O_WRONLY | O_CLOEXEC, 0600));
+	CHECK_EQ(t_wait(&zr, &err), -1);
+	CHECK_EQ(err, EINVAL);
+	unlink(path);
+	rmdir(dir);
+	close(fd);
+	close(in);
+}
+
 /* aio_return of a stream request under way: glibc's helper holds the -1
  * of its pread try (ESPIPE) while it blocks in read; one waiting behind
  * it holds 0. */
@@ -625,6 +659,7 @@ int main(void)
 	RUN(pwrite_refused);
 	RUN(device_never_writable);
 	RUN(zero_length_asks_file);
+	RUN(zero_length_blocked);
 	RUN(no_sigpipe);
 	RUN(thread_per_callback);
 	RUN(thread_attributes);

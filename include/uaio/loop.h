@@ -406,12 +406,16 @@ int uaio_op_write_fixed(uaio_loop *l, uaio_op *op, int fd, const void *buf,
 #define UAIO_OPF_ISSUE_HERE	(1u << 0)
 /*
  * UAIO_OPF_BLOCKING: a read or write (uaio_op_read, _readv, _write,
- * _writev and their _fixed forms) that cannot complete at once is made as
- * a blocking call on the loop's worker pool, not waited for by readiness
- * (on io_uring: not by the kernel's poll). For files whose readiness never
- * comes though the call would not wait (a write to /dev/kmsg), and for
- * glibc's semantics of a helper thread. Once running, the op cannot be
- * cancelled. Other ops ignore the flag.
+ * _writev and their _fixed forms) is made as a blocking call on the
+ * loop's worker pool, without a non-blocking try or a wait for readiness
+ * (on io_uring: for the kernel's poll), in its turn among the ops on its
+ * side of the stream; those after it wait for it. A write is made whole,
+ * as a blocking write(2) makes it. For files whose readiness never comes
+ * though the call would not wait (a write to /dev/kmsg), and for glibc's
+ * semantics of a helper thread. Once running, the op cannot be cancelled;
+ * while it waits for a worker, uaio_op_cancel_fd and uaio_op_close cancel
+ * it. On io_uring, by a registered-slot pin it goes to the ring as
+ * without the flag. Other ops ignore the flag.
  */
 #define UAIO_OPF_BLOCKING	(1u << 1)
 void uaio_op_set_flags(uaio_op *op, unsigned flags);

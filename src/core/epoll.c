@@ -225,6 +225,11 @@ static int ep_submit(uaio_loop *l, uaio_op *op)
 	/* Keep per-fd order: behind anything already queued on that side.
 	 * If epoll already watches that side, it will say when to try. */
 	e = uaio__fdent(l, op->fd, false);
+	/* The caller's word (loop.h): no try, a blocking call on a worker
+	 * in its turn; what comes after it on that side is held behind it */
+	if ((op->xflags & OX_BLOCKING) && uaio__ep_is_rw(op))
+		return e && e->q && (uaio__op_read_side(op) ? e->q->rh : e->q->wh) ?
+		       uaio__ep_enqueue(l, op) : uaio__ep_pos_worker(l, op);
 	if (e && e->q && (uaio__op_read_side(op) ? e->q->rh : e->q->wh) &&
 	    op->opcode != OP_POLL)	/* a poll waits for no turn */
 		return uaio__ep_enqueue(l, op);
@@ -247,8 +252,7 @@ static int ep_submit(uaio_loop *l, uaio_op *op)
 		return 0;
 	}
 	if (r == -EAGAIN || (r == -EOPNOTSUPP && uaio__ep_is_rw(op))) {
-		if (uaio__ep_is_rw(op) && ((op->xflags & OX_BLOCKING) ||
-					   uaio__ep_blocks_on_disk(op->fd)))
+		if (uaio__ep_is_rw(op) && uaio__ep_blocks_on_disk(op->fd))
 			return op->off == (uint64_t)-1 ? uaio__ep_pos_worker(l, op) :
 							 uaio__workers_submit(l, op);
 		if (r == -EOPNOTSUPP)

@@ -310,6 +310,25 @@ int uaio__ep_pos_worker(uaio_loop *l, uaio_op *op)
 	return r;
 }
 
+/* first, then the ops still held on side sd, to the readiness queue in
+ * order; the first's error if it could not go (the others go on). */
+static int unhold_side(uaio_loop *l, struct uaio_fdq *q, int sd, uaio_op *first)
+{
+	uaio_op *rest = q->ph[sd], *next;
+	int r = uaio__ep_enqueue(l, first);
+
+	q->ph[sd] = q->pt[sd] = NULL;
+	for (uaio_op *op = rest; op; op = next) {
+		int r2;
+
+		next = op->next;
+		op->state = OS_IDLE;
+		if ((r2 = uaio__ep_enqueue(l, op)) < 0)
+			uaio__complete(l, op, r2);
+	}
+	return r;
+}
+
 /* The side's busy op ended: the held ones go, in order, while each ends
  * at once; the first that would wait for the disk becomes the busy one.
  * Only if done is that side's busy op: a close freed the queue since,
@@ -330,7 +349,19 @@ void uaio__ep_pos_next(uaio_loop *l, uaio_op *done)
 			if (!e->q->ph[sd])
 				e->q->pt[sd] = NULL;
 			op->state = OS_IDLE;
-			r = uaio__ep_attempt(op);
+			r = op->xflags & OX_BLOCKING ? -EAGAIN : uaio__ep_attempt(op);
+			if ((r == -EAGAIN || r == -EOPNOTSUPP) && !(op->xflags & OX_BLOCKING) &&
+			    !uaio__ep_blocks_on_disk(op->fd)) {
+				/* a stream behind a flagged op: it and the rest
+				 * wait for readiness, in order, as they would
+				 * have without it */
+				if (r == -EOPNOTSUPP)
+					op->xflags |= OX_PLAIN;
+				r = unhold_side(l, e->q, sd, op);
+				if (r < 0)
+					uaio__complete(l, op, r);
+				break;
+			}
 			if (r == -EAGAIN || r == -EOPNOTSUPP)
 				r = uaio__ep_pos_worker(l, op);
 			if (r < 0 || !(op->xflags & OX_POSBUSY))
@@ -353,6 +384,37 @@ bool uaio__ep_pos_cancel(uaio_loop *l, uaio_op *op)
 }
 
 
+/* op, a flagged one (UAIO_OPF_BLOCKING) at *pp in its side's queue (t
+ * its tail, prev before it), has its turn: it goes to a worker as the side's busy
+ * op, and the other ops after it (not the polls) are held behind it. */
+static void hold_behind(uaio_loop *l, uaio_op **t, uaio_op **pp, uaio_op *prev,
+			uaio_op *op)
+{
+	struct uaio_fdent *e = uaio__fdent(l, op->fd, false);
+	int sd = pos_side(op), r;
+
+	*pp = op->next;
+	if (*t == op)
+		*t = prev;
+	op->state = OS_IDLE;
+	for (uaio_op **qq = pp; *qq;) {
+		uaio_op *x = *qq;
+
+		if (x->opcode == OP_POLL) {
+			prev = x;
+			qq = &x->next;
+			continue;
+		}
+		*qq = x->next;
+		if (*t == x)
+			*t = prev;
+		q_push(&e->q->ph[sd], &e->q->pt[sd], x);
+		x->state = OS_HELD;
+	}
+	if ((r = uaio__ep_pos_worker(l, op)) < 0)
+		uaio__complete(l, op, r);
+}
+
 /* Tries the queue's polls (kind 1) or its other ops (kind 0): a poll
  * waits for readiness, not for its turn, so it is tried wherever it
  * stands, first (it sees the readiness the data op after it may use up,
@@ -374,6 +436,10 @@ static void run_kind(uaio_loop *l, uaio_op **h, uaio_op **t, bool polls, bool rd
 		}
 		if (op->opcode == OP_ACCEPT_MULTI && !uaio__fired_room(l))
 			break;
+		if ((op->xflags & OX_BLOCKING) && uaio__ep_is_rw(op)) {
+			hold_behind(l, t, pp, prev, op);
+			break;
+		}
 		r = uaio__ep_attempt(op);
 		/* Queued behind another without its own first try: a file
 		 * that refuses RWF_NOWAIT (a named FIFO) is learnt here. */

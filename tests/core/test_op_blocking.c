@@ -6,8 +6,13 @@
  * write there waits for readiness for ever, on both backends (io_uring
  * arms its own poll). With it, the write is done. The flag keeps a
  * stream's bytes in order, and a registered-slot pin, which no worker can
- * write through, still works (the ring takes it).
+ * write through, still works (the ring takes it). A flagged write is
+ * made whole (a blocking call), never cut to the room a try found; an
+ * unflagged op behind a flagged one waits as it would have (cancellable);
+ * a close cancels a flagged op still waiting for a worker.
  */
+#include <pthread.h>
+#include <semaphore.h>
 #include <stdint.h>
 #include <unistd.h>
 #include <uaio/loop.h>
@@ -111,6 +116,132 @@ static void pinned_file(void)
 	uaio_loop_free(l);
 }
 
+/* Drains the pipe in small steps while the writes wait for room. */
+struct drain {
+	int fd;
+	size_t want, got;
+	char *buf;
+};
+
+static void *drainer(void *arg)
+{
+	struct drain *d = arg;
+
+	while (d->got < d->want) {
+		size_t n = d->want - d->got < 4096 ? d->want - d->got : 4096;
+		ssize_t r = read(d->fd, d->buf + d->got, n);
+
+		if (r <= 0)
+			break;
+		d->got += (size_t)r;
+		usleep(200);
+	}
+	return NULL;
+}
+
+static void whole_writes(void)
+{
+	enum { N = 3, SZ = 40000, FILL = 65536 };
+	static char fill[FILL], out[N][SZ], in[FILL + N * SZ];
+	uaio_loop *l = t_loop_new(0);
+	struct t_rec r[N] = { 0 };
+	uaio_op op[N];
+	struct drain d;
+	pthread_t th;
+	int p[2], fl;
+
+	CHECK_EQ(pipe(p), 0);
+	fl = fcntl(p[1], F_GETFL);
+	CHECK_EQ(fcntl(p[1], F_SETFL, fl | O_NONBLOCK), 0);
+	CHECK_EQ(write(p[1], fill, FILL), FILL);	/* full: no room for a try */
+	CHECK_EQ(fcntl(p[1], F_SETFL, fl), 0);
+	memset(op, 0, sizeof(op));
+	for (int i = 0; i < N; i++) {
+		memset(out[i], 'a' + i, SZ);
+		uaio_op_set_flags(&op[i], UAIO_OPF_BLOCKING);
+		CHECK_OK(uaio_op_write(l, &op[i], p[1], out[i], SZ, -1, t_rec_op, &r[i]));
+	}
+	d = (struct drain){ p[0], sizeof(in), 0, in };
+	CHECK_EQ(pthread_create(&th, NULL, drainer, &d), 0);
+	for (int i = 0; i < N; i++) {
+		run_until(l, &r[i], 1);
+		CHECK_EQ(r[i].res, SZ);
+	}
+	pthread_join(th, NULL);
+	CHECK_EQ(d.got, sizeof(in));
+	for (int i = 0; i < N; i++)
+		CHECK(!memcmp(in + FILL + i * SZ, out[i], SZ));
+	close(p[0]);
+	close(p[1]);
+	uaio_loop_free(l);
+}
+
+static void unflagged_behind(void)
+{
+	uaio_loop *l = t_loop_new(0);
+	struct t_rec r1 = { 0 }, r2 = { 0 }, rc = { 0 };
+	uaio_op o1 = { 0 }, o2 = { 0 }, c = { 0 };
+	char b1[8], b2[8];
+	int p[2];
+
+	CHECK_EQ(pipe(p), 0);
+	uaio_op_set_flags(&o1, UAIO_OPF_BLOCKING);
+	CHECK_OK(uaio_op_read(l, &o1, p[0], b1, sizeof(b1), -1, t_rec_op, &r1));
+	CHECK_OK(uaio_op_read(l, &o2, p[0], b2, sizeof(b2), -1, t_rec_op, &r2));
+	CHECK_EQ(write(p[1], "x", 1), 1);
+	run_until(l, &r1, 1);
+	CHECK_EQ(r1.res, 1);
+	CHECK_EQ(r2.calls, 0);
+	CHECK_OK(uaio_op_cancel(l, &c, &o2, t_rec_op, &rc));
+	run_until(l, &rc, 1);
+	run_until(l, &r2, 1);
+	CHECK_EQ(rc.res, 0);
+	CHECK_EQ(r2.res, -ECANCELED);
+	close(p[0]);
+	close(p[1]);
+	uaio_loop_free(l);
+}
+
+static sem_t go;
+
+static long wait_go(void *arg)
+{
+	(void)arg;
+	sem_wait(&go);
+	return 0;
+}
+
+/* One worker, busy: the flagged read waits for it; the loop's close of
+ * its descriptor cancels it, before the number is reused. */
+static void close_cancels_queued(void)
+{
+	uaio_loop *l = t_loop_new_p(0, 0, 1);
+	struct t_rec rw = { 0 }, rr = { 0 }, rcl = { 0 };
+	uaio_op w = { 0 }, rd = { 0 }, cl = { 0 };
+	char buf[8];
+	int a[2], b[2];
+
+	sem_init(&go, 0, 0);
+	CHECK_OK(uaio_op_work(l, &w, wait_go, NULL, t_rec_op, &rw));
+	CHECK_EQ(pipe(a), 0);
+	uaio_op_set_flags(&rd, UAIO_OPF_BLOCKING);
+	CHECK_OK(uaio_op_read(l, &rd, a[0], buf, sizeof(buf), -1, t_rec_op, &rr));
+	CHECK_OK(uaio_op_close(l, &cl, a[0], t_rec_op, &rcl));
+	run_until(l, &rcl, 1);
+	CHECK_EQ(rcl.res, 0);
+	CHECK_EQ(pipe(b), 0);			/* takes a[0]'s number */
+	CHECK_EQ(write(b[1], "FROM-B", 6), 6);
+	sem_post(&go);
+	run_until(l, &rw, 1);
+	run_until(l, &rr, 1);
+	CHECK_EQ(rr.res, -ECANCELED);
+	close(a[1]);
+	close(b[0]);
+	close(b[1]);
+	uaio_loop_free(l);
+	sem_destroy(&go);
+}
+
 int main(void)
 {
 	t_watchdog(60);
@@ -118,5 +249,8 @@ int main(void)
 	RUN(kmsg_write);
 	RUN(pipe_in_order);
 	RUN(pinned_file);
+	RUN(whole_writes);
+	RUN(unflagged_behind);
+	RUN(close_cancels_queued);
 	return T_EXIT_PASS;
 }

@@ -81,11 +81,18 @@ static int submit_rw_op(struct laio_call *r)
 
 	r->kind = K_OP;
 	r->pos0 = -1;
+	uaio_op_set_flags(&r->op, 0);
 	switch (r->nr) {
-	case SYS_read: case SYS_readv: case SYS_write: case SYS_writev:
-		if (!on_epoll() && laio__fd_isreg(r) &&
-		    !(laio__is_write_nr(r->nr) && (fcntl(fd, F_GETFL) & O_APPEND)))
+	case SYS_read: case SYS_readv:
+		if (!on_epoll() && laio__fd_isreg(r))
 			r->pos0 = lseek(fd, 0, SEEK_CUR);
+		break;
+	case SYS_write: case SYS_writev:
+		/* The plain call on a worker, in its turn: the kernel moves
+		 * the position by a part too (see position_after_ring), and
+		 * a later write in flight starts where this one ended. */
+		if (!on_epoll() && laio__fd_isreg(r))
+			uaio_op_set_flags(&r->op, UAIO_OPF_BLOCKING);
 		break;
 	case SYS_recvfrom: case SYS_sendto:
 		if (!a[4])
@@ -254,10 +261,13 @@ static bool orphaned(struct laio_call *r, int res)
 
 /*
  * io_uring at the file position: a transfer that moved a part and then
- * met an error (ENOSPC, EFAULT: the kernel's retry of the rest fails)
- * reports the part but leaves the position where it was, and the next
- * write() would overwrite that part. A plain call moves the position by
- * the part, so the call does here.
+ * met an error (EFAULT part-way; for a write ENOSPC too: the kernel's
+ * retry of the rest fails) reports the part but leaves the position where
+ * it was. A plain call moves the position by the part, so a read does
+ * here; writes are plain calls on a worker (UAIO_OPF_BLOCKING), or a
+ * write() after one would overwrite its part. A second read at the
+ * position in flight on the file started from the unmoved position
+ * already: not mended (it needs a bad buffer part-way).
  */
 static void position_after_ring(struct laio_call *r, int res)
 {

@@ -273,7 +273,8 @@ static void position_after_ring(struct laio_call *r, int res)
 {
 	int fd = (int)r->a[0];
 
-	if (r->pos0 < 0 || res <= 0 || laio__whole(r, res))
+	if ((r->nr != SYS_read && r->nr != SYS_readv) || r->pos0 < 0 || res <= 0 ||
+	    laio__whole(r, res))
 		return;
 	if (lseek(fd, 0, SEEK_CUR) == r->pos0)
 		lseek(fd, r->pos0 + res, SEEK_SET);

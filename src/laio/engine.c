@@ -197,6 +197,7 @@ struct laio_call *laio__call_new(long nr, const long *a)
 	r->iovcnt = 0;
 	r->hold = 0;
 	r->hold_pin = false;
+	r->pos0 = -1;
 	r->flags = 0;
 	r->ftype = 0;
 	r->timeo = 0;

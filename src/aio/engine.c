@@ -146,10 +146,12 @@ void aio__pin_get_locked(struct aio_req *r, int fd, struct lio_ctx *pc)
 {
 	int p;
 
-	if (aio__req_wblock(r)) {
-		p = uaio__fd_dup_own(fd);
-		r->fd = p < 0 ? fd : p;
-		r->flags |= p < 0 ? 0 : RF_PINNED;
+	if (aio__req_blocking(r)) {
+		struct aio_serial *s = r->owner;
+
+		if (!s->dupfd && (p = uaio__fd_dup_own(fd)) > 0)
+			s->dupfd = p;
+		r->fd = s->dupfd ? s->dupfd : fd;
 		return;
 	}
 	if (pc && pc->fd != fd) {
@@ -171,10 +173,7 @@ void aio__pin_put_locked(struct aio_req *r)
 	if (!(r->flags & RF_PINNED))
 		return;
 	r->flags &= ~RF_PINNED;
-	if (aio__req_wblock(r))
-		uaio__fd_close(r->fd);
-	else
-		uaio_file_unpin(E->loop, r->fd);
+	uaio_file_unpin(E->loop, r->fd);
 }
 
 /* ------------------------------------------------- engine thread */
@@ -227,6 +226,8 @@ static void fork_child(void)
 		struct aio_serial *s, *snext;
 		for (s = E->serial[i]; s; s = snext) {
 			snext = s->hnext;
+			if (s->dupfd)
+				uaio__fd_close(s->dupfd);
 			free(s);
 		}
 		E->serial[i] = NULL;

@@ -218,7 +218,9 @@ struct aio_serial {
 	bool wblock;			/* a device that is no terminal: a write
 					 * that would wait blocks on a worker, as
 					 * glibc's helper does (/dev/kmsg never
-					 * reports POLLOUT, yet takes every write) */
+					 * reports POLLOUT, yet takes every write);
+					 * pread and pwrite reach it (no ESPIPE) */
+	int dupfd;			/* the blocking requests' descriptor, or 0 */
 };
 #define SO_CLOCK	1
 #define SO_STOP_CLOCK	2
@@ -511,6 +513,9 @@ bool aio__lone_running_locked(int fd);
 void aio__lone_forget(void);
 int aio__lone_thread(struct aiocb *cb, int kind, struct aio_lio *g, int err);
 int aio__lone_follow(struct aiocb *cb, int kind, struct aio_lio *g);
+/* glibc's helper's transfer: pread or pwrite, read or write where the
+ * file says ESPIPE (then aio_return says -1 meanwhile); -errno */
+long aio__glibc_rw(struct aiocb *cb, int kind, char *buf, size_t len, off_t off);
 bool aio__lone_cancel_locked(int fd, struct aiocb *cb, int *canceled, int *notcanceled);
 void aio__complete(struct aiocb *cb, long res);
 
@@ -522,15 +527,20 @@ void aio__hint_learn(struct aio_hint *h, int kind, long res);
 struct aio_req *aio__req_alloc_locked(void);
 void aio__req_free_locked(struct aio_req *r);
 void aio__lio_ctx_release(struct lio_ctx *pc);
-/* A write to a device that is no terminal: on a worker, blocking
- * (aio_serial.wblock), by a duplicate of its descriptor (not a pin: a
- * registered slot is no descriptor a worker can write to). */
-static inline bool aio__req_wblock(const struct aio_req *r)
+/* A stream request made as a blocking call on a worker: a write to a
+ * device that is no terminal (aio_serial.wblock), or a zero-length one
+ * (not on a socket), which the worker's plain call puts to the file as
+ * glibc's read or write does. By the stream's one duplicate of its
+ * descriptor (aio_serial.dupfd; a pin may be a registered slot, which
+ * is no descriptor a worker can use). */
+static inline bool aio__req_blocking(const struct aio_req *r)
 {
-	return r->kind == K_WRITE && (r->flags & RF_SERIAL) &&
-	       ((const struct aio_serial *)r->owner)->wblock;
+	const struct aio_serial *s = r->owner;
+
+	return (r->flags & RF_SERIAL) && r->kind <= K_WRITE &&
+	       ((r->kind == K_WRITE && s->wblock) || (!r->cb->aio_nbytes && !s->sock));
 }
-/* r holds its file (RF_PINNED): a pin, or the duplicate of a wblock one */
+/* r holds its file: a pin (RF_PINNED), or its stream's duplicate */
 void aio__pin_get_locked(struct aio_req *r, int fd, struct lio_ctx *pc);
 void aio__pin_put_locked(struct aio_req *r);
 int aio__engine_start_locked(void);

@@ -94,6 +94,18 @@ bool aio__lone_running_locked(int fd)
 	return false;
 }
 
+long aio__glibc_rw(struct aiocb *cb, int kind, char *buf, size_t len, off_t off)
+{
+	int fd = cb->aio_fildes;
+	ssize_t r = kind == K_READ ? pread(fd, buf, len, off) : pwrite(fd, buf, len, off);
+
+	if (r < 0 && errno == ESPIPE) {
+		cb->__return_value = -1;	/* as glibc's helper: see aio__serial_started */
+		r = kind == K_READ ? read(fd, buf, len) : write(fd, buf, len);
+	}
+	return r < 0 ? -errno : r;
+}
+
 static void lone_run(struct aio_lone *l)
 {
 	struct aiocb *cb = l->cb;
@@ -121,25 +133,13 @@ static void lone_run(struct aio_lone *l)
 		aio__complete(cb, l->err);
 		return;
 	}
-	switch (l->kind) {
-	case K_READ:
-		r = pread(cb->aio_fildes, buf, len, off);
-		if (r < 0 && errno == ESPIPE) {
-			cb->__return_value = -1;	/* as glibc's helper: see aio__serial_started */
-			r = read(cb->aio_fildes, buf, len);
-		}
-		break;
-	case K_WRITE:
-		r = pwrite(cb->aio_fildes, buf, len, off);
-		if (r < 0 && errno == ESPIPE) {
-			cb->__return_value = -1;
-			r = write(cb->aio_fildes, buf, len);
-		}
-		break;
-	default:
+	if (l->kind <= K_WRITE) {
+		r = aio__glibc_rw(cb, l->kind, buf, len, off);
+	} else {
 		r = l->kind == K_DSYNC ? fdatasync(cb->aio_fildes) : fsync(cb->aio_fildes);
+		r = r < 0 ? -errno : 0;
 	}
-	aio__complete(cb, r < 0 ? -errno : r + (long)done);
+	aio__complete(cb, r < 0 ? r : r + (long)done);
 }
 
 /* Runs l and the requests waiting behind it; with err, ends them with err

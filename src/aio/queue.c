@@ -64,6 +64,8 @@ void aio__serial_maybe_free_locked(struct aio_serial *s)
 		return;
 	pp = serial_slot(s->fd, s->dev, s->ino);
 	*pp = s->hnext;
+	if (s->dupfd)
+		uaio__fd_close(s->dupfd);
 	spare_put(&E->serial_spare, s);
 	atomic_fetch_sub(&E->nserial, 1);
 }
@@ -192,7 +194,7 @@ int aio__req_issue_locked(struct aio_req *r)
 	int ret;
 
 	r->state = RS_LOOP;
-	uaio_op_set_flags(&r->op, aio__req_wblock(r) ? UAIO_OPF_BLOCKING : 0);
+	uaio_op_set_flags(&r->op, aio__req_blocking(r) ? UAIO_OPF_BLOCKING : 0);
 	switch (r->kind) {
 	case K_READ:
 		ret = uaio_op_read(E->loop, &r->op, r->fd, sp.buf, sp.len, sp.off,
@@ -300,7 +302,7 @@ void aio__serial_started(struct aio_req *r)
 {
 	struct aio_serial *s = r->owner;
 
-	if (r->kind <= K_WRITE && !s->reg)
+	if (r->kind <= K_WRITE && !s->reg && !s->wblock)
 		r->cb->__return_value = -1;
 	serial_clock_locked(s);
 }

@@ -148,7 +148,7 @@ static int submit_serial(struct aiocb *cb, int kind, int fd, int fl,
 	if (s) {
 		s->sock = S_ISSOCK(st->st_mode);
 		s->tty = S_ISCHR(st->st_mode);
-		if (s->tty && kind == K_WRITE)
+		if (s->tty)
 			s->wblock = !isatty(fd);
 		s->nopos |= at_pos;
 		s->reg = reg = reg && !s->nopos;
@@ -385,22 +385,30 @@ static bool positional_file(int fd, const struct stat *st)
 /*
  * Nothing to move: preadv2 and pwritev2 answer 0 without asking the file,
  * where glibc's pread and pwrite ask it (an eventfd's or a timerfd's
- * EINVAL, a directory's EISDIR, /dev/full's ENOSPC). On such a file (not
- * a regular file, block device, pipe or socket, which answer 0 anyway)
- * the request runs as glibc runs it, on a thread (lone.c): a terminal or
- * an inotify descriptor may make the call wait. 0 when it went there, 1
- * when the engine takes it, -EAGAIN when no thread can be made. Not
- * behind the engine's requests on the same stream: those come first.
+ * EINVAL, a directory's EISDIR, /dev/full's ENOSPC, a procfs file's own
+ * answer: /proc/self/comm takes the empty name). A regular file or block
+ * device is asked here, at once (the call does not wait), unless requests
+ * in flight on it come first; other files (not pipes or sockets, which
+ * answer 0) as glibc asks them, on a thread (lone.c): a terminal or an
+ * inotify descriptor may make the call wait. Behind the engine's requests
+ * on a stream, the engine asks it when its turn comes (a blocking call,
+ * aio__req_blocking). 0 when done or on a thread, 1 when the engine takes
+ * it, -EAGAIN when no thread can be made.
  */
 static int zero_asks_file(struct aiocb *cb, int kind, struct aio_lio *g)
 {
 	struct stat st;
 
-	if (fstat(cb->aio_fildes, &st) < 0 || S_ISREG(st.st_mode) || S_ISBLK(st.st_mode) ||
-	    S_ISFIFO(st.st_mode) || S_ISSOCK(st.st_mode) ||
+	if (fstat(cb->aio_fildes, &st) < 0 || S_ISFIFO(st.st_mode) || S_ISSOCK(st.st_mode) ||
 	    (atomic_load_explicit(&E->nserial, memory_order_relaxed) &&
 	     serial_has(cb->aio_fildes, &st)))
 		return 1;
+	if (S_ISREG(st.st_mode) || S_ISBLK(st.st_mode)) {
+		if (must_wait(cb, kind))
+			return 1;
+		aio__complete(cb, aio__glibc_rw(cb, kind, (char *)cb->aio_buf, 0, cb->aio_offset));
+		return 0;
+	}
 	return aio__lone_follow(cb, kind, g);
 }
 

@@ -115,7 +115,11 @@ long uaio__rw_iov(int fd, const struct iovec *iov, int n, off_t off, int flags, 
 	ssize_t r;
 
 	for (;;) {
-		r = wr ? pwritev2(fd, iov, n, off, flags) : preadv2(fd, iov, n, off, flags);
+		if (n == 1 && !iov[0].iov_len && !flags)	/* preadv2 would not ask the file */
+			r = off == -1 ? (wr ? write(fd, iov[0].iov_base, 0) : read(fd, iov[0].iov_base, 0)) :
+			      (wr ? pwrite(fd, iov[0].iov_base, 0, off) : pread(fd, iov[0].iov_base, 0, off));
+		else
+			r = wr ? pwritev2(fd, iov, n, off, flags) : preadv2(fd, iov, n, off, flags);
 		if (r < 0 && errno == ESPIPE && off != -1) {
 			off = -1;
 			continue;

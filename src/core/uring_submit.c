@@ -208,10 +208,15 @@ static int issue(uaio_loop *l, uaio_op *op)
 	/* The caller's word (loop.h), in its turn on the stream; not by a
 	 * slot, which is no descriptor a worker could use */
 	if (UAIO_UNLIKELY(op->xflags & OX_BLOCKING) && (uaio__opdef(op)->flags & OPF_RW) &&
-	    !(op->fd & UAIO_FD_FIXED))
-		r = uaio__workers_submit(l, op);
-	else
-		r = issue_sqe(l, op);
+	    !(op->fd & UAIO_FD_FIXED)) {
+		/* its error is the op's: -EAGAIN here means "no room" */
+		if ((r = uaio__workers_submit(l, op)) < 0) {
+			uring__order_undo(l, op);
+			uaio__complete(l, op, r);
+		}
+		return 0;
+	}
+	r = issue_sqe(l, op);
 	if (UAIO_UNLIKELY(r < 0))
 		uring__order_undo(l, op);
 	return r;

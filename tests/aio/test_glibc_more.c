@@ -14,6 +14,7 @@
  */
 #define _GNU_SOURCE
 #include "aio/aio_util.h"
+#include <dirent.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <sys/resource.h>
@@ -478,6 +479,8 @@ static void zero_length_asks_file(void)
 		{ "/", O_RDONLY | O_DIRECTORY, LIO_READ, -1, EISDIR },
 		{ NULL, 0, LIO_READ, -1, EINVAL },	/* an eventfd */
 		{ "/proc/self/status", O_RDONLY, LIO_READ, 0, 0 },
+		/* a regular file of procfs answers itself */
+		{ "/proc/self/oom_score_adj", O_WRONLY, LIO_WRITE, -1, EINVAL },
 	};
 	char buf[1];
 
@@ -494,6 +497,82 @@ static void zero_length_asks_file(void)
 		CHECK_EQ(err, c[i].err);
 		close(fd);
 	}
+}
+
+/* A zero-length read behind a read in flight on the same eventfd: the
+ * file is asked when its turn comes (the engine's readv would answer 0). */
+static void zero_length_behind(void)
+{
+	uint64_t v = 0, one = 5;
+	char buf[1];
+	struct aiocb a, z;
+	int fd = eventfd(0, EFD_CLOEXEC), err;
+
+	CHECK(fd >= 0);
+	a = t_cb(fd, &v, sizeof(v), 0);
+	z = t_cb(fd, buf, 0, 0);
+	CHECK_EQ(uaio_read(&a), 0);
+	CHECK_EQ(uaio_read(&z), 0);
+	CHECK_EQ(uaio_error(&a), EINPROGRESS);
+	CHECK_EQ(write(fd, &one, sizeof(one)), (long)sizeof(one));
+	CHECK_EQ(t_wait(&a, NULL), (long)sizeof(v));
+	CHECK_EQ(v, 5);
+	CHECK_EQ(t_wait(&z, &err), -1);
+	CHECK_EQ(err, EINVAL);
+	close(fd);
+}
+
+/* A fork's child gets none of the engine's descriptors: the duplicate a
+ * stream's blocking requests hold (here zero-length reads behind a read
+ * that waits) is closed there too. The engine's are above the program's
+ * numbers (a quarter below RLIMIT_NOFILE). */
+static void fork_leaves_no_dup(void)
+{
+	struct rlimit rl;
+	struct aiocb a, z[4];
+	char buf[64], nb[1];
+	int in = inotify_init1(IN_CLOEXEC), st;
+	pid_t pid;
+
+	char dir[] = "/tmp/uaio-forkdup-XXXXXX", path[64];
+
+	CHECK(in >= 0);
+	CHECK(mkdtemp(dir));
+	CHECK(inotify_add_watch(in, dir, IN_CREATE) >= 0);
+	CHECK_EQ(getrlimit(RLIMIT_NOFILE, &rl), 0);
+	a = t_cb(in, buf, sizeof(buf), 0);
+	CHECK_EQ(uaio_read(&a), 0);
+	for (int i = 0; i < 4; i++) {
+		z[i] = t_cb(in, nb, 0, 0);
+		CHECK_EQ(uaio_read(&z[i]), 0);
+	}
+	fflush(NULL);
+	CHECK((pid = fork()) >= 0);
+	if (pid == 0) {
+		DIR *d = opendir("/proc/self/fd");
+		struct dirent *e;
+		long floor = (long)(rl.rlim_cur < 65536 ? rl.rlim_cur : 65536) * 3 / 4;
+		int high = 0;
+
+		while (d && (e = readdir(d)))
+			if (e->d_name[0] != '.' && atol(e->d_name) >= floor &&
+			    atol(e->d_name) != dirfd(d))
+				high++;
+		_exit(d && !high ? 0 : 1);
+	}
+	CHECK_EQ(waitpid(pid, &st, 0), pid);
+	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	/* the zero-length ones wait behind the read: cancelled; the read
+	 * is under way and ends with the event */
+	CHECK_EQ(uaio_cancel(in, NULL), AIO_NOTCANCELED);
+	for (int i = 0; i < 4; i++)
+		CHECK_EQ(uaio_error(&z[i]), ECANCELED);
+	snprintf(path, sizeof(path), "%s/f", dir);
+	close(open(path, O_CREAT | O_WRONLY | O_CLOEXEC, 0600));
+	CHECK(t_wait(&a, NULL) > 0);
+	unlink(path);
+	rmdir(dir);
+	close(in);
 }
 
 /* A zero-length read that blocks (an inotify descriptor with no event
@@ -660,6 +739,8 @@ int main(void)
 	RUN(device_never_writable);
 	RUN(zero_length_asks_file);
 	RUN(zero_length_blocked);
+	RUN(zero_length_behind);
+	RUN(fork_leaves_no_dup);
 	RUN(no_sigpipe);
 	RUN(thread_per_callback);
 	RUN(thread_attributes);

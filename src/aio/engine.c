@@ -154,6 +154,20 @@ void aio__pin_get_locked(struct aio_req *r, int fd, struct lio_ctx *pc)
 		r->fd = s->dupfd ? s->dupfd : fd;
 		return;
 	}
+	if (r->flags & RF_SERIAL) {
+		struct aio_serial *s = r->owner;
+
+		int fl = fcntl(fd, F_GETFL);
+
+		if (!s->pinh && (p = uaio_file_pin(E->loop, fd)) > 0) {
+			s->pinh = p;
+			s->pinfl = fl;
+		}
+		p = uaio_file_pin(E->loop, s->pinh && fl == s->pinfl ? s->pinh : fd);
+		r->fd = p < 0 ? fd : p;
+		r->flags |= p < 0 ? 0 : RF_PINNED;
+		return;
+	}
 	if (pc && pc->fd != fd) {
 		aio__lio_ctx_release(pc);
 		pc->fd = fd;

@@ -221,6 +221,12 @@ struct aio_serial {
 					 * reports POLLOUT, yet takes every write);
 					 * pread and pwrite reach it (no ESPIPE) */
 	int dupfd;			/* the blocking requests' descriptor, or 0 */
+	int pinh;			/* the stream's pin, which each of its
+					 * requests pins again (one descriptor on
+					 * epoll however many are queued), or 0 */
+	int pinfl;			/* the pinned description's F_GETFL: a
+					 * request by a new one (the number closed
+					 * and the file opened again) pins its own */
 };
 #define SO_CLOCK	1
 #define SO_STOP_CLOCK	2

@@ -66,6 +66,8 @@ void aio__serial_maybe_free_locked(struct aio_serial *s)
 	*pp = s->hnext;
 	if (s->dupfd)
 		uaio__fd_close(s->dupfd);
+	if (s->pinh)
+		uaio_file_unpin(E->loop, s->pinh);
 	spare_put(&E->serial_spare, s);
 	atomic_fetch_sub(&E->nserial, 1);
 }

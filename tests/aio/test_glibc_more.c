@@ -575,6 +575,61 @@ static void fork_leaves_no_dup(void)
 	close(in);
 }
 
+/* Descriptors free for the program: opened until EMFILE, then closed. */
+static int free_fds(void)
+{
+	int fds[128], n = 0;
+
+	while (n < 128 && (fds[n] = open("/dev/null", O_RDONLY | O_CLOEXEC)) >= 0)
+		n++;
+	for (int i = 0; i < n; i++)
+		close(fds[i]);
+	return n;
+}
+
+/* Requests queued on one stream share its pin: on epoll a pin is a
+ * duplicate descriptor, and one per request took a quarter of a small
+ * RLIMIT_NOFILE from the program (glibc takes none). In a child, whose
+ * engine starts afresh under the lower limit. */
+static void queued_share_a_pin(void)
+{
+	enum { N = 40 };
+	pid_t pid;
+	int st;
+
+	fflush(NULL);
+	CHECK((pid = fork()) >= 0);
+	if (pid == 0) {
+		struct rlimit rl = { 64, 64 };
+		static char fill[1 << 16], msg[N][100];
+		struct aiocb cb[N];
+		int p[2], fl, before, during;
+
+		CHECK_EQ(setrlimit(RLIMIT_NOFILE, &rl), 0);
+		CHECK_EQ(pipe(p), 0);
+		fl = fcntl(p[1], F_GETFL);
+		CHECK_EQ(fcntl(p[1], F_SETFL, fl | O_NONBLOCK), 0);
+		while (write(p[1], fill, sizeof(fill)) > 0)
+			;
+		CHECK_EQ(fcntl(p[1], F_SETFL, fl), 0);
+		before = free_fds();
+		for (int i = 0; i < N; i++) {
+			cb[i] = t_cb(p[1], msg[i], sizeof(msg[i]), 0);
+			CHECK_EQ(uaio_write(&cb[i]), 0);
+		}
+		during = free_fds();
+		for (ssize_t n; (n = read(p[0], fill, sizeof(fill))) == sizeof(fill);)
+			if (uaio_error(&cb[N - 1]) != EINPROGRESS)
+				break;
+		for (int i = 0; i < N; i++)
+			CHECK_EQ(t_wait(&cb[i], NULL), (long)sizeof(msg[i]));
+		/* the engine's own (a ring or epoll, an eventfd) and one pin */
+		_exit(before - during <= 5 ? 0 : (fprintf(stderr, "%d -> %d\n", before, during), 1));
+	}
+	CHECK_EQ(waitpid(pid, &st, 0), pid);
+	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+}
+
 /* A zero-length read that blocks (an inotify descriptor with no event
  * waits, as glibc's helper does), on its helper thread: requests on other
  * descriptors still complete inline meanwhile. The event ends it: the
@@ -741,6 +796,7 @@ int main(void)
 	RUN(zero_length_blocked);
 	RUN(zero_length_behind);
 	RUN(fork_leaves_no_dup);
+	RUN(queued_share_a_pin);
 	RUN(no_sigpipe);
 	RUN(thread_per_callback);
 	RUN(thread_attributes);

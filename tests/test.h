@@ -22,6 +22,18 @@
 
 #define SKIP(msg) do { fprintf(stderr, "skip: %s\n", msg); exit(T_EXIT_SKIP); } while (0)
 
+/* A small tmpfs (opts: "size=64k") on a new directory made from the
+ * mkdtemp template dir, in a private mount namespace of this process;
+ * skips (exit 77) where that needs what the test lacks (root). */
+#define T_PRIVATE_TMPFS(dir, opts) do { \
+	CHECK(mkdtemp(dir)); \
+	if (unshare(CLONE_NEWNS) < 0 || \
+	    mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0 || \
+	    mount("tmpfs", (dir), "tmpfs", 0, (opts)) < 0) { \
+		rmdir(dir); \
+		SKIP("cannot mount a tmpfs here"); \
+	} } while (0)
+
 /* Runs one named sub-test and reports it. */
 #define RUN(fn) do { fprintf(stderr, "  %s ...\n", #fn); fn(); } while (0)
 

@@ -19,13 +19,7 @@ static void full_tmpfs(void)
 	int fd, err, nospc = 0;
 	long written = 0;
 
-	CHECK(mkdtemp(dir));
-	if (unshare(CLONE_NEWNS) < 0 ||
-	    mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0 ||
-	    mount("tmpfs", dir, "tmpfs", 0, "size=64k") < 0) {
-		rmdir(dir);
-		SKIP("cannot mount a tmpfs here");
-	}
+	T_PRIVATE_TMPFS(dir, "size=64k");
 	snprintf(path, sizeof(path), "%s/f", dir);
 	fd = open(path, O_CREAT | O_RDWR, 0600);
 	CHECK(fd >= 0);

@@ -100,13 +100,7 @@ static void two_in_flight(void)
 int main(void)
 {
 	alarm(120);
-	CHECK(mkdtemp(dir));
-	if (unshare(CLONE_NEWNS) < 0 ||
-	    mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0 ||
-	    mount("tmpfs", dir, "tmpfs", 0, "size=1088k") < 0) {
-		rmdir(dir);
-		SKIP("cannot mount a tmpfs here");
-	}
+	T_PRIVATE_TMPFS(dir, "size=1088k");
 	for_each_mech(partial_write, "partial_write");
 	for_each_mech(two_in_flight, "two_in_flight");
 	umount(dir);

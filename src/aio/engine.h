@@ -218,8 +218,12 @@ struct aio_serial {
 	bool wblock;			/* a device that is no terminal: a write
 					 * that would wait blocks on a worker, as
 					 * glibc's helper does (/dev/kmsg never
-					 * reports POLLOUT, yet takes every write);
-					 * pread and pwrite reach it (no ESPIPE) */
+					 * reports POLLOUT, yet takes every write) */
+	bool pread_ok;			/* a device pread and pwrite reach (no
+					 * ESPIPE: not opened as a stream) */
+	bool regfile;			/* a regular file or block device: no
+					 * duplicate of it (closing one drops the
+					 * process's record locks) */
 	int dupfd;			/* the blocking requests' descriptor, or 0 */
 	int pinh;			/* the stream's pin, which each of its
 					 * requests pins again (one descriptor on
@@ -535,7 +539,7 @@ void aio__req_free_locked(struct aio_req *r);
 void aio__lio_ctx_release(struct lio_ctx *pc);
 /* A stream request made as a blocking call on a worker: a write to a
  * device that is no terminal (aio_serial.wblock), or a zero-length one
- * (not on a socket), which the worker's plain call puts to the file as
+ * (not on a socket or a regular file), which the worker's plain call puts to the file as
  * glibc's read or write does. By the stream's one duplicate of its
  * descriptor (aio_serial.dupfd; a pin may be a registered slot, which
  * is no descriptor a worker can use). */
@@ -544,7 +548,8 @@ static inline bool aio__req_blocking(const struct aio_req *r)
 	const struct aio_serial *s = r->owner;
 
 	return (r->flags & RF_SERIAL) && r->kind <= K_WRITE &&
-	       ((r->kind == K_WRITE && s->wblock) || (!r->cb->aio_nbytes && !s->sock));
+	       ((r->kind == K_WRITE && s->wblock) ||
+		(!r->cb->aio_nbytes && !s->sock && !s->regfile));
 }
 /* r holds its file: a pin (RF_PINNED), or its stream's duplicate */
 void aio__pin_get_locked(struct aio_req *r, int fd, struct lio_ctx *pc);

@@ -304,7 +304,7 @@ void aio__serial_started(struct aio_req *r)
 {
 	struct aio_serial *s = r->owner;
 
-	if (r->kind <= K_WRITE && !s->reg && !s->wblock)
+	if (r->kind <= K_WRITE && !s->reg && !s->pread_ok)
 		r->cb->__return_value = -1;
 	serial_clock_locked(s);
 }

@@ -148,8 +148,11 @@ static int submit_serial(struct aiocb *cb, int kind, int fd, int fl,
 	if (s) {
 		s->sock = S_ISSOCK(st->st_mode);
 		s->tty = S_ISCHR(st->st_mode);
-		if (s->tty)
+		s->regfile = S_ISREG(st->st_mode) || S_ISBLK(st->st_mode);
+		if (s->tty) {
 			s->wblock = !isatty(fd);
+			s->pread_ok = lseek(fd, 0, SEEK_CUR) >= 0 || errno != ESPIPE;
+		}
 		s->nopos |= at_pos;
 		s->reg = reg = reg && !s->nopos;
 	}

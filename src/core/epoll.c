@@ -219,9 +219,12 @@ static int ep_submit(uaio_loop *l, uaio_op *op)
 		return ep_self(l, op);
 	}
 
-	/* At a file's position, behind the op of that side on a worker. */
-	if (op->off == (uint64_t)-1 && uaio__ep_is_rw(op) && uaio__ep_pos_held(l, op))
-		return 0;
+	/* Behind the op of that side on a worker: at a file's position, a
+	 * stream's (its sends and receives too), or a flagged one */
+	if (((uaio__opdef(op)->flags & OPF_ST) && (op->off == (uint64_t)-1 || !uaio__ep_is_rw(op))) ||
+	    ((op->xflags & OX_BLOCKING) && uaio__ep_is_rw(op)))
+		if (uaio__ep_pos_held(l, op))
+			return 0;
 	/* Keep per-fd order: behind anything already queued on that side.
 	 * If epoll already watches that side, it will say when to try. */
 	e = uaio__fdent(l, op->fd, false);

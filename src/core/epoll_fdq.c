@@ -349,9 +349,11 @@ void uaio__ep_pos_next(uaio_loop *l, uaio_op *done)
 			if (!e->q->ph[sd])
 				e->q->pt[sd] = NULL;
 			op->state = OS_IDLE;
-			r = op->xflags & OX_BLOCKING ? -EAGAIN : uaio__ep_attempt(op);
-			if ((r == -EAGAIN || r == -EOPNOTSUPP) && !(op->xflags & OX_BLOCKING) &&
-			    !uaio__ep_blocks_on_disk(op->fd)) {
+			bool flagged = (op->xflags & OX_BLOCKING) && uaio__ep_is_rw(op);
+
+			r = flagged ? -EAGAIN : uaio__ep_attempt(op);
+			if ((r == -EAGAIN || r == -EOPNOTSUPP) && !flagged &&
+			    (!uaio__ep_is_rw(op) || !uaio__ep_blocks_on_disk(op->fd))) {
 				/* a stream behind a flagged op: it and the rest
 				 * wait for readiness, in order, as they would
 				 * have without it */
@@ -411,8 +413,19 @@ static void hold_behind(uaio_loop *l, uaio_op **t, uaio_op **pp, uaio_op *prev,
 		q_push(&e->q->ph[sd], &e->q->pt[sd], x);
 		x->state = OS_HELD;
 	}
-	if ((r = uaio__ep_pos_worker(l, op)) < 0)
+	if ((r = uaio__ep_pos_worker(l, op)) < 0) {
+		uaio_op *first = e->q->ph[sd];
+
 		uaio__complete(l, op, r);
+		if (first) {	/* the others wait for readiness again */
+			e->q->ph[sd] = first->next;
+			if (!e->q->ph[sd])
+				e->q->pt[sd] = NULL;
+			first->state = OS_IDLE;
+			if ((r = unhold_side(l, e->q, sd, first)) < 0)
+				uaio__complete(l, first, r);
+		}
+	}
 }
 
 /* Tries the queue's polls (kind 1) or its other ops (kind 0): a poll

@@ -100,6 +100,7 @@ void uring__order_undo(uaio_loop *l, uaio_op *op);
 bool uring__returns_fd(const uaio_op *op);
 void uring__order_after(uaio_loop *l, uaio_op *op, int res);
 void uring__order_pool_next(uaio_loop *l, uaio_op *op);
+void uring__order_forget_fd(uaio_loop *l, int fd);
 int uring__order_cancel(uaio_loop *l, uaio_op *target);
 int uring__order_cancel_fd(uaio_loop *l, int fd);
 

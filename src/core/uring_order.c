@@ -154,6 +154,23 @@ int uring__order_cancel_fd(uaio_loop *l, int fd)
 	return cancel_held(l, fd, NULL);
 }
 
+/* fd is being closed: a busy op that a worker runs (UAIO_OPF_BLOCKING),
+ * which no cancel reaches, holds up nothing on a new file of that
+ * number; its end then lets nothing go. */
+void uring__order_forget_fd(uaio_loop *l, int fd)
+{
+	struct uaio_fdent *e = uaio__fdent(l, fd, false);
+
+	for (int s = 0; e && s < 2; s++) {
+		uaio_op *op = e->busy[s];
+
+		if (op && (op->state == OS_RUNNING || op->state == OS_WORKQ)) {
+			op->xflags &= (uint16_t)~OX_ORDERED;
+			e->busy[s] = NULL;
+		}
+	}
+}
+
 /* ------------------------------------------------- on a completion */
 
 bool uring__returns_fd(const uaio_op *op)

@@ -237,8 +237,10 @@ int uring__start(uaio_loop *l, uaio_op *op)
 		if (!(op->xflags & OX_STARTED)) {	/* once, even if retried */
 			uaio__cancel_local_fd(l, op->fd);
 			uring__order_cancel_fd(l, op->fd);
-			/* flagged ops waiting for a worker (UAIO_OPF_BLOCKING) */
+			/* flagged ops waiting for a worker (UAIO_OPF_BLOCKING);
+			 * one running there holds up no new file */
 			uaio__workers_cancel_fd(l, op->fd);
+			uring__order_forget_fd(l, op->fd);
 			uring__end_watch_on_close(l, op->fd);
 			op->xflags |= OX_STARTED;
 		}

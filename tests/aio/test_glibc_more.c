@@ -15,6 +15,7 @@
 #define _GNU_SOURCE
 #include "aio/aio_util.h"
 #include <dirent.h>
+#include <uaio/loop.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <sys/resource.h>
@@ -522,13 +523,27 @@ static void zero_length_behind(void)
 	close(fd);
 }
 
-/* A fork's child gets none of the engine's descriptors: the duplicate a
+/* The descriptors open now, as a set (below 4096). */
+static void fd_set_now(unsigned char *set, size_t n)
+{
+	DIR *d = opendir("/proc/self/fd");
+	struct dirent *e;
+
+	CHECK(d);
+	memset(set, 0, n);
+	while ((e = readdir(d)))
+		if (e->d_name[0] != '.' && atol(e->d_name) < (long)n &&
+		    atol(e->d_name) != dirfd(d))
+			set[atol(e->d_name)] = 1;
+	closedir(d);
+}
+
+/* A fork's child gets no descriptor the requests made: the duplicate a
  * stream's blocking requests hold (here zero-length reads behind a read
- * that waits) is closed there too. The engine's are above the program's
- * numbers (a quarter below RLIMIT_NOFILE). */
+ * that waits) is closed there too. */
 static void fork_leaves_no_dup(void)
 {
-	struct rlimit rl;
+	static unsigned char before[4096], after[4096];
 	struct aiocb a, z[4];
 	char buf[64], nb[1];
 	int in = inotify_init1(IN_CLOEXEC), st;
@@ -539,7 +554,7 @@ static void fork_leaves_no_dup(void)
 	CHECK(in >= 0);
 	CHECK(mkdtemp(dir));
 	CHECK(inotify_add_watch(in, dir, IN_CREATE) >= 0);
-	CHECK_EQ(getrlimit(RLIMIT_NOFILE, &rl), 0);
+	fd_set_now(before, sizeof(before));
 	a = t_cb(in, buf, sizeof(buf), 0);
 	CHECK_EQ(uaio_read(&a), 0);
 	for (int i = 0; i < 4; i++) {
@@ -549,16 +564,11 @@ static void fork_leaves_no_dup(void)
 	fflush(NULL);
 	CHECK((pid = fork()) >= 0);
 	if (pid == 0) {
-		DIR *d = opendir("/proc/self/fd");
-		struct dirent *e;
-		long floor = (long)(rl.rlim_cur < 65536 ? rl.rlim_cur : 65536) * 3 / 4;
-		int high = 0;
-
-		while (d && (e = readdir(d)))
-			if (e->d_name[0] != '.' && atol(e->d_name) >= floor &&
-			    atol(e->d_name) != dirfd(d))
-				high++;
-		_exit(d && !high ? 0 : 1);
+		fd_set_now(after, sizeof(after));
+		for (size_t i = 0; i < sizeof(after); i++)
+			if (after[i] && !before[i])
+				_exit(1);
+		_exit(0);
 	}
 	CHECK_EQ(waitpid(pid, &st, 0), pid);
 	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
@@ -573,6 +583,58 @@ static void fork_leaves_no_dup(void)
 	unlink(path);
 	rmdir(dir);
 	close(in);
+}
+
+/* Whether another process sees a write lock on path. */
+static int locked_elsewhere(const char *path)
+{
+	pid_t pid;
+	int st;
+
+	fflush(NULL);
+	CHECK((pid = fork()) >= 0);
+	if (pid == 0) {
+		struct flock fl = { .l_type = F_WRLCK, .l_whence = SEEK_SET };
+		int fd = open(path, O_RDWR);
+
+		_exit(fd >= 0 && fcntl(fd, F_GETLK, &fl) == 0 && fl.l_type != F_UNLCK ? 0 : 1);
+	}
+	CHECK_EQ(waitpid(pid, &st, 0), pid);
+	return WIFEXITED(st) && WEXITSTATUS(st) == 0;
+}
+
+/* A zero-length write behind a big one on an O_APPEND file: no duplicate
+ * of the file is made and closed for it (a close drops the process's
+ * record locks on the file). The fallback backend's pins are duplicates
+ * (uaio_posix(7)): there a request's end drops them anyway. */
+static void zero_length_keeps_locks(void)
+{
+	enum { BIG = 32 << 20 };
+	char path[] = "/var/tmp/uaio-lock-XXXXXX", *buf = calloc(1, BIG);
+	struct flock fl = { .l_type = F_WRLCK, .l_whence = SEEK_SET };
+	struct aiocb a, z;
+	int fd = mkstemp(path);
+	uaio_loop *l = uaio_loop_new(NULL);	/* which backend the engine picks */
+	bool fallback = !l || uaio_loop_backend(l) == UAIO_BACKEND_EPOLL;
+
+	CHECK(fd >= 0 && buf);
+	close(fd);
+	CHECK((fd = open(path, O_WRONLY | O_APPEND | O_CLOEXEC)) >= 0);
+	CHECK_EQ(fcntl(fd, F_SETLK, &fl), 0);
+	CHECK(locked_elsewhere(path));
+	a = t_cb(fd, buf, BIG, 0);
+	z = t_cb(fd, buf, 0, 0);
+	CHECK_EQ(uaio_write(&a), 0);
+	CHECK_EQ(uaio_write(&z), 0);
+	CHECK_EQ(t_wait(&a, NULL), BIG);
+	CHECK_EQ(t_wait(&z, NULL), 0);
+	if (!fallback)
+		CHECK(locked_elsewhere(path));
+	if (l)
+		uaio_loop_free(l);
+	close(fd);
+	unlink(path);
+	free(buf);
 }
 
 /* Descriptors free for the program: opened until EMFILE, then closed. */
@@ -797,6 +859,7 @@ int main(void)
 	RUN(zero_length_behind);
 	RUN(fork_leaves_no_dup);
 	RUN(queued_share_a_pin);
+	RUN(zero_length_keeps_locks);
 	RUN(no_sigpipe);
 	RUN(thread_per_callback);
 	RUN(thread_attributes);

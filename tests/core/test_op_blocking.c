@@ -13,6 +13,9 @@
  */
 #include <pthread.h>
 #include <semaphore.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <dirent.h>
 #include <stdint.h>
 #include <unistd.h>
 #include <uaio/loop.h>
@@ -242,6 +245,112 @@ static void close_cancels_queued(void)
 	sem_destroy(&go);
 }
 
+/* Whether some thread of this process sits in a read of fd (read,
+ * readv, preadv2). */
+static int a_thread_reads(int fd)
+{
+	DIR *d = opendir("/proc/self/task");
+	struct dirent *e;
+	char path[300], line[128];
+	int found = 0;
+
+	CHECK(d);
+	while (!found && (e = readdir(d))) {
+		long nr, arg0;
+		FILE *f;
+
+		if (e->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), "/proc/self/task/%s/syscall", e->d_name);
+		if ((f = fopen(path, "r"))) {
+			found = fgets(line, sizeof(line), f) &&
+				sscanf(line, "%ld %lx", &nr, &arg0) == 2 && arg0 == fd &&
+				(nr == SYS_read || nr == SYS_readv || nr == SYS_preadv2);
+			fclose(f);
+		}
+	}
+	closedir(d);
+	return found;
+}
+
+/* A flagged read a worker runs (no cancel reaches it), its descriptor
+ * closed by the loop and the number reused for a new pipe: the new
+ * pipe's read is not held behind the old one. */
+static void close_while_running(void)
+{
+	uaio_loop *l = t_loop_new(0);
+	struct t_rec rf = { 0 }, rc = { 0 }, rn = { 0 };
+	uaio_op f = { 0 }, c = { 0 }, n = { 0 };
+	char b1[8], b2[8];
+	int a[2], b[2], old;
+
+	CHECK_EQ(pipe(a), 0);
+	old = a[0];
+	uaio_op_set_flags(&f, UAIO_OPF_BLOCKING);
+	CHECK_OK(uaio_op_read(l, &f, a[0], b1, sizeof(b1), -1, t_rec_op, &rf));
+	while (!a_thread_reads(a[0])) {
+		CHECK(uaio_loop_run_once(l, 0) >= 0);
+		usleep(1000);
+	}
+	CHECK_OK(uaio_op_close(l, &c, a[0], t_rec_op, &rc));
+	run_until(l, &rc, 1);
+	CHECK_EQ(pipe(b), 0);
+	CHECK_EQ(b[0], old);
+	CHECK_EQ(write(b[1], "new", 3), 3);
+	CHECK_OK(uaio_op_read(l, &n, b[0], b2, sizeof(b2), -1, t_rec_op, &rn));
+	run_until(l, &rn, 1);
+	CHECK_EQ(rn.res, 3);
+	CHECK_EQ(rf.calls, 0);
+	CHECK_EQ(write(a[1], "x", 1), 1);	/* the old read ends */
+	run_until(l, &rf, 1);
+	CHECK_EQ(rf.res, 1);
+	close(a[1]);
+	close(b[0]);
+	close(b[1]);
+	uaio_loop_free(l);
+}
+
+/* A send after a flagged write on a full stream socket waits for it:
+ * its bytes come after all of the write's. */
+static void send_waits(void)
+{
+	enum { W = 1 << 18 };
+	static char wbuf[W], fill[1 << 16];
+	uaio_loop *l = t_loop_new(0);
+	struct t_rec rw = { 0 }, rs = { 0 };
+	uaio_op w = { 0 }, so = { 0 };
+	struct drain d;
+	size_t filled = 0;
+	pthread_t th;
+	ssize_t k;
+	int sv[2], fl;
+
+	CHECK_EQ(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+	fl = fcntl(sv[0], F_GETFL);
+	CHECK_EQ(fcntl(sv[0], F_SETFL, fl | O_NONBLOCK), 0);
+	while ((k = write(sv[0], fill, sizeof(fill))) > 0)
+		filled += (size_t)k;
+	CHECK_EQ(fcntl(sv[0], F_SETFL, fl), 0);
+	memset(wbuf, 'a', W);
+	uaio_op_set_flags(&w, UAIO_OPF_BLOCKING);
+	CHECK_OK(uaio_op_write(l, &w, sv[0], wbuf, W, -1, t_rec_op, &rw));
+	CHECK_OK(uaio_op_send(l, &so, sv[0], "bbbbbbbbbb", 10, 0, t_rec_op, &rs));
+	d = (struct drain){ sv[1], filled + W + 10, 0, malloc(filled + W + 10) };
+	CHECK_EQ(pthread_create(&th, NULL, drainer, &d), 0);
+	run_until(l, &rw, 1);
+	run_until(l, &rs, 1);
+	pthread_join(th, NULL);
+	CHECK_EQ(rw.res, W);
+	CHECK_EQ(rs.res, 10);
+	CHECK_EQ(d.got, filled + W + 10);
+	CHECK(!memcmp(d.buf + filled, wbuf, W));
+	CHECK(!memcmp(d.buf + filled + W, "bbbbbbbbbb", 10));
+	free(d.buf);
+	close(sv[0]);
+	close(sv[1]);
+	uaio_loop_free(l);
+}
+
 int main(void)
 {
 	t_watchdog(60);
@@ -252,5 +361,7 @@ int main(void)
 	RUN(whole_writes);
 	RUN(unflagged_behind);
 	RUN(close_cancels_queued);
+	RUN(close_while_running);
+	RUN(send_waits);
 	return T_EXIT_PASS;
 }

@@ -142,6 +142,21 @@ void aio__lio_ctx_release(struct lio_ctx *pc)
  * descriptor share one handle, which the list holds until it ends. With
  * no slot left, the bare descriptor.
  */
+/* A stream request made as a blocking call on a worker: a write to a
+ * device that is no terminal (aio_serial.wblock), or a zero-length one
+ * (not on a socket or a regular file), which the worker's plain call puts
+ * to the file as glibc's read or write does. By the stream's one
+ * duplicate of its descriptor (aio_serial.dupfd; a pin may be a
+ * registered slot, which is no descriptor a worker can use). */
+bool aio__req_blocking(const struct aio_req *r)
+{
+	const struct aio_serial *s = r->owner;
+
+	return (r->flags & RF_SERIAL) && r->kind <= K_WRITE &&
+	       ((r->kind == K_WRITE && s->wblock) ||
+		(!r->cb->aio_nbytes && !s->sock && !s->regfile));
+}
+
 void aio__pin_get_locked(struct aio_req *r, int fd, struct lio_ctx *pc)
 {
 	int p;

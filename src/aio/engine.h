@@ -215,22 +215,16 @@ struct aio_serial {
 	bool nopos;			/* a file that refused an offset (ESPIPE):
 					 * at its position from then on, as glibc's
 					 * read/write after pread's ESPIPE */
-	bool wblock;			/* a device that is no terminal: a write
-					 * that would wait blocks on a worker, as
-					 * glibc's helper does (/dev/kmsg never
-					 * reports POLLOUT, yet takes every write) */
-	bool pread_ok;			/* a device pread and pwrite reach (no
-					 * ESPIPE: not opened as a stream) */
-	bool regfile;			/* a regular file or block device: no
-					 * duplicate of it (closing one drops the
-					 * process's record locks) */
+	bool wblock;			/* a device, no terminal: a write blocks on
+					 * a worker as glibc's helper's (/dev/kmsg
+					 * never says POLLOUT, takes every write) */
+	bool pread_ok;			/* a device pread reaches (no ESPIPE) */
+	bool regfile;			/* regular or block: never duplicated (a
+					 * close drops the record locks) */
 	int dupfd;			/* the blocking requests' descriptor, or 0 */
-	int pinh;			/* the stream's pin, which each of its
-					 * requests pins again (one descriptor on
-					 * epoll however many are queued), or 0 */
-	int pinfl;			/* the pinned description's F_GETFL: a
-					 * request by a new one (the number closed
-					 * and the file opened again) pins its own */
+	int pinh, pinfl;		/* the stream's pin, each request's pin's
+					 * source, or 0; and its F_GETFL (a new
+					 * opening on the number pins its own) */
 };
 #define SO_CLOCK	1
 #define SO_STOP_CLOCK	2
@@ -537,20 +531,8 @@ void aio__hint_learn(struct aio_hint *h, int kind, long res);
 struct aio_req *aio__req_alloc_locked(void);
 void aio__req_free_locked(struct aio_req *r);
 void aio__lio_ctx_release(struct lio_ctx *pc);
-/* A stream request made as a blocking call on a worker: a write to a
- * device that is no terminal (aio_serial.wblock), or a zero-length one
- * (not on a socket or a regular file), which the worker's plain call puts to the file as
- * glibc's read or write does. By the stream's one duplicate of its
- * descriptor (aio_serial.dupfd; a pin may be a registered slot, which
- * is no descriptor a worker can use). */
-static inline bool aio__req_blocking(const struct aio_req *r)
-{
-	const struct aio_serial *s = r->owner;
-
-	return (r->flags & RF_SERIAL) && r->kind <= K_WRITE &&
-	       ((r->kind == K_WRITE && s->wblock) ||
-		(!r->cb->aio_nbytes && !s->sock && !s->regfile));
-}
+/* r is a blocking call on a worker, by its stream's duplicate (engine.c) */
+bool aio__req_blocking(const struct aio_req *r);
 /* r holds its file: a pin (RF_PINNED), or its stream's duplicate */
 void aio__pin_get_locked(struct aio_req *r, int fd, struct lio_ctx *pc);
 void aio__pin_put_locked(struct aio_req *r);
@@ -589,6 +571,12 @@ long aio__attempt_stream(int fd, int kind, struct aiocb *cb, int64_t off, int rw
 bool aio__page_write_ok(const struct aiocb *cb, int kind, int fl);
 bool aio__attempt_final(struct aiocb *cb, int kind, long res, bool stream, bool nonblock);
 int aio__serial_nonblock_try(struct aio_req *r, const struct aio_serial *s, long *res);
+
+/* filekind.c */
+bool aio__seekable_reg(int fd, const struct stat *st);
+bool aio__positional_file(int fd, const struct stat *st);
+int aio__tty_vtime(int fd);
+bool aio__span_faults(const struct aiocb *cb, int kind);
 
 /* submit.c */
 int aio__cb_check(struct aiocb *cb, bool prio);

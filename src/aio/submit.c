@@ -5,7 +5,6 @@
  * block to the kernel; aio_read, aio_write, aio_fsync.
  */
 #define _GNU_SOURCE
-#include <termios.h>
 #include "aio/engine.h"
 
 /* ---------------------------------------------------- submission */
@@ -84,31 +83,6 @@ static bool lone_on(int fd)
 	return on;
 }
 
-/* A regular file that takes an offset: not one opened as a stream
- * (tracefs's trace_pipe and trace_marker, FUSE's FOPEN_STREAM and
- * FOPEN_NONSEEKABLE), where pread fails with ESPIPE and glibc reads and
- * writes at the file's position instead. */
-static bool seekable_reg(int fd, const struct stat *st)
-{
-	return S_ISREG(st->st_mode) && (lseek(fd, 0, SEEK_CUR) >= 0 || errno != ESPIPE);
-}
-
-/* A non-canonical terminal read with VMIN 0 returns what came, or 0 once
- * VTIME tenths of a second pass without input, as glibc's blocking
- * read(2) does: the VTIME (>= 0) of such a terminal, else -1. With VTIME
- * 0 the plain read never waits: it is made as the request starts. Else
- * the kernel never says the terminal is readable without input, so the
- * request runs on the serial clock (as a socket's SO_RCVTIMEO) and the
- * clock's end answers 0 (RF_TTY_TIME; with tmo_us 0: read at once). */
-static int tty_vtime(int fd)
-{
-	struct termios t;
-
-	if (tcgetattr(fd, &t) == 0 && !(t.c_lflag & ICANON) && t.c_cc[VMIN] == 0)
-		return t.c_cc[VTIME];
-	return -1;
-}
-
 /* A stream request's place in its descriptor's queue, as glibc computes
  * it: the submitting thread's scheduling priority less aio_reqprio, the
  * higher first (pthread_getschedparam caches it in the thread, as for
@@ -133,7 +107,7 @@ static int submit_serial(struct aiocb *cb, int kind, int fd, int fl,
 			 const struct stat *st, struct lio_ctx *pc,
 			 struct aio_lio *g, bool at_pos)
 {
-	bool reg = !at_pos && (S_ISBLK(st->st_mode) || seekable_reg(fd, st));
+	bool reg = !at_pos && (S_ISBLK(st->st_mode) || aio__seekable_reg(fd, st));
 	struct aio_serial *s;
 	struct aio_req *r;
 	long res;
@@ -160,7 +134,7 @@ static int submit_serial(struct aiocb *cb, int kind, int fd, int fl,
 		aio__unlock();
 		return -EAGAIN;
 	}
-	int vtime = s->tty && kind == K_READ && !(fl & O_NONBLOCK) ? tty_vtime(fd) : -1;
+	int vtime = s->tty && kind == K_READ && !(fl & O_NONBLOCK) ? aio__tty_vtime(fd) : -1;
 
 	if (!s->busy && !s->head && kind <= K_WRITE) {
 		/* Nothing ahead of it: try now, under the lock, so that no
@@ -330,30 +304,6 @@ static int submit_parallel(struct aiocb *cb, int kind, int fd, bool direct,
 	return 0;
 }
 
-/*
- * glibc transfers with pread/pwrite (read/write when the kernel says
- * ESPIPE), so the kernel's access check covers the whole aio_nbytes
- * before any count is clamped to RW_MAX: a span that leaves the address
- * space is EFAULT, and nothing is written past the buffer. /dev/null
- * makes the same check and moves nothing; asked only for a count above
- * RW_MAX, which cb_len() clamps.
- */
-static bool span_faults(const struct aiocb *cb, int kind)
-{
-	int e = errno, fd;
-	ssize_t n;
-
-	if (cb->aio_nbytes <= RW_MAX ||
-	    (fd = open("/dev/null", O_RDWR | O_CLOEXEC)) < 0)
-		return false;
-	n = kind == K_READ ? pread(fd, (void *)cb->aio_buf, cb->aio_nbytes, 0) :
-			     pwrite(fd, (const void *)cb->aio_buf, cb->aio_nbytes, 0);
-	n = n < 0 ? -errno : n;
-	close(fd);
-	errno = e;
-	return n == -EFAULT;
-}
-
 static bool serial_has(int fd, const struct stat *st);
 
 /* Whether a read (write) of cb must wait: writes (fsyncs, or reads and
@@ -375,14 +325,6 @@ static bool must_wait(const struct aiocb *cb, int kind)
 				     w->syncs || aio__fdw_meets_locked(w, cb, NULL));
 	aio__unlock();
 	return any;
-}
-
-/* Files read and written at aio_offset: regular files, block devices, and
- * character devices the kernel lets pread (/dev/zero, not a tty). */
-static bool positional_file(int fd, const struct stat *st)
-{
-	return S_ISBLK(st->st_mode) || seekable_reg(fd, st) ||
-	       (S_ISCHR(st->st_mode) && lseek(fd, 0, SEEK_CUR) >= 0);
 }
 
 /*
@@ -454,7 +396,7 @@ int aio__submit_rw(struct aiocb *cb, int kind, struct lio_ctx *pc,
 		aio__complete(cb, -EBADF);
 		return 0;
 	}
-	if (span_faults(cb, kind)) {
+	if (aio__span_faults(cb, kind)) {
 		aio__complete(cb, -EFAULT);
 		return 0;
 	}
@@ -490,7 +432,7 @@ int aio__submit_rw(struct aiocb *cb, int kind, struct lio_ctx *pc,
 			aio__complete(cb, -errno);
 			return 0;
 		}
-		if (!positional_file(fd, &st))
+		if (!aio__positional_file(fd, &st))
 			goto serial;
 		/* O_APPEND writes to it queued: a read waits behind them */
 		if (kind == K_READ && serial_has(fd, &st))
@@ -515,7 +457,7 @@ int aio__submit_rw(struct aiocb *cb, int kind, struct lio_ctx *pc,
 				aio__complete(cb, -errno);
 				return 0;
 			}
-			if (!positional_file(fd, &st))
+			if (!aio__positional_file(fd, &st))
 				goto serial;
 		}
 		if (res > 0) {

@@ -410,7 +410,9 @@ int uaio_op_write_fixed(uaio_loop *l, uaio_op *op, int fd, const void *buf,
  * loop's worker pool, without a non-blocking try or a wait for readiness
  * (on io_uring: for the kernel's poll), in its turn among the ops on its
  * side of the stream; those after it wait for it. A write is made whole,
- * as a blocking write(2) makes it. For files whose readiness never comes
+ * as a blocking write(2) makes it (O_NONBLOCK: as there). The call is by
+ * descriptor number, on the shared pool: close the descriptor after the
+ * op ends (uaio_op_set_flags(3)). For files whose readiness never comes
  * though the call would not wait (a write to /dev/kmsg), and for glibc's
  * semantics of a helper thread. Once running, the op cannot be cancelled;
  * while it waits for a worker, uaio_op_cancel_fd and uaio_op_close cancel

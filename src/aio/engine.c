@@ -142,12 +142,13 @@ void aio__lio_ctx_release(struct lio_ctx *pc)
  * descriptor share one handle, which the list holds until it ends. With
  * no slot left, the bare descriptor.
  */
-/* A stream request made as a blocking call on a worker: a write to a
- * device that is no terminal (aio_serial.wblock), or a zero-length one
- * (not on a socket or a regular file), which the worker's plain call puts
- * to the file as glibc's read or write does. By the stream's one
- * duplicate of its descriptor (aio_serial.dupfd; a pin may be a
- * registered slot, which is no descriptor a worker can use). */
+/* A stream request made as a blocking call on a worker (queue.c,
+ * blocking_call): a write to a device that is no terminal
+ * (aio_serial.wblock), or a zero-length one (not on a socket or a regular
+ * file), which the plain call puts to the file as glibc's does. By the
+ * descriptor number, as glibc's helper makes it: no pin (a registered
+ * slot is no descriptor a worker can use) and no duplicate (its close
+ * would drop the process's record locks on the file). */
 bool aio__req_blocking(const struct aio_req *r)
 {
 	const struct aio_serial *s = r->owner;
@@ -162,11 +163,7 @@ void aio__pin_get_locked(struct aio_req *r, int fd, struct lio_ctx *pc)
 	int p;
 
 	if (aio__req_blocking(r)) {
-		struct aio_serial *s = r->owner;
-
-		if (!s->dupfd && (p = uaio__fd_dup_own(fd)) > 0)
-			s->dupfd = p;
-		r->fd = s->dupfd ? s->dupfd : fd;
+		r->fd = fd;
 		return;
 	}
 	if (r->flags & RF_SERIAL) {
@@ -255,8 +252,6 @@ static void fork_child(void)
 		struct aio_serial *s, *snext;
 		for (s = E->serial[i]; s; s = snext) {
 			snext = s->hnext;
-			if (s->dupfd)
-				uaio__fd_close(s->dupfd);
 			free(s);
 		}
 		E->serial[i] = NULL;

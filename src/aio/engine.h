@@ -221,7 +221,6 @@ struct aio_serial {
 	bool pread_ok;			/* a device pread reaches (no ESPIPE) */
 	bool regfile;			/* regular or block: never duplicated (a
 					 * close drops the record locks) */
-	int dupfd;			/* the blocking requests' descriptor, or 0 */
 	int pinh, pinfl;		/* the stream's pin, each request's pin's
 					 * source, or 0; and its F_GETFL (a new
 					 * opening on the number pins its own) */
@@ -531,9 +530,9 @@ void aio__hint_learn(struct aio_hint *h, int kind, long res);
 struct aio_req *aio__req_alloc_locked(void);
 void aio__req_free_locked(struct aio_req *r);
 void aio__lio_ctx_release(struct lio_ctx *pc);
-/* r is a blocking call on a worker, by its stream's duplicate (engine.c) */
+/* r is a blocking call on a worker, by its number (engine.c) */
 bool aio__req_blocking(const struct aio_req *r);
-/* r holds its file: a pin (RF_PINNED), or its stream's duplicate */
+/* r holds its file by a pin (RF_PINNED), or not: by its number */
 void aio__pin_get_locked(struct aio_req *r, int fd, struct lio_ctx *pc);
 void aio__pin_put_locked(struct aio_req *r);
 int aio__engine_start_locked(void);
@@ -577,6 +576,7 @@ bool aio__seekable_reg(int fd, const struct stat *st);
 bool aio__positional_file(int fd, const struct stat *st);
 int aio__tty_vtime(int fd);
 bool aio__span_faults(const struct aiocb *cb, int kind);
+bool aio__nonblock_device(int fd, const struct stat *st, struct aio_hint *h);
 
 /* submit.c */
 int aio__cb_check(struct aiocb *cb, bool prio);

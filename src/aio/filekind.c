@@ -2,7 +2,7 @@
 /*
  * What kind of file a request is on, as glibc's pread and pwrite see it:
  * whether it takes an offset, a terminal's read clock, a span the kernel
- * refuses (submit.c asks).
+ * refuses, a device made O_NONBLOCK (submit.c asks).
  */
 #define _GNU_SOURCE
 #include <termios.h>
@@ -63,4 +63,15 @@ bool aio__span_faults(const struct aiocb *cb, int kind)
 	close(fd);
 	errno = e;
 	return n == -EFAULT;
+}
+
+/* A device that seeks (/dev/kmsg) made O_NONBLOCK: glibc's pread answers
+ * EAGAIN at once where the engine would wait for it; the serial path
+ * makes the plain non-blocking call (its "now"). */
+bool aio__nonblock_device(int fd, const struct stat *st, struct aio_hint *h)
+{
+	int fl;
+
+	return S_ISCHR(st->st_mode) && (fl = aio__hint_flags(fd, h, true)) >= 0 &&
+	       (fl & O_NONBLOCK);
 }

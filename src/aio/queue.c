@@ -64,8 +64,6 @@ void aio__serial_maybe_free_locked(struct aio_serial *s)
 		return;
 	pp = serial_slot(s->fd, s->dev, s->ino);
 	*pp = s->hnext;
-	if (s->dupfd)
-		uaio__fd_close(s->dupfd);
 	if (s->pinh)
 		uaio_file_unpin(E->loop, s->pinh);
 	spare_put(&E->serial_spare, s);
@@ -189,6 +187,25 @@ bool aio__fdw_meets_locked(const struct aio_fdw *w, const struct aiocb *cb,
 
 /* ------------------------------------------------- issue and end */
 
+/* A blocking request's call on a worker (aio__req_blocking), on the
+ * descriptor number as glibc's helper makes it, once the number still
+ * names the stream's file (else EBADF, as lone.c does). */
+static long blocking_call(void *arg)
+{
+	struct aio_req *r = arg;
+	const struct aio_serial *s = r->owner;
+	struct req_span sp = req_span(r);
+	struct stat st;
+	ssize_t n;
+
+	if (fstat(r->fd, &st) < 0 || st.st_dev != s->dev || st.st_ino != s->ino)
+		return -EBADF;
+	if (sp.off >= 0)
+		return aio__glibc_rw(r->cb, r->kind, sp.buf, sp.len, sp.off);
+	n = r->kind == K_READ ? read(r->fd, sp.buf, sp.len) : write(r->fd, sp.buf, sp.len);
+	return n < 0 ? -errno : n;
+}
+
 /* Hands r's (next) op to the loop. */
 int aio__req_issue_locked(struct aio_req *r)
 {
@@ -196,7 +213,12 @@ int aio__req_issue_locked(struct aio_req *r)
 	int ret;
 
 	r->state = RS_LOOP;
-	uaio_op_set_flags(&r->op, aio__req_blocking(r) ? UAIO_OPF_BLOCKING : 0);
+	if (aio__req_blocking(r)) {
+		ret = uaio_op_work(E->loop, &r->op, blocking_call, r, aio__req_cb, NULL);
+		if (ret < 0)
+			r->state = RS_QUEUED;
+		return ret;
+	}
 	switch (r->kind) {
 	case K_READ:
 		ret = uaio_op_read(E->loop, &r->op, r->fd, sp.buf, sp.len, sp.off,

@@ -5,6 +5,8 @@
  * block to the kernel; aio_read, aio_write, aio_fsync.
  */
 #define _GNU_SOURCE
+#include <linux/magic.h>
+#include <sys/vfs.h>
 #include "aio/engine.h"
 
 /* ---------------------------------------------------- submission */
@@ -342,13 +344,17 @@ static bool must_wait(const struct aiocb *cb, int kind)
  */
 static int zero_asks_file(struct aiocb *cb, int kind, struct aio_lio *g)
 {
+	struct statfs sfs;
 	struct stat st;
 
 	if (fstat(cb->aio_fildes, &st) < 0 || S_ISFIFO(st.st_mode) || S_ISSOCK(st.st_mode) ||
 	    (atomic_load_explicit(&E->nserial, memory_order_relaxed) &&
 	     serial_has(cb->aio_fildes, &st)))
 		return 1;
-	if (S_ISREG(st.st_mode) || S_ISBLK(st.st_mode)) {
+	/* procfs answers by who asks (/proc/self/attr/current refuses any
+	 * thread but its own): glibc's helper thread asks there */
+	if ((S_ISREG(st.st_mode) || S_ISBLK(st.st_mode)) &&
+	    (fstatfs(cb->aio_fildes, &sfs) < 0 || sfs.f_type != PROC_SUPER_MAGIC)) {
 		if (must_wait(cb, kind))
 			return 1;
 		aio__complete(cb, aio__glibc_rw(cb, kind, (char *)cb->aio_buf, 0, cb->aio_offset));
@@ -432,7 +438,7 @@ int aio__submit_rw(struct aiocb *cb, int kind, struct lio_ctx *pc,
 			aio__complete(cb, -errno);
 			return 0;
 		}
-		if (!aio__positional_file(fd, &st))
+		if (!aio__positional_file(fd, &st) || aio__nonblock_device(fd, &st, h))
 			goto serial;
 		/* O_APPEND writes to it queued: a read waits behind them */
 		if (kind == K_READ && serial_has(fd, &st))
@@ -451,13 +457,14 @@ int aio__submit_rw(struct aiocb *cb, int kind, struct lio_ctx *pc,
 			at_pos = true;
 			goto serial;
 		}
-		/* No RWF_NOWAIT: a device, which may never say POLLOUT */
-		if (res == -EOPNOTSUPP && kind == K_WRITE && !positional) {
+		/* No RWF_NOWAIT: a device, which may never say POLLOUT (a
+		 * write), or made O_NONBLOCK (its answer is the request's) */
+		if (res == -EOPNOTSUPP && !positional) {
 			if (fstat(fd, &st) < 0) {
 				aio__complete(cb, -errno);
 				return 0;
 			}
-			if (!aio__positional_file(fd, &st))
+			if (!aio__positional_file(fd, &st) || aio__nonblock_device(fd, &st, h))
 				goto serial;
 		}
 		if (res > 0) {

@@ -294,6 +294,51 @@ static void zero_length_blocked(void)
 	close(in);
 }
 
+/* A device that seeks, made O_NONBLOCK, with nothing to read: EAGAIN at
+ * once, as glibc's pread answers (the engine waited for input). */
+static void nonblock_device_read(void)
+{
+	char buf[8192];
+	struct aiocb cb;
+	int fd = open("/dev/kmsg", O_RDONLY | O_NONBLOCK | O_CLOEXEC), err = 0;
+	ssize_t n = 1;
+
+	if (fd < 0) {
+		printf("  (/dev/kmsg: %s; not run)\n", strerror(errno));
+		return;
+	}
+	/* a record logged meanwhile is read instead: past it, again */
+	for (int i = 0; i < 5 && n > 0; i++) {
+		CHECK(lseek(fd, 0, SEEK_END) >= 0);
+		cb = t_cb(fd, buf, sizeof(buf), 0);
+		CHECK_EQ(uaio_read(&cb), 0);
+		n = t_wait(&cb, &err);
+	}
+	CHECK_EQ(n, -1);
+	CHECK_EQ(err, EAGAIN);
+	close(fd);
+}
+
+/* A zero-length write to /proc/self/loginuid: only the thread it names
+ * may write it, so glibc's helper thread gets EPERM (the main thread
+ * itself would get EINVAL for the empty number). */
+static void zero_length_procfs_thread(void)
+{
+	char buf[1];
+	struct aiocb cb;
+	int fd = open("/proc/self/loginuid", O_WRONLY | O_CLOEXEC), err;
+
+	if (fd < 0) {
+		printf("  (/proc/self/loginuid: %s; not run)\n", strerror(errno));
+		return;
+	}
+	cb = t_cb(fd, buf, 0, 0);
+	CHECK_EQ(uaio_write(&cb), 0);
+	CHECK_EQ(t_wait(&cb, &err), -1);
+	CHECK_EQ(err, EPERM);
+	close(fd);
+}
+
 int main(void)
 {
 	t_watchdog(90);
@@ -304,5 +349,7 @@ int main(void)
 	RUN(fork_leaves_no_dup);
 	RUN(queued_share_a_pin);
 	RUN(zero_length_keeps_locks);
+	RUN(nonblock_device_read);
+	RUN(zero_length_procfs_thread);
 	return T_EXIT_PASS;
 }

@@ -162,24 +162,6 @@ void aio__pin_get_locked(struct aio_req *r, int fd, struct lio_ctx *pc)
 {
 	int p;
 
-	if (aio__req_blocking(r)) {
-		r->fd = fd;
-		return;
-	}
-	if (r->flags & RF_SERIAL) {
-		struct aio_serial *s = r->owner;
-
-		int fl = fcntl(fd, F_GETFL);
-
-		if (!s->pinh && (p = uaio_file_pin(E->loop, fd)) > 0) {
-			s->pinh = p;
-			s->pinfl = fl;
-		}
-		p = uaio_file_pin(E->loop, s->pinh && fl == s->pinfl ? s->pinh : fd);
-		r->fd = p < 0 ? fd : p;
-		r->flags |= p < 0 ? 0 : RF_PINNED;
-		return;
-	}
 	if (pc && pc->fd != fd) {
 		aio__lio_ctx_release(pc);
 		pc->fd = fd;
@@ -192,6 +174,24 @@ void aio__pin_get_locked(struct aio_req *r, int fd, struct lio_ctx *pc)
 	}
 	r->fd = p;
 	r->flags |= RF_PINNED;
+}
+
+void aio__pin_stream_locked(struct aio_req *r, int fd, int fl)
+{
+	struct aio_serial *s = r->owner;
+	int p;
+
+	if (aio__req_blocking(r)) {
+		r->fd = fd;
+		return;
+	}
+	if (!s->pinh && (p = uaio_file_pin(E->loop, fd)) > 0) {
+		s->pinh = p;
+		s->pinfl = fl;
+	}
+	p = uaio_file_pin(E->loop, s->pinh && fl == s->pinfl ? s->pinh : fd);
+	r->fd = p < 0 ? fd : p;
+	r->flags |= p < 0 ? 0 : RF_PINNED;
 }
 
 void aio__pin_put_locked(struct aio_req *r)

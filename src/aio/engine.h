@@ -219,6 +219,7 @@ struct aio_serial {
 					 * a worker as glibc's helper's (/dev/kmsg
 					 * never says POLLOUT, takes every write) */
 	bool pread_ok;			/* a device pread reaches (no ESPIPE) */
+	bool known;			/* sock, tty, wblock, pread_ok, regfile set */
 	bool regfile;			/* regular or block: never duplicated (a
 					 * close drops the record locks) */
 	int pinh, pinfl;		/* the stream's pin, each request's pin's
@@ -532,8 +533,10 @@ void aio__req_free_locked(struct aio_req *r);
 void aio__lio_ctx_release(struct lio_ctx *pc);
 /* r is a blocking call on a worker, by its number (engine.c) */
 bool aio__req_blocking(const struct aio_req *r);
-/* r holds its file by a pin (RF_PINNED), or not: by its number */
+/* r holds its file by a pin (RF_PINNED), or not: by its number. A stream's
+ * request (fl: fd's status flags) pins the stream's own pin, shared. */
 void aio__pin_get_locked(struct aio_req *r, int fd, struct lio_ctx *pc);
+void aio__pin_stream_locked(struct aio_req *r, int fd, int fl);
 void aio__pin_put_locked(struct aio_req *r);
 int aio__engine_start_locked(void);
 

@@ -121,7 +121,8 @@ static int submit_serial(struct aiocb *cb, int kind, int fd, int fl,
 	if (lone_ahead_locked(cb, kind, fd, g))
 		return 0;
 	s = aio__serial_get_locked(fd, st, true);
-	if (s) {
+	if (s && !s->known) {	/* the record's file (by dev and inode): asked once */
+		s->known = true;
 		s->sock = S_ISSOCK(st->st_mode);
 		s->tty = S_ISCHR(st->st_mode);
 		s->regfile = S_ISREG(st->st_mode) || S_ISBLK(st->st_mode);
@@ -129,6 +130,8 @@ static int submit_serial(struct aiocb *cb, int kind, int fd, int fl,
 			s->wblock = !isatty(fd);
 			s->pread_ok = lseek(fd, 0, SEEK_CUR) >= 0 || errno != ESPIPE;
 		}
+	}
+	if (s) {
 		s->nopos |= at_pos;
 		s->reg = reg = reg && !s->nopos;
 	}
@@ -183,7 +186,7 @@ static int submit_serial(struct aiocb *cb, int kind, int fd, int fl,
 		r->flags |= RF_TTY_TIME;
 	}
 	priv(cb)->req = r;
-	aio__pin_get_locked(r, fd, pc);
+	aio__pin_stream_locked(r, fd, fl);
 	lio_add_locked(r, g);
 	if (s->busy || s->head) {
 		aio__serial_queue_locked(s, r);

@@ -413,8 +413,9 @@ int uaio_op_write_fixed(uaio_loop *l, uaio_op *op, int fd, const void *buf,
  * as a blocking write(2) makes it (O_NONBLOCK: as there). The call is by
  * descriptor number, on the shared pool: close the descriptor after the
  * op ends (uaio_op_set_flags(3)). For files whose readiness never comes
- * though the call would not wait (a write to /dev/kmsg), and for glibc's
- * semantics of a helper thread. Once running, the op cannot be cancelled;
+ * though the call would not wait (a write to /dev/kmsg), and for the plain
+ * call's semantics (LAIO's writes at a file's position). Once running, the
+ * op cannot be cancelled;
  * while it waits for a worker, uaio_op_cancel_fd and uaio_op_close cancel
  * it. On io_uring, by a registered-slot pin it goes to the ring as
  * without the flag. Other ops ignore the flag.

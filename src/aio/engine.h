@@ -517,9 +517,11 @@ bool aio__lone_running_locked(int fd);
 void aio__lone_forget(void);
 int aio__lone_thread(struct aiocb *cb, int kind, struct aio_lio *g, int err);
 int aio__lone_follow(struct aiocb *cb, int kind, struct aio_lio *g);
-/* glibc's helper's transfer: pread or pwrite, read or write where the
- * file says ESPIPE (then aio_return says -1 meanwhile); -errno */
-long aio__glibc_rw(struct aiocb *cb, int kind, char *buf, size_t len, off_t off);
+/* glibc's helper's transfer on fd: pread or pwrite, read or write where
+ * the file says ESPIPE (then aio_return says -1 meanwhile) or off < 0;
+ * -errno. Whether fd still names the file dev/ino (else: EBADF). */
+long aio__glibc_rw(int fd, struct aiocb *cb, int kind, char *buf, size_t len, off_t off);
+bool aio__same_file(int fd, dev_t dev, ino_t ino);
 bool aio__lone_cancel_locked(int fd, struct aiocb *cb, int *canceled, int *notcanceled);
 void aio__complete(struct aiocb *cb, long res);
 

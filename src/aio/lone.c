@@ -94,12 +94,22 @@ bool aio__lone_running_locked(int fd)
 	return false;
 }
 
-long aio__glibc_rw(struct aiocb *cb, int kind, char *buf, size_t len, off_t off)
+bool aio__same_file(int fd, dev_t dev, ino_t ino)
 {
-	int fd = cb->aio_fildes;
-	ssize_t r = kind == K_READ ? pread(fd, buf, len, off) : pwrite(fd, buf, len, off);
+	struct stat st;
 
-	if (r < 0 && errno == ESPIPE) {
+	return fstat(fd, &st) == 0 && st.st_dev == dev && st.st_ino == ino;
+}
+
+long aio__glibc_rw(int fd, struct aiocb *cb, int kind, char *buf, size_t len, off_t off)
+{
+	ssize_t r;
+
+	if (off < 0)	/* a stream known as one: read or write, no pread try */
+		r = kind == K_READ ? read(fd, buf, len) : write(fd, buf, len);
+	else
+		r = kind == K_READ ? pread(fd, buf, len, off) : pwrite(fd, buf, len, off);
+	if (r < 0 && errno == ESPIPE && off >= 0) {
 		cb->__return_value = -1;	/* as glibc's helper: see aio__serial_started */
 		r = kind == K_READ ? read(fd, buf, len) : write(fd, buf, len);
 	}
@@ -113,7 +123,6 @@ static void lone_run(struct aio_lone *l)
 	char *buf = (char *)cb->aio_buf + done;
 	size_t len = cb_len(cb) - done;
 	off_t off = cb->aio_offset + (off_t)done;
-	struct stat st;
 	long r;
 
 	if (l->g) {
@@ -126,15 +135,14 @@ static void lone_run(struct aio_lone *l)
 		}
 		aio__unlock();
 	}
-	if (!l->err && (fstat(cb->aio_fildes, &st) < 0 || st.st_dev != l->dev ||
-			st.st_ino != l->ino))
+	if (!l->err && !aio__same_file(cb->aio_fildes, l->dev, l->ino))
 		l->err = -EBADF;
 	if (l->err) {
 		aio__complete(cb, l->err);
 		return;
 	}
 	if (l->kind <= K_WRITE) {
-		r = aio__glibc_rw(cb, l->kind, buf, len, off);
+		r = aio__glibc_rw(cb->aio_fildes, cb, l->kind, buf, len, off);
 	} else {
 		r = l->kind == K_DSYNC ? fdatasync(cb->aio_fildes) : fsync(cb->aio_fildes);
 		r = r < 0 ? -errno : 0;

@@ -195,15 +195,10 @@ static long blocking_call(void *arg)
 	struct aio_req *r = arg;
 	const struct aio_serial *s = r->owner;
 	struct req_span sp = req_span(r);
-	struct stat st;
-	ssize_t n;
 
-	if (fstat(r->fd, &st) < 0 || st.st_dev != s->dev || st.st_ino != s->ino)
+	if (!aio__same_file(r->fd, s->dev, s->ino))
 		return -EBADF;
-	if (sp.off >= 0)
-		return aio__glibc_rw(r->cb, r->kind, sp.buf, sp.len, sp.off);
-	n = r->kind == K_READ ? read(r->fd, sp.buf, sp.len) : write(r->fd, sp.buf, sp.len);
-	return n < 0 ? -errno : n;
+	return aio__glibc_rw(r->fd, r->cb, r->kind, sp.buf, sp.len, sp.off);
 }
 
 /* Hands r's (next) op to the loop. */

@@ -360,7 +360,7 @@ static int zero_asks_file(struct aiocb *cb, int kind, struct aio_lio *g)
 	    (fstatfs(cb->aio_fildes, &sfs) < 0 || sfs.f_type != PROC_SUPER_MAGIC)) {
 		if (must_wait(cb, kind))
 			return 1;
-		aio__complete(cb, aio__glibc_rw(cb, kind, (char *)cb->aio_buf, 0, cb->aio_offset));
+		aio__complete(cb, aio__glibc_rw(cb->aio_fildes, cb, kind, (char *)cb->aio_buf, 0, cb->aio_offset));
 		return 0;
 	}
 	return aio__lone_follow(cb, kind, g);

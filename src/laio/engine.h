@@ -103,8 +103,8 @@ struct laio_call {
 	 * call ends, under mu; hold_pin: it is the loop's pin (epoll). */
 	int hold;
 	bool hold_pin;
-	/* A regular file's position when its read or write at the position
-	 * went to io_uring, or -1 (position_after_ring in background.c). */
+	/* A regular file's position when a read at its position went to
+	 * io_uring, or -1 (position_after_ring in background.c). */
 	int64_t pos0;
 	uint32_t magic;
 	uint8_t phase;

@@ -35,6 +35,9 @@ int uaio__notify_end(const struct sigevent *sev, struct uaio_note *held);
  * code as of then. For the drop-in's aio_error and aio_return too, which
  * read the aiocb's fields as glibc's do. */
 unsigned long long aio__settled(const struct aiocb *cb, int *code);
+/* The caller asks cb's status (aio_error, aio_return; the drop-in's
+ * too): a clue to how many requests it keeps in flight (status.c). */
+void aio__status_asked(const struct aiocb *cb);
 /* lio_listio with glibc's checks of nent (none but AIO_MAX): the
  * drop-in's; ulio_listio adds POSIX's AIO_LISTIO_MAX. */
 int aio__lio_listio(int mode, struct aiocb *const list[], int nent,

@@ -69,6 +69,7 @@ static int error_glibc(const struct aiocb *cb)
 	}
 	int ec;
 
+	aio__status_asked(cb);
 	aio__settled(cb, &ec);
 	return ec;
 }
@@ -79,6 +80,7 @@ static ssize_t return_glibc(const struct aiocb *cb)
 		errno = EINVAL;
 		return -1;
 	}
+	aio__status_asked(cb);
 	aio__settled(cb, NULL);	/* the error code, then the state */
 	return cb->__return_value;
 }

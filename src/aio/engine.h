@@ -78,6 +78,15 @@
  * and larger work overlaps with the caller's (docs/design.md: measured).
  */
 #define INLINE_MAX	UAIO__AIO_INLINE_MAX
+/*
+ * A cached read this large, of a caller that keeps others in flight, is
+ * copied by the engine thread while the caller copies the next inline:
+ * two cores copying, where one copy is worth the hand-off (the pin, the
+ * wake-up), as long as the engine has fewer than SPLIT_DEPTH reads and
+ * writes of regular files in hand (docs/design.md: measured).
+ */
+#define SPLIT_MIN	((size_t)64 * 1024)
+#define SPLIT_DEPTH	2
 /* Descriptor hints (struct aio_hint): refreshed after this many uses; an
  * inline try is skipped after this many refusals in a row. */
 #define HINT_USES	256
@@ -482,6 +491,8 @@ void aio__suspend_fork_child(void);
 /* status.c */
 bool aio__any_done(const struct aiocb *const list[], int nent);
 void aio__seq_bump(void);
+/* cb is this thread's newest request: whether it keeps others in flight */
+bool aio__caller_queues(const struct aiocb *cb);
 int aio__futex_wait_abs(atomic_uint *word, unsigned snap, const struct timespec *deadline);
 /*
  * The engine's lock. A request may end while a caller's thread holds it

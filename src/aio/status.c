@@ -149,6 +149,36 @@ void aio__complete(struct aiocb *cb, long res)
 
 /* ------------------------------------------- error, return, suspend */
 
+/*
+ * Whether this thread keeps several requests in flight: it asked for the
+ * status of a request older than its newest since it last submitted (a
+ * queue, as fio's posixaio at depth 16), or only of the newest (one at a
+ * time: it waits for each). Only a guess, which decides where a large
+ * cached read is copied (submit.c): nothing else depends on it, so a
+ * signal handler's status call meanwhile does no harm.
+ */
+static __thread struct {
+	const struct aiocb *newest;
+	uint8_t asked;		/* since the last submission: ASKED_* */
+	bool queues;
+} depth_guess;
+enum { ASKED_NONE, ASKED_NEWEST, ASKED_OLDER };
+
+void aio__status_asked(const struct aiocb *cb)
+{
+	if (depth_guess.asked != ASKED_OLDER)
+		depth_guess.asked = cb == depth_guess.newest ? ASKED_NEWEST : ASKED_OLDER;
+}
+
+bool aio__caller_queues(const struct aiocb *cb)
+{
+	if (depth_guess.asked != ASKED_NONE)
+		depth_guess.queues = depth_guess.asked == ASKED_OLDER;
+	depth_guess.asked = ASKED_NONE;
+	depth_guess.newest = cb;
+	return depth_guess.queues;
+}
+
 /* cb's state once past ST_ENDING (a wait of a syscall's length), and in
  * *code (may be NULL) its error code as of then. aio__complete writes the
  * code while ST_ENDING: loaded before the state, a new code means the
@@ -198,6 +228,7 @@ UAIO_API int uaio_error(const struct aiocb *cb)
 
 	if (!cb)
 		return posix_ret(-EINVAL);
+	aio__status_asked(cb);
 	st = aio__settled(cb, &ec);
 	if (st != ST_LIVE && st != ST_DONE && st != ST_RETURNED && st != ST_ORPHAN)
 		return posix_ret(-EINVAL);
@@ -210,6 +241,7 @@ UAIO_API ssize_t uaio_return(struct aiocb *cb)
 
 	if (!cb)
 		return posix_ret(-EINVAL);
+	aio__status_asked(cb);
 	aio__settled(cb, NULL);
 	want = tag(cb, ST_DONE);
 	/* Exactly once, even when threads race for it. */

@@ -384,9 +384,11 @@ int aio__submit_rw(struct aiocb *cb, int kind, struct lio_ctx *pc,
 	long res;
 	bool positional = false, at_pos = false, try;
 	int rwf;
+	bool queues, split;
 
 	if ((ret = aio__cb_check(cb, true)) < 0)
 		return ret;
+	queues = !pc && aio__caller_queues(cb);
 	fd = cb->aio_fildes;
 	h = aio__hint_get(fd);
 	/* A write reads the flags afresh: an O_APPEND set since (fcntl, or
@@ -436,6 +438,10 @@ int aio__submit_rw(struct aiocb *cb, int kind, struct lio_ctx *pc,
 	      !(fl & O_DIRECT) && cb_len(cb) <= *budget &&
 	      (rwf || aio__page_write_ok(cb, kind, fl)) &&
 	      !lone_on(fd);
+	split = try && queues && kind == K_READ && cb_len(cb) >= SPLIT_MIN &&
+		atomic_load_explicit(&E->plive, memory_order_relaxed) < SPLIT_DEPTH;
+	if (split)
+		try = false;
 	if (!try || atomic_load_explicit(&E->nserial, memory_order_relaxed)) {
 		if (fstat(fd, &st) < 0) {
 			aio__complete(cb, -errno);
@@ -480,7 +486,8 @@ int aio__submit_rw(struct aiocb *cb, int kind, struct lio_ctx *pc,
 			return 0;
 		}
 	}
-	ret = submit_parallel(cb, kind, fd, !pc && ((fl & O_DIRECT) || cb_len(cb) <= INLINE_MAX),
+	ret = submit_parallel(cb, kind, fd,
+			      !pc && !split && ((fl & O_DIRECT) || cb_len(cb) <= INLINE_MAX),
 			      pc, g);
 	if (ret == 0)
 		return 0;

@@ -71,6 +71,8 @@ int aio__serial_nonblock_try(struct aio_req *r, const struct aio_serial *s, long
 	int fd = s->fd, fl = fcntl(fd, F_GETFL);
 	long n;
 
+	if (s->sigfd && r->kind == K_READ)	/* a worker's, as it starts */
+		return 0;
 	if (s->tty && r->kind == K_READ && aio__tty_background(fd)) {
 		*res = -EIO;	/* see attempt_stream */
 		return 1;

@@ -228,9 +228,13 @@ struct aio_serial {
 					 * a worker as glibc's helper's (/dev/kmsg
 					 * never says POLLOUT, takes every write) */
 	bool pread_ok;			/* a device pread reaches (no ESPIPE) */
-	bool known;			/* sock, tty, wblock, pread_ok, regfile set */
+	bool known;			/* sock, tty, wblock, pread_ok, regfile,
+					 * sigfd set */
 	bool regfile;			/* regular or block: never duplicated (a
 					 * close drops the record locks) */
+	bool sigfd;			/* a signalfd: never read on the caller's
+					 * thread, whose own pending signals
+					 * glibc's helper thread never sees */
 	int pinh, pinfl;		/* the stream's pin, each request's pin's
 					 * source, or 0; and its F_GETFL (a new
 					 * opening on the number pins its own) */
@@ -593,6 +597,7 @@ bool aio__positional_file(int fd, const struct stat *st);
 int aio__tty_vtime(int fd);
 bool aio__span_faults(const struct aiocb *cb, int kind);
 bool aio__nonblock_device(int fd, const struct stat *st, struct aio_hint *h);
+bool aio__signalfd(int fd, const struct stat *st);
 
 /* submit.c */
 int aio__cb_check(struct aiocb *cb, bool prio);

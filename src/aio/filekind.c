@@ -5,6 +5,7 @@
  * refuses, a device made O_NONBLOCK (submit.c asks).
  */
 #define _GNU_SOURCE
+#include <stdio.h>
 #include <termios.h>
 #include "aio/engine.h"
 
@@ -15,6 +16,25 @@
 bool aio__seekable_reg(int fd, const struct stat *st)
 {
 	return S_ISREG(st->st_mode) && (lseek(fd, 0, SEEK_CUR) >= 0 || errno != ESPIPE);
+}
+
+/* A signalfd reads the signals pending for the thread that reads it and
+ * for the process: a read made on the caller's thread would take that
+ * thread's own (a pthread_kill, a fault's), which glibc's helper thread
+ * never sees. An anonymous inode (no file type), named by procfs. */
+bool aio__signalfd(int fd, const struct stat *st)
+{
+	static const char name[] = "anon_inode:[signalfd]";
+	char path[32], link[sizeof(name)];
+	int e = errno;
+	ssize_t n;
+
+	if (st->st_mode & S_IFMT)
+		return false;
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+	n = readlink(path, link, sizeof(link));
+	errno = e;
+	return n == (ssize_t)sizeof(name) - 1 && !memcmp(link, name, sizeof(name) - 1);
 }
 
 /* A non-canonical terminal read with VMIN 0 returns what came, or 0 once

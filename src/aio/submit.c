@@ -126,6 +126,7 @@ static int submit_serial(struct aiocb *cb, int kind, int fd, int fl,
 		s->sock = S_ISSOCK(st->st_mode);
 		s->tty = S_ISCHR(st->st_mode);
 		s->regfile = S_ISREG(st->st_mode) || S_ISBLK(st->st_mode);
+		s->sigfd = aio__signalfd(fd, st);
 		if (s->tty) {
 			s->wblock = !isatty(fd);
 			s->pread_ok = lseek(fd, 0, SEEK_CUR) >= 0 || errno != ESPIPE;
@@ -141,7 +142,7 @@ static int submit_serial(struct aiocb *cb, int kind, int fd, int fl,
 	}
 	int vtime = s->tty && kind == K_READ && !(fl & O_NONBLOCK) ? aio__tty_vtime(fd) : -1;
 
-	if (!s->busy && !s->head && kind <= K_WRITE) {
+	if (!s->busy && !s->head && kind <= K_WRITE && !(s->sigfd && kind == K_READ)) {
 		/* Nothing ahead of it: try now, under the lock, so that no
 		 * later request can overtake it. */
 		int64_t off = reg ? cb->aio_offset : -1;

@@ -6,7 +6,8 @@
  * the file (and a file may refuse even that), at once, on a thread, or
  * behind the requests before it on a stream; the descriptors a stream's
  * requests hold (one for them all; none left in a fork's child); the
- * process's record locks, which a duplicate's close would drop.
+ * process's record locks, which a duplicate's close would drop; a
+ * signalfd, read by a thread that is not the caller's.
  */
 #define _GNU_SOURCE
 #include "aio/aio_util.h"
@@ -15,6 +16,8 @@
 #include <sys/eventfd.h>
 #include <sys/inotify.h>
 #include <sys/resource.h>
+#include <pthread.h>
+#include <sys/signalfd.h>
 #include <sys/wait.h>
 
 /* /dev/kmsg takes every write at once but never says POLLOUT, and has no
@@ -339,9 +342,48 @@ static void zero_length_procfs_thread(void)
 	close(fd);
 }
 
+/*
+ * A signalfd gives the signals pending for the thread that reads it and
+ * for the process. glibc reads it on its helper thread: a signal sent to
+ * the caller's own thread stays pending there and the read waits (and is
+ * in progress: aio_cancel cannot cancel it) until one comes to the
+ * process. A read made on the caller's thread took its own.
+ */
+static void signalfd_not_callers(void)
+{
+	struct signalfd_siginfo si;
+	sigset_t set, old, pend;
+	struct aiocb cb;
+	int fd, err;
+
+	sigemptyset(&set);
+	sigaddset(&set, SIGUSR1);
+	sigaddset(&set, SIGUSR2);
+	CHECK(pthread_sigmask(SIG_BLOCK, &set, &old) == 0);
+	CHECK((fd = signalfd(-1, &set, SFD_CLOEXEC)) >= 0);
+	CHECK(pthread_kill(pthread_self(), SIGUSR1) == 0);
+	cb = t_cb(fd, &si, sizeof(si), 0);
+	CHECK_EQ(uaio_read(&cb), 0);
+	const struct aiocb *l[1] = { &cb };
+	struct timespec ms100 = { 0, 100000000 };
+
+	CHECK(uaio_suspend(l, 1, &ms100) < 0 && errno == EAGAIN);
+	CHECK_EQ(uaio_error(&cb), EINPROGRESS);
+	CHECK_EQ(uaio_cancel(fd, &cb), AIO_NOTCANCELED);
+	CHECK(kill(getpid(), SIGUSR2) == 0);
+	CHECK_EQ(t_wait(&cb, &err), (ssize_t)sizeof(si));
+	CHECK_EQ(err, 0);
+	CHECK_EQ(si.ssi_signo, SIGUSR2);
+	CHECK(sigpending(&pend) == 0 && sigismember(&pend, SIGUSR1));
+	CHECK(sigwaitinfo(&set, NULL) == SIGUSR1);
+	close(fd);
+	CHECK(pthread_sigmask(SIG_SETMASK, &old, NULL) == 0);
+}
+
 int main(void)
 {
 	t_watchdog(90);
+	RUN(signalfd_not_callers);	/* first: a helper thread left by another may read it */
 	RUN(device_never_writable);
 	RUN(zero_length_asks_file);
 	RUN(zero_length_blocked);

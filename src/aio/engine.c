@@ -353,7 +353,8 @@ int aio__engine_start_locked(void)
 		return errno == ENOMEM ? -EAGAIN : -errno;
 	/* Threads' own rings, when it can have them (else own_evfd stays -1
 	 * and every request goes through the loop). */
-	if (uaio_loop_backend(E->loop) == UAIO_BACKEND_URING)
+	E->copies_itself = uaio_loop_backend(E->loop) == UAIO_BACKEND_URING;
+	if (E->copies_itself)
 		aio__threads_start_locked();
 	atomic_store(&E->engine_up, 0);
 	pthread_attr_init(&attr);

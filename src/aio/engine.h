@@ -348,6 +348,9 @@ struct aio_susp {
 struct aio_engine {
 	atomic_uint lock;		/* aio__lock: owner's tid | waiters */
 	uaio_loop *loop;		/* created with the engine thread */
+	/* Its loop copies a cached read on its own thread (io_uring); the
+	 * fallback tries one on the submitting thread (SPLIT_MIN) */
+	bool copies_itself;
 	bool atfork;
 
 	struct uaio__slab reqs;		/* aio_req records */

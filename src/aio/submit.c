@@ -440,6 +440,7 @@ int aio__submit_rw(struct aiocb *cb, int kind, struct lio_ctx *pc,
 	      (rwf || aio__page_write_ok(cb, kind, fl)) &&
 	      !lone_on(fd);
 	split = try && queues && kind == K_READ && cb_len(cb) >= SPLIT_MIN &&
+		(!E->loop || E->copies_itself) &&
 		atomic_load_explicit(&E->plive, memory_order_relaxed) < SPLIT_DEPTH;
 	if (split)
 		try = false;

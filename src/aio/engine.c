@@ -380,6 +380,22 @@ unsigned long long uaio__aio_inline_bytes(void)
 	return atomic_load(&E->inline_bytes);
 }
 
+/* Whether the engine's loop copies a cached read on its own thread
+ * (SPLIT_MIN): started first if need be, as the backend decides. The
+ * fallback's pin is a duplicate, whose close drops the process's record
+ * locks: no hand-off there. */
+bool aio__engine_copies(void)
+{
+	int r = 0;
+
+	if (!E->loop) {
+		aio__lock();
+		r = aio__engine_start_locked();
+		aio__unlock();
+	}
+	return r == 0 && E->copies_itself;
+}
+
 bool uaio__aio_engine_started(void)
 {
 	bool s;

@@ -559,6 +559,7 @@ void aio__pin_get_locked(struct aio_req *r, int fd, struct lio_ctx *pc);
 void aio__pin_stream_locked(struct aio_req *r, int fd, int fl);
 void aio__pin_put_locked(struct aio_req *r);
 int aio__engine_start_locked(void);
+bool aio__engine_copies(void);
 
 /* thread.c */
 int aio__threads_start_locked(void);

@@ -440,8 +440,8 @@ int aio__submit_rw(struct aiocb *cb, int kind, struct lio_ctx *pc,
 	      (rwf || aio__page_write_ok(cb, kind, fl)) &&
 	      !lone_on(fd);
 	split = try && queues && kind == K_READ && cb_len(cb) >= SPLIT_MIN &&
-		(!E->loop || E->copies_itself) &&
-		atomic_load_explicit(&E->plive, memory_order_relaxed) < SPLIT_DEPTH;
+		atomic_load_explicit(&E->plive, memory_order_relaxed) < SPLIT_DEPTH &&
+		aio__engine_copies();
 	if (split)
 		try = false;
 	if (!try || atomic_load_explicit(&E->nserial, memory_order_relaxed)) {

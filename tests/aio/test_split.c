@@ -4,7 +4,10 @@
  * handed to the engine thread, which copies it on the other core while
  * the caller copies the next inline (engine.h, SPLIT_MIN). A caller that
  * waits for each request in turn keeps every copy inline, and so does
- * one whose reads are small. Every byte arrives either way.
+ * one whose reads are small. Every byte arrives either way, and the
+ * process keeps its record locks on the file (the fallback backend's pin
+ * is a duplicate descriptor, whose close would drop them: no hand-off
+ * there).
  */
 #include "aio/aio_util.h"
 
@@ -62,8 +65,8 @@ static void one_at_a_time_inline(void)
 
 /*
  * A queue: two submitted, the older asked for, a third submitted with
- * nothing in the engine's hands: the third goes to the engine (it is not
- * among the bytes copied inline), and arrives whole.
+ * nothing in the engine's hands: on io_uring the third goes to the engine
+ * (it is not among the bytes copied inline), and arrives whole.
  */
 static void queue_hands_one_over(void)
 {
@@ -79,7 +82,9 @@ static void queue_hands_one_over(void)
 	CHECK_EQ(uaio__aio_inline_bytes() - before, 2ull * BIG);
 	CHECK_EQ(uaio_error(&cb[0]), 0);
 	CHECK_EQ(uaio_read(&cb[2]), 0);
-	CHECK_EQ(uaio__aio_inline_bytes() - before, 2ull * BIG);
+	/* the engine runs now: on the fallback, no hand-off */
+	CHECK_EQ(uaio__aio_inline_bytes() - before,
+		 (strcmp(uaio__aio_backend_name(), "io_uring") ? 3ull : 2ull) * BIG);
 	/* the rest as a queue would: each goes one way or the other */
 	for (int i = 3; i < NBIG; i++) {
 		reap(&cb[i - 3], BIG);
@@ -132,12 +137,46 @@ static void queue_of_uncached_reads(void)
 	file_done(&f);
 }
 
+/* The queue of queue_hands_one_over under a write lock: a child still
+ * sees the lock once every read has ended. */
+static void hand_off_keeps_locks(void)
+{
+	struct file f = cached_file();
+	struct flock fl = { .l_type = F_WRLCK, .l_whence = SEEK_SET };
+	struct aiocb cb[3];
+	pid_t pid;
+
+	CHECK(fcntl(f.fd, F_SETLK, &fl) == 0);
+	for (int i = 0; i < 3; i++)
+		cb[i] = t_cb(f.fd, f.dst + (size_t)i * BIG, BIG, (off_t)i * BIG);
+	CHECK_EQ(uaio_read(&cb[0]), 0);
+	CHECK_EQ(uaio_read(&cb[1]), 0);
+	(void)uaio_error(&cb[0]);	/* the guess says "a queue" by now */
+	CHECK_EQ(uaio_read(&cb[2]), 0);
+	for (int i = 0; i < 3; i++)
+		reap(&cb[i], BIG);
+	CHECK((pid = fork()) >= 0);
+	if (pid == 0) {
+		struct flock q = { .l_type = F_RDLCK, .l_whence = SEEK_SET };
+
+		_exit(fcntl(f.fd, F_GETLK, &q) == 0 && q.l_type == F_WRLCK &&
+		      q.l_pid == getppid() ? 0 : 1);
+	}
+	t_child_exit(pid, 0);
+	memcpy(f.dst + 3 * BIG, f.src + 3 * BIG, (size_t)(NBIG - 3) * BIG);
+	file_done(&f);
+}
+
 int main(void)
 {
 	t_watchdog(60);
 	RUN(one_at_a_time_inline);
 	RUN(queue_hands_one_over);
 	RUN(small_reads_stay_inline);
+	/* before the uncached reads: their refused tries tell the number's
+	 * next file to skip its own (a hint), and a request the fallback
+	 * hands to its loop drops the locks (uaio_posix(7)) */
+	RUN(hand_off_keeps_locks);
 	RUN(queue_of_uncached_reads);
 	return T_EXIT_PASS;
 }

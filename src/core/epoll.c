@@ -92,6 +92,8 @@ static int ep_close(uaio_loop *l, uaio_op *op)
 	int fd = op->fd;
 
 	uaio__ep_cancel_fd_ops(l, fd);
+	if (uaio__ep_close_held(l, op))	/* a worker's file op on fd */
+		return 0;
 	e = uaio__fdent(l, fd, false);
 	if (e && e->w) {
 		uaio_watch *w = e->w;
@@ -108,6 +110,11 @@ static int ep_close(uaio_loop *l, uaio_op *op)
 	}
 	uaio__complete(l, op, close(fd) < 0 ? -errno : 0);
 	return 0;
+}
+
+void uaio__ep_close_resume(uaio_loop *l, uaio_op *op)
+{
+	ep_close(l, op);
 }
 
 static int ep_cancel(uaio_loop *l, uaio_op *op, uaio_op *t)
@@ -214,7 +221,7 @@ static int ep_submit(uaio_loop *l, uaio_op *op)
 
 	switch (uaio__opdef(op)->ep) {
 	case EP_WORK:
-		return uaio__workers_submit(l, op);
+		return uaio__ep_work(l, op, true);
 	case EP_SELF:
 		return ep_self(l, op);
 	}
@@ -257,7 +264,7 @@ static int ep_submit(uaio_loop *l, uaio_op *op)
 	if (r == -EAGAIN || (r == -EOPNOTSUPP && uaio__ep_is_rw(op))) {
 		if (uaio__ep_is_rw(op) && uaio__ep_blocks_on_disk(op->fd))
 			return op->off == (uint64_t)-1 ? uaio__ep_pos_worker(l, op) :
-							 uaio__workers_submit(l, op);
+							 uaio__ep_work(l, op, true);
 		if (r == -EOPNOTSUPP)
 			op->xflags |= OX_PLAIN;
 		return uaio__ep_enqueue(l, op);
@@ -268,7 +275,7 @@ static int ep_submit(uaio_loop *l, uaio_op *op)
 	 * transfer has moved the position already. */
 	if (r > 0 && uaio__ep_is_rw(op) && op->off != (uint64_t)-1 &&
 	    (uint64_t)r < uaio__ep_rw_total(op) && uaio__ep_blocks_on_disk(op->fd))
-		return uaio__workers_submit(l, op);
+		return uaio__ep_work(l, op, true);
 	uaio__complete(l, op, r);
 	return 0;
 }

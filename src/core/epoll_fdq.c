@@ -234,7 +234,7 @@ int uaio__ep_enqueue(uaio_loop *l, uaio_op *op)
 			uaio__ep_q_unlink(&q->wh, &q->wt, op);
 		op->state = OS_IDLE;
 		/* Not pollable after all (EPERM): let a worker block on it. */
-		return r == -EPERM ? uaio__workers_submit(l, op) : r;
+		return r == -EPERM ? uaio__ep_work(l, op, true) : r;
 	}
 	return 0;
 }
@@ -303,7 +303,8 @@ int uaio__ep_pos_worker(uaio_loop *l, uaio_op *op)
 		return -ENOMEM;
 	op->xflags |= OX_POSBUSY;
 	q->pbusy[pos_side(op)] = op;
-	if ((r = uaio__workers_submit(l, op)) < 0) {
+	/* a flagged op may be a stream's, which may wait for ever */
+	if ((r = uaio__ep_work(l, op, !(op->xflags & OX_BLOCKING))) < 0) {
 		op->xflags &= ~OX_POSBUSY;
 		q->pbusy[pos_side(op)] = NULL;
 	}
@@ -333,11 +334,71 @@ static int unhold_side(uaio_loop *l, struct uaio_fdq *q, int sd, uaio_op *first)
  * at once; the first that would wait for the disk becomes the busy one.
  * Only if done is that side's busy op: a close freed the queue since,
  * and the number may name another file, with a busy op of its own. */
+/*
+ * A worker looks the descriptor up by number as its call starts: a file
+ * op a worker had taken but not begun ran after a close (EBADF), or on a
+ * file opened on the number since (an fsync, a fallocate, a write). So a
+ * close of fd waits for the file ops workers run on fd: bounded calls
+ * (counted); not the flagged ops that may wait on a stream for ever
+ * (uaio_op_set_flags(3) says so).
+ */
+int uaio__ep_work(uaio_loop *l, uaio_op *op, bool counted)
+{
+	struct uaio_fdq *q = NULL;
+	int r;
+
+	counted = counted && (uaio__opdef(op)->flags & OPF_FD) && op->fd >= 0 &&
+		  op->fd < UAIO_FD_FIXED;
+	if (counted && (q = fdq(l, op->fd))) {
+		q->late++;
+		op->xflags |= OX_LATE;
+	}
+	if ((r = uaio__workers_submit(l, op)) < 0 && q) {
+		q->late--;
+		op->xflags &= ~OX_LATE;
+	}
+	return r;
+}
+
+bool uaio__ep_close_held(uaio_loop *l, uaio_op *op)
+{
+	struct uaio_fdent *e = uaio__fdent(l, op->fd, false);
+
+	if (!e || !e->q || !e->q->late)
+		return false;
+	q_push(&e->q->close_head, &e->q->close_tail, op);
+	op->state = OS_HELD;
+	return true;
+}
+
+/* done, counted, has ended: the closes held for the last of them go. */
+static void late_end(uaio_loop *l, uaio_op *done)
+{
+	struct uaio_fdent *e = uaio__fdent(l, done->fd, false);
+	uaio_op *c = NULL, *next;
+
+	done->xflags &= ~OX_LATE;
+	if (e && e->q && e->q->late && !--e->q->late) {
+		c = e->q->close_head;
+		e->q->close_head = e->q->close_tail = NULL;
+	}
+	for (; c; c = next) {	/* the first frees e->q */
+		next = c->next;
+		c->next = NULL;
+		c->state = OS_IDLE;
+		uaio__ep_close_resume(l, c);
+	}
+}
+
 void uaio__ep_pos_next(uaio_loop *l, uaio_op *done)
 {
 	bool lk = uaio__lock(l);
-	struct uaio_fdent *e = uaio__fdent(l, done->fd, false);
+	struct uaio_fdent *e;
 	int sd = pos_side(done);
+
+	if (done->xflags & OX_LATE)
+		late_end(l, done);
+	e = uaio__fdent(l, done->fd, false);
 
 	if (e && e->q && e->q->pbusy[sd] == done) {
 		e->q->pbusy[sd] = NULL;
@@ -379,7 +440,8 @@ bool uaio__ep_pos_cancel(uaio_loop *l, uaio_op *op)
 	struct uaio_fdent *e = uaio__fdent(l, op->fd, false);
 	int sd = pos_side(op);
 
-	if (!e || !e->q || !uaio__ep_q_unlink(&e->q->ph[sd], &e->q->pt[sd], op))
+	if (!e || !e->q || (!uaio__ep_q_unlink(&e->q->ph[sd], &e->q->pt[sd], op) &&
+			    !uaio__ep_q_unlink(&e->q->close_head, &e->q->close_tail, op)))
 		return false;
 	uaio__complete(l, op, -ECANCELED);
 	return true;

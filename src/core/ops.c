@@ -341,6 +341,7 @@ const struct uaio_opdef uaio__opdefs[OP_COUNT] = {
 #define FD OPF_FD
 #define RW OPF_RW
 #define ST OPF_ST
+#define LATE OPF_LATE
 #define UAIO_OP_ROW(name, side, flags, ep, prep, exec, try) \
 	[OP_##name] = { #name, SIDE_##side, flags, EP_##ep, prep, exec, try },
 	UAIO_OPS(UAIO_OP_ROW)
@@ -348,6 +349,7 @@ const struct uaio_opdef uaio__opdefs[OP_COUNT] = {
 #undef FD
 #undef RW
 #undef ST
+#undef LATE
 };
 
 int uaio__op_read_side(const uaio_op *op)

@@ -12,7 +12,9 @@
  *   flags  FD: fd is the file the op works on, so a pinned handle may
  *          stand for it; RW: file I/O at an offset, which may block on a
  *          disk; ST: takes or gives a stream's next bytes (RW ops: at
- *          off -1), so ops of one side of fd keep their order; 0
+ *          off -1), so ops of one side of fd keep their order; LATE:
+ *          io_uring looks fd up on its worker, not as the op goes in,
+ *          so a close must wait for the op; 0
  *   ep     how the epoll backend runs it: TRY (a non-blocking try, then
  *          readiness), WORK (the worker pool), SELF (the backend itself)
  *   prep   io_uring SQE preparation (NULL: the backend itself / workers)
@@ -63,9 +65,9 @@ struct io_uring_sqe;
 	/* fd: directory; addr: path; addr2: statx; len: mask; rw_flags: AT_* */ \
 	X(STATX,      NONE, 0,     WORK, prep_statx,     exec_statx,     NULL) \
 	/* rw_flags: 1 for fdatasync */ \
-	X(FSYNC,      NONE, FD,    WORK, prep_fsync,     exec_fsync,     NULL) \
+	X(FSYNC,      NONE, FD|LATE, WORK, prep_fsync,   exec_fsync,     NULL) \
 	/* off: offset; addr: length; len: mode */ \
-	X(FALLOCATE,  NONE, FD,    WORK, prep_fallocate, exec_fallocate, NULL) \
+	X(FALLOCATE,  NONE, FD|LATE, WORK, prep_fallocate, exec_fallocate, NULL) \
 	/* fd: in; off: its offset or -1; addr2: out; addr: its offset or -1; \
 	 * len: bytes; rw_flags: SPLICE_F_* */ \
 	X(SPLICE,     NONE, 0,     WORK, prep_splice,    exec_splice,    NULL) \
@@ -92,7 +94,7 @@ struct io_uring_sqe;
 	/* fd, addr: old; len, addr2: new; rw_flags: AT_* */ \
 	X(LINKAT,     NONE, 0,     WORK, prep_linkat,    exec_linkat,    NULL) \
 	/* off: offset; addr: length; rw_flags: advice */ \
-	X(FADVISE,    NONE, FD,    WORK, prep_fadvise,   exec_fadvise,   NULL) \
+	X(FADVISE,    NONE, FD|LATE, WORK, prep_fadvise, exec_fadvise,   NULL) \
 	/* addr: address; addr2: length; rw_flags: advice */ \
 	X(MADVISE,    NONE, 0,     WORK, prep_madvise,   exec_madvise,   NULL) \
 	/* lengths of 4 GiB or more, which io_uring's 32-bit field (before \
@@ -117,6 +119,7 @@ enum { EP_SELF, EP_TRY, EP_WORK };
 #define OPF_FD	0x1
 #define OPF_RW	0x2
 #define OPF_ST	0x4
+#define OPF_LATE	0x8
 
 struct uaio_opdef {
 	const char *name;

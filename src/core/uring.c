@@ -123,6 +123,8 @@ static int reap(uaio_loop *l)
 				ended++;
 				if (op->xflags & OX_ORDERED)
 					uring__order_after(l, op, res);
+				if (op->xflags & OX_LATE)
+					uring__late_ended(l, op);
 				/* poll(2)'s revents, as on epoll: the ring's
 				 * poll always waits for POLLRDHUP too, and says
 				 * it where nobody asked. Alone (a POLLOUT poll

@@ -20,6 +20,9 @@
 
 struct uring_held {
 	uaio_op *head[2], *tail[2];	/* per side, linked by next */
+	/* OPF_LATE ops in the kernel, and closes of fd waiting for them */
+	unsigned late;
+	uaio_op *close_head, *close_tail;
 };
 
 static bool ordered(const uaio_loop *l, const uaio_op *op)
@@ -141,6 +144,9 @@ static int cancel_held(uaio_loop *l, int fd, const uaio_op *target)
 
 	for (int s = 0; e && e->held && s < 2 && !(target && n); s++)
 		n += uaio__cancel_queued(l, &e->held->head[s], &e->held->tail[s], fd, target);
+	/* a close waiting for late ops: by itself only, never by cancel_fd */
+	if (target && e && e->held && !n)
+		n += uaio__cancel_queued(l, &e->held->close_head, &e->held->close_tail, fd, target);
 	return n;
 }
 
@@ -221,4 +227,64 @@ void uring__order_pool_next(uaio_loop *l, uaio_op *op)
 {
 	if (op->xflags & OX_ORDERED)
 		uring__order_after(l, op, 0);
+}
+
+/* ------------------------------------------------- late descriptors */
+
+/*
+ * io_uring sends an fsync, a fallocate or an fadvise straight to its
+ * worker, which looks the descriptor up only as it starts: a close in
+ * the same batch runs first (the op fails with EBADF, where a cancel by
+ * descriptor found nothing to match), and a file opened on the number
+ * since is the one synced, cut or advised. So a close of fd waits until
+ * the late ops on fd in the kernel have ended.
+ */
+static struct uring_held *held_of(uaio_loop *l, int fd, bool make)
+{
+	struct uaio_fdent *e = uaio__fdent(l, fd, make);
+
+	if (e && !e->held && make)
+		e->held = calloc(1, sizeof(*e->held));
+	return e ? e->held : NULL;
+}
+
+void uring__late_issued(uaio_loop *l, uaio_op *op)
+{
+	struct uring_held *h;
+
+	if (!(uaio__opdef(op)->flags & OPF_LATE) || op->fd < 0 || op->fd >= UAIO_FD_FIXED ||
+	    !(h = held_of(l, op->fd, true)))
+		return;		/* by a slot, which a close does not free */
+	h->late++;
+	op->xflags |= OX_LATE;
+}
+
+bool uring__late_hold_close(uaio_loop *l, uaio_op *op)
+{
+	struct uring_held *h = op->fd >= 0 && op->fd < UAIO_FD_FIXED ?
+			       held_of(l, op->fd, false) : NULL;
+
+	if (!h || !h->late)
+		return false;
+	op->next = NULL;
+	UAIO_FIFO_PUSH(h->close_head, h->close_tail, op);
+	op->state = OS_HELD;
+	return true;
+}
+
+void uring__late_ended(uaio_loop *l, uaio_op *op)
+{
+	bool lk = uaio__lock(l);
+	struct uring_held *h = held_of(l, op->fd, false);
+	uaio_op *first = NULL, *last = NULL;
+
+	op->xflags &= (uint16_t)~OX_LATE;
+	if (h && h->late && !--h->late) {
+		first = h->close_head;
+		last = h->close_tail;
+		h->close_head = h->close_tail = NULL;
+	}
+	if (first)
+		order_resume(l, first, last);
+	uaio__unlock(l, lk);
 }

@@ -219,6 +219,8 @@ static int issue(uaio_loop *l, uaio_op *op)
 	r = issue_sqe(l, op);
 	if (UAIO_UNLIKELY(r < 0))
 		uring__order_undo(l, op);
+	else
+		uring__late_issued(l, op);
 	return r;
 }
 
@@ -244,6 +246,8 @@ int uring__start(uaio_loop *l, uaio_op *op)
 			uring__end_watch_on_close(l, op->fd);
 			op->xflags |= OX_STARTED;
 		}
+		if (uring__late_hold_close(l, op))
+			return 0;
 		break;
 	}
 	return issue(l, op);

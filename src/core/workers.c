@@ -155,10 +155,11 @@ int uaio__workers_cancel(uaio_loop *l, uaio_op *target)
 
 /* A pool op ends (its result, or its cancel before it ran). One at a
  * file's position lets the next one there go (epoll), after its own
- * result, so that the callbacks keep the order. */
+ * result, so that the callbacks keep the order; a close waiting for a
+ * file op on its number goes (epoll). */
 void uaio__worker_op_end(uaio_loop *l, uaio_op *op, long res)
 {
-	bool next = op->xflags & (OX_POSBUSY | OX_ORDERED);
+	bool next = op->xflags & (OX_POSBUSY | OX_ORDERED | OX_LATE);
 
 	op->xflags &= ~OX_POSBUSY;
 	uaio__complete(l, op, res);

@@ -1,0 +1,188 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * A close made in the same batch as an fsync, a fallocate or an fadvise
+ * of its descriptor. io_uring sends those straight to its worker, which
+ * looks the descriptor up only as it starts: the close ran first and the
+ * op failed with EBADF (a cancel by descriptor found nothing to match),
+ * or, had a file been opened on the number meanwhile, hit that file. The
+ * op must end as made on the file it named (done, or cancelled before it
+ * started: -ECANCELED), never EBADF, and before the close's callback.
+ * The fallback's workers look the number up as their call starts too: a
+ * close there cancelled the queued ones and left one a worker had taken
+ * to run after it (EBADF).
+ */
+#define _GNU_SOURCE
+#include <fcntl.h>
+#include <linux/falloc.h>
+#include <stdbool.h>
+#include <uaio/loop.h>
+
+#include "test.h"
+
+enum { SZ = 256 * 1024, NSYNC = 8 };
+
+struct rec {
+	int res[NSYNC + 3];
+	int order[NSYNC + 3], n;
+	struct slot {
+		struct rec *r;
+		int i;
+	} slot[NSYNC + 3];
+};
+
+static void note(uaio_op *op, int res, void *data)
+{
+	struct slot *s = data;
+
+	(void)op;
+	s->r->res[s->i] = res;
+	s->r->order[s->r->n++] = s->i;
+}
+
+static void rec_init(struct rec *r)
+{
+	memset(r, 0, sizeof(*r));
+	for (int i = 0; i < NSYNC + 3; i++)
+		r->slot[i] = (struct slot){ r, i };
+}
+
+static void store(uaio_op *op, int res, void *data)
+{
+	(void)op;
+	*(int *)data = res;
+}
+
+static int file_with(const char *path, char c)
+{
+	static char buf[SZ];
+	int fd = open(path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+
+	CHECK(fd >= 0);
+	memset(buf, c, SZ);
+	CHECK(pwrite(fd, buf, SZ, 0) == SZ);
+	return fd;
+}
+
+/* All of A, or none of it, is a hole now. */
+static bool all_zero(const char *path, bool *none)
+{
+	static char buf[SZ];
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	bool zero = true;
+
+	CHECK(fd >= 0);
+	CHECK(pread(fd, buf, SZ, 0) == SZ);
+	*none = true;
+	for (int i = 0; i < SZ; i++) {
+		zero &= buf[i] == 0;
+		*none &= buf[i] == 'A';
+	}
+	close(fd);
+	return zero;
+}
+
+/*
+ * fsyncs (work ahead of the others on the ring's worker), a hole punched
+ * over the whole file, an fadvise, then the close, in one batch; a file B
+ * opened on the number the moment the close has called back, and
+ * written. B keeps every byte; each op ended before the close, on A.
+ */
+static void late_ops_then_close(const char *dir)
+{
+	char a[256], b[256];
+	static char want[SZ], got[SZ];
+	uaio_loop *l = t_loop_new(0);
+	uaio_op ops[NSYNC + 3];
+	static struct rec r;
+	int fa, fb, close_i = NSYNC + 2;
+	bool none;
+
+	snprintf(a, sizeof(a), "%s/A", dir);
+	snprintf(b, sizeof(b), "%s/B", dir);
+	fa = file_with(a, 'A');
+	memset(ops, 0, sizeof(ops));
+	rec_init(&r);
+	for (int i = 0; i < NSYNC; i++)
+		CHECK_OK(uaio_op_fsync(l, &ops[i], fa, 0, note, &r.slot[i]));
+	CHECK_OK(uaio_op_fallocate(l, &ops[NSYNC], fa, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
+				   0, SZ, note, &r.slot[NSYNC]));
+	CHECK_OK(uaio_op_fadvise(l, &ops[NSYNC + 1], fa, 0, SZ, POSIX_FADV_DONTNEED, note, &r.slot[NSYNC + 1]));
+	CHECK_OK(uaio_op_close(l, &ops[close_i], fa, note, &r.slot[close_i]));
+	while (!r.n || r.order[r.n - 1] != close_i)
+		CHECK(uaio_loop_run_once(l, -1) >= 0);
+	fb = file_with(b, 'B');
+	CHECK_EQ(fb, fa);	/* the number is B's now */
+	while (uaio_loop_inflight(l))
+		CHECK(uaio_loop_run_once(l, -1) >= 0);
+	CHECK_EQ(r.n, NSYNC + 3);
+	CHECK_EQ(r.order[NSYNC + 2], close_i);	/* the close waited for them */
+	CHECK_EQ(r.res[close_i], 0);
+	for (int i = 0; i < NSYNC + 2; i++)
+		if (r.res[i] != 0 && r.res[i] != -ECANCELED) {
+			fprintf(stderr, "op %d: %d\n", i, r.res[i]);
+			CHECK(0);
+		}
+	/* the hole: on A if the fallocate ran, nowhere if it was cancelled */
+	if (r.res[NSYNC] == 0)
+		CHECK(all_zero(a, &none));
+	else
+		CHECK(!all_zero(a, &none) && none);
+	memset(want, 'B', SZ);
+	CHECK(pread(fb, got, SZ, 0) == SZ);
+	CHECK(!memcmp(want, got, SZ));
+	close(fb);
+	unlink(a);
+	unlink(b);
+	uaio_loop_free(l);
+}
+
+/* A close held for a late op can itself be cancelled: the descriptor
+ * stays open, the fsync ends on it. */
+static void held_close_cancelled(const char *dir)
+{
+	char a[256];
+	uaio_loop *l = t_loop_new(0);
+	uaio_op ops[3], cancel = { 0 };
+	static struct rec r;
+	int fa, cres = 1;
+
+	snprintf(a, sizeof(a), "%s/A", dir);
+	fa = file_with(a, 'A');
+	memset(ops, 0, sizeof(ops));
+	rec_init(&r);
+	CHECK_OK(uaio_op_fsync(l, &ops[0], fa, 0, note, &r.slot[0]));
+	CHECK_OK(uaio_op_fsync(l, &ops[1], fa, 1, note, &r.slot[1]));
+	CHECK_OK(uaio_op_close(l, &ops[2], fa, note, &r.slot[2]));
+	CHECK_OK(uaio_op_cancel(l, &cancel, &ops[2], store, &cres));
+	while (uaio_loop_inflight(l))
+		CHECK(uaio_loop_run_once(l, -1) >= 0);
+	CHECK_EQ(r.n, 3);
+	CHECK(r.res[0] == 0 || r.res[0] == -ECANCELED);
+	CHECK(r.res[1] == 0 || r.res[1] == -ECANCELED);
+	/* the close either was held and is cancelled (fd open), or had gone
+	 * to the kernel already (fd closed, the cancel finds nothing) */
+	if (r.res[2] == -ECANCELED) {
+		CHECK_EQ(cres, 0);
+		CHECK(fcntl(fa, F_GETFD) >= 0);
+		close(fa);
+	} else {
+		CHECK_EQ(r.res[2], 0);
+		CHECK(cres == -ENOENT || cres == -EALREADY);
+		CHECK(fcntl(fa, F_GETFD) < 0 && errno == EBADF);
+	}
+	unlink(a);
+	uaio_loop_free(l);
+}
+
+int main(void)
+{
+	char dir[] = "/var/tmp/uaio-close-late-XXXXXX";
+
+	CHECK(mkdtemp(dir));
+	for (int i = 0; i < 20; i++)
+		late_ops_then_close(dir);
+	for (int i = 0; i < 20; i++)
+		held_close_cancelled(dir);
+	rmdir(dir);
+	return T_EXIT_PASS;
+}

@@ -234,7 +234,7 @@ int uaio__ep_enqueue(uaio_loop *l, uaio_op *op)
 			uaio__ep_q_unlink(&q->wh, &q->wt, op);
 		op->state = OS_IDLE;
 		/* Not pollable after all (EPERM): let a worker block on it. */
-		return r == -EPERM ? uaio__ep_work(l, op, true) : r;
+		return r == -EPERM ? uaio__ep_work(l, op, !(op->xflags & OX_BLOCKING)) : r;
 	}
 	return 0;
 }

@@ -9,11 +9,14 @@
  * started: -ECANCELED), never EBADF, and before the close's callback.
  * The fallback's workers look the number up as their call starts too: a
  * close there cancelled the queued ones and left one a worker had taken
- * to run after it (EBADF).
+ * to run after it (EBADF). And a copy_file_range queued on the worker
+ * pool, whose output is closed: cancelled, not written into the file
+ * that takes the number next.
  */
 #define _GNU_SOURCE
 #include <fcntl.h>
 #include <linux/falloc.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <uaio/loop.h>
 
@@ -174,6 +177,53 @@ static void held_close_cancelled(const char *dir)
 	uaio_loop_free(l);
 }
 
+static atomic_int go;
+
+static long hold_worker(void *arg)
+{
+	(void)arg;
+	while (!atomic_load(&go))
+		usleep(1000);
+	return 0;
+}
+
+static void copy_out_closed(const char *dir)
+{
+	struct uaio_loop_params p = { .workers = 1 };
+	uaio_loop *l = uaio_loop_new(&p);
+	uaio_op w = { 0 }, cp = { 0 }, cl = { 0 };
+	int rw = 1, rcp = 1, rcl = 1, fa, fb, fc;
+	char a[256], b[256], c[256], got[16];
+
+	CHECK(l);
+	snprintf(a, sizeof(a), "%s/A", dir);
+	snprintf(b, sizeof(b), "%s/B", dir);
+	snprintf(c, sizeof(c), "%s/C", dir);
+	fa = file_with(a, 'A');
+	fb = file_with(b, 'B');
+	CHECK(ftruncate(fb, 0) == 0);
+	atomic_store(&go, 0);
+	CHECK_OK(uaio_op_work(l, &w, hold_worker, NULL, store, &rw));
+	CHECK_OK(uaio_op_copy_file_range(l, &cp, fa, 0, fb, 0, SZ, store, &rcp));
+	CHECK_OK(uaio_op_close(l, &cl, fb, store, &rcl));
+	while (rcl == 1)
+		CHECK(uaio_loop_run_once(l, -1) >= 0);
+	CHECK_EQ(rcl, 0);
+	fc = open(c, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	CHECK_EQ(fc, fb);
+	atomic_store(&go, 1);
+	while (uaio_loop_inflight(l))
+		CHECK(uaio_loop_run_once(l, -1) >= 0);
+	CHECK_EQ(rcp, -ECANCELED);
+	CHECK_EQ(pread(fc, got, sizeof(got), 0), 0);	/* C untouched */
+	close(fa);
+	close(fc);
+	unlink(a);
+	unlink(b);
+	unlink(c);
+	uaio_loop_free(l);
+}
+
 int main(void)
 {
 	char dir[] = "/var/tmp/uaio-close-late-XXXXXX";
@@ -183,6 +233,7 @@ int main(void)
 		late_ops_then_close(dir);
 	for (int i = 0; i < 20; i++)
 		held_close_cancelled(dir);
+	copy_out_closed(dir);
 	rmdir(dir);
 	return T_EXIT_PASS;
 }

@@ -380,10 +380,40 @@ static void signalfd_not_callers(void)
 	CHECK(pthread_sigmask(SIG_SETMASK, &old, NULL) == 0);
 }
 
+/* The same made O_NONBLOCK: EAGAIN at once (the caller's own signal is
+ * not the worker's), then the process's signal. */
+static void signalfd_nonblock(void)
+{
+	struct signalfd_siginfo si;
+	sigset_t set, old;
+	struct aiocb cb;
+	int fd, err;
+
+	sigemptyset(&set);
+	sigaddset(&set, SIGUSR1);
+	sigaddset(&set, SIGUSR2);
+	CHECK(pthread_sigmask(SIG_BLOCK, &set, &old) == 0);
+	CHECK((fd = signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK)) >= 0);
+	CHECK(pthread_kill(pthread_self(), SIGUSR1) == 0);
+	cb = t_cb(fd, &si, sizeof(si), 0);
+	CHECK_EQ(uaio_read(&cb), 0);
+	CHECK_EQ(t_wait(&cb, &err), -1);
+	CHECK_EQ(err, EAGAIN);
+	CHECK(kill(getpid(), SIGUSR2) == 0);
+	cb = t_cb(fd, &si, sizeof(si), 0);
+	CHECK_EQ(uaio_read(&cb), 0);
+	CHECK_EQ(t_wait(&cb, &err), (ssize_t)sizeof(si));
+	CHECK_EQ(si.ssi_signo, SIGUSR2);
+	CHECK(sigwaitinfo(&set, NULL) == SIGUSR1);
+	close(fd);
+	CHECK(pthread_sigmask(SIG_SETMASK, &old, NULL) == 0);
+}
+
 int main(void)
 {
 	t_watchdog(90);
 	RUN(signalfd_not_callers);	/* first: a helper thread left by another may read it */
+	RUN(signalfd_nonblock);
 	RUN(device_never_writable);
 	RUN(zero_length_asks_file);
 	RUN(zero_length_blocked);

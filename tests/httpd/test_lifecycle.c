@@ -545,8 +545,8 @@ static void t_sigterm_log_slow(void)
 	free(text);
 }
 
-/* The access log where its lines cannot go: --log - with standard
- * output closed is refused at start (exit 1; its lines went to the
+/* The access log where its lines cannot go: --log - (or /dev/stdout)
+ * with standard output closed is refused at start (exit 1; its lines went to the
  * /dev/null that holds fd 1, without a word); a usage error leaves no
  * log file behind (it was made before the address was resolved). */
 static void t_log_nowhere(void)
@@ -563,6 +563,16 @@ static void t_log_nowhere(void)
 	EXPECT(WIFEXITED(st) && WEXITSTATUS(st) == 1 && err &&
 	       strstr(err, ": the access log: standard output: Bad file descriptor\n"),
 	       "--log - with stdout closed: exit 1 and a message expected, got %#x '%.200s'",
+	       st, err ? err : "");
+	free(err);
+	/* the same by a name of it */
+	snprintf(cmd, sizeof(cmd), "exec timeout 20 '%s' -p 0 -a 127.0.0.1 --log /dev/stdout '%s' >&- 2>'%s'",
+		 ht_bin(), root, errf);
+	st = system(cmd);
+	err = ht_slurp(errf, NULL);
+	EXPECT(WIFEXITED(st) && WEXITSTATUS(st) == 1 && err &&
+	       strstr(err, ": the access log: standard output: Bad file descriptor\n"),
+	       "--log /dev/stdout with stdout closed: exit 1 and a message expected, got %#x '%.200s'",
 	       st, err ? err : "");
 	free(err);
 

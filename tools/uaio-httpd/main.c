@@ -254,6 +254,22 @@ static int log_open(const char *path)
 /* The access log's file, opened again by name (after a rotation) under
  * the descriptor the loops write to, in one dup2: no line goes missing
  * between the two files. */
+/* The standard descriptor a log path names (/dev/stdout, /dev/fd/1,
+ * /proc/self/fd/1; and 2's), or -1. */
+static int std_alias(const char *p)
+{
+	static const char *const names[][3] = {
+		{ "/dev/stdout", "/dev/fd/1", "/proc/self/fd/1" },
+		{ "/dev/stderr", "/dev/fd/2", "/proc/self/fd/2" },
+	};
+
+	for (int s = 0; s < 2; s++)
+		for (int i = 0; i < 3; i++)
+			if (!strcmp(p, names[s][i]))
+				return s + 1;
+	return -1;
+}
+
 static void log_reopen(const struct httpd_config *cfg)
 {
 	int fd;
@@ -460,12 +476,19 @@ int main(int argc, char **argv)
 	if (cfg.log_path) {
 		bool bad = false;
 
+		int std = std_alias(cfg.log_path);
+
 		cfg.log_fd = strcmp(cfg.log_path, "-") ? log_open(cfg.log_path) : STDOUT_FILENO;
 		/* closed at start: held on /dev/null above, where every line
-		 * would be lost without a word */
-		if (cfg.log_fd == STDOUT_FILENO && held > 0 && (held & (1 << STDOUT_FILENO))) {
-			fprintf(stderr, "%s: the access log: standard output: %s\n",
-				HTTPD_ME, strerror(EBADF));
+		 * would be lost without a word (also by a name of it) */
+		if ((cfg.log_fd == STDOUT_FILENO || std >= 0) && held > 0 &&
+		    (held & (1 << (std >= 0 ? std : STDOUT_FILENO)))) {
+			if (cfg.log_fd >= 0 && cfg.log_fd != STDOUT_FILENO)
+				close(cfg.log_fd);
+			cfg.log_fd = -1;
+			fprintf(stderr, "%s: the access log: %s: %s\n", HTTPD_ME,
+				std == STDERR_FILENO ? "standard error" : "standard output",
+				strerror(EBADF));
 			bad = true;
 		} else if (cfg.log_fd < 0) {
 			cannot("open", cfg.log_path, 1);

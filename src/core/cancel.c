@@ -47,7 +47,7 @@ int uaio__cancel_queued(uaio_loop *l, uaio_op **head, uaio_op **tail, int fd,
 		uaio_op *op = *pp;
 
 		if (target ? op != target :
-		    op->fd != fd || op->opcode == OP_CLOSE ||
+		    !uaio__op_on_fd(op, fd) || op->opcode == OP_CLOSE ||
 		    op->opcode == OP_CANCEL || op->opcode == OP_CANCEL_FD) {
 			prev = op;
 			pp = &op->next;

@@ -344,17 +344,19 @@ static int unhold_side(uaio_loop *l, struct uaio_fdq *q, int sd, uaio_op *first)
  */
 int uaio__ep_work(uaio_loop *l, uaio_op *op, bool counted)
 {
-	struct uaio_fdq *q = NULL;
-	int r;
+	struct uaio_fdq *q[2];
+	int fds[2], n = counted ? uaio__op_fds(op, fds) : 0, r;
 
-	counted = counted && (uaio__opdef(op)->flags & OPF_FD) && op->fd >= 0 &&
-		  op->fd < UAIO_FD_FIXED;
-	if (counted && (q = fdq(l, op->fd))) {
-		q->late++;
+	for (int i = 0; i < n; i++)
+		if (!(q[i] = fdq(l, fds[i])))
+			n = 0;		/* no memory: not waited for */
+	for (int i = 0; i < n; i++)
+		q[i]->late++;
+	if (n)
 		op->xflags |= OX_LATE;
-	}
-	if ((r = uaio__workers_submit(l, op)) < 0 && q) {
-		q->late--;
+	if ((r = uaio__workers_submit(l, op)) < 0 && n) {
+		for (int i = 0; i < n; i++)
+			q[i]->late--;
 		op->xflags &= ~OX_LATE;
 	}
 	return r;
@@ -374,19 +376,23 @@ bool uaio__ep_close_held(uaio_loop *l, uaio_op *op)
 /* done, counted, has ended: the closes held for the last of them go. */
 static void late_end(uaio_loop *l, uaio_op *done)
 {
-	struct uaio_fdent *e = uaio__fdent(l, done->fd, false);
-	uaio_op *c = NULL, *next;
+	int fds[2], n = uaio__op_fds(done, fds);
 
 	done->xflags &= ~OX_LATE;
-	if (e && e->q && e->q->late && !--e->q->late) {
-		c = e->q->close_head;
-		e->q->close_head = e->q->close_tail = NULL;
-	}
-	for (; c; c = next) {	/* the first frees e->q */
-		next = c->next;
-		c->next = NULL;
-		c->state = OS_IDLE;
-		uaio__ep_close_resume(l, c);
+	for (int i = 0; i < n; i++) {
+		struct uaio_fdent *e = uaio__fdent(l, fds[i], false);
+		uaio_op *c = NULL, *next;
+
+		if (e && e->q && e->q->late && !--e->q->late) {
+			c = e->q->close_head;
+			e->q->close_head = e->q->close_tail = NULL;
+		}
+		for (; c; c = next) {	/* the first frees e->q */
+			next = c->next;
+			c->next = NULL;
+			c->state = OS_IDLE;
+			uaio__ep_close_resume(l, c);
+		}
 	}
 }
 

@@ -141,6 +141,29 @@ struct uaio_backend {
  * descriptors stay below 2^30 (the kernel caps fs.nr_open there). */
 #define UAIO_FD_FIXED	0x40000000
 
+/* Whether op works on fd: its own, or the output of a copy, splice or
+ * tee (a close of it cancels or waits for the op). */
+static inline bool uaio__op_on_fd(const uaio_op *op, int fd)
+{
+	return op->fd == fd ||
+	       ((op->opcode == OP_COPY_RANGE || op->opcode == OP_SPLICE || op->opcode == OP_TEE) &&
+		(int)op->addr2 == fd);
+}
+
+/* The plain descriptors op names that a worker looks up as its call
+ * starts (a close of one waits for the op): fd, and a copy's output. */
+static inline int uaio__op_fds(const uaio_op *op, int fds[2])
+{
+	int n = 0, out = (int)op->addr2;
+
+	if ((uaio__opdef(op)->flags & (OPF_FD | OPF_LATE)) && op->fd >= 0 &&
+	    op->fd < UAIO_FD_FIXED)
+		fds[n++] = op->fd;
+	if (op->opcode == OP_COPY_RANGE && out >= 0 && out < UAIO_FD_FIXED && out != op->fd)
+		fds[n++] = out;
+	return n;
+}
+
 struct uaio_workers {
 	pthread_mutex_t mu;
 	pthread_cond_t cv;

@@ -13,8 +13,9 @@
  *          stand for it; RW: file I/O at an offset, which may block on a
  *          disk; ST: takes or gives a stream's next bytes (RW ops: at
  *          off -1), so ops of one side of fd keep their order; LATE:
- *          io_uring looks fd up on its worker, not as the op goes in,
- *          so a close must wait for the op; 0
+ *          fd (and a copy's output) is looked up on a worker, io_uring's
+ *          or the pool's, not as the op goes in, so a close must wait
+ *          for the op; 0
  *   ep     how the epoll backend runs it: TRY (a non-blocking try, then
  *          readiness), WORK (the worker pool), SELF (the backend itself)
  *   prep   io_uring SQE preparation (NULL: the backend itself / workers)
@@ -73,7 +74,7 @@ struct io_uring_sqe;
 	X(SPLICE,     NONE, 0,     WORK, prep_splice,    exec_splice,    NULL) \
 	/* fd: in; off: its offset or -1; addr2: out; addr: its offset or -1; \
 	 * len: bytes (no io_uring op: workers on both backends) */ \
-	X(COPY_RANGE, NONE, 0,     WORK, NULL,           exec_copy_range, NULL) \
+	X(COPY_RANGE, NONE, LATE,  WORK, NULL,           exec_copy_range, NULL) \
 	/* fd: in; addr2: out; len: bytes; rw_flags: SPLICE_F_* */ \
 	X(TEE,        NONE, 0,     WORK, prep_tee,       exec_tee,       NULL) \
 	/* off: ns; addr, addr2: the same as a __kernel_timespec */ \
@@ -99,7 +100,7 @@ struct io_uring_sqe;
 	X(MADVISE,    NONE, 0,     WORK, prep_madvise,   exec_madvise,   NULL) \
 	/* lengths of 4 GiB or more, which io_uring's 32-bit field (before \
 	 * Linux 6.12) would cut: the workers, on both backends */ \
-	X(FADVISE_BIG, NONE, FD,   WORK, NULL,           exec_fadvise,   NULL) \
+	X(FADVISE_BIG, NONE, FD|LATE, WORK, NULL,        exec_fadvise,   NULL) \
 	X(MADVISE_BIG, NONE, 0,    WORK, NULL,           exec_madvise,   NULL) \
 	/* len: SHUT_* */ \
 	X(SHUTDOWN,   NONE, FD,    WORK, prep_shutdown,  exec_shutdown,  NULL) \

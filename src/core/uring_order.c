@@ -222,11 +222,14 @@ void uring__order_after(uaio_loop *l, uaio_op *op, int res)
 	uaio__unlock(l, lk);
 }
 
-/* op, its side's busy op, ended on the worker pool (UAIO_OPF_BLOCKING). */
+/* op ended on the worker pool: its side's busy op (UAIO_OPF_BLOCKING),
+ * or one a close waits for (a copy, a long fadvise). */
 void uring__order_pool_next(uaio_loop *l, uaio_op *op)
 {
 	if (op->xflags & OX_ORDERED)
 		uring__order_after(l, op, 0);
+	if (op->xflags & OX_LATE)
+		uring__late_ended(l, op);
 }
 
 /* ------------------------------------------------- late descriptors */
@@ -236,8 +239,10 @@ void uring__order_pool_next(uaio_loop *l, uaio_op *op)
  * worker, which looks the descriptor up only as it starts: a close in
  * the same batch runs first (the op fails with EBADF, where a cancel by
  * descriptor found nothing to match), and a file opened on the number
- * since is the one synced, cut or advised. So a close of fd waits until
- * the late ops on fd in the kernel have ended.
+ * since is the one synced, cut or advised. The pool's copy_file_range
+ * and long fadvise look theirs up as their call starts, after a worker
+ * has taken them off the queue a close cancels. So a close of fd waits
+ * until the late ops on fd have ended.
  */
 static struct uring_held *held_of(uaio_loop *l, int fd, bool make)
 {
@@ -248,15 +253,23 @@ static struct uring_held *held_of(uaio_loop *l, int fd, bool make)
 	return e ? e->held : NULL;
 }
 
+static int late_fds(const uaio_op *op, int fds[2])
+{
+	return uaio__opdef(op)->flags & OPF_LATE ? uaio__op_fds(op, fds) : 0;
+}
+
 void uring__late_issued(uaio_loop *l, uaio_op *op)
 {
-	struct uring_held *h;
+	struct uring_held *h[2];
+	int fds[2], n = late_fds(op, fds);
 
-	if (!(uaio__opdef(op)->flags & OPF_LATE) || op->fd < 0 || op->fd >= UAIO_FD_FIXED ||
-	    !(h = held_of(l, op->fd, true)))
-		return;		/* by a slot, which a close does not free */
-	h->late++;
-	op->xflags |= OX_LATE;
+	for (int i = 0; i < n; i++)
+		if (!(h[i] = held_of(l, fds[i], true)))
+			return;		/* no memory: not waited for */
+	for (int i = 0; i < n; i++)
+		h[i]->late++;
+	if (n)
+		op->xflags |= OX_LATE;
 }
 
 bool uring__late_hold_close(uaio_loop *l, uaio_op *op)
@@ -275,16 +288,18 @@ bool uring__late_hold_close(uaio_loop *l, uaio_op *op)
 void uring__late_ended(uaio_loop *l, uaio_op *op)
 {
 	bool lk = uaio__lock(l);
-	struct uring_held *h = held_of(l, op->fd, false);
-	uaio_op *first = NULL, *last = NULL;
+	int fds[2], n = late_fds(op, fds);
 
 	op->xflags &= (uint16_t)~OX_LATE;
-	if (h && h->late && !--h->late) {
-		first = h->close_head;
+	for (int i = 0; i < n; i++) {
+		struct uring_held *h = held_of(l, fds[i], false);
+		uaio_op *first, *last;
+
+		if (!h || !h->late || --h->late || !(first = h->close_head))
+			continue;
 		last = h->close_tail;
 		h->close_head = h->close_tail = NULL;
-	}
-	if (first)
 		order_resume(l, first, last);
+	}
 	uaio__unlock(l, lk);
 }

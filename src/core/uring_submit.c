@@ -99,15 +99,14 @@ bool uring__past_budget(const uaio_op *op)
 	return jumps_queue(op) || op->opcode == OP_CLOSE || op->opcode == OP_NOP;
 }
 
-/* The last op waiting for room that works on fd (a splice's or tee's
- * output too), or NULL. */
+/* The last op waiting for room that works on fd (a copy's, splice's or
+ * tee's output too), or NULL. */
 static uaio_op *last_pending_on(const uaio_loop *l, int fd)
 {
 	uaio_op *last = NULL;
 
 	for (uaio_op *op = l->pending_head; op; op = op->next)
-		if (op->fd == fd || ((op->opcode == OP_SPLICE || op->opcode == OP_TEE) &&
-				     (int)op->addr2 == fd))
+		if (uaio__op_on_fd(op, fd))
 			last = op;
 	return last;
 }
@@ -227,9 +226,30 @@ static int issue(uaio_loop *l, uaio_op *op)
 static int uring_cancel(uaio_loop *l, uaio_op *op, uaio_op *target);
 static int uring_cancel_fd(uaio_loop *l, uaio_op *op);
 
+/* An op with no io_uring request, to the worker pool, on the driving
+ * thread: counted before a worker can take it (a copy, a long fadvise:
+ * a close of their descriptors waits for them, uring_order.c). */
+static int pool(uaio_loop *l, uaio_op *op)
+{
+	int r;
+
+	if (is_issuer(l))
+		uring__late_issued(l, op);
+	if ((r = uaio__workers_submit(l, op)) < 0 && (op->xflags & OX_LATE))
+		uring__late_ended(l, op);
+	return r;
+}
+
 /* Starts op on the issuing thread: 0, or -EAGAIN to wait for room. */
 int uring__start(uaio_loop *l, uaio_op *op)
 {
+	if (!uaio__opdef(op)->prep && op->opcode != OP_CANCEL && op->opcode != OP_CANCEL_FD) {
+		int r = pool(l, op);	/* handed over by another thread */
+
+		if (r < 0)
+			uaio__complete(l, op, r);
+		return 0;
+	}
 	switch (op->opcode) {
 	case OP_CANCEL:
 		return uring_cancel(l, op, (uaio_op *)(uintptr_t)op->addr);
@@ -259,8 +279,16 @@ int uring__submit(uaio_loop *l, uaio_op *op)
 	uaio_op *behind;
 
 	if (!uaio__opdef(op)->prep && op->opcode != OP_CANCEL &&
-	    op->opcode != OP_CANCEL_FD)
-		return uaio__workers_submit(l, op);
+	    op->opcode != OP_CANCEL_FD) {
+		/* one a close must wait for is counted, on the driving
+		 * thread (the fd table grows only there): handed over */
+		if ((uaio__opdef(op)->flags & OPF_LATE) && !is_issuer(l)) {
+			pending_push(l, op, false);
+			uaio__wake(l);
+			return 0;
+		}
+		return pool(l, op);
+	}
 	if ((op->xflags & OX_ISSUE_HERE) && l->threadsafe) {
 		/* Out now, from this thread, or not at all (see loop.h); the
 		 * stream order is the caller's then (uring_order.c). */

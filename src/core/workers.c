@@ -167,16 +167,6 @@ void uaio__worker_op_end(uaio_loop *l, uaio_op *op, long res)
 		l->be->pool_next(l, op);
 }
 
-/* Whether op, queued, works on fd: its own, or the output of a copy,
- * splice or tee (which would write into the file next opened there). */
-static bool on_fd(const uaio_op *op, int fd)
-{
-	if (op->fd == fd)
-		return true;
-	return (op->opcode == OP_COPY_RANGE || op->opcode == OP_SPLICE || op->opcode == OP_TEE) &&
-	       (int)op->addr2 == fd;
-}
-
 int uaio__workers_cancel_fd(uaio_loop *l, int fd)
 {
 	struct uaio_workers *w = &l->workers;
@@ -187,7 +177,7 @@ int uaio__workers_cancel_fd(uaio_loop *l, int fd)
 	pp = &w->head;
 	while (*pp) {
 		uaio_op *op = *pp;
-		if (on_fd(op, fd) && op->opcode != OP_WORK && op->opcode != OP_CLOSE) {
+		if (uaio__op_on_fd(op, fd) && op->opcode != OP_WORK && op->opcode != OP_CLOSE) {
 			*pp = op->next;
 			if (w->tail == op)
 				w->tail = prev;

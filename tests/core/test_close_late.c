@@ -224,6 +224,64 @@ static void copy_out_closed(const char *dir)
 	uaio_loop_free(l);
 }
 
+struct at {
+	int *res, *at, *order;
+};
+
+/* The result, and the place among the callbacks. */
+static void cb_at(uaio_op *op, int res, void *data)
+{
+	struct at *p = data;
+
+	(void)op;
+	*p->res = res;
+	*p->at = ++*p->order;
+}
+
+/*
+ * A copy and a close of one of its ends in one batch; a file on the
+ * number the moment the close calls back. A worker may have taken the
+ * copy off its queue (no cancel reaches it) but not yet begun: the close
+ * waits for it, so the copy ends first, on the old files, and the new
+ * file keeps its bytes. Racy by nature: many rounds.
+ */
+static void copy_then_close(const char *dir, bool close_out)
+{
+	enum { LEN = 64 * 1024 };
+	uaio_loop *l = t_loop_new(0);
+	uaio_op cp = { 0 }, cl = { 0 };
+	int rcp = 1, rcl = 1, fa, fb, fc, order = 0, cp_at = 0, cl_at = 0;
+	char a[256], b[256], c[256];
+	static char want[LEN], got[LEN];
+	struct at pa = { &rcp, &cp_at, &order }, pb = { &rcl, &cl_at, &order };
+
+	snprintf(a, sizeof(a), "%s/A", dir);
+	snprintf(b, sizeof(b), "%s/B", dir);
+	snprintf(c, sizeof(c), "%s/C", dir);
+	fa = file_with(a, 'A');
+	fb = file_with(b, 'B');
+	CHECK_OK(uaio_op_copy_file_range(l, &cp, fa, 0, fb, 0, LEN, cb_at, &pa));
+	CHECK_OK(uaio_op_close(l, &cl, close_out ? fb : fa, cb_at, &pb));
+	while (rcl == 1)
+		CHECK(uaio_loop_run_once(l, -1) >= 0);
+	fc = file_with(c, 'C');
+	CHECK_EQ(fc, close_out ? fb : fa);
+	while (uaio_loop_inflight(l))
+		CHECK(uaio_loop_run_once(l, -1) >= 0);
+	CHECK_EQ(rcl, 0);
+	CHECK(rcp == LEN || rcp == -ECANCELED);
+	CHECK(cp_at < cl_at);
+	memset(want, 'C', LEN);
+	CHECK(pread(fc, got, LEN, 0) == LEN);
+	CHECK(!memcmp(want, got, LEN));
+	close(fc);
+	close(close_out ? fa : fb);
+	unlink(a);
+	unlink(b);
+	unlink(c);
+	uaio_loop_free(l);
+}
+
 int main(void)
 {
 	char dir[] = "/var/tmp/uaio-close-late-XXXXXX";
@@ -234,6 +292,8 @@ int main(void)
 	for (int i = 0; i < 20; i++)
 		held_close_cancelled(dir);
 	copy_out_closed(dir);
+	for (int i = 0; i < 200; i++)
+		copy_then_close(dir, i & 1);
 	rmdir(dir);
 	return T_EXIT_PASS;
 }

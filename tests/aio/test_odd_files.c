@@ -349,6 +349,21 @@ static void zero_length_procfs_thread(void)
  * in progress: aio_cancel cannot cancel it) until one comes to the
  * process. A read made on the caller's thread took its own.
  */
+/* SIGUSR1 and SIGUSR2 blocked (the old mask in *old), a signalfd for
+ * them, and SIGUSR1 sent to this thread alone. */
+static int signalfd_own_signal(sigset_t *set, sigset_t *old, int flags)
+{
+	int fd;
+
+	sigemptyset(set);
+	sigaddset(set, SIGUSR1);
+	sigaddset(set, SIGUSR2);
+	CHECK(pthread_sigmask(SIG_BLOCK, set, old) == 0);
+	CHECK((fd = signalfd(-1, set, SFD_CLOEXEC | flags)) >= 0);
+	CHECK(pthread_kill(pthread_self(), SIGUSR1) == 0);
+	return fd;
+}
+
 static void signalfd_not_callers(void)
 {
 	struct signalfd_siginfo si;
@@ -356,12 +371,7 @@ static void signalfd_not_callers(void)
 	struct aiocb cb;
 	int fd, err;
 
-	sigemptyset(&set);
-	sigaddset(&set, SIGUSR1);
-	sigaddset(&set, SIGUSR2);
-	CHECK(pthread_sigmask(SIG_BLOCK, &set, &old) == 0);
-	CHECK((fd = signalfd(-1, &set, SFD_CLOEXEC)) >= 0);
-	CHECK(pthread_kill(pthread_self(), SIGUSR1) == 0);
+	fd = signalfd_own_signal(&set, &old, 0);
 	cb = t_cb(fd, &si, sizeof(si), 0);
 	CHECK_EQ(uaio_read(&cb), 0);
 	const struct aiocb *l[1] = { &cb };
@@ -389,12 +399,7 @@ static void signalfd_nonblock(void)
 	struct aiocb cb;
 	int fd, err;
 
-	sigemptyset(&set);
-	sigaddset(&set, SIGUSR1);
-	sigaddset(&set, SIGUSR2);
-	CHECK(pthread_sigmask(SIG_BLOCK, &set, &old) == 0);
-	CHECK((fd = signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK)) >= 0);
-	CHECK(pthread_kill(pthread_self(), SIGUSR1) == 0);
+	fd = signalfd_own_signal(&set, &old, SFD_NONBLOCK);
 	cb = t_cb(fd, &si, sizeof(si), 0);
 	CHECK_EQ(uaio_read(&cb), 0);
 	CHECK_EQ(t_wait(&cb, &err), -1);

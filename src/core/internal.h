@@ -43,7 +43,7 @@ enum {
 #define OX_POSBUSY	0x10	/* epoll: at a file's position, on a worker */
 #define OX_PART		0x20	/* epoll: MSG_WAITALL part done, in op->off */
 #define OX_BLOCKSOCK	0x40	/* epoll: a connect on a blocking socket */
-#define OX_LATE		0x80	/* io_uring: counted among its fd's late ops */
+#define OX_LATE		0x80	/* counted among its descriptors' late ops (a close waits) */
 #define OX_STARTED	0x8000	/* io_uring close: local cancels done */
 /* The caller's UAIO_OPF_* flags live above the private ones. */
 #define OX_USER_SHIFT	8

@@ -7,7 +7,8 @@
  * stream go to the kernel one at a time, in the order they were made, as
  * the epoll backend's descriptor queues run them. Positional file I/O
  * (off >= 0), ops by a pinned handle and ops a thread-safe loop's caller
- * issues itself (UAIO_OPF_ISSUE_HERE) are not held.
+ * issues itself (UAIO_OPF_ISSUE_HERE) are not held. And the order of a
+ * close after the ops that look its descriptor up late (end of file).
  *
  * All of it runs on the thread that drives the loop, under the loop's
  * lock: the fd table grows only there.

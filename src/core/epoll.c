@@ -92,7 +92,7 @@ static int ep_close(uaio_loop *l, uaio_op *op)
 	int fd = op->fd;
 
 	uaio__ep_cancel_fd_ops(l, fd);
-	if (uaio__ep_close_held(l, op))	/* a worker's file op on fd */
+	if (uaio__late_hold_close(l, op))	/* a worker's file op on fd */
 		return 0;
 	e = uaio__fdent(l, fd, false);
 	if (e && e->w) {
@@ -133,7 +133,7 @@ static int ep_cancel(uaio_loop *l, uaio_op *op, uaio_op *t)
 		}
 		break;
 	case OS_HELD:
-		if (uaio__ep_pos_cancel(l, t))
+		if (uaio__ep_pos_cancel(l, t) || uaio__late_cancel_close(l, t))
 			r = 0;
 		break;
 	case OS_TIMERQ:

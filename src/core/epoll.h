@@ -24,10 +24,6 @@ struct uaio_fdq {
 	 * which go one at a time, as io_uring keeps a stream's order. */
 	uaio_op *pbusy[2];
 	uaio_op *ph[2], *pt[2];
-	/* File ops on workers by this number (OX_LATE), and closes of it
-	 * waiting for them (uaio__ep_work) */
-	unsigned late;
-	uaio_op *close_head, *close_tail;
 };
 
 struct epoll_state {
@@ -62,7 +58,6 @@ int uaio__ep_pos_worker(uaio_loop *l, uaio_op *op);
 void uaio__ep_pos_next(uaio_loop *l, uaio_op *done);
 bool uaio__ep_pos_cancel(uaio_loop *l, uaio_op *op);
 int uaio__ep_work(uaio_loop *l, uaio_op *op, bool counted);
-bool uaio__ep_close_held(uaio_loop *l, uaio_op *op);
 /* epoll.c: a close held for the pool's file ops, which have ended */
 void uaio__ep_close_resume(uaio_loop *l, uaio_op *op);
 

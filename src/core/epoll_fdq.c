@@ -330,72 +330,41 @@ static int unhold_side(uaio_loop *l, struct uaio_fdq *q, int sd, uaio_op *first)
 	return r;
 }
 
-/* The side's busy op ended: the held ones go, in order, while each ends
- * at once; the first that would wait for the disk becomes the busy one.
- * Only if done is that side's busy op: a close freed the queue since,
- * and the number may name another file, with a busy op of its own. */
+/* done, counted, has ended: the closes held for it go. */
+static void late_end(uaio_loop *l, uaio_op *done)
+{
+	uaio_op *c, *next, *tail;
+
+	for (c = uaio__late_end(l, done, &tail); c; c = next) {
+		next = c->next;
+		c->next = NULL;
+		uaio__ep_close_resume(l, c);
+	}
+}
+
 /*
  * A worker looks the descriptor up by number as its call starts: a file
  * op a worker had taken but not begun ran after a close (EBADF), or on a
  * file opened on the number since (an fsync, a fallocate, a write). So a
- * close of fd waits for the file ops workers run on fd: bounded calls
- * (counted); not the flagged ops that may wait on a stream for ever
- * (uaio_op_set_flags(3) says so).
+ * close of fd waits for the file ops workers run on fd (late.c): bounded
+ * calls (counted); not the flagged ops that may wait on a stream for
+ * ever (uaio_op_set_flags(3) says so).
  */
 int uaio__ep_work(uaio_loop *l, uaio_op *op, bool counted)
 {
-	struct uaio_fdq *q[2];
-	int fds[2], n = counted ? uaio__op_fds(op, fds) : 0, r;
+	int r;
 
-	for (int i = 0; i < n; i++)
-		if (!(q[i] = fdq(l, fds[i])))
-			n = 0;		/* no memory: not waited for */
-	for (int i = 0; i < n; i++)
-		q[i]->late++;
-	if (n)
-		op->xflags |= OX_LATE;
-	if ((r = uaio__workers_submit(l, op)) < 0 && n) {
-		for (int i = 0; i < n; i++)
-			q[i]->late--;
-		op->xflags &= ~OX_LATE;
-	}
+	if (counted)
+		(void)uaio__late_count(l, op);
+	if ((r = uaio__workers_submit(l, op)) < 0 && (op->xflags & OX_LATE))
+		late_end(l, op);
 	return r;
 }
 
-bool uaio__ep_close_held(uaio_loop *l, uaio_op *op)
-{
-	struct uaio_fdent *e = uaio__fdent(l, op->fd, false);
-
-	if (!e || !e->q || !e->q->late)
-		return false;
-	q_push(&e->q->close_head, &e->q->close_tail, op);
-	op->state = OS_HELD;
-	return true;
-}
-
-/* done, counted, has ended: the closes held for the last of them go. */
-static void late_end(uaio_loop *l, uaio_op *done)
-{
-	int fds[2], n = uaio__op_fds(done, fds);
-
-	done->xflags &= ~OX_LATE;
-	for (int i = 0; i < n; i++) {
-		struct uaio_fdent *e = uaio__fdent(l, fds[i], false);
-		uaio_op *c = NULL, *next;
-
-		if (e && e->q && e->q->late && !--e->q->late) {
-			c = e->q->close_head;
-			e->q->close_head = e->q->close_tail = NULL;
-		}
-		for (; c; c = next) {	/* the first frees e->q */
-			next = c->next;
-			c->next = NULL;
-			c->state = OS_IDLE;
-			uaio__ep_close_resume(l, c);
-		}
-	}
-}
-
+/* The side's busy op ended: the held ones go, in order, while each ends
+ * at once; the first that would wait for the disk becomes the busy one.
+ * Only if done is that side's busy op: a close freed the queue since,
+ * and the number may name another file, with a busy op of its own. */
 void uaio__ep_pos_next(uaio_loop *l, uaio_op *done)
 {
 	bool lk = uaio__lock(l);
@@ -446,8 +415,7 @@ bool uaio__ep_pos_cancel(uaio_loop *l, uaio_op *op)
 	struct uaio_fdent *e = uaio__fdent(l, op->fd, false);
 	int sd = pos_side(op);
 
-	if (!e || !e->q || (!uaio__ep_q_unlink(&e->q->ph[sd], &e->q->pt[sd], op) &&
-			    !uaio__ep_q_unlink(&e->q->close_head, &e->q->close_tail, op)))
+	if (!e || !e->q || !uaio__ep_q_unlink(&e->q->ph[sd], &e->q->pt[sd], op))
 		return false;
 	uaio__complete(l, op, -ECANCELED);
 	return true;

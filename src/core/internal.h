@@ -32,7 +32,8 @@ enum {
 	OS_TIMERQ,	/* epoll: timeout op in the timer heap */
 	OS_DONE,	/* result known, callback not yet run (loop->done) */
 	OS_HELD,	/* behind an op on its stream (io_uring: uring_order.c) or,
-			 * on epoll, at its file's position (epoll_fdq.c) */
+			 * on epoll, at its file's position (epoll_fdq.c); or a
+			 * close waiting for late ops (late.c) */
 };
 
 /* uaio_op.xflags */
@@ -72,6 +73,7 @@ struct uaio_fdent {
 	/* io_uring: the op of each side (read, write) of a stream in the
 	 * kernel, which the others of that side wait behind (uring_order.c) */
 	uaio_op *busy[2];
+	unsigned late;		/* ops a worker looks this number up for (late.c) */
 };
 
 struct uaio_heap_ent {
@@ -202,6 +204,7 @@ struct uaio_loop {
 
 	struct uaio_fdent *fds;
 	unsigned nfds;
+	uaio_op *late_head, *late_tail;	/* closes waiting for late ops (late.c) */
 
 	struct uaio_heap_ent *heap;
 	uint32_t nheap, capheap;
@@ -361,6 +364,18 @@ static inline void uaio__watch_set_reason(uaio_watch *w, int reason)
 	w->state = (w->state & ~WS_REASON_MASK) |
 		   (((uint32_t)(-reason) << WS_REASON_SHIFT) & WS_REASON_MASK);
 }
+
+/* late.c: a close of a descriptor waits for the ops a worker looks it
+ * up for. Counts op on its descriptors (uaio__op_fds; OX_LATE): false if
+ * it names none, or there is no memory (then it is not waited for). */
+bool uaio__late_count(uaio_loop *l, uaio_op *op);
+/* op, counted, has ended (or never went): the closes held for it, in
+ * order (*tail the last), for the backend to start again; NULL if none. */
+uaio_op *uaio__late_end(uaio_loop *l, uaio_op *op, uaio_op **tail);
+/* A close of a counted descriptor is held (OS_HELD): true. */
+bool uaio__late_hold_close(uaio_loop *l, uaio_op *op);
+/* A held close, cancelled (-ECANCELED): true when op was one. */
+bool uaio__late_cancel_close(uaio_loop *l, const uaio_op *op);
 
 /* workers.c */
 int uaio__workers_submit(uaio_loop *l, uaio_op *op);

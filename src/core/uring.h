@@ -104,10 +104,9 @@ void uring__order_forget_fd(uaio_loop *l, int fd);
 int uring__order_cancel(uaio_loop *l, uaio_op *target);
 int uring__order_cancel_fd(uaio_loop *l, int fd);
 /* Ops that look their descriptors up late (OPF_LATE: io_uring's worker,
- * or the pool's): counted as they go in, and a close of one of those
- * descriptors waits for them (held: true) */
+ * or the pool's): counted as they go in (late.c), and as they end the
+ * closes that waited for them go */
 void uring__late_issued(uaio_loop *l, uaio_op *op);
-bool uring__late_hold_close(uaio_loop *l, uaio_op *op);
 void uring__late_ended(uaio_loop *l, uaio_op *op);
 
 /* uring_rsrc.c */

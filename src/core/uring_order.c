@@ -7,8 +7,8 @@
  * stream go to the kernel one at a time, in the order they were made, as
  * the epoll backend's descriptor queues run them. Positional file I/O
  * (off >= 0), ops by a pinned handle and ops a thread-safe loop's caller
- * issues itself (UAIO_OPF_ISSUE_HERE) are not held. And the order of a
- * close after the ops that look its descriptor up late (end of file).
+ * issues itself (UAIO_OPF_ISSUE_HERE) are not held. And which ops a
+ * close waits for, those that look its descriptor up late (end of file).
  *
  * All of it runs on the thread that drives the loop, under the loop's
  * lock: the fd table grows only there.
@@ -21,9 +21,6 @@
 
 struct uring_held {
 	uaio_op *head[2], *tail[2];	/* per side, linked by next */
-	/* OPF_LATE ops in the kernel, and closes of fd waiting for them */
-	unsigned late;
-	uaio_op *close_head, *close_tail;
 };
 
 static bool ordered(const uaio_loop *l, const uaio_op *op)
@@ -146,8 +143,8 @@ static int cancel_held(uaio_loop *l, int fd, const uaio_op *target)
 	for (int s = 0; e && e->held && s < 2 && !(target && n); s++)
 		n += uaio__cancel_queued(l, &e->held->head[s], &e->held->tail[s], fd, target);
 	/* a close waiting for late ops: by itself only, never by cancel_fd */
-	if (target && e && e->held && !n)
-		n += uaio__cancel_queued(l, &e->held->close_head, &e->held->close_tail, fd, target);
+	if (target && !n && uaio__late_cancel_close(l, target))
+		n = 1;
 	return n;
 }
 
@@ -237,70 +234,22 @@ void uring__order_pool_next(uaio_loop *l, uaio_op *op)
 
 /*
  * io_uring sends an fsync, a fallocate or an fadvise straight to its
- * worker, which looks the descriptor up only as it starts: a close in
- * the same batch runs first (the op fails with EBADF, where a cancel by
- * descriptor found nothing to match), and a file opened on the number
- * since is the one synced, cut or advised. The pool's copy_file_range
- * and long fadvise look theirs up as their call starts, after a worker
- * has taken them off the queue a close cancels. So a close of fd waits
- * until the late ops on fd have ended.
+ * worker, which looks the descriptor up only as it starts; the pool's
+ * copy_file_range and long fadvise look theirs up as their call starts,
+ * after a worker has taken them off the queue a close cancels. Those are
+ * the op table's LATE ops; a close waits for them (late.c).
  */
-static struct uring_held *held_of(uaio_loop *l, int fd, bool make)
-{
-	struct uaio_fdent *e = uaio__fdent(l, fd, make);
-
-	if (e && !e->held && make)
-		e->held = calloc(1, sizeof(*e->held));
-	return e ? e->held : NULL;
-}
-
-static int late_fds(const uaio_op *op, int fds[2])
-{
-	return uaio__opdef(op)->flags & OPF_LATE ? uaio__op_fds(op, fds) : 0;
-}
-
 void uring__late_issued(uaio_loop *l, uaio_op *op)
 {
-	struct uring_held *h[2];
-	int fds[2], n = late_fds(op, fds);
-
-	for (int i = 0; i < n; i++)
-		if (!(h[i] = held_of(l, fds[i], true)))
-			return;		/* no memory: not waited for */
-	for (int i = 0; i < n; i++)
-		h[i]->late++;
-	if (n)
-		op->xflags |= OX_LATE;
-}
-
-bool uring__late_hold_close(uaio_loop *l, uaio_op *op)
-{
-	struct uring_held *h = op->fd >= 0 && op->fd < UAIO_FD_FIXED ?
-			       held_of(l, op->fd, false) : NULL;
-
-	if (!h || !h->late)
-		return false;
-	op->next = NULL;
-	UAIO_FIFO_PUSH(h->close_head, h->close_tail, op);
-	op->state = OS_HELD;
-	return true;
+	if (uaio__opdef(op)->flags & OPF_LATE)
+		(void)uaio__late_count(l, op);
 }
 
 void uring__late_ended(uaio_loop *l, uaio_op *op)
 {
 	bool lk = uaio__lock(l);
-	int fds[2], n = late_fds(op, fds);
+	uaio_op *last, *first = uaio__late_end(l, op, &last);
 
-	op->xflags &= (uint16_t)~OX_LATE;
-	for (int i = 0; i < n; i++) {
-		struct uring_held *h = held_of(l, fds[i], false);
-		uaio_op *first, *last;
-
-		if (!h || !h->late || --h->late || !(first = h->close_head))
-			continue;
-		last = h->close_tail;
-		h->close_head = h->close_tail = NULL;
-		order_resume(l, first, last);
-	}
+	order_resume(l, first, last);
 	uaio__unlock(l, lk);
 }

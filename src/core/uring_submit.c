@@ -266,7 +266,7 @@ int uring__start(uaio_loop *l, uaio_op *op)
 			uring__end_watch_on_close(l, op->fd);
 			op->xflags |= OX_STARTED;
 		}
-		if (uring__late_hold_close(l, op))
+		if (uaio__late_hold_close(l, op))
 			return 0;
 		break;
 	}

@@ -1,0 +1,88 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * A close waits for the ops that look its descriptor up late. A worker
+ * (io_uring's, or the pool's) finds a descriptor by its number only as
+ * its call starts: a close that ran first made the op fail with EBADF,
+ * and a file opened on the number since was the one synced, cut, advised
+ * or copied into. So the ops a worker may take are counted on each
+ * descriptor they name (the backend says which: io_uring the op table's
+ * LATE ops, epoll every bounded file op it gives its workers), and a
+ * close of a counted descriptor is held here until the count is zero.
+ *
+ * Both backends share this record; each restarts the closes it gets back
+ * in its own way. Under the loop's lock, where the fd table may grow.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+
+#include "core/internal.h"
+
+bool uaio__late_count(uaio_loop *l, uaio_op *op)
+{
+	int fds[2], n = uaio__op_fds(op, fds);
+
+	/* both entries first: the second may move the table */
+	for (int i = 0; i < n; i++)
+		if (!uaio__fdent(l, fds[i], true))
+			return false;	/* no memory: not waited for */
+	for (int i = 0; i < n; i++)
+		l->fds[fds[i]].late++;
+	if (n)
+		op->xflags |= OX_LATE;
+	return n > 0;
+}
+
+/* Takes the closes of fd out of the held ones, in order, onto *first. */
+static void take_closes(uaio_loop *l, int fd, uaio_op **first, uaio_op **last)
+{
+	uaio_op **pp = &l->late_head, *prev = NULL;
+
+	while (*pp) {
+		uaio_op *op = *pp;
+
+		if (op->fd != fd) {
+			prev = op;
+			pp = &op->next;
+			continue;
+		}
+		*pp = op->next;
+		if (l->late_tail == op)
+			l->late_tail = prev;
+		op->state = OS_IDLE;
+		UAIO_FIFO_PUSH(*first, *last, op);
+	}
+}
+
+uaio_op *uaio__late_end(uaio_loop *l, uaio_op *op, uaio_op **tail)
+{
+	uaio_op *first = NULL, *last = NULL;
+	int fds[2], n = (op->xflags & OX_LATE) ? uaio__op_fds(op, fds) : 0;
+
+	op->xflags &= (uint16_t)~OX_LATE;
+	for (int i = 0; i < n; i++) {
+		struct uaio_fdent *e = uaio__fdent(l, fds[i], false);
+
+		if (e && e->late && !--e->late)
+			take_closes(l, fds[i], &first, &last);
+	}
+	*tail = last;
+	return first;
+}
+
+bool uaio__late_hold_close(uaio_loop *l, uaio_op *op)
+{
+	struct uaio_fdent *e = op->fd >= 0 && op->fd < UAIO_FD_FIXED ?
+			       uaio__fdent(l, op->fd, false) : NULL;
+
+	if (!e || !e->late)
+		return false;
+	UAIO_FIFO_PUSH(l->late_head, l->late_tail, op);
+	op->state = OS_HELD;
+	return true;
+}
+
+bool uaio__late_cancel_close(uaio_loop *l, const uaio_op *op)
+{
+	return op->opcode == OP_CLOSE &&
+	       uaio__cancel_queued(l, &l->late_head, &l->late_tail, op->fd, op) > 0;
+}

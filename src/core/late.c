@@ -32,15 +32,16 @@ bool uaio__late_count(uaio_loop *l, uaio_op *op)
 	return n > 0;
 }
 
-/* Takes the closes of fd out of the held ones, in order, onto *first. */
-static void take_closes(uaio_loop *l, int fd, uaio_op **first, uaio_op **last)
+/* Takes the closes of the descriptors free[0..n) out of the held ones,
+ * in the order they were made. */
+static uaio_op *take_closes(uaio_loop *l, const int *free, int n, uaio_op **tail)
 {
-	uaio_op **pp = &l->late_head, *prev = NULL;
+	uaio_op **pp = &l->late_head, *prev = NULL, *first = NULL, *last = NULL;
 
 	while (*pp) {
 		uaio_op *op = *pp;
 
-		if (op->fd != fd) {
+		if (op->fd != free[0] && (n < 2 || op->fd != free[1])) {
 			prev = op;
 			pp = &op->next;
 			continue;
@@ -49,24 +50,25 @@ static void take_closes(uaio_loop *l, int fd, uaio_op **first, uaio_op **last)
 		if (l->late_tail == op)
 			l->late_tail = prev;
 		op->state = OS_IDLE;
-		UAIO_FIFO_PUSH(*first, *last, op);
+		UAIO_FIFO_PUSH(first, last, op);
 	}
+	*tail = last;
+	return first;
 }
 
 uaio_op *uaio__late_end(uaio_loop *l, uaio_op *op, uaio_op **tail)
 {
-	uaio_op *first = NULL, *last = NULL;
-	int fds[2], n = (op->xflags & OX_LATE) ? uaio__op_fds(op, fds) : 0;
+	int fds[2], free[2], n = (op->xflags & OX_LATE) ? uaio__op_fds(op, fds) : 0, nfree = 0;
 
 	op->xflags &= (uint16_t)~OX_LATE;
 	for (int i = 0; i < n; i++) {
 		struct uaio_fdent *e = uaio__fdent(l, fds[i], false);
 
 		if (e && e->late && !--e->late)
-			take_closes(l, fds[i], &first, &last);
+			free[nfree++] = fds[i];
 	}
-	*tail = last;
-	return first;
+	*tail = NULL;
+	return nfree ? take_closes(l, free, nfree, tail) : NULL;
 }
 
 bool uaio__late_hold_close(uaio_loop *l, uaio_op *op)

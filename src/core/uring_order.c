@@ -10,8 +10,8 @@
  * issues itself (UAIO_OPF_ISSUE_HERE) are not held. And which ops a
  * close waits for, those that look its descriptor up late (end of file).
  *
- * All of it runs on the thread that drives the loop, under the loop's
- * lock: the fd table grows only there.
+ * All of it runs under the loop's lock (a thread-safe loop's), where
+ * the fd table may grow.
  */
 #define _GNU_SOURCE
 #include <errno.h>

@@ -280,8 +280,8 @@ int uring__submit(uaio_loop *l, uaio_op *op)
 
 	if (!uaio__opdef(op)->prep && op->opcode != OP_CANCEL &&
 	    op->opcode != OP_CANCEL_FD) {
-		/* one a close must wait for is counted, on the driving
-		 * thread (the fd table grows only there): handed over */
+		/* one a close must wait for is counted where the ring's
+		 * are, on the driving thread: handed over */
 		if ((uaio__opdef(op)->flags & OPF_LATE) && !is_issuer(l)) {
 			pending_push(l, op, false);
 			uaio__wake(l);

@@ -11,7 +11,8 @@
  * close there cancelled the queued ones and left one a worker had taken
  * to run after it (EBADF). And a copy_file_range queued on the worker
  * pool, whose output is closed: cancelled, not written into the file
- * that takes the number next.
+ * that takes the number next. Closes held for one op go in the order
+ * they were made.
  */
 #define _GNU_SOURCE
 #include <fcntl.h>
@@ -286,6 +287,45 @@ static void copy_then_close(const char *dir, bool close_out)
 	uaio_loop_free(l);
 }
 
+/*
+ * A copy a worker runs, and closes of its output, then its input: both
+ * wait for the copy, and call back in the order they were made. The
+ * worker takes the copy while this thread sleeps a little (when it has
+ * not, the first close cancels the copy, and the order holds too).
+ */
+static void closes_keep_order(const char *dir)
+{
+	enum { LEN = 16 << 20 };
+	uaio_loop *l = t_loop_new(0);
+	uaio_op cp = { 0 }, cy = { 0 }, cx = { 0 };
+	int rcp = 1, ry = 1, rx = 1, fx, fy, order = 0, cp_at = 0, y_at = 0, x_at = 0;
+	struct at pc = { &rcp, &cp_at, &order }, py = { &ry, &y_at, &order },
+		  px = { &rx, &x_at, &order };
+	char x[256], y[256];
+
+	snprintf(x, sizeof(x), "%s/X", dir);
+	snprintf(y, sizeof(y), "%s/Y", dir);
+	fx = file_with(x, 'X');
+	CHECK(ftruncate(fx, LEN) == 0);
+	fy = open(y, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	CHECK(fy >= 0);
+	CHECK_OK(uaio_op_copy_file_range(l, &cp, fx, 0, fy, 0, LEN, cb_at, &pc));
+	CHECK(uaio_loop_run_once(l, 0) >= 0);
+	usleep(1000);
+	CHECK_OK(uaio_op_close(l, &cy, fy, cb_at, &py));
+	CHECK_OK(uaio_op_close(l, &cx, fx, cb_at, &px));
+	while (uaio_loop_inflight(l))
+		CHECK(uaio_loop_run_once(l, -1) >= 0);
+	CHECK(rcp == LEN || rcp == -ECANCELED);
+	CHECK_EQ(ry, 0);
+	CHECK_EQ(rx, 0);
+	CHECK(y_at < x_at);
+	CHECK(rcp == -ECANCELED || cp_at < y_at);
+	unlink(x);
+	unlink(y);
+	uaio_loop_free(l);
+}
+
 int main(void)
 {
 	char dir[] = "/var/tmp/uaio-close-late-XXXXXX";
@@ -298,6 +338,8 @@ int main(void)
 	copy_out_closed(dir);
 	for (int i = 0; i < 200; i++)
 		copy_then_close(dir, i & 1);
+	for (int i = 0; i < 10; i++)
+		closes_keep_order(dir);
 	rmdir(dir);
 	return T_EXIT_PASS;
 }

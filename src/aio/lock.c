@@ -18,7 +18,7 @@
  * many times over it holds the lock (a signal handler that interrupted it
  * there and submits, or forks), and the signal mask to put back when it
  * lets go (engine.h, aio__lock). */
-static __thread struct {
+static UAIO_TLS struct {
 	unsigned tid;
 	bool held, fork_loop;
 	unsigned depth, held_depth;

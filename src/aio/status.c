@@ -157,7 +157,7 @@ void aio__complete(struct aiocb *cb, long res)
  * cached read is copied (submit.c): nothing else depends on it, so a
  * signal handler's status call meanwhile does no harm.
  */
-static __thread struct {
+static UAIO_TLS struct {
 	const struct aiocb *newest;
 	uint8_t asked;		/* since the last submission: ASKED_* */
 	bool queues;

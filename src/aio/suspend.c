@@ -20,7 +20,7 @@
 
 /* Tells a thread's records in a child of fork (its address is the same
  * there): a handler that interrupted this thread's wait may fork. */
-static __thread char susp_self;
+static UAIO_TLS char susp_self;
 
 /* word: generation << 1 | closed. Closed: not waiting, or woken. */
 static struct aio_susp *susp_take(const struct aiocb *const list[], int nent,
@@ -97,7 +97,7 @@ void aio__suspend_wake(const struct aiocb *cb)
 }
 
 /* This thread's waits on the completion count (the fallback). */
-static __thread unsigned susp_counted;
+static UAIO_TLS unsigned susp_counted;
 
 /* A child of fork: the waits of the parent's other threads are let go;
  * the forking thread's own stay (a wait its handler interrupted goes on,

@@ -21,7 +21,7 @@
 #include <signal.h>
 #include <sys/eventfd.h>
 
-static __thread struct aio_thread *aio_self;
+static UAIO_TLS struct aio_thread *aio_self;
 
 /* ------------------------------------------------------ reaping */
 

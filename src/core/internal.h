@@ -264,7 +264,7 @@ static inline bool uaio__foreign(const uaio_loop *l)
  * records which thread holds it (the address of that thread's uaio__self):
  * one thread-local "held" loop was lost when a thread holding a's lock
  * (uaio_loop_lock) submitted to b, and a's next op locked a again. */
-extern __thread char uaio__self;
+extern UAIO_TLS char uaio__self;
 static inline bool uaio__holds(const uaio_loop *l)
 {
 	return atomic_load_explicit(&l->holder, memory_order_relaxed) ==

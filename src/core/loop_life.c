@@ -12,7 +12,7 @@
 
 #include "core/internal.h"
 
-__thread char uaio__self;
+UAIO_TLS char uaio__self;
 
 struct uaio_process uaio__process;
 

@@ -16,9 +16,9 @@ struct laio_engine laio__engine = {
 	.epfd = -1,
 };
 
-__thread struct laio_call *laio__last;
-__thread bool laio__own_context;
-static __thread bool drove;		/* this thread has run the loop */
+UAIO_TLS struct laio_call *laio__last;
+UAIO_TLS bool laio__own_context;
+static UAIO_TLS bool drove;		/* this thread has run the loop */
 
 static void driver_gone(void *unused)
 {

@@ -154,11 +154,11 @@ struct laio_engine {
 extern struct laio_engine laio__engine;
 /* The calling thread's last call that went to the background (its
  * handle, for laio_gethandle), or NULL. */
-extern __thread struct laio_call *laio__last;
+extern UAIO_TLS struct laio_call *laio__last;
 /* This thread gave itself credentials, a filter, namespaces or another
  * context of its own through laio_syscall (calls.c): its calls all run
  * inline from then on, and it does not run the loop (engine.c). */
-extern __thread bool laio__own_context;
+extern UAIO_TLS bool laio__own_context;
 
 /* engine.c */
 int laio__engine_get(void);

@@ -10,6 +10,16 @@
 #include <stdint.h>
 #include <time.h>
 
+/* ------------------------------------------------------ thread-local */
+
+/* The library's thread-local state sits at a fixed offset from the thread
+ * pointer (initial-exec), never behind __tls_get_addr, which allocates on a
+ * thread's first access in a dlopened library and reallocates after any
+ * later dlopen: aio_error, aio_return and aio_suspend are async-signal-safe,
+ * and a handler that interrupted malloc would deadlock in there. It takes
+ * its few hundred bytes from the static TLS that glibc keeps for dlopen. */
+#define UAIO_TLS __thread __attribute__((tls_model("initial-exec")))
+
 /* ------------------------------------------------------------ arrays */
 
 /* Makes arr hold at least need elements: the capacity doubles from 64 and

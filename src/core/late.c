@@ -32,16 +32,16 @@ bool uaio__late_count(uaio_loop *l, uaio_op *op)
 	return n > 0;
 }
 
-/* Takes the closes of the descriptors free[0..n) out of the held ones,
+/* Takes the closes of the descriptors fds[0..n) out of the held ones,
  * in the order they were made. */
-static uaio_op *take_closes(uaio_loop *l, const int *free, int n, uaio_op **tail)
+static uaio_op *take_closes(uaio_loop *l, const int *fds, int n, uaio_op **tail)
 {
 	uaio_op **pp = &l->late_head, *prev = NULL, *first = NULL, *last = NULL;
 
 	while (*pp) {
 		uaio_op *op = *pp;
 
-		if (op->fd != free[0] && (n < 2 || op->fd != free[1])) {
+		if (op->fd != fds[0] && (n < 2 || op->fd != fds[1])) {
 			prev = op;
 			pp = &op->next;
 			continue;
@@ -58,17 +58,17 @@ static uaio_op *take_closes(uaio_loop *l, const int *free, int n, uaio_op **tail
 
 uaio_op *uaio__late_end(uaio_loop *l, uaio_op *op, uaio_op **tail)
 {
-	int fds[2], free[2], n = (op->xflags & OX_LATE) ? uaio__op_fds(op, fds) : 0, nfree = 0;
+	int fds[2], zero[2], n = (op->xflags & OX_LATE) ? uaio__op_fds(op, fds) : 0, nzero = 0;
 
 	op->xflags &= (uint16_t)~OX_LATE;
 	for (int i = 0; i < n; i++) {
 		struct uaio_fdent *e = uaio__fdent(l, fds[i], false);
 
 		if (e && e->late && !--e->late)
-			free[nfree++] = fds[i];
+			zero[nzero++] = fds[i];	/* its count is zero now */
 	}
 	*tail = NULL;
-	return nfree ? take_closes(l, free, nfree, tail) : NULL;
+	return nzero ? take_closes(l, zero, nzero, tail) : NULL;
 }
 
 bool uaio__late_hold_close(uaio_loop *l, uaio_op *op)

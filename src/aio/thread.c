@@ -290,10 +290,17 @@ static bool list_is_own_locked(struct aio_thread *t, const struct aiocb *const l
 	return true;
 }
 
-static int ring_wait(struct aio_thread *t, const struct timespec *deadline)
+/* Sleeps until a completion is posted, with the signal mask mask for the
+ * sleep only (the caller blocks all signals around its checks): a
+ * handler's own aio_suspend cannot reap, between the caller's last look
+ * and this sleep, the completion the sleep would wait for. */
+static int ring_wait(struct aio_thread *t, const struct timespec *deadline,
+		     const sigset_t *mask)
 {
 	struct __kernel_timespec ts;
-	struct io_uring_getevents_arg arg = { 0 };
+	struct io_uring_getevents_arg arg = {
+		.sigmask = (uint64_t)(uintptr_t)mask, .sigmask_sz = _NSIG / 8,
+	};
 	long r;
 
 	if (deadline) {
@@ -327,15 +334,12 @@ static bool fault_signal(int s)
 	       s == SIGTRAP || s == SIGSYS;
 }
 
-static bool wait_restarts(bool timed)
+static bool wait_restarts(bool timed, const sigset_t *mask)
 {
 	struct sigaction sa;
-	sigset_t mask;
 
-	if (pthread_sigmask(SIG_SETMASK, NULL, &mask))
-		return false;
 	for (int s = 1; s < NSIG; s++) {
-		if (sigismember(&mask, s) == 1 || fault_signal(s) ||
+		if (sigismember(mask, s) == 1 || fault_signal(s) ||
 		    sigaction(s, NULL, &sa) < 0 ||
 		    sa.sa_handler == SIG_DFL || sa.sa_handler == SIG_IGN)
 			continue;
@@ -368,13 +372,13 @@ static void own_wait_cancelled(void *arg)
 }
 
 static int ring_wait_cancelable(struct aio_thread *t, const struct timespec *deadline,
-				bool nested)
+				bool nested, const sigset_t *mask)
 {
 	int ct = aio__cancel_async();
 	volatile int r;
 
 	pthread_cleanup_push(own_wait_cancelled, nested ? NULL : t);
-	r = ring_wait(t, deadline);
+	r = ring_wait(t, deadline, mask);
 	pthread_cleanup_pop(0);
 	aio__cancel_restore(ct);
 	return r;
@@ -385,6 +389,7 @@ bool aio__own_wait(const struct aiocb *const list[], int nent,
 {
 	struct aio_thread *t = aio_self;
 	bool lost = false, nested;
+	sigset_t all, old;
 	int r = 0;
 
 	if (!t)
@@ -397,6 +402,19 @@ bool aio__own_wait(const struct aiocb *const list[], int nent,
 	if (!aio__trylock())
 		return false;
 	if (!t->ring_ok || !list_is_own_locked(t, list, nent)) {
+		/* A handler run while this thread slept on its ring, which
+		 * reaps nothing meanwhile, waiting for others' requests too:
+		 * the engine reaps the ring for it, as for a thread that does
+		 * not wait there (what was posted already, at the kick). The
+		 * sleep it interrupted takes the ring back. */
+		if (t->reaping) {
+			uint64_t one = 1;
+
+			t->reaping = false;
+			io_uring_cq_eventfd_toggle(&t->ring, true);
+			if (write(E->own_evfd, &one, sizeof(one)) < 0)
+				(void)0;	/* a count already there wakes it too */
+		}
 		aio__unlock();
 		return false;
 	}
@@ -407,15 +425,24 @@ bool aio__own_wait(const struct aiocb *const list[], int nent,
 	t->reaping = true;
 	/* The engine need not hear of completions we wait for. */
 	io_uring_cq_eventfd_toggle(&t->ring, false);
+	/* Handlers run only in the sleep (ring_wait), with the caller's mask. */
+	sigfillset(&all);
+	pthread_sigmask(SIG_BLOCK, &all, &old);
 	for (;;) {
 		own_reap_locked(t, 0);
 		if (aio__any_done(list, nent) || r < 0)
 			break;
 		aio__unlock();
-		r = ring_wait_cancelable(t, deadline, nested);
-		if (r == -EINTR && wait_restarts(deadline != NULL))
+		r = ring_wait_cancelable(t, deadline, nested, &old);
+		if (r == -EINTR && wait_restarts(deadline != NULL, &old))
 			r = 0;
 		aio__lock();
+		/* A handler's wait for others' requests too gave the ring to
+		 * the engine (above): this sleep takes it back. */
+		if (!nested && !t->reaping) {
+			t->reaping = true;
+			io_uring_cq_eventfd_toggle(&t->ring, false);
+		}
 		if (r == -ETIME || r == -EINTR)
 			continue;	/* reap once more, then stop */
 		if (r < 0) {	/* not expected: the futex wait takes over */
@@ -429,6 +456,7 @@ bool aio__own_wait(const struct aiocb *const list[], int nent,
 		own_reap_locked(t, 0);	/* one posted before the eventfd was back */
 	}
 	aio__unlock();
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	if (aio__any_done(list, nent))
 		*res = 0;
 	else if (lost)

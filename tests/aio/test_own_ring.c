@@ -394,6 +394,74 @@ static void suspend_sa_restart(void)
 	free(big);
 }
 
+/*
+ * A handler that runs while this thread sleeps on its ring, and waits
+ * itself: on that request and a pipe read that never ends (the engine
+ * must reap the ring meanwhile: the sleep it interrupted reaps nothing),
+ * or on that request alone (it reaps the ring itself). Either way its
+ * wait ends when the fsync does, and so does the interrupted one: a
+ * completion the handler reaped must not leave that one asleep.
+ */
+static struct aiocb *h_fsync, h_pipe;
+static volatile sig_atomic_t h_ran, h_res = 99;
+static volatile bool h_mixed;
+
+static void on_wait_sig(int sig)
+{
+	const struct aiocb *l[2] = { h_fsync, &h_pipe };
+	struct timespec to = { 5, 0 };
+	int e = errno;
+
+	(void)sig;
+	if (uaio_error(h_fsync) == EINPROGRESS) {
+		h_ran++;
+		h_res = uaio_suspend(l, h_mixed ? 2 : 1, &to);
+	}
+	errno = e;
+}
+
+static void handler_waits_too(void)
+{
+	struct sigaction sa = { .sa_handler = on_wait_sig };
+	size_t len = 16u << 20;
+	char *big = malloc(len), pb[1];
+	int fd = t_tmpfile(), p[2], err, ran = 0;
+
+	CHECK(big && pipe(p) == 0 && sigaction(SIGUSR2, &sa, NULL) == 0);
+	h_pipe = t_cb(p[0], pb, 1, 0);
+	CHECK_EQ(uaio_read(&h_pipe), 0);
+	memset(big, 'h', len);
+	for (int i = 0; i < 6; i++) {
+		struct aiocb cb = t_cb(fd, NULL, 0, 0);
+		const struct aiocb *l[1] = { &cb };
+		struct kick k = { pthread_self(), &cb, 0 };
+		pthread_t t;
+
+		h_fsync = &cb;
+		h_mixed = i & 1;
+		h_ran = 0;
+		h_res = 99;
+		CHECK(pwrite(fd, big, len, 0) == (ssize_t)len);
+		CHECK_EQ(uaio_fsync(O_SYNC, &cb), 0);
+		CHECK(pthread_create(&t, NULL, kick_main, &k) == 0);
+		while (uaio_suspend(l, 1, NULL) != 0)
+			CHECK_EQ(errno, EINTR);
+		pthread_join(t, NULL);
+		if (h_ran)
+			CHECK_EQ(h_res, 0);	/* not the 5 s timeout */
+		ran += h_ran;
+		CHECK_EQ(t_wait(&cb, &err), 0);
+	}
+	fprintf(stderr, "    handlers that waited during the fsync: %d\n", ran);
+	signal(SIGUSR2, SIG_DFL);
+	CHECK(write(p[1], "x", 1) == 1);
+	CHECK_EQ(t_wait(&h_pipe, &err), 1);
+	close(p[0]);
+	close(p[1]);
+	close(fd);
+	free(big);
+}
+
 int main(void)
 {
 	t_watchdog(120);
@@ -407,6 +475,7 @@ int main(void)
 	RUN(after_fork);
 	RUN(suspend_signal_submits);
 	RUN(suspend_sa_restart);
+	RUN(handler_waits_too);
 	RUN(suspend_reaps_itself);
 	return T_EXIT_PASS;
 }

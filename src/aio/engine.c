@@ -264,6 +264,8 @@ static void fork_child(void)
 	atomic_store(&E->plive, 0);
 	E->failq = E->failq_tail = NULL;
 	E->draining = false;
+	E->deferq = E->deferq_tail = NULL;	/* their records went with the slab */
+	E->own_reaping = false;
 	for (unsigned i = 0; i < E->nfdw; i++)
 		free(E->fdw[i]);
 	free(E->fdw);

@@ -367,6 +367,13 @@ struct aio_engine {
 	 * drain (queue.c: a chain of them would nest one end per record) */
 	struct aio_req *failq, *failq_tail;
 	bool draining;
+	/* A thread reaps its own ring (thread.c), maybe in a signal
+	 * handler's aio_suspend, which must not allocate or free: what
+	 * those ends release (requests that waited for them, records past
+	 * the spares) waits here for the engine (queue.c) */
+	bool own_reaping;
+	struct aio_req *deferq, *deferq_tail;
+	void *spare_over;		/* linked through their first word */
 	struct aio_serial *serial[SERIAL_BUCKETS];
 	struct aio_fdw **fdw;
 	unsigned nfdw;
@@ -580,6 +587,9 @@ void aio__fdw_live_add_locked(struct aio_fdw *w, struct aio_req *r);
 bool aio__fdw_meets_locked(const struct aio_fdw *w, const struct aiocb *cb,
 			   const struct aio_req *h);
 int aio__req_issue_locked(struct aio_req *r);
+/* The engine thread: issues what a thread's own reaping left it and
+ * frees the records it kept (queue.c). */
+void aio__deferred_locked(void);
 void aio__serial_started(struct aio_req *r);
 void aio__req_release_locked(struct aio_req *r, long res);
 void aio__req_end_locked(struct aio_req *r, long res);

@@ -34,10 +34,14 @@ static void *spare_get(struct aio_spares *sp, size_t size)
 
 static void spare_put(struct aio_spares *sp, void *rec)
 {
-	if (sp->n < SPARE_RECORDS)
+	if (sp->n < SPARE_RECORDS) {
 		sp->rec[sp->n++] = rec;
-	else
+	} else if (E->own_reaping) {	/* no free(): the engine's */
+		*(void **)rec = E->spare_over;
+		E->spare_over = rec;
+	} else {
 		free(rec);
+	}
 }
 
 struct aio_serial *aio__serial_get_locked(int fd, const struct stat *st, bool create)
@@ -381,6 +385,47 @@ static void drain_failed_locked(void)
 	E->draining = false;
 }
 
+/* A request that waited for another (held, or a barrier) goes. Where a
+ * thread reaps its own ring, maybe in a signal handler, the engine
+ * issues it: an issue may allocate, and its failure notify. Until then
+ * it counts as begun (aio_cancel: AIO_NOTCANCELED), as one already
+ * issued would. */
+static void issue_released_locked(struct aio_req *r)
+{
+	int ret;
+
+	if (E->own_reaping) {
+		r->state = RS_LOOP;
+		r->next = NULL;
+		*(E->deferq ? &E->deferq_tail->next : &E->deferq) = r;
+		E->deferq_tail = r;
+		return;
+	}
+	if ((ret = aio__req_issue_locked(r)) < 0)
+		fail_later_locked(r, ret);
+}
+
+void aio__deferred_locked(void)
+{
+	struct aio_req *r;
+	void *rec;
+
+	while ((rec = E->spare_over)) {
+		E->spare_over = *(void **)rec;
+		free(rec);
+	}
+	while ((r = E->deferq)) {
+		int ret;
+
+		if (!(E->deferq = r->next))
+			E->deferq_tail = NULL;
+		r->next = NULL;
+		if ((ret = aio__req_issue_locked(r)) < 0)
+			fail_later_locked(r, ret);
+	}
+	drain_failed_locked();
+}
+
 /*
  * The writes at the head of w->held that wait for nothing more (no
  * earlier fsync left, no earlier request they meet) go, in call order.
@@ -404,13 +449,10 @@ static void held_release_locked(struct aio_fdw *w)
 	if (!go)
 		aio__fdw_maybe_free_locked(w);
 	while (go) {
-		int ret;
-
 		h = go;
 		go = h->next;
 		h->next = NULL;
-		if ((ret = aio__req_issue_locked(h)) < 0)
-			fail_later_locked(h, ret);
+		issue_released_locked(h);
 	}
 	drain_failed_locked();
 }
@@ -427,12 +469,9 @@ static void fdw_write_done_locked(struct aio_fdw *w, struct aio_req *wr)
 		struct aio_req *b = *pp;
 
 		if (b->epoch > wr->epoch && --b->remaining == 0 && !w->cancelling) {
-			int ret;
-
 			*pp = b->next;
 			b->next = NULL;
-			if ((ret = aio__req_issue_locked(b)) < 0)
-				fail_later_locked(b, ret);
+			issue_released_locked(b);
 			continue;
 		}
 		pp = &b->next;

@@ -31,7 +31,11 @@ static void own_reap_locked(struct aio_thread *t, int by)
 {
 	struct io_uring_cqe *cqe;
 	unsigned head, n = 0;
+	bool was = E->own_reaping;
 
+	/* Its own thread may be in a handler's aio_suspend: what the ends
+	 * release goes to the engine (queue.c, issue_released_locked) */
+	E->own_reaping = by == 0;
 	io_uring_for_each_cqe(&t->ring, head, cqe) {
 		struct aio_req *r = io_uring_cqe_get_data(cqe);
 
@@ -40,8 +44,15 @@ static void own_reap_locked(struct aio_thread *t, int by)
 			aio__req_end_locked(r, cqe->res);
 	}
 	io_uring_cq_advance(&t->ring, n);
+	E->own_reaping = was;
 	if (n)
 		atomic_fetch_add_explicit(&E->own_reaped[by], n, memory_order_relaxed);
+	if (by == 0 && (E->deferq || E->spare_over)) {
+		uint64_t one = 1;
+
+		if (write(E->own_evfd, &one, sizeof(one)) < 0)
+			(void)0;	/* a count already there wakes it too */
+	}
 }
 
 void uaio__aio_own_reaped(unsigned long *by_thread, unsigned long *by_engine)
@@ -62,6 +73,7 @@ static int own_input(uaio_watch *w)
 	for (struct aio_thread *t = E->threads; t; t = t->next)
 		if (!t->reaping)
 			own_reap_locked(t, 1);
+	aio__deferred_locked();
 	aio__unlock();
 	return 0;
 }

@@ -296,6 +296,7 @@ static bool engine_retire(uaio_loop *l)
 	bool idle;
 
 	aio__lock();
+	aio__deferred_locked();	/* records a thread's reaping set aside */
 	idle = E->loop == l && !E->nreq && !atomic_load(&E->nserial);
 	if (idle) {
 		if (E->own_evfd >= 0)

@@ -200,8 +200,10 @@ void aio__threads_fork_child(void)
 			free(t);	/* its thread is not in the child */
 	}
 	E->threads = NULL;
-	if (aio_self)
+	if (aio_self) {
 		aio_self->direct = 0;
+		aio_self->reaping = false;	/* a handler forked in its sleep */
+	}
 	if (E->own_evfd >= 0)
 		uaio__fd_close(E->own_evfd);
 	E->own_evfd = -1;
@@ -367,32 +369,56 @@ static bool wait_restarts(bool timed, const sigset_t *mask)
  * does not apply (the futex wait then); else *res is 0, -EAGAIN (the
  * deadline passed) or -EINTR.
  */
+/* The engine reaps t's ring from now (its eventfd on), as for a thread
+ * that does not sleep there; kick: and what was posted already, which
+ * this thread leaves (else it reaps that itself, after this). */
+static void ring_to_engine_locked(struct aio_thread *t, bool kick)
+{
+	uint64_t one = 1;
+
+	t->reaping = false;
+	io_uring_cq_eventfd_toggle(&t->ring, true);
+	if (kick && write(E->own_evfd, &one, sizeof(one)) < 0)
+		(void)0;	/* a count already there wakes it too */
+}
+
+struct own_sleep {
+	struct aio_thread *t;	/* NULL: a nested wait, which changed nothing */
+	const sigset_t *mask;	/* the caller's */
+};
+
 /* A cancel took the thread out of its ring's sleep: the engine hears of
- * its completions again (t: NULL for a nested wait, which changed
- * nothing). */
+ * its completions again, and the cleanup handlers after this one run
+ * with the caller's signal mask. */
 static void own_wait_cancelled(void *arg)
 {
-	struct aio_thread *t = arg;
+	struct own_sleep *c = arg;
 
-	if (!t)
-		return;
-	aio__lock();
-	io_uring_cq_eventfd_toggle(&t->ring, true);
-	t->reaping = false;
-	own_reap_locked(t, 0);
-	aio__unlock();
+	if (c->t) {
+		aio__lock();
+		if (c->t->ring_ok) {
+			ring_to_engine_locked(c->t, false);
+			own_reap_locked(c->t, 0);
+		}
+		aio__unlock();
+	}
+	pthread_sigmask(SIG_SETMASK, c->mask, NULL);
 }
 
 static int ring_wait_cancelable(struct aio_thread *t, const struct timespec *deadline,
 				bool nested, const sigset_t *mask)
 {
-	int ct = aio__cancel_async();
+	struct own_sleep c = { nested ? NULL : t, mask };
 	volatile int r;
+	int ct;
 
-	pthread_cleanup_push(own_wait_cancelled, nested ? NULL : t);
+	/* pushed first: a cancel already pending acts as the type turns
+	 * asynchronous */
+	pthread_cleanup_push(own_wait_cancelled, &c);
+	ct = aio__cancel_async();
 	r = ring_wait(t, deadline, mask);
-	pthread_cleanup_pop(0);
 	aio__cancel_restore(ct);
+	pthread_cleanup_pop(0);
 	return r;
 }
 
@@ -409,6 +435,9 @@ bool aio__own_wait(const struct aiocb *const list[], int nent,
 	t->waits = true;	/* this thread's own field */
 	if (!__atomic_load_n(&t->direct, __ATOMIC_RELAXED))
 		return false;
+	/* aio_suspend is a cancellation point: one pending acts here, where
+	 * nothing is to be put back yet */
+	pthread_testcancel();
 	/* aio_suspend is async-signal-safe: a handler that interrupted this
 	 * thread while it held the lock waits on the futex instead. */
 	if (!aio__trylock())
@@ -419,14 +448,8 @@ bool aio__own_wait(const struct aiocb *const list[], int nent,
 		 * the engine reaps the ring for it, as for a thread that does
 		 * not wait there (what was posted already, at the kick). The
 		 * sleep it interrupted takes the ring back. */
-		if (t->reaping) {
-			uint64_t one = 1;
-
-			t->reaping = false;
-			io_uring_cq_eventfd_toggle(&t->ring, true);
-			if (write(E->own_evfd, &one, sizeof(one)) < 0)
-				(void)0;	/* a count already there wakes it too */
-		}
+		if (t->reaping && t->ring_ok)
+			ring_to_engine_locked(t, true);
 		aio__unlock();
 		return false;
 	}
@@ -449,9 +472,16 @@ bool aio__own_wait(const struct aiocb *const list[], int nent,
 		if (r == -EINTR && wait_restarts(deadline != NULL, &old))
 			r = 0;
 		aio__lock();
+		/* A handler forked: this child has no ring any more. Its
+		 * signal ends the wait as any would; one that goes on goes on
+		 * the futex (the parent's requests never end here) */
+		if (!t->ring_ok) {
+			lost = r == 0;
+			break;
+		}
 		/* A handler's wait for others' requests too gave the ring to
 		 * the engine (above): this sleep takes it back. */
-		if (!nested && !t->reaping) {
+		if (!t->reaping) {
 			t->reaping = true;
 			io_uring_cq_eventfd_toggle(&t->ring, false);
 		}
@@ -462,10 +492,13 @@ bool aio__own_wait(const struct aiocb *const list[], int nent,
 			continue;
 		}
 	}
-	if (!nested) {
-		io_uring_cq_eventfd_toggle(&t->ring, true);
-		t->reaping = false;
+	/* The outer wait gives the ring back; so does a nested one that
+	 * leaves for the futex, where nobody would reap it. */
+	if (t->ring_ok && !nested) {
+		ring_to_engine_locked(t, false);
 		own_reap_locked(t, 0);	/* one posted before the eventfd was back */
+	} else if (t->ring_ok && lost) {
+		ring_to_engine_locked(t, true);
 	}
 	aio__unlock();
 	pthread_sigmask(SIG_SETMASK, &old, NULL);

@@ -25,16 +25,24 @@ static inline void t_watchdog(unsigned secs)
 	alarm(secs);
 }
 
-/* An unlinked scratch file on a disk-backed file system (O_DIRECT works
- * there, unlike on tmpfs). */
-static inline int t_tmpfile(void)
+/* An unlinked scratch file in dir. */
+static inline int t_tmpfile_in(const char *dir)
 {
-	char path[] = "/var/tmp/uaio-test-XXXXXX";
-	int fd = mkstemp(path);
+	char path[256];
+	int fd;
 
+	snprintf(path, sizeof(path), "%s/uaio-test-XXXXXX", dir);
+	fd = mkstemp(path);
 	CHECK(fd >= 0);
 	unlink(path);
 	return fd;
+}
+
+/* One on a disk-backed file system (O_DIRECT works there, unlike on
+ * tmpfs). */
+static inline int t_tmpfile(void)
+{
+	return t_tmpfile_in("/var/tmp");
 }
 
 /* An unlinked scratch file opened O_DIRECT on /var/tmp; the test skips

@@ -79,16 +79,6 @@ static void *kicker(void *arg)
 	return NULL;
 }
 
-static int shm_file(void)
-{
-	char path[] = "/dev/shm/uaio-test-XXXXXX";
-	int fd = mkstemp(path);
-
-	CHECK(fd >= 0);
-	unlink(path);
-	return fd;
-}
-
 static void fsync_now(int fd)
 {
 	struct aiocb cb = t_cb(fd, NULL, 0, 0);
@@ -118,7 +108,7 @@ static void handler_reaps(bool held)
 	/* the others on tmpfs: their fsyncs end at once, and commit no
 	 * journal that would write fds[0]'s pages for its fsync */
 	for (int i = 0; i < NF; i++) {
-		fds[i] = i ? shm_file() : t_tmpfile();
+		fds[i] = i ? t_tmpfile_in("/dev/shm") : t_tmpfile();
 		fsync_now(fds[i]);	/* and the thread has waited: its own ring */
 	}
 	memset(big, 'x', sizeof(big));

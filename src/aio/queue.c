@@ -385,6 +385,14 @@ static void drain_failed_locked(void)
 	E->draining = false;
 }
 
+static void issue_or_fail_locked(struct aio_req *r)
+{
+	int ret;
+
+	if ((ret = aio__req_issue_locked(r)) < 0)
+		fail_later_locked(r, ret);
+}
+
 /* A request that waited for another (held, or a barrier) goes. Where a
  * thread reaps its own ring, maybe in a signal handler, the engine
  * issues it: an issue may allocate, and its failure notify. Until then
@@ -392,8 +400,6 @@ static void drain_failed_locked(void)
  * issued would. */
 static void issue_released_locked(struct aio_req *r)
 {
-	int ret;
-
 	if (E->own_reaping) {
 		r->state = RS_LOOP;
 		r->next = NULL;
@@ -401,8 +407,7 @@ static void issue_released_locked(struct aio_req *r)
 		E->deferq_tail = r;
 		return;
 	}
-	if ((ret = aio__req_issue_locked(r)) < 0)
-		fail_later_locked(r, ret);
+	issue_or_fail_locked(r);
 }
 
 void aio__deferred_locked(void)
@@ -415,13 +420,10 @@ void aio__deferred_locked(void)
 		free(rec);
 	}
 	while ((r = E->deferq)) {
-		int ret;
-
 		if (!(E->deferq = r->next))
 			E->deferq_tail = NULL;
 		r->next = NULL;
-		if ((ret = aio__req_issue_locked(r)) < 0)
-			fail_later_locked(r, ret);
+		issue_or_fail_locked(r);
 	}
 	drain_failed_locked();
 }

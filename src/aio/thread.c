@@ -25,6 +25,15 @@ static UAIO_TLS struct aio_thread *aio_self;
 
 /* ------------------------------------------------------ reaping */
 
+/* Wakes the engine's reaping of the rings (own_input). */
+static void own_kick(void)
+{
+	uint64_t one = 1;
+
+	if (write(E->own_evfd, &one, sizeof(one)) < 0)
+		(void)0;	/* a count already there wakes it too */
+}
+
 /* Ends the requests whose completions t's ring holds; by: 0 its own
  * thread, 1 the engine's. */
 static void own_reap_locked(struct aio_thread *t, int by)
@@ -47,12 +56,8 @@ static void own_reap_locked(struct aio_thread *t, int by)
 	E->own_reaping = was;
 	if (n)
 		atomic_fetch_add_explicit(&E->own_reaped[by], n, memory_order_relaxed);
-	if (by == 0 && (E->deferq || E->spare_over)) {
-		uint64_t one = 1;
-
-		if (write(E->own_evfd, &one, sizeof(one)) < 0)
-			(void)0;	/* a count already there wakes it too */
-	}
+	if (by == 0 && (E->deferq || E->spare_over))
+		own_kick();
 }
 
 void uaio__aio_own_reaped(unsigned long *by_thread, unsigned long *by_engine)
@@ -333,13 +338,6 @@ static int ring_wait(struct aio_thread *t, const struct timespec *deadline,
 	return r < 0 ? -errno : 0;
 }
 
-/*
- * io_uring's wait ends with EINTR whatever the signal, where the kernel
- * restarts glibc's futex wait: untimed, after a handler with SA_RESTART;
- * timed or not, after a stop and continue (no handler ran). Which signal
- * it was is not known: the wait goes on when every signal this thread
- * could have taken would have restarted it.
- */
 /* A fault the thread makes itself, never one that reaches a sleeping
  * thread: its handler (a sanitizer's, a crash reporter's) has no say. */
 static bool fault_signal(int s)
@@ -348,6 +346,13 @@ static bool fault_signal(int s)
 	       s == SIGTRAP || s == SIGSYS;
 }
 
+/*
+ * io_uring's wait ends with EINTR whatever the signal, where the kernel
+ * restarts glibc's futex wait: untimed, after a handler with SA_RESTART;
+ * timed or not, after a stop and continue (no handler ran). Which signal
+ * it was is not known: the wait goes on when every signal this thread
+ * could have taken would have restarted it.
+ */
 static bool wait_restarts(bool timed, const sigset_t *mask)
 {
 	struct sigaction sa;
@@ -363,23 +368,15 @@ static bool wait_restarts(bool timed, const sigset_t *mask)
 	return true;
 }
 
-/*
- * aio_suspend's wait when the calling thread issued every request of the
- * list on its ring: it sleeps there and reaps them itself. false if it
- * does not apply (the futex wait then); else *res is 0, -EAGAIN (the
- * deadline passed) or -EINTR.
- */
 /* The engine reaps t's ring from now (its eventfd on), as for a thread
  * that does not sleep there; kick: and what was posted already, which
  * this thread leaves (else it reaps that itself, after this). */
 static void ring_to_engine_locked(struct aio_thread *t, bool kick)
 {
-	uint64_t one = 1;
-
 	t->reaping = false;
 	io_uring_cq_eventfd_toggle(&t->ring, true);
-	if (kick && write(E->own_evfd, &one, sizeof(one)) < 0)
-		(void)0;	/* a count already there wakes it too */
+	if (kick)
+		own_kick();
 }
 
 struct own_sleep {
@@ -422,6 +419,12 @@ static int ring_wait_cancelable(struct aio_thread *t, const struct timespec *dea
 	return r;
 }
 
+/*
+ * aio_suspend's wait when the calling thread issued every request of the
+ * list on its ring: it sleeps there and reaps them itself. false if it
+ * does not apply (the futex wait then); else *res is 0, -EAGAIN (the
+ * deadline passed) or -EINTR.
+ */
 bool aio__own_wait(const struct aiocb *const list[], int nent,
 		   const struct timespec *deadline, int *res)
 {

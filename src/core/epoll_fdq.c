@@ -355,7 +355,7 @@ int uaio__ep_work(uaio_loop *l, uaio_op *op, bool counted)
 	int r;
 
 	if (counted)
-		(void)uaio__late_count(l, op);
+		uaio__late_count(l, op);
 	if ((r = uaio__workers_submit(l, op)) < 0 && (op->xflags & OX_LATE))
 		late_end(l, op);
 	return r;

@@ -366,9 +366,10 @@ static inline void uaio__watch_set_reason(uaio_watch *w, int reason)
 }
 
 /* late.c: a close of a descriptor waits for the ops a worker looks it
- * up for. Counts op on its descriptors (uaio__op_fds; OX_LATE): false if
- * it names none, or there is no memory (then it is not waited for). */
-bool uaio__late_count(uaio_loop *l, uaio_op *op);
+ * up for. Counts op on its descriptors (uaio__op_fds), marking it
+ * OX_LATE; not if it names none, or there is no memory (then it is not
+ * waited for). */
+void uaio__late_count(uaio_loop *l, uaio_op *op);
 /* op, counted, has ended (or never went): the closes held for it, in
  * order (*tail the last), for the backend to start again; NULL if none. */
 uaio_op *uaio__late_end(uaio_loop *l, uaio_op *op, uaio_op **tail);

@@ -17,19 +17,18 @@
 
 #include "core/internal.h"
 
-bool uaio__late_count(uaio_loop *l, uaio_op *op)
+void uaio__late_count(uaio_loop *l, uaio_op *op)
 {
 	int fds[2], n = uaio__op_fds(op, fds);
 
 	/* both entries first: the second may move the table */
 	for (int i = 0; i < n; i++)
 		if (!uaio__fdent(l, fds[i], true))
-			return false;	/* no memory: not waited for */
+			return;		/* no memory: not waited for */
 	for (int i = 0; i < n; i++)
 		l->fds[fds[i]].late++;
 	if (n)
 		op->xflags |= OX_LATE;
-	return n > 0;
 }
 
 /* Takes the closes of the descriptors fds[0..n) out of the held ones,

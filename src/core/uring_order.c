@@ -242,7 +242,7 @@ void uring__order_pool_next(uaio_loop *l, uaio_op *op)
 void uring__late_issued(uaio_loop *l, uaio_op *op)
 {
 	if (uaio__opdef(op)->flags & OPF_LATE)
-		(void)uaio__late_count(l, op);
+		uaio__late_count(l, op);
 }
 
 void uring__late_ended(uaio_loop *l, uaio_op *op)

@@ -226,15 +226,21 @@ static int issue(uaio_loop *l, uaio_op *op)
 static int uring_cancel(uaio_loop *l, uaio_op *op, uaio_op *target);
 static int uring_cancel_fd(uaio_loop *l, uaio_op *op);
 
-/* An op with no io_uring request, to the worker pool, on the driving
- * thread: counted before a worker can take it (a copy, a long fadvise:
- * a close of their descriptors waits for them, uring_order.c). */
+/* An op with no io_uring request (a cancel has its own): the worker
+ * pool runs it. */
+static bool pool_op(const uaio_op *op)
+{
+	return !uaio__opdef(op)->prep && op->opcode != OP_CANCEL && op->opcode != OP_CANCEL_FD;
+}
+
+/* A pool op goes to the workers, counted before one can take it if a
+ * close must wait for it (a copy, a long fadvise: uring_order.c); those
+ * come here on the driving thread only (uring__submit). */
 static int pool(uaio_loop *l, uaio_op *op)
 {
 	int r;
 
-	if (is_issuer(l))
-		uring__late_issued(l, op);
+	uring__late_issued(l, op);
 	if ((r = uaio__workers_submit(l, op)) < 0 && (op->xflags & OX_LATE))
 		uring__late_ended(l, op);
 	return r;
@@ -243,7 +249,7 @@ static int pool(uaio_loop *l, uaio_op *op)
 /* Starts op on the issuing thread: 0, or -EAGAIN to wait for room. */
 int uring__start(uaio_loop *l, uaio_op *op)
 {
-	if (!uaio__opdef(op)->prep && op->opcode != OP_CANCEL && op->opcode != OP_CANCEL_FD) {
+	if (pool_op(op)) {
 		int r = pool(l, op);	/* handed over by another thread */
 
 		if (r < 0)
@@ -278,8 +284,7 @@ int uring__submit(uaio_loop *l, uaio_op *op)
 	bool issuer, ahead;
 	uaio_op *behind;
 
-	if (!uaio__opdef(op)->prep && op->opcode != OP_CANCEL &&
-	    op->opcode != OP_CANCEL_FD) {
+	if (pool_op(op)) {
 		/* one a close must wait for is counted where the ring's
 		 * are, on the driving thread: handed over */
 		if ((uaio__opdef(op)->flags & OPF_LATE) && !is_issuer(l)) {

@@ -82,10 +82,10 @@ int aio__serial_nonblock_try(struct aio_req *r, const struct aio_serial *s, long
 
 	if (fl < 0 || (!(fl & O_NONBLOCK) && !now) || r->kind > K_WRITE)
 		return 0;
-	n = aio__attempt_stream(fd, r->kind, r->cb, -1, RWF_NOWAIT, s);
+	n = aio__attempt_stream(fd, r->kind, req_cb(r), -1, RWF_NOWAIT, s);
 	if (n == -EOPNOTSUPP)
-		n = aio__attempt_stream(fd, r->kind, r->cb, -1, 0, s);
-	*res = n + (n >= 0 ? (long)priv(r->cb)->done : 0);
+		n = aio__attempt_stream(fd, r->kind, req_cb(r), -1, 0, s);
+	*res = n + (n >= 0 ? (long)priv(req_cb(r))->done : 0);
 	return 1;
 }
 

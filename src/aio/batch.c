@@ -33,18 +33,18 @@ static void batch_flush_locked(struct lio_ctx *pc)
 		return;
 	}
 	for (m = lead; m; m = m->next, i++) {
-		iov[i].iov_base = (void *)m->cb->aio_buf;
-		iov[i].iov_len = cb_len(m->cb);
+		iov[i].iov_base = (void *)req_cb(m)->aio_buf;
+		iov[i].iov_len = cb_len(req_cb(m));
 		m->flags |= m == lead ? RF_LEADER : RF_MEMBER;
 		m->state = RS_LOOP;
 	}
 	lead->u.iov = iov;
 	if (lead->kind == K_READ)
 		ret = uaio_op_readv(E->loop, &lead->op, lead->fd, iov, (int)i,
-				    lead->cb->aio_offset, aio__req_cb, NULL);
+				    req_cb(lead)->aio_offset, aio__req_cb, req_cb(lead));
 	else
 		ret = uaio_op_writev(E->loop, &lead->op, lead->fd, iov, (int)i,
-				     lead->cb->aio_offset, aio__req_cb, NULL);
+				     req_cb(lead)->aio_offset, aio__req_cb, req_cb(lead));
 	if (ret < 0)
 		aio__leader_end_locked(lead, ret);
 }
@@ -65,8 +65,8 @@ static bool batch_fits(const struct lio_ctx *pc, const struct aio_req *r)
 	const struct aio_req *t = pc->mtail;
 
 	return t && t->kind == r->kind && t->fd == r->fd && t->prio == r->prio &&
-	       r->cb->aio_offset == pc->mnext && pc->mcount < IOV_MAX &&
-	       pc->mbytes + cb_len(r->cb) <= RW_MAX;
+	       req_cb(r)->aio_offset == pc->mnext && pc->mcount < IOV_MAX &&
+	       pc->mbytes + cb_len(req_cb(r)) <= RW_MAX;
 }
 
 /* r joins the entries gathered in pc, or starts a new gathering once
@@ -83,7 +83,7 @@ void aio__batch_add_locked(struct lio_ctx *pc, struct aio_req *r)
 	}
 	pc->mtail = r;
 	pc->mcount++;
-	pc->mbytes += cb_len(r->cb);
-	pc->mnext = r->cb->aio_offset + (int64_t)cb_len(r->cb);
+	pc->mbytes += cb_len(req_cb(r));
+	pc->mnext = req_cb(r)->aio_offset + (int64_t)cb_len(req_cb(r));
 	r->state = RS_LOOP;
 }

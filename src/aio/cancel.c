@@ -61,14 +61,14 @@ static size_t queued_of_locked(int fd, struct aio_req **v)
 	for (int i = 0; i < SERIAL_BUCKETS; i++)
 		for (struct aio_serial *s = E->serial[i]; s; s = s->hnext)
 			for (r = s->head; r; r = r->next)
-				if (r->cb->aio_fildes == fd) {
+				if (req_cb(r)->aio_fildes == fd) {
 					if (v)
 						v[n] = r;
 					n++;
 				}
 	while (h || b) {
 		/* seq wraps: compared as a distance */
-		if (h && (!b || (int32_t)(h->seq - b->seq) < 0)) {
+		if (h && (!b || (int32_t)(h->u.seq - b->u.seq) < 0)) {
 			r = h;
 			h = h->next;
 		} else {
@@ -204,7 +204,7 @@ static int cancel_call(int fd, struct aiocb *cb)
 	if (cb) {
 		struct aio_req *r = priv(cb)->req;
 
-		if (!r || r->cb != cb || r->state == RS_FREE) {
+		if (!r || req_cb(r) != cb || r->state == RS_FREE) {
 			/* Finishing inline in another thread right now. */
 			aio__unlock();
 			return cb_state(cb) == ST_LIVE ? AIO_NOTCANCELED : AIO_ALLDONE;
@@ -220,7 +220,7 @@ static int cancel_call(int fd, struct aiocb *cb)
 		 * the running ones counted now (a handler's aio_cancel of
 		 * this one may take them over) */
 		UAIO_SLAB_FOREACH(&E->reqs, r) {
-			if (r->state == RS_FREE || r->cb->aio_fildes != fd)
+			if (r->state == RS_FREE || req_cb(r)->aio_fildes != fd)
 				continue;
 			if (r->state == RS_QUEUED)
 				r->doomed = true;
@@ -231,7 +231,7 @@ static int cancel_call(int fd, struct aiocb *cb)
 		aio__lone_cancel_locked(fd, NULL, &canceled, &notcanceled);
 		canceled += cancel_queued_in_order_locked(fd);
 		UAIO_SLAB_FOREACH(&E->reqs, r) {
-			if (r->state == RS_FREE || !r->doomed || r->cb->aio_fildes != fd)
+			if (r->state == RS_FREE || !r->doomed || req_cb(r)->aio_fildes != fd)
 				continue;
 			r->doomed = false;
 			if (cancel_locked(r))

@@ -121,7 +121,7 @@ struct aio_req *aio__req_alloc_locked(void)
 void aio__req_free_locked(struct aio_req *r)
 {
 	r->state = RS_FREE;
-	r->cb = NULL;
+	r->op.data = NULL;
 	uaio__slab_put(&E->reqs, r);
 	E->nreq--;
 }
@@ -157,7 +157,7 @@ bool aio__req_blocking(const struct aio_req *r)
 
 	return (r->flags & RF_SERIAL) && r->kind <= K_WRITE &&
 	       ((r->kind == K_WRITE && s->wblock) || (r->kind == K_READ && s->sigfd) ||
-		(!r->cb->aio_nbytes && !s->sock && !s->regfile));
+		(!req_cb(r)->aio_nbytes && !s->sock && !s->regfile));
 }
 
 void aio__pin_get_locked(struct aio_req *r, int fd, struct lio_ctx *pc)
@@ -234,12 +234,12 @@ static void orphans_adopt(void)
 	if (o)
 		E->orphans = o;
 	UAIO_SLAB_FOREACH(&E->reqs, r) {
-		if (r->state == RS_FREE || !r->cb || cb_state(r->cb) != ST_LIVE)
+		if (r->state == RS_FREE || !req_cb(r) || cb_state(req_cb(r)) != ST_LIVE)
 			continue;
-		atomic_store(&priv(r->cb)->state, tag(r->cb, ST_ORPHAN));
+		atomic_store(&priv(req_cb(r))->state, tag(req_cb(r), ST_ORPHAN));
 		if (o && E->norphans < n)
 			o[E->norphans++] = (struct aio_orphan){
-				r->cb, r->cb->aio_fildes, r->state == RS_QUEUED };
+				req_cb(r), req_cb(r)->aio_fildes, r->state == RS_QUEUED };
 	}
 }
 

@@ -171,12 +171,15 @@ struct aio_thread {
 #define OWN_ENTRIES	256
 
 struct aio_req {
-	uaio_op op;			/* first: the op callback finds the record */
-	struct aiocb *cb;
+	/* First: the op callback finds the record. Its data is the aiocb
+	 * (req_cb), set when the record is made and passed on at each issue;
+	 * the aiocb's list is priv(cb)->lio. */
+	uaio_op op;
 	struct aio_req *next;		/* FIFO, barrier list or free list */
 	void *owner;			/* struct aio_serial * or struct aio_fdw * */
-	struct aio_lio *lio;
-	union {
+	union {				/* one or the other: a request waits or is out */
+		uint32_t seq;		/* held or a barrier: its call order on the
+					 * descriptor (aio_fdw.seq), set when made */
 		struct aio_thread *thr;	/* RF_DIRECT: issued by that thread */
 		struct iovec *iov;	/* RF_LEADER: one per carried request */
 	} u;
@@ -191,13 +194,20 @@ struct aio_req {
 	};
 	/* a file's read or write, from its call to its end (aio_fdw.live) */
 	struct aio_req *lnext, **lprev;
-	uint32_t seq;			/* call order on its descriptor (aio_fdw.seq) */
 	int fd;				/* what the op uses: a pinned handle, or the fd */
-	uint8_t kind, state, flags;
+	uint8_t kind : 2, state : 2;	/* K_*, RS_* */
+	uint8_t doomed : 1;		/* waiting when aio_cancel(fd, NULL) began */
+	uint8_t flags;			/* RF_* */
 	int8_t prio;
-	bool doomed;			/* waiting when aio_cancel(fd, NULL) began */
 };
-_Static_assert(sizeof(struct aio_req) <= 144, "request record over budget");
+/* Most of what a request in flight costs: bench/aio's memory target is
+ * 128 B a request, the allocator's share included. */
+_Static_assert(sizeof(struct aio_req) <= 120, "request record over budget");
+
+static inline struct aiocb *req_cb(const struct aio_req *r)
+{
+	return r->op.data;
+}
 
 
 /* A non-seekable file's descriptor with requests: one in flight, the
@@ -448,7 +458,7 @@ struct req_span {
 
 static inline struct req_span req_span(const struct aio_req *r)
 {
-	const struct aiocb *cb = r->cb;
+	const struct aiocb *cb = req_cb(r);
 	uint64_t done = priv(cb)->done;
 	int64_t off = (r->flags & (RF_SERIAL | RF_AT_OFFSET)) == RF_SERIAL ? -1 :
 		      (int64_t)cb->aio_offset;

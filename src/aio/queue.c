@@ -121,7 +121,7 @@ static bool spans_meet(uint64_t ao, uint64_t al, uint64_t bo, uint64_t bl)
 
 void aio__fdw_live_add_locked(struct aio_fdw *w, struct aio_req *r)
 {
-	uint64_t off = (uint64_t)r->cb->aio_offset, end = off + cb_len(r->cb);
+	uint64_t off = (uint64_t)req_cb(r)->aio_offset, end = off + cb_len(req_cb(r));
 
 	if (!w->live || off < w->lo)
 		w->lo = off;
@@ -168,7 +168,7 @@ bool aio__fdw_meets_locked(const struct aio_fdw *w, const struct aiocb *cb,
 	if (!len || (!w->reads && !spans_meet(off, len, w->lo, w->hi - w->lo)))
 		return false;
 	for (const struct aio_req *x = w->live; x; x = x->lnext) {
-		uint64_t xoff = (uint64_t)x->cb->aio_offset, xlen = cb_len(x->cb);
+		uint64_t xoff = (uint64_t)req_cb(x)->aio_offset, xlen = cb_len(req_cb(x));
 
 		if (x == h || (h && ((x->flags & RF_HELD) ||
 				     (x->kind == K_READ && x->epoch > h->epoch))))
@@ -177,7 +177,7 @@ bool aio__fdw_meets_locked(const struct aio_fdw *w, const struct aiocb *cb,
 			return true;
 		if (x->kind != K_READ)
 			continue;
-		if (spans_meet((uint64_t)(uintptr_t)x->cb->aio_buf, xlen, buf, len))
+		if (spans_meet((uint64_t)(uintptr_t)req_cb(x)->aio_buf, xlen, buf, len))
 			return true;
 		if (xlen && xoff + xlen <= off) {
 			if (size < 0)
@@ -202,7 +202,7 @@ static long blocking_call(void *arg)
 
 	if (!aio__same_file(r->fd, s->dev, s->ino))
 		return -EBADF;
-	return aio__glibc_rw(r->fd, r->cb, r->kind, sp.buf, sp.len, sp.off);
+	return aio__glibc_rw(r->fd, req_cb(r), r->kind, sp.buf, sp.len, sp.off);
 }
 
 /* Hands r's (next) op to the loop. */
@@ -213,7 +213,7 @@ int aio__req_issue_locked(struct aio_req *r)
 
 	r->state = RS_LOOP;
 	if (aio__req_blocking(r)) {
-		ret = uaio_op_work(E->loop, &r->op, blocking_call, r, aio__req_cb, NULL);
+		ret = uaio_op_work(E->loop, &r->op, blocking_call, r, aio__req_cb, req_cb(r));
 		if (ret < 0)
 			r->state = RS_QUEUED;
 		return ret;
@@ -221,15 +221,15 @@ int aio__req_issue_locked(struct aio_req *r)
 	switch (r->kind) {
 	case K_READ:
 		ret = uaio_op_read(E->loop, &r->op, r->fd, sp.buf, sp.len, sp.off,
-				   aio__req_cb, NULL);
+				   aio__req_cb, req_cb(r));
 		break;
 	case K_WRITE:
 		ret = uaio_op_write(E->loop, &r->op, r->fd, sp.buf, sp.len, sp.off,
-				    aio__req_cb, NULL);
+				    aio__req_cb, req_cb(r));
 		break;
 	default:
 		ret = uaio_op_fsync(E->loop, &r->op, r->fd, r->kind == K_DSYNC,
-				    aio__req_cb, NULL);
+				    aio__req_cb, req_cb(r));
 	}
 	if (ret < 0)
 		r->state = RS_QUEUED;
@@ -239,8 +239,8 @@ int aio__req_issue_locked(struct aio_req *r)
 /* The end of r whatever its owner: unpin, free, publish, notify. */
 void aio__req_release_locked(struct aio_req *r, long res)
 {
-	struct aiocb *cb = r->cb;
-	struct aio_lio *g = r->lio;
+	struct aiocb *cb = req_cb(r);
+	struct aio_lio *g = priv(cb)->lio;
 
 	aio__pin_put_locked(r);
 	if ((r->flags & RF_DIRECT) && --r->u.thr->direct == 0 && r->u.thr->exiting)
@@ -326,7 +326,7 @@ void aio__serial_started(struct aio_req *r)
 	struct aio_serial *s = r->owner;
 
 	if (r->kind <= K_WRITE && !s->reg && !s->pread_ok)
-		r->cb->__return_value = -1;
+		req_cb(r)->__return_value = -1;
 	serial_clock_locked(s);
 }
 
@@ -439,7 +439,7 @@ static void held_release_locked(struct aio_fdw *w)
 	struct aio_req *h, *go = NULL, **tail = &go;
 
 	while ((h = w->held) && h->remaining == 0 && !w->cancelling &&
-	       !aio__fdw_meets_locked(w, h->cb, h)) {
+	       !aio__fdw_meets_locked(w, req_cb(h), h)) {
 		w->held = h->next;
 		h->next = NULL;
 		h->flags &= ~RF_HELD;
@@ -531,7 +531,7 @@ void aio__leader_end_locked(struct aio_req *r, long res)
 	free(r->u.iov);
 	r->u.iov = NULL;
 	for (m = r; m; m = next) {
-		long n = (long)cb_len(m->cb);
+		long n = (long)cb_len(req_cb(m));
 		int ret;
 
 		next = m == r ? r->next : m->next;
@@ -565,7 +565,7 @@ void aio__leader_end_locked(struct aio_req *r, long res)
 /* r's op ended with res: continue a stream write, else finish r. */
 void aio__req_end_locked(struct aio_req *r, long res)
 {
-	struct aiocb *cb = r->cb;
+	struct aiocb *cb = req_cb(r);
 	struct cbpriv *pv = priv(cb);
 
 	if (r->flags & RF_LEADER) {

@@ -43,10 +43,11 @@ void aio__cb_mark_live(struct aiocb *cb, struct aio_lio *g)
 	atomic_store_explicit(&pv->state, tag(cb, ST_LIVE), memory_order_release);
 }
 
-static void lio_add_locked(struct aio_req *r, struct aio_lio *g)
+/* A request of list g (priv(cb)->lio, set as the aiocb went live) counts
+ * in it until its release. */
+static void lio_add_locked(struct aio_lio *g)
 {
 	if (g) {
-		r->lio = g;
 		g->pending++;
 		g->refs++;
 	}
@@ -169,7 +170,7 @@ static int submit_serial(struct aiocb *cb, int kind, int fd, int fl,
 		aio__unlock();
 		return ret < 0 ? aio__lone_thread(cb, kind, g, ret) : -EAGAIN;
 	}
-	r->cb = cb;
+	r->op.data = cb;		/* req_cb(r) */
 	r->kind = (uint8_t)kind;
 	r->prio = serial_prio(cb);
 	r->flags = RF_SERIAL | (reg ? RF_AT_OFFSET : 0);
@@ -188,7 +189,7 @@ static int submit_serial(struct aiocb *cb, int kind, int fd, int fl,
 	}
 	priv(cb)->req = r;
 	aio__pin_stream_locked(r, fd, fl);
-	lio_add_locked(r, g);
+	lio_add_locked(g);
 	if (s->busy || s->head) {
 		aio__serial_queue_locked(s, r);
 	} else {
@@ -227,14 +228,14 @@ static int submit_parallel(struct aiocb *cb, int kind, int fd, bool direct,
 		aio__unlock();
 		return -EAGAIN;
 	}
-	r->cb = cb;
+	r->op.data = cb;		/* req_cb(r) */
 	r->kind = (uint8_t)kind;
 	r->prio = (int8_t)(kind <= K_WRITE ? cb->aio_reqprio : 0);
 	r->owner = w;
-	r->seq = ++w->seq;
+	r->u.seq = ++w->seq;
 	r->epoch = sync ? ++w->epoch : w->epoch;
 	priv(cb)->req = r;
-	lio_add_locked(r, g);
+	lio_add_locked(g);
 	if (sync) {
 		w->syncs++;
 		atomic_fetch_add_explicit(&E->psyncs, 1, memory_order_relaxed);

@@ -241,7 +241,7 @@ int aio__own_issue_locked(struct aio_req *r, int fd)
 	 * notification, its record freed), would then run malloc in the
 	 * handler, over the interrupted code's lock. Those go to the
 	 * engine, as glibc's aio_suspend only waits. */
-	if (r->lio || r->cb->aio_sigevent.sigev_notify == SIGEV_THREAD)
+	if (priv(req_cb(r))->lio || req_cb(r)->aio_sigevent.sigev_notify == SIGEV_THREAD)
 		return -EAGAIN;
 	/* The thread's record is made here, not in aio_suspend, which must
 	 * not allocate (it is async-signal-safe). */
@@ -303,7 +303,7 @@ static bool list_is_own_locked(struct aio_thread *t, const struct aiocb *const l
 		if (cb_state(cb) != ST_LIVE)
 			return false;
 		r = priv(cb)->req;
-		if (!r || r->cb != cb || !(r->flags & RF_DIRECT) || r->u.thr != t)
+		if (!r || req_cb(r) != cb || !(r->flags & RF_DIRECT) || r->u.thr != t)
 			return false;
 	}
 	return true;

@@ -177,7 +177,7 @@ struct aio_req {
 	uaio_op op;
 	struct aio_req *next;		/* FIFO, barrier list or free list */
 	void *owner;			/* struct aio_serial * or struct aio_fdw * */
-	union {				/* one or the other: a request waits or is out */
+	union {				/* a file's request waits (held, barrier) or is out */
 		uint32_t seq;		/* held or a barrier: its call order on the
 					 * descriptor (aio_fdw.seq), set when made */
 		struct aio_thread *thr;	/* RF_DIRECT: issued by that thread */

@@ -173,15 +173,16 @@ int main(int argc, char **argv)
 			  !strcmp(sm, "work") ? SMALL_WORK : SMALL_AUTO;
 	}
 	{
-		/* A worker per CPU it may run on, at least 2: small files'
-		 * batches find fewer threads asleep to wake (20 000 small
-		 * files: 0.238 s with 2 workers, 0.261 s with the loop's 4;
-		 * docs/cp.md, Measurements, says how). */
+		/* Two workers per CPU it may run on: a worker copying an
+		 * uncached file (a flow's sendfile step) sleeps on the disk,
+		 * and the second keeps the disk's queue full; cached copies
+		 * came out the same with one per CPU (docs/cp.md,
+		 * Measurements). */
 		cpu_set_t set;
 		long cpus = sched_getaffinity(0, sizeof(set), &set) == 0 ?
 			    CPU_COUNT(&set) : sysconf(_SC_NPROCESSORS_ONLN);
 		struct uaio_loop_params lp = {
-			.workers = cpus < 2 ? 2 : cpus > 64 ? 64 : (unsigned)cpus,
+			.workers = cpus < 1 ? 2 : cpus > 32 ? 64 : 2 * (unsigned)cpus,
 		};
 
 		r.l = uaio_loop_new(&lp);

@@ -86,7 +86,9 @@ static void ep_watch_stop(uaio_loop *l, uaio_watch *w)
 	uaio__unlock(l, lk);
 }
 
-static int ep_close(uaio_loop *l, uaio_op *op)
+/* Also a close held for the pool's file ops on its descriptor, once
+ * they have ended (epoll_fdq.c, late_end). */
+int uaio__ep_close(uaio_loop *l, uaio_op *op)
 {
 	struct uaio_fdent *e;
 	int fd = op->fd;
@@ -110,11 +112,6 @@ static int ep_close(uaio_loop *l, uaio_op *op)
 	}
 	uaio__complete(l, op, close(fd) < 0 ? -errno : 0);
 	return 0;
-}
-
-void uaio__ep_close_resume(uaio_loop *l, uaio_op *op)
-{
-	ep_close(l, op);
 }
 
 static int ep_cancel(uaio_loop *l, uaio_op *op, uaio_op *t)
@@ -183,7 +180,7 @@ static int ep_self(uaio_loop *l, uaio_op *op)
 	case OP_CANCEL_FD:
 		return ep_cancel_fd(l, op);
 	case OP_CLOSE:
-		return ep_close(l, op);
+		return uaio__ep_close(l, op);
 	case OP_CONNECT: {
 		int fl = fcntl(op->fd, F_GETFL);
 		if (fl < 0) {

@@ -58,7 +58,7 @@ int uaio__ep_pos_worker(uaio_loop *l, uaio_op *op);
 void uaio__ep_pos_next(uaio_loop *l, uaio_op *done);
 bool uaio__ep_pos_cancel(uaio_loop *l, uaio_op *op);
 int uaio__ep_work(uaio_loop *l, uaio_op *op, bool counted);
-/* epoll.c: a close held for the pool's file ops, which have ended */
-void uaio__ep_close_resume(uaio_loop *l, uaio_op *op);
+/* epoll.c */
+int uaio__ep_close(uaio_loop *l, uaio_op *op);
 
 #endif

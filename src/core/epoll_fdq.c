@@ -338,7 +338,7 @@ static void late_end(uaio_loop *l, uaio_op *done)
 	for (c = uaio__late_end(l, done, &tail); c; c = next) {
 		next = c->next;
 		c->next = NULL;
-		uaio__ep_close_resume(l, c);
+		uaio__ep_close(l, c);
 	}
 }
 

@@ -102,6 +102,27 @@ void aio__hint_learn(struct aio_hint *h, int kind, long res)
 
 /* ------------------------------------------------------ records */
 
+/* A zeroed record of size bytes (a stream's, a file's): a kept one, or a
+ * new one (NULL). */
+void *aio__spare_get(struct aio_spares *sp, size_t size)
+{
+	if (!sp->n)
+		return calloc(1, size);
+	return memset(sp->rec[--sp->n], 0, size);
+}
+
+void aio__spare_put(struct aio_spares *sp, void *rec)
+{
+	if (sp->n < SPARE_RECORDS) {
+		sp->rec[sp->n++] = rec;
+	} else if (E->own_reaping) {	/* no free(): the engine's */
+		*(void **)rec = E->spare_over;
+		E->spare_over = rec;
+	} else {
+		free(rec);
+	}
+}
+
 struct aio_req *aio__req_alloc_locked(void)
 {
 	struct aio_req *r;

@@ -33,7 +33,8 @@
  * suspend.c (aio_suspend and its waits), engine.c (records, hints, pins, the engine thread, fork),
  * lock.c (the engine lock; signals held on the caller's thread),
  * thread.c (a submitting thread's own ring, its exit),
- * queue.c (stream FIFOs, fsync barriers, issue and end), submit.c
+ * queue.c (stream FIFOs, issue and end), fdw.c (a regular file's order:
+ * overlaps, fsync barriers, held writes), submit.c
  * (aio_read / aio_write / aio_fsync), attempt.c (the inline try), lio.c,
  * cancel.c.
  */
@@ -338,7 +339,7 @@ struct aio_orphan {
 
 struct aio_lone;
 
-/* Freed records of one size, kept for reuse (queue.c, aio__spare_get). */
+/* Freed records of one size, kept for reuse (engine.c, aio__spare_get). */
 struct aio_spares {
 	void *rec[SPARE_RECORDS];
 	unsigned n;
@@ -374,13 +375,13 @@ struct aio_engine {
 	atomic_uint psyncs;		/* fsyncs in flight on them (fdw) */
 	atomic_uint plive;		/* reads and writes on them (fdw.live) */
 	/* Records whose issue failed at once, ended by the outermost
-	 * drain (queue.c: a chain of them would nest one end per record) */
+	 * drain (fdw.c: a chain of them would nest one end per record) */
 	struct aio_req *failq, *failq_tail;
 	bool draining;
 	/* A thread reaps its own ring (thread.c), maybe in a signal
 	 * handler's aio_suspend, which must not allocate or free: what
 	 * those ends release (requests that waited for them, records past
-	 * the spares) waits here for the engine (queue.c) */
+	 * the spares) waits here for the engine (fdw.c) */
 	bool own_reaping;
 	struct aio_req *deferq, *deferq_tail;
 	void *spare_over;		/* linked through their first word */
@@ -565,6 +566,8 @@ struct aio_hint *aio__hint_get(int fd);
 int aio__hint_flags(int fd, struct aio_hint *h, bool fresh);
 bool aio__hint_try(struct aio_hint *h, int kind);
 void aio__hint_learn(struct aio_hint *h, int kind, long res);
+void *aio__spare_get(struct aio_spares *sp, size_t size);
+void aio__spare_put(struct aio_spares *sp, void *rec);
 struct aio_req *aio__req_alloc_locked(void);
 void aio__req_free_locked(struct aio_req *r);
 void aio__lio_ctx_release(struct lio_ctx *pc);
@@ -591,21 +594,24 @@ bool aio__own_wait(const struct aiocb *const list[], int nent,
 struct aio_serial *aio__serial_get_locked(int fd, const struct stat *st, bool create);
 void aio__serial_maybe_free_locked(struct aio_serial *s);
 void aio__serial_queue_locked(struct aio_serial *s, struct aio_req *r);
+int aio__req_issue_locked(struct aio_req *r);
+void aio__serial_started(struct aio_req *r);
+void aio__req_release_locked(struct aio_req *r, long res);
+void aio__req_end_locked(struct aio_req *r, long res);
+void aio__leader_end_locked(struct aio_req *r, long res);
+void aio__req_cb(uaio_op *op, int res, void *data);
+
+/* fdw.c */
 struct aio_fdw *aio__fdw_get_locked(int fd, bool create);
 void aio__fdw_maybe_free_locked(struct aio_fdw *w);
 void aio__fdw_live_add_locked(struct aio_fdw *w, struct aio_req *r);
 bool aio__fdw_meets_locked(const struct aio_fdw *w, const struct aiocb *cb,
 			   const struct aio_req *h);
-int aio__req_issue_locked(struct aio_req *r);
-/* The engine thread: issues what a thread's own reaping left it and
- * frees the records it kept (queue.c). */
-void aio__deferred_locked(void);
-void aio__serial_started(struct aio_req *r);
-void aio__req_release_locked(struct aio_req *r, long res);
-void aio__req_end_locked(struct aio_req *r, long res);
+/* r, a regular file's request, ended with res: what waited for it goes */
 void aio__req_finish_parallel_locked(struct aio_req *r, long res);
-void aio__leader_end_locked(struct aio_req *r, long res);
-void aio__req_cb(uaio_op *op, int res, void *data);
+/* The engine thread: issues what a thread's own reaping left it and
+ * frees the records it kept. */
+void aio__deferred_locked(void);
 
 /* attempt.c */
 long aio__attempt(int fd, int kind, struct aiocb *cb, int64_t off, int rwf);

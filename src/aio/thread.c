@@ -43,7 +43,7 @@ static void own_reap_locked(struct aio_thread *t, int by)
 	bool was = E->own_reaping;
 
 	/* Its own thread may be in a handler's aio_suspend: what the ends
-	 * release goes to the engine (queue.c, issue_released_locked) */
+	 * release goes to the engine (fdw.c, issue_released_locked) */
 	E->own_reaping = by == 0;
 	io_uring_for_each_cqe(&t->ring, head, cqe) {
 		struct aio_req *r = io_uring_cqe_get_data(cqe);

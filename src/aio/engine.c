@@ -255,12 +255,14 @@ static void orphans_adopt(void)
 	if (o)
 		E->orphans = o;
 	UAIO_SLAB_FOREACH(&E->reqs, r) {
-		if (r->state == RS_FREE || !req_cb(r) || cb_state(req_cb(r)) != ST_LIVE)
+		struct aiocb *cb = r->state == RS_FREE ? NULL : req_cb(r);
+
+		if (!cb || cb_state(cb) != ST_LIVE)
 			continue;
-		atomic_store(&priv(req_cb(r))->state, tag(req_cb(r), ST_ORPHAN));
+		atomic_store(&priv(cb)->state, tag(cb, ST_ORPHAN));
 		if (o && E->norphans < n)
 			o[E->norphans++] = (struct aio_orphan){
-				req_cb(r), req_cb(r)->aio_fildes, r->state == RS_QUEUED };
+				cb, cb->aio_fildes, r->state == RS_QUEUED };
 	}
 }
 

@@ -4,8 +4,11 @@
  * entries (bad descriptor, bad opcode, LIO_NOP, NULL), per-entry status,
  * EIO, EINVAL for a bad mode or list, EAGAIN beyond AIO_MAX, EINTR when
  * a signal interrupts LIO_WAIT (a restart under SA_RESTART), a large
- * list of small writes, and an entry submitted anew by its handler.
+ * list of small writes, and entries submitted anew by their handler or
+ * notification.
  */
+#include <stdatomic.h>
+
 #include "aio/aio_util.h"
 
 static void wait_mixed(void)
@@ -381,6 +384,115 @@ static void rearmed_by_handler(void)
 	close(fd);
 }
 
+/* Each entry's SIGEV_THREAD notification submits its aiocb anew, alone,
+ * while the list may still run: the list's own notification (it is the
+ * list's record, read from the aiocb) still comes once, after every
+ * entry, whether the entries were batched, held behind a write they
+ * overlap, waited behind earlier writes, or a pipe's. */
+#define RESUB_N 24
+static struct aiocb resub_cb[RESUB_N];
+static char resub_buf[RESUB_N][4096];
+static int resub_pipe[2];
+static atomic_int resub_again[RESUB_N], resub_early, resub_lists;
+static sem_t resub_entries, resub_list;
+
+static void resub_entry(union sigval v)
+{
+	struct aiocb *cb = v.sival_ptr;
+
+	if (cb->aio_fildes != resub_pipe[0] && cb->aio_fildes != resub_pipe[1]) {
+		cb->aio_sigevent.sigev_notify = SIGEV_NONE;
+		atomic_store(&resub_again[cb - resub_cb], 1);
+		if (uaio_read(cb) != 0)
+			atomic_store(&resub_again[cb - resub_cb], 2);
+	}
+	sem_post(&resub_entries);
+}
+
+static void resub_list_done(union sigval v)
+{
+	(void)v;
+	for (int i = 0; i < RESUB_N; i++)
+		if (!atomic_load(&resub_again[i]) && uaio_error(&resub_cb[i]) == EINPROGRESS)
+			atomic_fetch_add(&resub_early, 1);
+	atomic_fetch_add(&resub_lists, 1);
+	sem_post(&resub_list);
+}
+
+static void entries_resubmitted(void)
+{
+	int fd = t_tmpfile(), err;
+	size_t big = 8u << 20;
+	char *w0buf = malloc(big);
+
+	CHECK(w0buf && pipe(resub_pipe) == 0);
+	CHECK(sem_init(&resub_entries, 0, 0) == 0 && sem_init(&resub_list, 0, 0) == 0);
+	memset(w0buf, 'w', big);
+	for (int round = 0; round < 6; round++) {
+		int mode = round % 2 ? LIO_WAIT : LIO_NOWAIT;
+		struct sigevent sev = { .sigev_notify = SIGEV_THREAD };
+		struct aiocb w0 = t_cb(fd, w0buf, big, 1 << 20), *list[RESUB_N];
+
+		sev.sigev_notify_function = resub_list_done;
+		atomic_store(&resub_early, 0);
+		atomic_store(&resub_lists, 0);
+		CHECK_EQ(uaio_write(&w0), 0);
+		for (int i = 0; i < RESUB_N; i++) {
+			struct aiocb *cb = &resub_cb[i];
+
+			atomic_store(&resub_again[i], 0);
+			switch (i % 6) {
+			case 0: case 1:		/* adjacent writes: one pwritev */
+				*cb = t_cb(fd, resub_buf[i], 4096, (off_t)i * 4096);
+				cb->aio_lio_opcode = LIO_WRITE;
+				break;
+			case 2:			/* over w0's bytes: held */
+				*cb = t_cb(fd, resub_buf[i], 4096, (1 << 20) + 4096);
+				cb->aio_lio_opcode = LIO_WRITE;
+				break;
+			case 3:			/* behind the writes before it */
+				*cb = t_cb(fd, resub_buf[i], 4096, (off_t)(i - 2) * 4096);
+				cb->aio_lio_opcode = LIO_READ;
+				break;
+			case 4:
+				*cb = t_cb(resub_pipe[1], resub_buf[i], 16, 0);
+				cb->aio_lio_opcode = LIO_WRITE;
+				break;
+			default:
+				*cb = t_cb(resub_pipe[0], resub_buf[i], 16, 0);
+				cb->aio_lio_opcode = LIO_READ;
+			}
+			cb->aio_sigevent.sigev_notify = SIGEV_THREAD;
+			cb->aio_sigevent.sigev_notify_function = resub_entry;
+			cb->aio_sigevent.sigev_value.sival_ptr = cb;
+			list[i] = cb;
+		}
+		CHECK_EQ(ulio_listio(mode, list, RESUB_N, mode == LIO_NOWAIT ? &sev : NULL), 0);
+		CHECK_EQ(t_wait(&w0, &err), (ssize_t)big);
+		for (int i = 0; i < RESUB_N; i++)
+			while (sem_wait(&resub_entries) < 0)
+				CHECK(errno == EINTR);
+		if (mode == LIO_NOWAIT)
+			while (sem_wait(&resub_list) < 0)
+				CHECK(errno == EINTR);
+		for (int i = 0; i < RESUB_N; i++) {
+			if (!atomic_load(&resub_again[i]))
+				continue;
+			CHECK_EQ(atomic_load(&resub_again[i]), 1);
+			CHECK_EQ(t_wait(&resub_cb[i], &err), 4096);
+			CHECK_EQ(err, 0);
+		}
+		CHECK_EQ(atomic_load(&resub_early), 0);
+		CHECK_EQ(atomic_load(&resub_lists), mode == LIO_NOWAIT ? 1 : 0);
+	}
+	sem_destroy(&resub_entries);
+	sem_destroy(&resub_list);
+	close(resub_pipe[0]);
+	close(resub_pipe[1]);
+	close(fd);
+	free(w0buf);
+}
+
 int main(void)
 {
 	t_watchdog(120);
@@ -391,6 +503,7 @@ int main(void)
 	RUN(adjacent_entries);
 	RUN(glibc_opcodes);
 	RUN(rearmed_by_handler);
+	RUN(entries_resubmitted);
 	RUN(direct_entry_error);	/* last: skips where /var/tmp has no O_DIRECT */
 	return T_EXIT_PASS;
 }

@@ -165,7 +165,7 @@ void aio__lio_ctx_release(struct lio_ctx *pc)
  */
 /* A stream request made as a blocking call on a worker (queue.c,
  * blocking_call): a write to a device that is no terminal
- * (aio_serial.wblock), a signalfd's read (the reading thread's own
+ * (aio_serial.wblock), a read of one that seeks (rblock), a signalfd's read (the reading thread's own
  * signals count: a worker has none, as glibc's helper), or a zero-length
  * one (not on a socket or a regular file), which the plain call puts to
  * the file as glibc's does. By the
@@ -177,7 +177,8 @@ bool aio__req_blocking(const struct aio_req *r)
 	const struct aio_serial *s = r->owner;
 
 	return (r->flags & RF_SERIAL) && r->kind <= K_WRITE &&
-	       ((r->kind == K_WRITE && s->wblock) || (r->kind == K_READ && s->sigfd) ||
+	       ((r->kind == K_WRITE && s->wblock) ||
+		(r->kind == K_READ && (s->sigfd || s->rblock)) ||
 		(!req_cb(r)->aio_nbytes && !s->sock && !s->regfile));
 }
 

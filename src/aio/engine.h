@@ -239,6 +239,14 @@ struct aio_serial {
 					 * a worker as glibc's helper's (/dev/kmsg
 					 * never says POLLOUT, takes every write) */
 	bool pread_ok;			/* a device pread reaches (no ESPIPE) */
+	bool after_reads;		/* an O_APPEND write waits at head for the
+					 * descriptor's reads made before it: they
+					 * could see what it appends (aio_fdw.appends) */
+	bool rblock;			/* a device that seeks, no terminal (/dev/zero,
+					 * /dev/urandom): a read is a plain pread on a
+					 * worker, as glibc's helper's. A try with
+					 * RWF_NOWAIT, and io_uring's read, end short
+					 * when the reader is due to reschedule */
 	bool known;			/* sock, tty, wblock, pread_ok, regfile,
 					 * sigfd set */
 	bool regfile;			/* regular or block: never duplicated (a
@@ -279,6 +287,9 @@ struct aio_fdw {
 	/* aio_cancel(fd, NULL) at work: an end counts, but releases none
 	 * of those waiting (each is about to be cancelled) */
 	bool cancelling;
+	/* The O_APPEND FIFO of this descriptor, whose next write waits for
+	 * the reads made before it (aio_serial.after_reads) */
+	struct aio_serial *appends;
 };
 
 /*
@@ -594,6 +605,8 @@ bool aio__own_wait(const struct aiocb *const list[], int nent,
 struct aio_serial *aio__serial_get_locked(int fd, const struct stat *st, bool create);
 void aio__serial_maybe_free_locked(struct aio_serial *s);
 void aio__serial_queue_locked(struct aio_serial *s, struct aio_req *r);
+/* The reads an O_APPEND write waited for have ended: the FIFO goes on. */
+void aio__serial_reads_done_locked(struct aio_serial *s);
 int aio__req_issue_locked(struct aio_req *r);
 void aio__serial_started(struct aio_req *r);
 void aio__req_release_locked(struct aio_req *r, long res);

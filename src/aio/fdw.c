@@ -32,7 +32,7 @@ struct aio_fdw *aio__fdw_get_locked(int fd, bool create)
 
 void aio__fdw_maybe_free_locked(struct aio_fdw *w)
 {
-	if (w->writes || w->reads || w->barriers || w->syncs || w->held)
+	if (w->writes || w->reads || w->barriers || w->syncs || w->held || w->appends)
 		return;
 	E->fdw[w->fd] = NULL;
 	aio__spare_put(&E->fdw_spare, w);
@@ -246,7 +246,12 @@ static void fdw_write_done_locked(struct aio_fdw *w, struct aio_req *wr)
 /* A read on w ended: the writes held behind it may go. */
 static void fdw_read_done_locked(struct aio_fdw *w)
 {
-	w->reads--;
+	struct aio_serial *s = w->appends;
+
+	if (--w->reads == 0 && s) {
+		w->appends = NULL;
+		aio__serial_reads_done_locked(s);
+	}
 	held_release_locked(w);
 }
 

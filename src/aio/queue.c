@@ -44,7 +44,7 @@ void aio__serial_maybe_free_locked(struct aio_serial *s)
 {
 	struct aio_serial **pp;
 
-	if (s->busy || s->head || s->ops)
+	if (s->busy || s->head || s->ops || s->after_reads)
 		return;
 	pp = serial_slot(s->fd, s->dev, s->ino);
 	*pp = s->hnext;
@@ -211,7 +211,7 @@ void aio__serial_started(struct aio_req *r)
 /* Starts the next waiting request of a serial file. */
 static void serial_advance_locked(struct aio_serial *s)
 {
-	while (!s->busy && s->head) {
+	while (!s->busy && s->head && !s->after_reads) {
 		struct aio_req *r = s->head;
 		long res;
 		int ret;
@@ -231,6 +231,12 @@ static void serial_advance_locked(struct aio_serial *s)
 		}
 	}
 	aio__serial_maybe_free_locked(s);
+}
+
+void aio__serial_reads_done_locked(struct aio_serial *s)
+{
+	s->after_reads = false;
+	serial_advance_locked(s);
 }
 
 /*

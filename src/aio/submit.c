@@ -131,6 +131,7 @@ static int submit_serial(struct aiocb *cb, int kind, int fd, int fl,
 		if (s->tty) {
 			s->wblock = !isatty(fd);
 			s->pread_ok = lseek(fd, 0, SEEK_CUR) >= 0 || errno != ESPIPE;
+			s->rblock = s->wblock && lseek(fd, 0, SEEK_CUR) >= 0;
 		}
 	}
 	if (s) {
@@ -143,7 +144,20 @@ static int submit_serial(struct aiocb *cb, int kind, int fd, int fl,
 	}
 	int vtime = s->tty && kind == K_READ && !(fl & O_NONBLOCK) ? aio__tty_vtime(fd) : -1;
 
-	if (!s->busy && !s->head && kind <= K_WRITE && !(s->sigfd && kind == K_READ)) {
+	/* An O_APPEND write made while reads of the file on this descriptor
+	 * run (they went side by side, before any append queued): glibc
+	 * would run them first, and one reading to the end of the file
+	 * would see the bytes appended. It waits for them. */
+	if (kind == K_WRITE && reg && !s->after_reads) {
+		struct aio_fdw *w = aio__fdw_get_locked(fd, false);
+
+		if (w && w->reads && (!w->appends || w->appends == s)) {
+			w->appends = s;
+			s->after_reads = true;
+		}
+	}
+	if (!s->busy && !s->head && !s->after_reads && kind <= K_WRITE &&
+	    !(kind == K_READ && (s->sigfd || s->rblock))) {
 		/* Nothing ahead of it: try now, under the lock, so that no
 		 * later request can overtake it. */
 		int64_t off = reg ? cb->aio_offset : -1;
@@ -173,7 +187,7 @@ static int submit_serial(struct aiocb *cb, int kind, int fd, int fl,
 	r->op.data = cb;		/* req_cb(r) */
 	r->kind = (uint8_t)kind;
 	r->prio = serial_prio(cb);
-	r->flags = RF_SERIAL | (reg ? RF_AT_OFFSET : 0);
+	r->flags = RF_SERIAL | (reg || (kind == K_READ && s->rblock) ? RF_AT_OFFSET : 0);
 	r->owner = s;
 	if (S_ISSOCK(st->st_mode) && kind <= K_WRITE && !(fl & O_NONBLOCK)) {
 		struct timeval tv = { 0 };
@@ -190,7 +204,7 @@ static int submit_serial(struct aiocb *cb, int kind, int fd, int fl,
 	priv(cb)->req = r;
 	aio__pin_stream_locked(r, fd, fl);
 	lio_add_locked(g);
-	if (s->busy || s->head) {
+	if (s->busy || s->head || s->after_reads) {
 		aio__serial_queue_locked(s, r);
 	} else {
 		s->busy = r;
@@ -452,6 +466,9 @@ int aio__submit_rw(struct aiocb *cb, int kind, struct lio_ctx *pc,
 		}
 		if (!aio__positional_file(fd, &st) || aio__nonblock_device(fd, &st, h))
 			goto serial;
+		/* A device's read: as glibc's, one whole pread (rblock) */
+		if (kind == K_READ && S_ISCHR(st.st_mode))
+			goto serial;
 		/* O_APPEND writes to it queued: a read waits behind them */
 		if (kind == K_READ && serial_has(fd, &st))
 			goto serial;
@@ -487,6 +504,15 @@ int aio__submit_rw(struct aiocb *cb, int kind, struct lio_ctx *pc,
 		if (aio__attempt_final(cb, kind, res, false, false)) {
 			aio__complete(cb, res + (res >= 0 ? (long)priv(cb)->done : 0));
 			return 0;
+		}
+		/* A read short of the page cache, or of a device (rblock) */
+		if (kind == K_READ && res > 0 && !positional) {
+			if (fstat(fd, &st) < 0) {
+				aio__complete(cb, -errno);
+				return 0;
+			}
+			if (S_ISCHR(st.st_mode))
+				goto serial;
 		}
 	}
 	ret = submit_parallel(cb, kind, fd,

@@ -7,7 +7,8 @@
  * behind the requests before it on a stream; the descriptors a stream's
  * requests hold (one for them all; none left in a fork's child); the
  * process's record locks, which a duplicate's close would drop; a
- * signalfd, read by a thread that is not the caller's.
+ * signalfd, read by a thread that is not the caller's; a device that
+ * seeks (/dev/zero), read whole.
  */
 #define _GNU_SOURCE
 #include "aio/aio_util.h"
@@ -17,6 +18,8 @@
 #include <sys/inotify.h>
 #include <sys/resource.h>
 #include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
 #include <sys/signalfd.h>
 #include <sys/wait.h>
 
@@ -414,6 +417,68 @@ static void signalfd_nonblock(void)
 	CHECK(pthread_sigmask(SIG_SETMASK, &old, NULL) == 0);
 }
 
+/* A device that seeks reads whole, as glibc's pread: /dev/zero's read
+ * stops early when the reader is due to reschedule if it was asked not
+ * to wait (RWF_NOWAIT, io_uring's first try), which gave short counts;
+ * /dev/urandom's likewise. A spinning thread on the same CPU makes the
+ * reader due often. One at a time and a list of them. */
+static atomic_int spin_stop;
+
+static void *spin(void *arg)
+{
+	(void)arg;
+	while (!atomic_load_explicit(&spin_stop, memory_order_relaxed))
+		;
+	return NULL;
+}
+
+static void device_reads_whole(void)
+{
+	static const char *const devs[] = { "/dev/zero", "/dev/urandom" };
+	size_t n = 4u << 20;
+	char *buf = malloc(4 * n);
+	cpu_set_t one, all;
+	pthread_t t;
+	int err;
+
+	CHECK(buf != NULL);
+	CHECK(sched_getaffinity(0, sizeof(all), &all) == 0);
+	CPU_ZERO(&one);
+	CPU_SET(sched_getcpu(), &one);
+	CHECK(sched_setaffinity(0, sizeof(one), &one) == 0);
+	atomic_store(&spin_stop, 0);
+	CHECK(pthread_create(&t, NULL, spin, NULL) == 0);
+	for (unsigned d = 0; d < 2; d++) {
+		int fd = open(devs[d], O_RDONLY | O_CLOEXEC);
+
+		CHECK(fd >= 0);
+		for (int i = 0; i < 16; i++) {
+			struct aiocb cb = t_cb(fd, buf, n, 0);
+
+			CHECK_EQ(uaio_read(&cb), 0);
+			CHECK_EQ(t_wait(&cb, &err), (ssize_t)n);
+			CHECK_EQ(err, 0);
+		}
+		for (int i = 0; i < 12; i++) {
+			struct aiocb cbs[4], *list[4];
+
+			for (int k = 0; k < 4; k++) {
+				cbs[k] = t_cb(fd, buf + (size_t)k * n, n, (off_t)k * (off_t)n);
+				cbs[k].aio_lio_opcode = LIO_READ;
+				list[k] = &cbs[k];
+			}
+			CHECK_EQ(ulio_listio(LIO_WAIT, list, 4, NULL), 0);
+			for (int k = 0; k < 4; k++)
+				CHECK_EQ(uaio_return(&cbs[k]), (ssize_t)n);
+		}
+		close(fd);
+	}
+	atomic_store(&spin_stop, 1);
+	CHECK(pthread_join(t, NULL) == 0);
+	CHECK(sched_setaffinity(0, sizeof(all), &all) == 0);
+	free(buf);
+}
+
 int main(void)
 {
 	t_watchdog(90);
@@ -427,6 +492,7 @@ int main(void)
 	RUN(queued_share_a_pin);
 	RUN(zero_length_keeps_locks);
 	RUN(nonblock_device_read);
+	RUN(device_reads_whole);
 	RUN(zero_length_procfs_thread);
 	return T_EXIT_PASS;
 }

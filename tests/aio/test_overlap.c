@@ -6,7 +6,8 @@
  * before it and none made after it (also one past the file's end it
  * stops at), a write from a buffer waits for the read that fills it;
  * also behind an fsync and inside a list. Requests that share no byte
- * still run side by side (not asserted: timing).
+ * still run side by side (not asserted: timing). An O_APPEND write waits
+ * for the reads before it.
  */
 #include "aio/aio_util.h"
 
@@ -325,6 +326,48 @@ static void cancel_in_call_order(void)
 	free(big);
 }
 
+/* A read to the end of an O_APPEND file, then an append on the same
+ * descriptor, in one list and as two calls: glibc runs the read first,
+ * which sees none of the appended bytes. The read went side by side
+ * (a list's entries are issued at its end), the append on the file's
+ * FIFO, and the append could land first. */
+static void append_after_read(void)
+{
+	size_t have = 198463, rn = 751250, an = 291929;
+	char *init = malloc(have), *rb = malloc(rn), *ab = malloc(an);
+	char path[] = "/dev/shm/uaio-appendXXXXXX";
+	int fd = mkstemp(path), err;
+
+	CHECK(fd >= 0 && init && rb && ab);
+	CHECK(unlink(path) == 0);
+	CHECK(fcntl(fd, F_SETFL, O_APPEND) == 0);
+	memset(init, 'i', have);
+	memset(ab, 'a', an);
+	for (int round = 0; round < 40; round++) {
+		struct aiocb r = t_cb(fd, rb, rn, (off_t)have), w = t_cb(fd, ab, an, 0);
+		struct aiocb *list[2] = { &r, &w };
+
+		CHECK(ftruncate(fd, 0) == 0);
+		CHECK(pwrite(fd, init, have, 0) == (ssize_t)have);
+		if (round % 2) {
+			r.aio_lio_opcode = LIO_READ;
+			w.aio_lio_opcode = LIO_WRITE;
+			CHECK_EQ(ulio_listio(LIO_NOWAIT, list, 2, NULL), 0);
+		} else {
+			CHECK_EQ(uaio_read(&r), 0);
+			CHECK_EQ(uaio_write(&w), 0);
+		}
+		CHECK_EQ(t_wait(&r, &err), 0);
+		CHECK_EQ(err, 0);
+		CHECK_EQ(t_wait(&w, &err), (ssize_t)an);
+		CHECK_EQ(lseek(fd, 0, SEEK_END), (off_t)(have + an));
+	}
+	close(fd);
+	free(init);
+	free(rb);
+	free(ab);
+}
+
 int main(void)
 {
 	t_watchdog(120);
@@ -336,5 +379,6 @@ int main(void)
 	RUN(copy_through_buffer);
 	RUN(chain_of_failures);
 	RUN(cancel_in_call_order);
+	RUN(append_after_read);
 	return T_EXIT_PASS;
 }

@@ -165,8 +165,9 @@ void aio__lio_ctx_release(struct lio_ctx *pc)
  */
 /* A stream request made as a blocking call on a worker (queue.c,
  * blocking_call): a write to a device that is no terminal
- * (aio_serial.wblock), a read of one that seeks (rblock), a signalfd's read (the reading thread's own
- * signals count: a worker has none, as glibc's helper), or a zero-length
+ * (aio_serial.wblock), a read of one that seeks (rblock), a signalfd's
+ * read (the reading thread's own signals count: a worker has none, as
+ * glibc's helper), or a zero-length
  * one (not on a socket or a regular file), which the plain call puts to
  * the file as glibc's does. By the
  * descriptor number, as glibc's helper makes it: no pin (a registered

@@ -127,6 +127,20 @@ static inline ssize_t t_wait(struct aiocb *cb, int *err)
 	return uaio_return(cb);
 }
 
+/* Submits a, then b, by their aio_lio_opcode (LIO_READ or LIO_WRITE):
+ * as one lio_listio of mode, or as two calls. */
+static inline void t_submit_two(struct aiocb *a, struct aiocb *b, int mode, int as_list)
+{
+	struct aiocb *l[2] = { a, b };
+
+	if (as_list) {
+		CHECK(ulio_listio(mode, l, 2, NULL) == 0);
+		return;
+	}
+	CHECK((a->aio_lio_opcode == LIO_READ ? uaio_read(a) : uaio_write(a)) == 0);
+	CHECK((b->aio_lio_opcode == LIO_READ ? uaio_read(b) : uaio_write(b)) == 0);
+}
+
 /* SIGEV_THREAD notifications counted on a semaphore. */
 static inline sem_t *t_notes(void)
 {

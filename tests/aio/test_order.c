@@ -432,18 +432,12 @@ static void read_after_write(void)
 
 	for (int round = 0; round < 20; round++) {
 		struct aiocb w = t_cb(fd, (void *)"NEW!", 4, 0), r = t_cb(fd, rb, 8, 0);
-		struct aiocb *l[2] = { &w, &r };
 
 		CHECK(pwrite(fd, "old-data", 8, 0) == 8);
 		memset(rb, 0, sizeof(rb));
-		if (round % 2) {
-			w.aio_lio_opcode = LIO_WRITE;
-			r.aio_lio_opcode = LIO_READ;
-			CHECK_EQ(ulio_listio(LIO_WAIT, l, 2, NULL), 0);
-		} else {
-			CHECK_EQ(uaio_write(&w), 0);
-			CHECK_EQ(uaio_read(&r), 0);
-		}
+		w.aio_lio_opcode = LIO_WRITE;
+		r.aio_lio_opcode = LIO_READ;
+		t_submit_two(&w, &r, LIO_WAIT, round % 2);
 		CHECK_EQ(t_wait(&w, &err), 4);
 		CHECK_EQ(t_wait(&r, &err), 8);
 		CHECK(!memcmp(rb, "NEW!data", 8));

@@ -345,18 +345,12 @@ static void append_after_read(void)
 	memset(ab, 'a', an);
 	for (int round = 0; round < 40; round++) {
 		struct aiocb r = t_cb(fd, rb, rn, (off_t)have), w = t_cb(fd, ab, an, 0);
-		struct aiocb *list[2] = { &r, &w };
 
 		CHECK(ftruncate(fd, 0) == 0);
 		CHECK(pwrite(fd, init, have, 0) == (ssize_t)have);
-		if (round % 2) {
-			r.aio_lio_opcode = LIO_READ;
-			w.aio_lio_opcode = LIO_WRITE;
-			CHECK_EQ(ulio_listio(LIO_NOWAIT, list, 2, NULL), 0);
-		} else {
-			CHECK_EQ(uaio_read(&r), 0);
-			CHECK_EQ(uaio_write(&w), 0);
-		}
+		r.aio_lio_opcode = LIO_READ;
+		w.aio_lio_opcode = LIO_WRITE;
+		t_submit_two(&r, &w, LIO_NOWAIT, round % 2);
 		CHECK_EQ(t_wait(&r, &err), 0);
 		CHECK_EQ(err, 0);
 		CHECK_EQ(t_wait(&w, &err), (ssize_t)an);

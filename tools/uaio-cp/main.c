@@ -174,7 +174,7 @@ int main(int argc, char **argv)
 	}
 	{
 		/* Two workers per CPU it may run on: a worker copying an
-		 * uncached file (a flow's sendfile step) sleeps on the disk,
+		 * uncached file (a flow's splice step) sleeps on the disk,
 		 * and the second keeps the disk's queue full; cached copies
 		 * came out the same with one per CPU (docs/cp.md,
 		 * Measurements). */

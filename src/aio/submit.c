@@ -495,6 +495,7 @@ int aio__submit_rw(struct aiocb *cb, int kind, struct lio_ctx *pc,
 			}
 			if (!aio__positional_file(fd, &st) || aio__nonblock_device(fd, &st, h))
 				goto serial;
+			positional = true;
 		}
 		if (res > 0) {
 			*budget -= (size_t)res < *budget ? (size_t)res : *budget;
@@ -505,9 +506,12 @@ int aio__submit_rw(struct aiocb *cb, int kind, struct lio_ctx *pc,
 			aio__complete(cb, res + (res >= 0 ? (long)priv(cb)->done : 0));
 			return 0;
 		}
-		/* A read short of the page cache, or of a device (rblock) */
-		if (kind == K_READ && res > 0 && !positional) {
-			if (fstat(fd, &st) < 0) {
+		/* Not done inline: a device's read goes as glibc's, one whole
+		 * pread (rblock). Tried with RWF_NOWAIT, /dev/zero's ends short,
+		 * or refuses (EAGAIN), when the reader is due to reschedule,
+		 * and io_uring's read would do the same. */
+		if (kind == K_READ) {
+			if (!positional && fstat(fd, &st) < 0) {
 				aio__complete(cb, -errno);
 				return 0;
 			}

@@ -129,9 +129,11 @@ static int submit_serial(struct aiocb *cb, int kind, int fd, int fl,
 		s->regfile = S_ISREG(st->st_mode) || S_ISBLK(st->st_mode);
 		s->sigfd = aio__signalfd(fd, st);
 		if (s->tty) {
+			bool seeks = lseek(fd, 0, SEEK_CUR) >= 0;
+
+			s->pread_ok = seeks || errno != ESPIPE;
 			s->wblock = !isatty(fd);
-			s->pread_ok = lseek(fd, 0, SEEK_CUR) >= 0 || errno != ESPIPE;
-			s->rblock = s->wblock && lseek(fd, 0, SEEK_CUR) >= 0;
+			s->rblock = s->wblock && seeks;
 		}
 	}
 	if (s) {

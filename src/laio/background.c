@@ -223,10 +223,29 @@ int laio__submit_rw_bg(struct laio_call *r)
 /* The result of a call that ended with res, after r->done bytes moved
  * by its earlier parts: those bytes, as a plain call interrupted after a
  * partial transfer returns them. */
+/* A plain send blocked on a socket whose peer closes with data unread
+ * wakes to the error that close leaves (ECONNRESET on AF_UNIX) and takes
+ * it; a retry after the close meets the peer's shutdown first (EPIPE) and
+ * would leave the error pending. The call in the background is that
+ * blocked one: it takes the error too. */
+static long sock_error_first(const struct laio_call *r, long res)
+{
+	int e = 0, err = errno;
+	socklen_t n = sizeof(e);
+
+	if (res != -EPIPE || !(r->ftype & CF_PIPELIKE))
+		return res;
+	if (getsockopt(laio__call_fd(r), SOL_SOCKET, SO_ERROR, &e, &n) < 0 || !e)
+		e = EPIPE;	/* a pipe, or no error pending */
+	errno = err;
+	return -e;
+}
+
 static long with_done(const struct laio_call *r, long res)
 {
 	if (res >= 0)
 		return res + (long)r->done;
+	res = sock_error_first(r, res);
 	return r->done ? (long)r->done : res;
 }
 

@@ -85,15 +85,40 @@ static long open_call(long nr, long *a)
 	return laio__try_ring(nr, a, laio__s_openat);
 }
 
+/* openat2's answer for how alone: -EFAULT, -EINVAL, or 0 (then the
+ * empty name's ENOENT). */
+static long how_refused(const struct open_how *how)
+{
+	int err = errno;
+	long r = syscall(SYS_openat2, -1, "", how, sizeof(*how));
+
+	if (r >= 0) {		/* a kernel that opened "": not the question */
+		close((int)r);
+		r = 0;
+	} else {
+		r = errno == EFAULT || errno == EINVAL ? -errno : 0;
+	}
+	errno = err;
+	return r;
+}
+
 static long openat2_call(long nr, long *a)
 {
 	struct open_how *how = (struct open_how *)a[2];
+
+	long e;
 
 	/* No how: the kernel refuses before any lookup (EINVAL or EFAULT). */
 	if (!how)
 		return laio__ret_inline(uaio__sysret(syscall(nr, a[0], a[1], a[2], a[3])));
 	if ((size_t)a[3] != sizeof(struct open_how))
 		goto pool;
+	/* how is read here: the kernel copies it, and checks its flags,
+	 * before it reads the name, so a call with an empty one tells,
+	 * without faulting, what the plain call would answer for an address
+	 * it cannot read (EFAULT) or flags it refuses (EINVAL). */
+	if ((e = how_refused(how)) < 0)
+		return laio__ret_inline(e);
 	if (!(how->flags & (O_CREAT | O_TRUNC | O_TMPFILE))) {
 		bool wait = false;
 		long fd = open_cached((int)a[0], (const char *)a[1], how, &wait);

@@ -228,6 +228,18 @@ static void writes(void)
 	CHECK(a.ret == -1 && a.err == EBADF && !a.bg);
 	a = ANY(laio_syscall(SYS_openat2, AT_FDCWD, p2, NULL, 24));
 	CHECK(a.ret == -1 && a.err == EFAULT && !a.bg);
+	/* an open_how it cannot read, or flags it refuses: the kernel's
+	 * answer, not a fault in the caller */
+	void *gone = mmap(NULL, 4096, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	CHECK(gone != MAP_FAILED);
+	a = ANY(laio_syscall(SYS_openat2, AT_FDCWD, p2, gone, sizeof(struct open_how)));
+	CHECK(a.ret == -1 && a.err == EFAULT && !a.bg);
+	a = ANY(laio_syscall(SYS_openat2, AT_FDCWD, p2, (void *)1, sizeof(struct open_how)));
+	CHECK(a.ret == -1 && a.err == EFAULT && !a.bg);
+	munmap(gone, 4096);
+	struct open_how bad = { .flags = O_RDONLY, .resolve = 1ull << 40 };
+	a = ANY(laio_syscall(SYS_openat2, AT_FDCWD, p2, &bad, sizeof(bad)));
+	CHECK(a.ret == -1 && a.err == EINVAL && !a.bg);
 	CHECK(unlink(p2) == 0);
 }
 

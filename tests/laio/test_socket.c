@@ -92,6 +92,37 @@ static void big_send(void)
 	free(r);
 }
 
+/* A send waiting for room when its AF_UNIX peer closes with data unread
+ * ends as the plain blocked call does: ECONNRESET, taken from the socket
+ * (a retry alone would meet the peer's shutdown first: EPIPE). */
+static void peer_reset(void)
+{
+	static char w[256 << 10];
+	struct laio_completion c;
+	int s[2], e = -1;
+	socklen_t n = sizeof(e);
+	void *h;
+
+	CHECK(socketpair(AF_UNIX, SOCK_STREAM, 0, s) == 0);
+	CHECK(fcntl(s[1], F_SETFL, O_NONBLOCK) == 0);
+	while (write(s[1], w, 4096) > 0)
+		;
+	CHECK(fcntl(s[1], F_SETFL, 0) == 0);
+	h = BG(laio_syscall(SYS_sendto, s[1], w, sizeof(w), 0, NULL, 0));
+	close(s[0]);
+	c = wait_one(h);
+	CHECK_EQ(c.laio_return_value, -1);
+	CHECK_EQ(c.laio_errno, ECONNRESET);
+	CHECK(getsockopt(s[1], SOL_SOCKET, SO_ERROR, &e, &n) == 0);
+	CHECK_EQ(e, 0);
+	/* a send made after the close is answered inline, as the plain one:
+	 * EPIPE (no error pending any more) */
+	errno = 0;
+	CHECK_EQ(laio_syscall(SYS_sendto, s[1], w, 1, MSG_NOSIGNAL, NULL, 0), -1);
+	CHECK_EQ(errno, EPIPE);
+	close(s[1]);
+}
+
 static void udp_addr(void)
 {
 	int a = socket(AF_INET, SOCK_DGRAM, 0), b = socket(AF_INET, SOCK_DGRAM, 0);
@@ -352,6 +383,7 @@ static void all(void)
 	if (getenv("ONLY_TCP")) { RUN(tcp_accept_connect); return; }
 	RUN(stream_pair);
 	RUN(big_send);
+	RUN(peer_reset);
 	RUN(udp_addr);
 	RUN(tcp_accept_connect);
 	RUN(waitall);

@@ -86,7 +86,7 @@ static int make_file(struct conn *c, int fd, const struct stat *st,
  * /proc/self/fd link, which reaches that same inode whatever the name
  * leads to now (reopen_now). fstat of an open descriptor reads the
  * in-memory inode: it does not wait for the disk, and laio would send it
- * to a helper thread every time. Without /proc (cfg->reopen false) the
+ * to a helper thread every time. Without /proc (cfg->fd_dir -1) the
  * name was opened O_RDONLY | O_NONBLOCK, and a regular file loses
  * O_NONBLOCK (io_uring would refuse to wait for its pages otherwise).
  * Returns the descriptor of a regular file or a directory, or -errno
@@ -105,7 +105,7 @@ static long path_check(const struct httpd_config *cfg, long fd, struct stat *st)
 		close((int)fd);
 		return -EACCES;		/* fifos, devices, sockets: never served */
 	}
-	if (!cfg->reopen && S_ISREG(st->st_mode))
+	if (cfg->fd_dir < 0 && S_ISREG(st->st_mode))
 		fcntl((int)fd, F_SETFL, O_RDONLY);
 	return fd;
 }
@@ -116,18 +116,24 @@ static long path_check(const struct httpd_config *cfg, long fd, struct stat *st)
 #define REOPEN_FLAGS	(O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY)
 
 /* The regular file behind O_PATH descriptor pfd (closed), opened for
- * reading, O_NONBLOCK cleared after (see path_check); on the loop thread,
- * or the worker in threads mode. With fc, out of descriptors, the cache
- * sheds half and it tries again (a name needs two for a moment). */
-static long reopen_now(struct file_cache *fc, long pfd)
+ * reading through its entry in /proc/self/fd (cfg->fd_dir, opened once:
+ * walking "/proc/self/fd/N" from the root each time cost more than the
+ * file's own open), O_NONBLOCK cleared after (see path_check); on the loop
+ * thread, or the worker in threads mode. With fc, out of descriptors, the
+ * cache sheds half and it tries again (a name needs two for a moment). */
+static long reopen_now(const struct httpd_config *cfg, struct file_cache *fc, long pfd)
 {
-	char self[32];
+	char name[12], *p = name + sizeof(name);
+	unsigned long v = (unsigned long)pfd;
 	long fd;
 
-	snprintf(self, sizeof(self), "/proc/self/fd/%d", (int)pfd);
-	fd = open(self, REOPEN_FLAGS);
+	*--p = '\0';
+	do
+		*--p = (char)('0' + v % 10);
+	while ((v /= 10));
+	fd = openat(cfg->fd_dir, p, REOPEN_FLAGS);
 	if (fd < 0 && (errno == EMFILE || errno == ENFILE) && fc && files_make_room(fc))
-		fd = open(self, REOPEN_FLAGS);
+		fd = openat(cfg->fd_dir, p, REOPEN_FLAGS);
 	fd = fd < 0 ? -errno : fd;
 	close((int)pfd);
 	if (fd >= 0)
@@ -150,8 +156,8 @@ static int opened_inline(struct conn *c, long fd, struct file **out)
 	fd = path_check(cfg, fd, &r->st);
 	if (fd < 0)
 		return (int)fd;
-	if (cfg->reopen && S_ISREG(r->st.st_mode)) {
-		fd = reopen_now(c->srv->files, fd);
+	if (cfg->fd_dir >= 0 && S_ISREG(r->st.st_mode)) {
+		fd = reopen_now(cfg, c->srv->files, fd);
 		if (fd < 0)
 			return (int)fd;
 	}
@@ -166,7 +172,7 @@ static void set_how(struct conn *c, bool list)
 
 	c->resp->how = (struct open_how){
 		.flags = list ? O_RDONLY | O_DIRECTORY | O_CLOEXEC :
-			 cfg->reopen ? O_PATH | O_CLOEXEC :
+			 cfg->fd_dir >= 0 ? O_PATH | O_CLOEXEC :
 			 O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY,
 		.resolve = RESOLVE_NO_MAGICLINKS |
 			   (cfg->follow_symlinks ? 0 : RESOLVE_BENEATH),
@@ -270,8 +276,8 @@ static long work_open(void *arg)
 	if (fd >= 0)
 		fd = path_check(cfg, fd, &r->st);
 	/* the cache is the loop thread's: no shedding from here */
-	if (fd >= 0 && cfg->reopen && S_ISREG(r->st.st_mode))
-		fd = reopen_now(NULL, fd);
+	if (fd >= 0 && cfg->fd_dir >= 0 && S_ISREG(r->st.st_mode))
+		fd = reopen_now(cfg, NULL, fd);
 	return fd;
 }
 

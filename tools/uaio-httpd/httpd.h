@@ -71,9 +71,10 @@ struct httpd_config {
 	int log_fd;
 	int disk_io;
 	bool list, follow_symlinks, quiet;
-	/* /proc/self/fd works: a name is opened O_PATH, and only a regular
-	 * file is then opened for reading (files.c, file_from_path) */
-	bool reopen;
+	/* /proc/self/fd (O_PATH), or -1 without /proc: a name is opened
+	 * O_PATH, and only a regular file is then opened for reading, through
+	 * its entry here (files.c, reopen_now) */
+	int fd_dir;
 	unsigned max_conns;		/* per thread */
 	unsigned cache_entries;		/* per thread */
 	unsigned cache_valid_ms;	/* an entry is trusted this long */

@@ -408,7 +408,7 @@ int main(int argc, char **argv)
 		die_usage("extra operand '%s'", argv[optind + 1]);
 	cfg.root = argv[optind];
 	cfg.rootfd = open(cfg.root, O_PATH | O_DIRECTORY | O_CLOEXEC);
-	cfg.reopen = access("/proc/self/fd", X_OK) == 0;
+	cfg.fd_dir = open("/proc/self/fd", O_PATH | O_DIRECTORY | O_CLOEXEC);
 	if (cfg.rootfd < 0) {
 		return cannot("serve", cfg.root, 2);
 	}
@@ -590,5 +590,7 @@ out:
 	hub_free(cfg.hub);
 	mime_free((struct mime_table *)cfg.mime);
 	close(cfg.rootfd);
+	if (cfg.fd_dir >= 0)
+		close(cfg.fd_dir);
 	return failed ? 1 : 0;
 }

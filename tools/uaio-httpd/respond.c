@@ -129,6 +129,19 @@ static void add(struct resp *r, const char *fmt, ...)
 	r->head_len += n < 0 ? 0 : (size_t)n < room ? (size_t)n : room - 1;
 }
 
+/* A fixed line: the per-response ones need no vsnprintf. */
+#define add_lit(r, lit) add_bytes(r, lit, sizeof(lit) - 1)
+
+static void add_bytes(struct resp *r, const char *p, size_t n)
+{
+	size_t room = sizeof(r->head) - r->head_len;
+
+	if (n >= room)
+		n = room - 1;
+	memcpy(r->head + r->head_len, p, n);
+	r->head_len += n;
+}
+
 static void head_start(struct conn *c, int status)
 {
 	struct resp *r = c->resp;
@@ -150,10 +163,10 @@ static void head_end(struct conn *c)
 	struct resp *r = c->resp;
 
 	if (c->close_after)
-		add(r, "Connection: close\r\n");
+		add_lit(r, "Connection: close\r\n");
 	else if (c->req && c->req->minor == 0)	/* HTTP/1.0 asked to keep it */
-		add(r, "Connection: keep-alive\r\n");
-	add(r, "\r\n");
+		add_lit(r, "Connection: keep-alive\r\n");
+	add_lit(r, "\r\n");
 	r->seg[0] = (struct seg){ .mem = r->head, .len = r->head_len };
 	r->nseg = 1;
 }

@@ -40,7 +40,6 @@ enum {
 #define OX_MORE		0x1	/* multishot: more completions follow */
 #define OX_PLAIN	0x2	/* epoll: fd lacks RWF_NOWAIT: readiness, then plain I/O */
 #define OX_ORDERED	0x4	/* io_uring: its stream side's busy op */
-#define OX_CANCELLING	0x8	/* io_uring: a cancel of it is in the kernel */
 #define OX_POSBUSY	0x10	/* epoll: at a file's position, on a worker */
 #define OX_PART		0x20	/* epoll: MSG_WAITALL part done, in op->off */
 #define OX_BLOCKSOCK	0x40	/* epoll: a connect on a blocking socket */

@@ -121,6 +121,8 @@ static int reap(uaio_loop *l)
 					break;
 				}
 				ended++;
+				if (UAIO_UNLIKELY(u->cancels != NULL))
+					uring__cancels_settle(l, op);
 				if (op->xflags & OX_ORDERED)
 					uring__order_after(l, op, res);
 				if (op->xflags & OX_LATE)

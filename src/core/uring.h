@@ -33,6 +33,10 @@ struct uring_state {
 	bool wake_armed;
 	unsigned wake_tail;	/* SQ tail just past the wake read's SQE */
 	bool cancel_fd;
+	/* uaio_op_cancel()s in the kernel (linked by next); addr2 set once
+	 * their target ended here. Not a flag on the target: the target may
+	 * be another loop's, whose op this loop must not touch. */
+	uaio_op *cancels;
 	/* Registered-file slots for uaio_file_pin(), registered on first use. */
 	int *slot_free;
 	unsigned nslots, nfree;
@@ -68,6 +72,7 @@ void uring__forsake(uaio_loop *l);
 
 /* uring_submit.c */
 /* The first submitting thread enables the ring and becomes its issuer. */
+void uring__cancels_settle(uaio_loop *l, uaio_op *op);
 int uring__ring_enable(uaio_loop *l);
 int uring__ring_submit(uaio_loop *l);
 int uring__submit(uaio_loop *l, uaio_op *op);

@@ -340,11 +340,21 @@ int uring__submit(uaio_loop *l, uaio_op *op)
 	return 0;
 }
 
+/* Whether a cancel of target is in this loop's kernel already. */
+static bool cancel_in_kernel(const struct uring_state *u, const uaio_op *target)
+{
+	for (const uaio_op *c = u->cancels; c; c = c->next)
+		if (c->addr == (uintptr_t)target && !c->addr2)
+			return true;
+	return false;
+}
+
 /* The core has done what both backends share (uaio__cancel_here); run
  * again here, since a cancel handed over to the issuing thread finds its
  * target as it is by then. In the kernel: an async cancel. */
 static int uring_cancel(uaio_loop *l, uaio_op *op, uaio_op *target)
 {
+	struct uring_state *u = U(l);
 	struct io_uring_sqe *sqe;
 	int r = uaio__cancel_here(l, target);
 
@@ -352,11 +362,11 @@ static int uring_cancel(uaio_loop *l, uaio_op *op, uaio_op *target)
 		uaio__complete(l, op, uring__order_cancel(l, target));
 		return 0;
 	}
-	if (r == 1 && target->state == OS_KERNEL && (target->xflags & OX_CANCELLING)) {
+	if (r == 1 && target->state == OS_KERNEL && cancel_in_kernel(u, target)) {
 		/* The kernel would say 0 to this one too: the first has it,
 		 * as the epoll backend's first has ended it (-ENOENT). (Were
 		 * the first to find it running, -EALREADY, this one would
-		 * say -ENOENT too: the flag lives until it is resubmitted.) */
+		 * say -ENOENT too, until the target ends.) */
 		uaio__complete(l, op, -ENOENT);
 		return 0;
 	}
@@ -366,13 +376,35 @@ static int uring_cancel(uaio_loop *l, uaio_op *op, uaio_op *target)
 			return -EAGAIN;
 		io_uring_prep_cancel64(sqe, ud(target, TAG_OP), 0);
 		io_uring_sqe_set_data64(sqe, ud(op, TAG_OP));
-		target->xflags |= OX_CANCELLING;
+		op->next = u->cancels;
+		u->cancels = op;
 		op->state = OS_KERNEL;
-		U(l)->kops++;
+		u->kops++;
 		return 0;
 	}
 	uaio__complete(l, op, r == 1 ? -ENOENT : r);
 	return 0;
+}
+
+/* op's final completion, while cancels are in the kernel: a cancel
+ * leaves the list; one whose target op was stops matching it (its next
+ * submission is another request). */
+void uring__cancels_settle(uaio_loop *l, uaio_op *op)
+{
+	struct uring_state *u = U(l);
+
+	for (uaio_op **pp = &u->cancels; *pp;) {
+		uaio_op *c = *pp;
+
+		if (c == op) {
+			*pp = c->next;
+			c->next = NULL;
+			continue;
+		}
+		if (c->addr == (uintptr_t)op)
+			c->addr2 = 1;
+		pp = &c->next;
+	}
 }
 
 static int uring_cancel_fd(uaio_loop *l, uaio_op *op)

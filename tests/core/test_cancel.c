@@ -149,6 +149,28 @@ static void other_loops_op(void)
 	CHECK_EQ(rc.res, -ENOENT);
 	T_RUN_UNTIL(b, rt.calls, 1000);
 	CHECK_EQ(rt.res, -ETIME);
+	/* The wrong loop's cancel leaves the op as it was: its own loop's
+	 * cancel then ends it (io_uring's first marked it as being
+	 * cancelled, and the right one answered -ENOENT for ever). */
+	uaio_op rd = { 0 }, c2 = { 0 };
+	struct t_rec rr = { 0 }, rc2 = { 0 };
+	char buf[4];
+	int p[2];
+
+	CHECK(pipe(p) == 0);
+	rc = (struct t_rec){ 0 };
+	CHECK_OK(uaio_op_read(b, &rd, p[0], buf, sizeof(buf), -1, t_rec_op, &rr));
+	CHECK(uaio_loop_run_once(b, 0) >= 0);
+	CHECK_OK(uaio_op_cancel(a, &c, &rd, t_rec_op, &rc));
+	T_RUN_UNTIL(a, rc.calls, 100);
+	CHECK_EQ(rc.res, -ENOENT);
+	CHECK_OK(uaio_op_cancel(b, &c2, &rd, t_rec_op, &rc2));
+	T_RUN_UNTIL(b, rc2.calls, 100);
+	CHECK_EQ(rc2.res, 0);
+	T_RUN_UNTIL(b, rr.calls, 100);
+	CHECK_EQ(rr.res, -ECANCELED);
+	close(p[0]);
+	close(p[1]);
 	uaio_loop_free(a);
 	uaio_loop_free(b);
 }

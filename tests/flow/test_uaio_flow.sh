@@ -111,6 +111,9 @@ fi
 # The same file, under its name or another link: refused as cp refuses it.
 expect_rc 1 "$F" copy "$dir/priv" "$dir/priv.link"
 grep -qx "$F: '$dir/priv' and '$dir/priv.link' are the same file" "$dir/err" || { cat "$dir/err"; fail "same-file message"; }
+# Into a directory, the name shown is the one made in it, as cp shows it.
+expect_rc 1 "$F" copy "$dir/priv" "$dir/"
+grep -qx "$F: '$dir/priv' and '$dir/priv' are the same file" "$dir/err" || { cat "$dir/err"; fail "same-file message into a directory"; }
 cmp -s "$dir/one" "$dir/priv" || fail "a same-file copy changed the file"
 # sysfs says 4096 bytes and refuses mmap (ENODEV): mmap mode reads it.
 s=/sys/devices/system/cpu/online
@@ -202,6 +205,16 @@ expect_rc 2 "$F" recv bogus:: "$dir/e/o"
 expect_rc 2 "$F" recv 99999 "$dir/e/o"
 echo x | "$F" copy --mode=mmap - "$dir/e/o" 2>/dev/null
 [ -z "$(ls -A "$dir/e")" ] || { ls -la "$dir/e"; fail "files left by early exits"; }
+# An empty DST names nothing: refused before a byte moves (it went to a
+# temporary in ., and only the rename failed). mmap cannot read a
+# connection: refused before listening (recv accepted a peer first,
+# whose send then ended well).
+expect_rc 1 "$F" copy "$dir/one" ""
+grep -qx "$F: '': No such file or directory" "$dir/err" || { cat "$dir/err"; fail "empty DST message"; }
+[ -z "$(ls -A . | grep '^\..*uaio-')" ] || fail "empty DST left a temporary in ."
+expect_rc 1 timeout 10 "$F" recv --mode=mmap 127.0.0.1:1 "$dir/e/o"
+grep -qx "$F: mode mmap cannot move a connection" "$dir/err" || { cat "$dir/err"; fail "recv --mode=mmap message"; }
+expect_rc 1 timeout 10 "$F" forward --mode=mmap 127.0.0.1:1 127.0.0.1:2
 expect_rc 2 "$F" --chunk=17179869185G copy a b
 expect_rc 2 "$F" --rate=' -1' copy a b
 expect_rc 2 timeout 10 "$F" forward 0 nohostport

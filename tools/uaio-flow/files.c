@@ -123,8 +123,11 @@ void open_out(const struct tool *t, struct outfile *o, const char *dst,
 		o->fd = 1;
 		return;
 	}
-	/* "name/" is a directory or nothing: refused before any byte moves */
-	if (*dst && dst[strlen(dst) - 1] == '/' && (stat(dst, &st) < 0 || !S_ISDIR(st.st_mode)))
+	/* "" names nothing (open(2) says ENOENT), and "name/" is a
+	 * directory or nothing: refused before any byte moves */
+	if (!*dst)
+		fail_file(dst, ENOENT);
+	if (dst[strlen(dst) - 1] == '/' && (stat(dst, &st) < 0 || !S_ISDIR(st.st_mode)))
 		fail_file(dst, ENOTDIR);
 	if (stat(dst, &st) == 0 && S_ISDIR(st.st_mode)) {
 		char *s = strdup(src ? src : "-");
@@ -134,7 +137,9 @@ void open_out(const struct tool *t, struct outfile *o, const char *dst,
 			die_usage(src ? "cannot name a file in directory %s after stdin" :
 				  "cannot name a file in directory %s after a connection",
 				  QAS(0, dst));
-		if (asprintf(&o->path, "%s/%s", dst, basename(s)) < 0)
+		/* "dir/" names dir/NAME, not dir//NAME (cp's name too) */
+		if (asprintf(&o->path, "%s%s%s", dst, dst[strlen(dst) - 1] == '/' ? "" : "/",
+			     basename(s)) < 0)
 			fail_file(dst, ENOMEM);
 		free(s);
 		/* What is there under that name decides, as for DST itself. */
@@ -146,6 +151,15 @@ void open_out(const struct tool *t, struct outfile *o, const char *dst,
 		if ((o->fd = open_waiting(o->path, O_WRONLY)) < 0)
 			fail_file(o->path, errno);
 		return;
+	}
+	/* (stat followed any symbolic link: old is the file it leads to;
+	 * the name shown is the one given, in DST when DST is a directory,
+	 * as cp shows it) */
+	if (replacing && src_st && S_ISREG(src_st->st_mode) &&
+	    old.st_dev == src_st->st_dev && old.st_ino == src_st->st_ino) {
+		fprintf(stderr, "%s: %s and %s are the same file\n", ME, QAS(0, src),
+			QAS(1, o->path));
+		exit(1);
 	}
 	/* A symbolic link is written through, as cp writes: the file it
 	 * leads to is the one replaced, never the link. */
@@ -161,13 +175,6 @@ void open_out(const struct tool *t, struct outfile *o, const char *dst,
 			fail_file(o->path, errno);
 		free(o->path);
 		o->path = real;
-	}
-	/* (stat followed any symbolic link: old is the file it leads to) */
-	if (replacing && src_st && S_ISREG(src_st->st_mode) &&
-	    old.st_dev == src_st->st_dev && old.st_ino == src_st->st_ino) {
-		fprintf(stderr, "%s: %s and %s are the same file\n", ME, QAS(0, src),
-			QAS(1, dst));
-		exit(1);
 	}
 	/* One the user may not write is refused, as cp (without -f) refuses
 	 * it: the rename would replace it all the same. */

@@ -352,6 +352,17 @@ static int cmd_send(struct tool *t, const char *file, const char *peer)
 	return finish(t, ok);
 }
 
+/* A connection cannot be mapped: refused before listening, where the
+ * flow's own refusal would come only after a peer had connected. */
+static void refuse_mapping_a_connection(const struct tool *t)
+{
+	if (t->o.mode == UAIO_FLOW_MMAP) {
+		fprintf(stderr, "%s: mode %s cannot move a connection\n", ME,
+			uaio_flow_mode_name(t->o.mode));
+		exit(1);
+	}
+}
+
 static int cmd_recv(struct tool *t, const char *local, const char *file)
 {
 	char peer[NI_MAXHOST + NI_MAXSERV + 4];
@@ -359,15 +370,20 @@ static int cmd_recv(struct tool *t, const char *local, const char *file)
 	int s;
 	bool ok;
 
+	refuse_mapping_a_connection(t);
 	int ls = net_fd(local, true);	/* a bad address before any file */
 
 	open_out(t, &o, file, NULL, NULL, 0666);
 	s = accept_one(ls, local, peer, sizeof(peer));
+	reset_on_exit(0, s);
 	clock_gettime(CLOCK_MONOTONIC, &t->t0);	/* --stats: the transfer, not the wait */
 	leg_start(t, s, o.fd, strdup(peer), QF(o.path), -1);
 	ok = legs_run(t) && !t->interrupted;	/* a signal, even late: no file */
-	close(s);
-	return finish(t, close_out(&o, ok) == 0 && ok);
+	/* the file in place before the peer hears the end: a rename that
+	 * fails resets the connection, as any other failure */
+	ok = close_out(&o, ok) == 0 && ok;
+	conn_close(0, s, ok);
+	return finish(t, ok);
 }
 
 static int cmd_forward(struct tool *t, const char *local, const char *peer)
@@ -377,6 +393,7 @@ static int cmd_forward(struct tool *t, const char *local, const char *peer)
 	bool ok;
 
 	check_spec(peer, false);
+	refuse_mapping_a_connection(t);
 	a = accept_one(net_fd(local, true), local, from, sizeof(from));
 	reset_on_exit(0, a);
 	b = net_fd(peer, false);

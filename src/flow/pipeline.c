@@ -161,10 +161,17 @@ static void pipeline_teardown(uaio_flow *f)
 	f->run = NULL;
 }
 
+static bool fills(const uaio_flow *f);
+
+/* A write into a file of bytes a socket gave is left to finish: they
+ * are out of the socket, and a file's write does not wait for a peer. */
 static void pipeline_cancel(uaio_flow *f)
 {
+	struct pipe_run *r = RUN(f);
+
 	for (unsigned i = 0; i < f->depth; i++)
-		flow__cancel_op(f, &RUN(f)->s[i].op);
+		if (!(fills(f) && r->s[i].st == S_WRITE))
+			flow__cancel_op(f, &r->s[i].op);
 }
 
 static bool pipeline_can_leave(const uaio_flow *f)
@@ -232,12 +239,15 @@ static uaio_flow *flow_of(uaio_op *op)
 }
 
 /*
- * Into a file, a socket's chunk may as well be full: one write per chunk,
- * not per segment; a stream sink gets what arrived at once. The chunk is
- * filled by receives in turn, not one MSG_WAITALL receive: that one,
- * stopped by a reset after a part, returns the part, and the reset is
- * gone (the next receive says 0, a clean end), so a cut transfer would
- * have passed for a whole one.
+ * Into a file, a socket's chunk takes what the socket holds: one write
+ * per chunk, not per segment; a stream sink gets what arrived at once.
+ * After the first receive the chunk is filled by receives that do not
+ * wait (MSG_DONTWAIT): when the socket is empty, what arrived is written
+ * at once, so it counts, and a cancel while the peer is quiet finds no
+ * bytes taken from the socket and not written. Not one MSG_WAITALL
+ * receive: that one, stopped by a reset after a part, returns the part,
+ * and the reset is gone (the next receive says 0, a clean end), so a cut
+ * transfer would have passed for a whole one.
  */
 static bool fills(const uaio_flow *f)
 {
@@ -256,7 +266,8 @@ static int issue_read(uaio_flow *f, struct slot *s)
 	if (f->dst.kind == EK_MEM)
 		idx = f->dst.mem_idx;
 	if (f->src.kind == EK_SOCK)
-		return uaio_op_recv(f->l, &s->op, fd, buf, len, 0, read_done, f);
+		return uaio_op_recv(f->l, &s->op, fd, buf, len, s->got ? MSG_DONTWAIT : 0,
+				    read_done, f);
 	if (idx >= 0)
 		return uaio_op_read_fixed(f->l, &s->op, fd, buf, len, off, idx, read_done, f);
 	return uaio_op_read(f->l, &s->op, fd, buf, len, off, read_done, f);
@@ -326,7 +337,10 @@ static void read_done(uaio_op *op, int res, void *data)
 
 	f->inflight--;
 	r->reading--;
-	if (res < 0) {
+	if ((res == -EAGAIN || res == -EWOULDBLOCK) && fills(f) && s->got) {
+		s->st = S_FILLED;	/* the socket is empty for now */
+		r->next_pos = s->pos + s->got;
+	} else if (res < 0) {
 		read_failed(f, s, res);
 	} else if (res == 0 || (!f->src.seek && !fills(f))) {
 		/* A stream's chunk is what one read gave; 0 ends the source. */

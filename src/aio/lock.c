@@ -68,8 +68,9 @@ static void cpu_relax(void)
  * Like glibc's, such a nested call sees the structures as the code it
  * interrupted left them. (A nested aio_read that reaches the loop while
  * the interrupted call was inside it can crash or hang: the loop's lock
- * and file table are not re-entrant; uaio_posix(7), a known defect.) A short spin first, as the adaptive mutex it
- * replaces did: holds are short, and the other core usually lets go.
+ * and file table are not re-entrant; uaio_posix(7), a known defect.)
+ * A short spin first, as the adaptive mutex it replaces did: holds are
+ * short, and the other core usually lets go.
  */
 void aio__lock(void)
 {

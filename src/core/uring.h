@@ -71,8 +71,8 @@ void uring__fini(uaio_loop *l);
 void uring__forsake(uaio_loop *l);
 
 /* uring_submit.c */
-/* The first submitting thread enables the ring and becomes its issuer. */
 void uring__cancels_settle(uaio_loop *l, uaio_op *op);
+/* The first submitting thread enables the ring and becomes its issuer. */
 int uring__ring_enable(uaio_loop *l);
 int uring__ring_submit(uaio_loop *l);
 int uring__submit(uaio_loop *l, uaio_op *op);

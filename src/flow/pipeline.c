@@ -337,7 +337,7 @@ static void read_done(uaio_op *op, int res, void *data)
 
 	f->inflight--;
 	r->reading--;
-	if ((res == -EAGAIN || res == -EWOULDBLOCK) && fills(f) && s->got) {
+	if (res == -EAGAIN && fills(f) && s->got) {
 		s->st = S_FILLED;	/* the socket is empty for now */
 		r->next_pos = s->pos + s->got;
 	} else if (res < 0) {

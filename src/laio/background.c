@@ -220,9 +220,6 @@ int laio__submit_rw_bg(struct laio_call *r)
 	return ret;
 }
 
-/* The result of a call that ended with res, after r->done bytes moved
- * by its earlier parts: those bytes, as a plain call interrupted after a
- * partial transfer returns them. */
 /* A plain send blocked on a socket whose peer closes with data unread
  * wakes to the error that close leaves (ECONNRESET on AF_UNIX) and takes
  * it; a retry after the close meets the peer's shutdown first (EPIPE) and
@@ -241,6 +238,9 @@ static long sock_error_first(const struct laio_call *r, long res)
 	return -e;
 }
 
+/* The result of a call that ended with res, after r->done bytes moved
+ * by its earlier parts: those bytes, as a plain call interrupted after a
+ * partial transfer returns them. */
 static long with_done(const struct laio_call *r, long res)
 {
 	if (res >= 0)

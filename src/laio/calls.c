@@ -105,7 +105,6 @@ static long how_refused(const struct open_how *how)
 static long openat2_call(long nr, long *a)
 {
 	struct open_how *how = (struct open_how *)a[2];
-
 	long e;
 
 	/* No how: the kernel refuses before any lookup (EINVAL or EFAULT). */

@@ -408,7 +408,9 @@ int main(int argc, char **argv)
 		die_usage("extra operand '%s'", argv[optind + 1]);
 	cfg.root = argv[optind];
 	cfg.rootfd = open(cfg.root, O_PATH | O_DIRECTORY | O_CLOEXEC);
-	cfg.fd_dir = open("/proc/self/fd", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	/* searchable, or the reopen through it would fail for every file */
+	cfg.fd_dir = access("/proc/self/fd", X_OK) == 0 ?
+		     open("/proc/self/fd", O_PATH | O_DIRECTORY | O_CLOEXEC) : -1;
 	if (cfg.rootfd < 0) {
 		return cannot("serve", cfg.root, 2);
 	}

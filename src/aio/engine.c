@@ -337,13 +337,15 @@ static bool engine_retire(uaio_loop *l)
 static void *engine_main(void *arg)
 {
 	uaio_loop *l = arg;
-	int64_t idle = (int64_t)E->idle_s * 1000000000, busy = uaio__now_ns();
+	int64_t idle = E->idle_s > 0 ? (int64_t)E->idle_s * 1000000000 : 0,
+		busy = uaio__now_ns();
 
 	/* Running: aio__engine_start_locked() may return. */
 	atomic_store(&E->engine_up, 1);
 	syscall(SYS_futex, &E->engine_up, FUTEX_WAKE_PRIVATE, INT_MAX, NULL, NULL, 0);
 	for (;;) {
-		int n = uaio_loop_run_once(l, idle);
+		/* no idle time: 1 ms waits, so no spin while requests run */
+		int n = uaio_loop_run_once(l, idle ? idle : 1000000);
 		int64_t now = uaio__now_ns();
 
 		if (n < 0)
@@ -455,8 +457,11 @@ UAIO_API void uaio_init(const struct aioinit *init)
 		E->max = (unsigned long)init->aio_num;
 	if (init->aio_threads > 0 && !E->loop)
 		E->workers = (unsigned)init->aio_threads;
-	if (init->aio_idle_time > 0)
-		E->idle_s = (unsigned)init->aio_idle_time;
+	/* As glibc: 0 keeps what was set; a negative time ends the engine as
+	 * soon as it has nothing in flight (glibc's helper waits until a
+	 * moment already past). */
+	if (init->aio_idle_time != 0)
+		E->idle_s = init->aio_idle_time;
 	aio__unlock();
 }
 

@@ -379,7 +379,7 @@ struct aio_engine {
 	unsigned long nreq;		/* records in use = requests in flight */
 	unsigned long max;		/* AIO_MAX */
 	unsigned workers;		/* fallback pool size */
-	unsigned idle_s;		/* aio_idle_time: the engine's life idle */
+	int idle_s;			/* aio_idle_time: the engine's life idle (<= 0: none) */
 
 	atomic_uint nserial;		/* serial files with requests */
 	atomic_uint pwrites;		/* writes in flight on regular files (fdw) */

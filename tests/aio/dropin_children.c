@@ -167,6 +167,36 @@ int idle_child(void)
 	return 0;
 }
 
+/* A negative aio_idle_time ends the helpers as soon as they are idle, as
+ * glibc's: set after 600 s, it replaces it (the drop-in ignored it and
+ * kept the engine 600 s). */
+int idle_negative_child(void)
+{
+	struct aioinit init = { .aio_threads = 4, .aio_num = 64, .aio_idle_time = 600 };
+	struct aiocb r;
+	int p[2];
+	char b[4];
+
+	aio_init(&init);
+	init.aio_idle_time = -1;
+	aio_init(&init);
+	if (pipe(p) < 0)
+		return 2;
+	cb_init(&r, p[0], b, 4, 0);
+	if (aio_read(&r) || write(p[1], "idle", 4) != 4 || wait_for(&r) != 4 ||
+	    memcmp(b, "idle", 4))
+		return 3;
+	close(p[0]);
+	close(p[1]);
+	/* a bound, not a timing: up to 60 s for what takes none */
+	for (int i = 0; threads_now() != 1; i++) {
+		if (i == 600)
+			return 4;
+		usleep(100000);
+	}
+	return engine_fds() != 0 ? 7 : 0;
+}
+
 /* A program that lowers RLIMIT_FSIZE after it has used AIO, then writes
  * past it: EFBIG, and it goes on (glibc's helper blocks SIGXFSZ). The
  * drop-in looked the limit up every 64 submissions: an inline write

@@ -285,6 +285,8 @@ int main(int argc, char **argv)
 		return small_table_child();
 	if (argc > 1 && !strcmp(argv[1], "idle"))
 		return idle_child();
+	if (argc > 1 && !strcmp(argv[1], "idle-negative"))
+		return idle_negative_child();
 	if (argc > 1 && !strcmp(argv[1], "fsize-late"))
 		return fsize_late_child();
 	char path[] = "/var/tmp/uaio-dropin-XXXXXX", buf[64];
@@ -414,6 +416,7 @@ int main(int argc, char **argv)
 	in_child("table-full");
 	in_child("small-table");
 	in_child("idle");
+	in_child("idle-negative");
 	in_child("fsize-late");
 
 	/* aio_init is accepted (a hint). */

@@ -52,6 +52,7 @@ int stream_order(const int p[2]);
 int table_full_child(void);
 int small_table_child(void);
 int idle_child(void);
+int idle_negative_child(void);
 int fsize_late_child(void);
 
 #endif

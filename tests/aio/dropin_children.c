@@ -132,6 +132,31 @@ static int direct_reads(void)
 	return ret;
 }
 
+/* One pipe read through AIO, then the wait (bounded, not timed: up to
+ * 60 s) until the helpers have ended and left no descriptor. 0, or the
+ * child's exit status for what failed. */
+static int read_then_idle(void)
+{
+	struct aiocb r;
+	int p[2];
+	char b[4];
+
+	if (pipe(p) < 0)
+		return 2;
+	cb_init(&r, p[0], b, 4, 0);
+	if (aio_read(&r) || write(p[1], "idle", 4) != 4 || wait_for(&r) != 4 ||
+	    memcmp(b, "idle", 4))
+		return 3;
+	close(p[0]);
+	close(p[1]);
+	for (int i = 0; threads_now() != 1; i++) {
+		if (i == 600)
+			return 4;
+		usleep(100000);
+	}
+	return engine_fds() != 0 ? 7 : 0;
+}
+
 /* Done with AIO for aio_idle_time (1 s), a program is single-threaded
  * again, as glibc's helper threads end (unshare(2) of a user namespace
  * wants that), and holds no descriptor of the engine's; a request after
@@ -139,30 +164,12 @@ static int direct_reads(void)
 int idle_child(void)
 {
 	struct aioinit init = { .aio_threads = 4, .aio_num = 64, .aio_idle_time = 1 };
-	struct aiocb r;
-	int p[2], ret;
-	char b[4];
+	int ret;
 
 	aio_init(&init);
 	for (int round = 0; round < 2; round++) {
-		if (pipe(p) < 0)
-			return 2;
-		cb_init(&r, p[0], b, 4, 0);
-		if (aio_read(&r) || write(p[1], "idle", 4) != 4 || wait_for(&r) != 4 ||
-		    memcmp(b, "idle", 4))
-			return 3;
-		close(p[0]);
-		close(p[1]);
-		if ((ret = direct_reads()))
+		if ((ret = direct_reads()) || (ret = read_then_idle()))
 			return ret;
-		/* a bound, not a timing: up to 60 s for what takes 1 */
-		for (int i = 0; threads_now() != 1; i++) {
-			if (i == 600)
-				return 4;
-			usleep(100000);
-		}
-		if (engine_fds() != 0)
-			return 7;
 	}
 	return 0;
 }
@@ -173,28 +180,11 @@ int idle_child(void)
 int idle_negative_child(void)
 {
 	struct aioinit init = { .aio_threads = 4, .aio_num = 64, .aio_idle_time = 600 };
-	struct aiocb r;
-	int p[2];
-	char b[4];
 
 	aio_init(&init);
 	init.aio_idle_time = -1;
 	aio_init(&init);
-	if (pipe(p) < 0)
-		return 2;
-	cb_init(&r, p[0], b, 4, 0);
-	if (aio_read(&r) || write(p[1], "idle", 4) != 4 || wait_for(&r) != 4 ||
-	    memcmp(b, "idle", 4))
-		return 3;
-	close(p[0]);
-	close(p[1]);
-	/* a bound, not a timing: up to 60 s for what takes none */
-	for (int i = 0; threads_now() != 1; i++) {
-		if (i == 600)
-			return 4;
-		usleep(100000);
-	}
-	return engine_fds() != 0 ? 7 : 0;
+	return read_then_idle();
 }
 
 /* A program that lowers RLIMIT_FSIZE after it has used AIO, then writes

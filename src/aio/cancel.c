@@ -196,6 +196,11 @@ static int cancel_call(int fd, struct aiocb *cb)
 		return AIO_ALLDONE;
 	}
 
+	/* In a handler that interrupted an AIO call of this thread: its
+	 * records may be half made. What may be in flight stays. */
+	if (aio__lock_in_call())
+		return cb || E->nreq || E->lone || aio__nested_on(fd) ? AIO_NOTCANCELED
+							    : AIO_ALLDONE;
 	aio__lock();
 	if (cb && E->lone && aio__lone_cancel_locked(fd, cb, &canceled, &notcanceled)) {
 		aio__unlock();
@@ -230,6 +235,7 @@ static int cancel_call(int fd, struct aiocb *cb)
 		orphans_cancel_locked(fd, NULL, &canceled, &notcanceled);
 		aio__lone_cancel_locked(fd, NULL, &canceled, &notcanceled);
 		canceled += cancel_queued_in_order_locked(fd);
+		notcanceled += aio__nested_on(fd);	/* run as the call ends */
 		UAIO_SLAB_FOREACH(&E->reqs, r) {
 			if (r->state == RS_FREE || !r->doomed || req_cb(r)->aio_fildes != fd)
 				continue;

@@ -32,10 +32,11 @@
  * Files: status.c (the aiocb's status, aio_error / aio_return),
  * suspend.c (aio_suspend and its waits), engine.c (records, hints, pins, the engine thread, fork),
  * lock.c (the engine lock; signals held on the caller's thread),
+ * nested.c (what a handler submits while its thread is in an AIO call),
  * thread.c (a submitting thread's own ring, its exit),
  * queue.c (stream FIFOs, issue and end), fdw.c (a regular file's order:
- * overlaps, fsync barriers, held writes), submit.c
- * (aio_read / aio_write / aio_fsync), attempt.c (the inline try), lio.c,
+ * overlaps, fsync barriers, held writes), calls.c (aio_read / aio_write /
+ * aio_fsync), submit.c (where their requests go), attempt.c (the inline try), lio.c,
  * cancel.c.
  */
 #ifndef UAIO_AIO_ENGINE_H
@@ -551,6 +552,14 @@ void aio__cond_broadcast(void);
 bool aio__signals_hold(void);
 bool aio__signals_held_here(void);
 void aio__signals_let_go(void);
+bool aio__lock_in_call(void);
+/* nested.c: what a handler submits in the middle of its thread's call */
+bool aio__nested_must_wait(void);
+void aio__nested_add(struct aiocb *cb, int kind);
+bool aio__nested_waiting(void);
+int aio__nested_on(int fd);
+void aio__nested_drain(void);
+void aio__nested_fork_child(void);
 /* Around a submitting call that may write on the caller's thread (see
  * engine.c): SIGXFSZ blocked under a file size limit, and the one such a
  * write raised taken back. */
@@ -642,11 +651,15 @@ bool aio__span_faults(const struct aiocb *cb, int kind);
 bool aio__nonblock_device(int fd, const struct stat *st, struct aio_hint *h);
 bool aio__signalfd(int fd, const struct stat *st);
 
-/* submit.c */
+/* calls.c */
 int aio__cb_check(struct aiocb *cb, bool prio);
 void aio__cb_mark_live(struct aiocb *cb, struct aio_lio *g);
 int aio__submit_rw(struct aiocb *cb, int kind, struct lio_ctx *pc, struct aio_lio *g);
 int aio__submit_sync(struct aiocb *cb, int kind, struct aio_lio *g);
+void aio__submit_nested(struct aiocb *cb, int kind);
+/* submit.c: a checked aiocb's request; -errno when refused */
+int aio__submit_rw_live(struct aiocb *cb, int kind, struct lio_ctx *pc, struct aio_lio *g);
+int aio__submit_sync_live(struct aiocb *cb, int kind, struct aio_lio *g);
 /* glibc's own opcodes for aio_fsync requests, which its lio_listio takes
  * too (after LIO_NOP; not in <aio.h>). */
 #define LIO_DSYNC_GLIBC	(LIO_NOP + 1)

@@ -56,8 +56,11 @@ static int lio_one(int mode, struct aiocb *const list[], int nent,
 	for (int i = 0; i < nent; i++)
 		if (list[i] && list[i]->aio_lio_opcode != LIO_NOP)
 			want++;
-	/* AIO_MAX would be exceeded: nothing is queued. */
-	if (E->nreq + (unsigned long)want > E->max)
+	/* AIO_MAX would be exceeded: nothing is queued. Nor in a handler
+	 * that interrupted an AIO call of this thread, whose entries wait
+	 * for it to end (nested.c): LIO_WAIT would wait for ever. */
+	if (E->nreq + (unsigned long)want > E->max ||
+	    (mode == LIO_WAIT && want && aio__nested_must_wait()))
 		return posix_ret(-EAGAIN);
 	if (mode == LIO_WAIT || notify) {
 		g = calloc(1, sizeof(*g));

@@ -22,6 +22,7 @@ static UAIO_TLS struct {
 	unsigned tid;
 	bool held, fork_loop;
 	unsigned depth, held_depth;
+	unsigned open;		/* depth + 1 of aio__signals_let_go's window */
 	sigset_t old;
 } lock_self;
 
@@ -66,9 +67,8 @@ static void cpu_relax(void)
  * handler that runs on a thread holding the lock may call aio_read,
  * aio_error or fork() (async-signal-safe), and must not wait for itself.
  * Like glibc's, such a nested call sees the structures as the code it
- * interrupted left them. (A nested aio_read that reaches the loop while
- * the interrupted call was inside it can crash or hang: the loop's lock
- * and file table are not re-entrant; uaio_posix(7), a known defect.)
+ * interrupted left them; what it submits waits for that code to let go
+ * (nested.c).
  * A short spin first, as the adaptive mutex it replaces did: holds are
  * short, and the other core usually lets go.
  */
@@ -110,15 +110,27 @@ bool aio__trylock(void)
 void aio__unlock(void)
 {
 	bool restore = lock_self.held && lock_self.held_depth == lock_self.depth;
+	bool outer = !lock_self.depth;
 
 	if (restore)
 		lock_self.held = false;
-	if (lock_self.depth)
+	if (!outer)
 		lock_self.depth--;
 	else if (atomic_exchange_explicit(&E->lock, 0, memory_order_release) & LOCK_WAITERS)
 		syscall(SYS_futex, &E->lock, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
 	if (restore)
 		pthread_sigmask(SIG_SETMASK, &lock_self.old, NULL);
+	/* what handlers submitted meanwhile (nested.c) */
+	if (outer && aio__nested_waiting())
+		aio__nested_drain();
+}
+
+/* Whether a handler running now interrupted an AIO call of this thread
+ * that holds the lock, where its changes may be half made (but for
+ * aio__signals_let_go's window): what it submits waits (nested.c). */
+bool aio__lock_in_call(void)
+{
+	return self_holds() && lock_self.open != lock_self.depth + 1;
 }
 
 /* Never nested (a thread's exit): waits, without the lock, until
@@ -169,10 +181,14 @@ bool aio__signals_held_here(void)
  * two notifications, whose state holds no half-made change. */
 void aio__signals_let_go(void)
 {
+	unsigned was = lock_self.open;
+
 	if (!aio__signals_held_here())
 		return;
 	lock_self.held = false;
+	lock_self.open = lock_self.depth + 1;
 	pthread_sigmask(SIG_SETMASK, &lock_self.old, NULL);
+	lock_self.open = was;
 }
 
 /*
@@ -292,4 +308,5 @@ void aio__lock_fork_child(void)
 		lock_self.held = false;
 		pthread_sigmask(SIG_SETMASK, &lock_self.old, NULL);
 	}
+	aio__nested_fork_child();
 }

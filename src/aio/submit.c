@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Submission: the checks glibc makes, the inline try (lazy completion;
- * the tries themselves are attempt.c), and the hand-over of what would
- * block to the kernel; aio_read, aio_write, aio_fsync.
+ * Where a checked request goes (calls.c checks it): the inline try (lazy
+ * completion; the tries themselves are attempt.c), and the hand-over of
+ * what would block to the kernel.
  */
 #define _GNU_SOURCE
 #include <linux/magic.h>
@@ -10,38 +10,6 @@
 #include "aio/engine.h"
 
 /* ---------------------------------------------------- submission */
-
-/*
- * What glibc refuses at submission: no aiocb, a bad aio_reqprio (reads
- * and writes only); and, ours, the same aiocb twice at once, which is
- * undefined. glibc leaves the reason in the aiocb too, so aio_error()
- * tells it afterwards; the live aiocb is left alone. (A bad sigevent is
- * not refused: see aio__complete().)
- */
-int aio__cb_check(struct aiocb *cb, bool prio)
-{
-	/* one ending now is over once glibc's lock is had: waited for */
-	if (!cb || aio__settled(cb, NULL) == ST_LIVE)
-		return -EINVAL;
-	if (prio && (cb->aio_reqprio < 0 ||
-		     cb->aio_reqprio > UAIO_AIO_PRIO_DELTA_MAX)) {
-		aio__publish(cb, -EINVAL);
-		return -EINVAL;
-	}
-	return 0;
-}
-
-void aio__cb_mark_live(struct aiocb *cb, struct aio_lio *g)
-{
-	struct cbpriv *pv = priv(cb);
-
-	cb->__return_value = 0;
-	pv->req = NULL;
-	pv->done = 0;
-	pv->lio = g;
-	__atomic_store_n(&cb->__error_code, EINPROGRESS, __ATOMIC_RELAXED);
-	atomic_store_explicit(&pv->state, tag(cb, ST_LIVE), memory_order_release);
-}
 
 /* A request of list g (priv(cb)->lio, set as the aiocb went live) counts
  * in it until its release. */
@@ -386,14 +354,14 @@ static int zero_asks_file(struct aiocb *cb, int kind, struct aio_lio *g)
 
 /*
  * Queues a read or write: 0 when queued or finished (the status is in the
- * aiocb then), -errno when refused. As in glibc, a descriptor that is bad
- * or not open for this direction, or a negative offset, is not a refusal:
- * the request fails as it runs, through aio_error, aio_return and its
- * notification, in the order the kernel's pread checks them (a negative
- * offset first, on any file).
+ * aiocb then), -errno when refused (the caller publishes it). As in
+ * glibc, a descriptor that is bad or not open for this direction, or a
+ * negative offset, is not a refusal: the request fails as it runs,
+ * through aio_error, aio_return and its notification, in the order the
+ * kernel's pread checks them (a negative offset first, on any file).
  */
-int aio__submit_rw(struct aiocb *cb, int kind, struct lio_ctx *pc,
-		     struct aio_lio *g)
+int aio__submit_rw_live(struct aiocb *cb, int kind, struct lio_ctx *pc,
+			struct aio_lio *g)
 {
 	size_t one = INLINE_MAX, *budget = pc ? &pc->inline_left : &one;
 	struct aio_hint *h;
@@ -404,8 +372,6 @@ int aio__submit_rw(struct aiocb *cb, int kind, struct lio_ctx *pc,
 	int rwf;
 	bool queues, split;
 
-	if ((ret = aio__cb_check(cb, true)) < 0)
-		return ret;
 	queues = !pc && aio__caller_queues(cb);
 	fd = cb->aio_fildes;
 	h = aio__hint_get(fd);
@@ -429,11 +395,8 @@ int aio__submit_rw(struct aiocb *cb, int kind, struct lio_ctx *pc,
 		aio__complete(cb, -EFAULT);
 		return 0;
 	}
-	if (!cb->aio_nbytes && (ret = zero_asks_file(cb, kind, g)) <= 0) {
-		if (ret == 0)
-			return 0;
-		goto refuse;
-	}
+	if (!cb->aio_nbytes && (ret = zero_asks_file(cb, kind, g)) <= 0)
+		return ret;
 
 	/* O_APPEND: writes append in the order of the calls (POSIX), so
 	 * they queue on the file as a stream's do, never side by side. */
@@ -521,55 +484,15 @@ int aio__submit_rw(struct aiocb *cb, int kind, struct lio_ctx *pc,
 				goto serial;
 		}
 	}
-	ret = submit_parallel(cb, kind, fd,
-			      !pc && !split && ((fl & O_DIRECT) || cb_len(cb) <= INLINE_MAX),
-			      pc, g);
-	if (ret == 0)
-		return 0;
-	goto refuse;
+	return submit_parallel(cb, kind, fd,
+			       !pc && !split && ((fl & O_DIRECT) || cb_len(cb) <= INLINE_MAX),
+			       pc, g);
 serial:
 	/* O_NONBLOCK decides a stream request's result: not from a hint. */
 	fl = aio__hint_flags(fd, h, true);
-	ret = submit_serial(cb, kind, fd, fl < 0 ? 0 : fl, &st, pc, g, at_pos);
-	if (ret == 0)
-		return 0;
-refuse:
-	aio__publish(cb, ret);
-	return ret;
+	return submit_serial(cb, kind, fd, fl < 0 ? 0 : fl, &st, pc, g, at_pos);
 }
 
-/* glibc records the operation in aio_lio_opcode once the request passed
- * its checks (a refused one keeps what the caller put there); so do we. */
-static bool opcode_taken(const struct aiocb *cb)
-{
-	return cb && aio__settled(cb, NULL) != ST_LIVE && cb->aio_reqprio >= 0 &&
-	       cb->aio_reqprio <= UAIO_AIO_PRIO_DELTA_MAX;
-}
-
-UAIO_API int uaio_read(struct aiocb *cb)
-{
-	int ct = aio__nocancel_begin(), r;
-
-	if (opcode_taken(cb))
-		cb->aio_lio_opcode = LIO_READ;
-	r = aio__submit_rw(cb, K_READ, NULL, NULL);
-	aio__nocancel_end(ct);
-	return posix_ret(r);
-}
-
-UAIO_API int uaio_write(struct aiocb *cb)
-{
-	int ct = aio__nocancel_begin(), r;
-	struct aio_xfsz x;
-
-	if (opcode_taken(cb))
-		cb->aio_lio_opcode = LIO_WRITE;
-	aio__xfsz_hold(&x);
-	r = aio__submit_rw(cb, K_WRITE, NULL, NULL);
-	aio__xfsz_release(&x);
-	aio__nocancel_end(ct);
-	return posix_ret(r);
-}
 
 static bool serial_has(int fd, const struct stat *st)
 {
@@ -586,14 +509,11 @@ static bool serial_has(int fd, const struct stat *st)
 /* An fsync or fdatasync (kind) of cb's file, for aio_fsync or a
  * lio_listio entry with glibc's LIO_DSYNC / LIO_SYNC opcode; a bad
  * descriptor fails as the request runs. 0, or -errno when refused. */
-int aio__submit_sync(struct aiocb *cb, int kind, struct aio_lio *g)
+int aio__submit_sync_live(struct aiocb *cb, int kind, struct aio_lio *g)
 {
 	struct stat st;
-	int fd, ret;
+	int fd = cb->aio_fildes, ret;
 
-	if ((ret = aio__cb_check(cb, false)) < 0)
-		return ret;
-	fd = cb->aio_fildes;
 	aio__cb_mark_live(cb, g);
 	if (fstat(fd, &st) < 0) {
 		aio__complete(cb, -errno);
@@ -605,34 +525,5 @@ int aio__submit_sync(struct aiocb *cb, int kind, struct aio_lio *g)
 		ret = submit_parallel(cb, kind, fd, true, NULL, g);
 	else
 		ret = submit_serial(cb, kind, fd, 0, &st, NULL, g, false);
-	if (ret < 0)
-		aio__publish(cb, ret);
 	return ret;
-}
-
-/* POSIX: only aio_fildes and aio_sigevent are used. As glibc, a bad
- * descriptor is refused here, and aio_reqprio is set to 0. */
-static int fsync_call(int op, struct aiocb *cb)
-{
-	struct stat st;
-
-	if (op != O_SYNC && op != O_DSYNC)
-		return -EINVAL;
-	bool live = cb && aio__settled(cb, NULL) == ST_LIVE;
-
-	if (cb && !live && fstat(cb->aio_fildes, &st) < 0)
-		return -EBADF;
-	if (cb && !live) {
-		cb->aio_reqprio = 0;
-		cb->aio_lio_opcode = op == O_DSYNC ? LIO_DSYNC_GLIBC : LIO_SYNC_GLIBC;
-	}
-	return aio__submit_sync(cb, op == O_DSYNC ? K_DSYNC : K_FSYNC, NULL);
-}
-
-UAIO_API int uaio_fsync(int op, struct aiocb *cb)
-{
-	int ct = aio__nocancel_begin(), r = fsync_call(op, cb);
-
-	aio__nocancel_end(ct);
-	return posix_ret(r);
 }

@@ -307,6 +307,103 @@ static void timer_storm(void)
 	CHECK_EQ(bad, 0);
 }
 
+/* A handler that submits reads bigger than an inline try takes, on a
+ * file of its own, while the code it interrupted is inside an AIO call
+ * of its thread that hands requests to the engine's loop (lists and
+ * single reads, each too big to finish inline). Before, the nested call
+ * went into the loop's state (its registered file table, its lock) that
+ * the interrupted call was changing: a crash, a hang, or a read of the
+ * wrong file. Now it waits, queued, for the interrupted call's end.
+ * Every read, the handler's and the lists', is checked byte for byte. */
+#define NEST_LEN	(128 * 1024)
+#define NEST_FILE	(16 * NEST_LEN)
+
+static struct aiocb nest_cb;
+static char *nest_buf, *nest_img;
+static timer_t nest_timer;
+static volatile sig_atomic_t nest_subs, nest_bad, nest_on;
+
+static void on_nest_tick(int s)
+{
+	struct itimerspec next = { { 0, 0 }, { 0, 100000 } };
+	int e = errno;
+
+	(void)s;
+	if (uaio_error(&nest_cb) != EINPROGRESS) {
+		if (nest_subs && (uaio_return(&nest_cb) != NEST_LEN ||
+				  memcmp(nest_buf, nest_img + nest_cb.aio_offset, NEST_LEN)))
+			nest_bad++;
+		memset(nest_buf, 0, NEST_LEN);
+		nest_cb.aio_offset = (off_t)(nest_subs % 16) * NEST_LEN;
+		if (uaio_read(&nest_cb) != 0)
+			nest_bad++;
+		nest_subs++;
+	}
+	if (nest_on)
+		timer_settime(nest_timer, 0, &next, NULL);
+	errno = e;
+}
+
+static void handler_submits_to_loop(void)
+{
+	struct sigaction sa = { .sa_handler = on_nest_tick, .sa_flags = SA_RESTART };
+	struct sigevent sev = { .sigev_notify = SIGEV_SIGNAL, .sigev_signo = SIGRTMIN + 3 };
+	struct itimerspec its = { { 0, 0 }, { 0, 100000 } };
+	static struct aiocb cbs[8];
+	struct aiocb *list[8];
+	char *img = malloc(NEST_FILE), *bufs = malloc(8 * NEST_LEN);
+	int hfd = t_tmpfile(), fd = t_tmpfile();
+	long rounds = 0;
+
+	nest_img = malloc(NEST_FILE);
+	nest_buf = malloc(NEST_LEN);
+	CHECK(img && bufs && nest_img && nest_buf);
+	t_fill(img, NEST_FILE, 1);
+	t_fill(nest_img, NEST_FILE, 2);
+	CHECK_EQ(pwrite(fd, img, NEST_FILE, 0), NEST_FILE);
+	CHECK_EQ(pwrite(hfd, nest_img, NEST_FILE, 0), NEST_FILE);
+	nest_cb = t_cb(hfd, nest_buf, NEST_LEN, 0);
+	CHECK(sigaction(SIGRTMIN + 3, &sa, NULL) == 0);
+	CHECK(timer_create(CLOCK_MONOTONIC, &sev, &nest_timer) == 0);
+	nest_on = 1;
+	CHECK(timer_settime(nest_timer, 0, &its, NULL) == 0);
+	while ((nest_subs < 1500 || rounds < 1500) && rounds < 200000) {
+		for (int i = 0; i < 8; i++) {
+			cbs[i] = t_cb(fd, bufs + (size_t)i * NEST_LEN, NEST_LEN,
+				      (off_t)((rounds + i) % 16) * NEST_LEN);
+			cbs[i].aio_lio_opcode = LIO_READ;
+			list[i] = &cbs[i];
+		}
+		if (rounds % 2) {
+			CHECK_EQ(ulio_listio(LIO_NOWAIT, list, 8, NULL), 0);
+		} else {
+			for (int i = 0; i < 8; i++)
+				CHECK_EQ(uaio_read(&cbs[i]), 0);
+		}
+		for (int i = 0; i < 8; i++) {
+			CHECK_EQ(t_wait(&cbs[i], NULL), NEST_LEN);
+			CHECK(!memcmp(bufs + (size_t)i * NEST_LEN,
+				      img + cbs[i].aio_offset, NEST_LEN));
+		}
+		rounds++;
+	}
+	nest_on = 0;
+	its.it_value.tv_nsec = 0;
+	CHECK(timer_settime(nest_timer, 0, &its, NULL) == 0);
+	CHECK(timer_delete(nest_timer) == 0);
+	signal(SIGRTMIN + 3, SIG_IGN);
+	CHECK_EQ(t_wait(&nest_cb, NULL), NEST_LEN);
+	CHECK(!memcmp(nest_buf, nest_img + nest_cb.aio_offset, NEST_LEN));
+	CHECK_EQ(nest_bad, 0);
+	fprintf(stderr, "    %ld rounds, %d reads from the handler\n", rounds, (int)nest_subs);
+	close(fd);
+	close(hfd);
+	free(img);
+	free(bufs);
+	free(nest_img);
+	free(nest_buf);
+}
+
 int main(void)
 {
 	t_watchdog(120);
@@ -314,5 +411,6 @@ int main(void)
 	RUN(handler_forks);
 	RUN(handler_suspends);
 	RUN(timer_storm);
+	RUN(handler_submits_to_loop);
 	return T_EXIT_PASS;
 }

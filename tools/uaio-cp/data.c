@@ -375,7 +375,7 @@ static void begin_data(struct cp_job *j)
 	}
 	j->by_extent = looks_sparse(j);
 	j->zero_holes = r->o.sparse == SPARSE_ALWAYS || j->by_extent;
-	j->wend = 0;
+	j->wend = j->ext_end = 0;
 	if (j->zero_holes) {
 		struct stat ds;
 

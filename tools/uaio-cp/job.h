@@ -37,6 +37,7 @@ struct cp_job {
 	uint64_t base, fill;	/* buffer path: the buffer holds [base, base + fill) */
 	uint64_t wpos;		/* buffer path: next byte to write */
 	uint64_t wend;		/* zero_holes: end of the data written so far */
+	uint64_t ext_end;	/* by_extent: end of the source's data at base */
 	uint64_t cursor;	/* flow path: 1 once the flow started */
 	bool by_extent;		/* the source has holes to keep */
 	/* whole zero blocks become holes: --sparse=always, and auto on a

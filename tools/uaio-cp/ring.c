@@ -44,9 +44,10 @@ static uint64_t hole_at(const struct cp_job *j, uint64_t pos, uint64_t end)
 static void on_write(uaio_op *op, int res, void *data);
 
 /* The bytes skipped as a hole since the data before are made one, as cp
- * 9.1 punches them: a file system that allocates ahead of the writes
- * (XFS's speculative preallocation) kept them allocated, as data to
- * SEEK_DATA. Where nothing is allocated it changes nothing; where
+ * 9.1 punches them (all under --sparse=always; under auto, the zero runs
+ * in the source's data: cp_buf_read): a file system that allocates ahead
+ * of the writes (XFS's speculative preallocation) kept them allocated,
+ * as data to SEEK_DATA. Where nothing is allocated it changes nothing; where
  * punching is not supported it is skipped, and any other failure fails
  * the file with cp's "error deallocating" (false). */
 bool cp_hole_punch(struct cp_job *j, uint64_t to)
@@ -148,6 +149,7 @@ static void on_read(uaio_op *op, int res, void *data)
 void cp_buf_read(struct cp_job *j)
 {
 	struct cp_run *r = j->r;
+	size_t len = SMALL_MAX;
 	int ret;
 
 	j->base += j->fill;
@@ -161,22 +163,45 @@ void cp_buf_read(struct cp_job *j)
 		/* The source's holes are not read: the next data, or the end
 		 * (the final ftruncate makes the rest a hole). */
 		off_t d = lseek(j->sfd, (off_t)j->base, SEEK_DATA);
+		bool eof = d < 0 && errno == ENXIO;
 
-		if (d < 0 && errno == ENXIO) {
+		if (eof)
 			d = lseek(j->sfd, 0, SEEK_END);
-			if (d > (off_t)j->base)
-				j->base = (uint64_t)d;
+		if (d > (off_t)j->base) {
+			/* cp 9.1 punches a hole of the source only under
+			 * --sparse=always (create_hole); under auto it seeks
+			 * over it, and what the file system allocated ahead
+			 * there (XFS) stays. The zero run before it is
+			 * punched, as cp's sparse_copy punches an extent's. */
+			if (r->o.sparse != SPARSE_ALWAYS) {
+				if (!cp_hole_punch(j, j->base)) {
+					j->failed = true;
+					cp_job_end(j);
+					return;
+				}
+				j->wend = (uint64_t)d;
+			}
+			j->base = (uint64_t)d;
+		}
+		if (eof) {
 			on_read(&j->op, 0, j);
 			return;
 		}
-		if (d > (off_t)j->base)
-			j->base = (uint64_t)d;
+		/* No further than this data's end, as cp reads an extent:
+		 * zeros past it are the source's hole, not a zero run. */
+		if (j->base >= j->ext_end) {
+			off_t h = lseek(j->sfd, (off_t)j->base, SEEK_HOLE);
+
+			j->ext_end = h > (off_t)j->base ? (uint64_t)h : UINT64_MAX;
+		}
+		if (j->ext_end - j->base < len)
+			len = (size_t)(j->ext_end - j->base);
 	}
 	if (r->buf_index >= 0)
-		ret = uaio_op_read_fixed(r->l, &j->op, j->sfd, j->buf, SMALL_MAX,
+		ret = uaio_op_read_fixed(r->l, &j->op, j->sfd, j->buf, len,
 					 (int64_t)j->base, r->buf_index, on_read, j);
 	else
-		ret = uaio_op_read(r->l, &j->op, j->sfd, j->buf, SMALL_MAX,
+		ret = uaio_op_read(r->l, &j->op, j->sfd, j->buf, len,
 				   (int64_t)j->base, on_read, j);
 	if (ret < 0)
 		cp_job_fail(j, ret, true);

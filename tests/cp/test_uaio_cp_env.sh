@@ -5,7 +5,7 @@
 # cache's state, stdout that fails or is closed, closed standard
 # descriptors, a reader gone (SIGPIPE), a file past RLIMIT_FSIZE
 # (SIGXFSZ), a tight descriptor limit, a destination with 1-second
-# timestamps (-u) or without ACLs. The
+# timestamps (-u) or without ACLs, a source whose ACL cannot be read. The
 # cases and their comparison as in test_uaio_cp.sh (lib.sh).
 # Usage: test_uaio_cp_env.sh TOOL TREECMP. Exit 0 pass, 1 fail, 77 skip.
 
@@ -219,6 +219,29 @@ if [ $root = 1 ] && command -v setfacl >/dev/null && mkdir "$acl" "$T/aclsrc" &&
   ok "an ACL or attributes the destination cannot hold: cp's messages, status, modes, no link to a failed copy"
 else
   echo "skip: an ACL the destination cannot hold (needs root, setfacl, ramfs)"
+fi
+
+# A source whose ACL cannot be read any more (gone since it was copied:
+# ENOENT, here injected by strace into every xattr read of both tools):
+# cp's copy_acl names the source, sets no mode (what mkdir and open made
+# stays) and -a fails. uaio-cp set the mode and said nothing, status 0.
+if command -v strace >/dev/null && strace -f -o /dev/null true 2>/dev/null; then
+  mkdir -p "$T/gone/d/e" && echo hi >"$T/gone/d/f" && chmod 0750 "$T/gone/d" &&
+    chmod 0640 "$T/gone/d/f" || fail "making the ACL-less source"
+  for prog in cp uaio-cp; do
+    (cd "$T/gone" && exec strace -f -o /dev/null \
+       -e inject=getxattr,lgetxattr,fgetxattr,listxattr,llistxattr,flistxattr:error=ENOENT \
+       $prog -a d "$prog") >"$T/gone.$prog" 2>&1 </dev/null
+    echo "rc $?" >>"$T/gone.$prog"
+    sed -i "s|^$prog:|PROG:|" "$T/gone.$prog"
+    sort "$T/gone.$prog" >"$T/gone.$prog.s"
+    (cd "$T/gone/$prog" && stat -c '%a %n' . e f) >>"$T/gone.$prog.s"
+  done
+  diff "$T/gone.cp.s" "$T/gone.uaio-cp.s" || fail "a source's ACL unreadable: not cp's messages, status, modes"
+  grep -q "^PROG: 'd': No such file" "$T/gone.cp.s" || fail "a source's ACL unreadable: cp said $(cat "$T/gone.cp.s")"
+  ok "a source whose ACL cannot be read: named, no mode set, status 1, as cp"
+else
+  echo "skip: a source whose ACL cannot be read (needs strace)"
 fi
 
 # 10 000 files in 100 directories.

@@ -85,7 +85,7 @@ void cp_notes_report(struct cp_run *r, struct cp_notes *n, const char *dst)
 		const char *fmt = dgettext(t->domain, t->fmt);
 
 		if (t->name) {
-			const char *qn = q(r, t->name);
+			const char *qn = t->locale ? ql(r, t->name) : q(r, t->name);
 
 			cp_err(r, t->err, fmt, qn, qn);
 			free(t->name);
@@ -123,9 +123,10 @@ static void xattr_note(const struct cp_run *r, struct cp_notes *out, int err,
 		note_x(out, err, "attr", fmt, false, true, name);
 }
 
-/* *acl: ACL_* of the ACLs copied. */
+/* *acl: ACL_* of the ACLs copied; *list_err: why the source's could not
+ * be listed (0: they were). */
 static unsigned xattrs(const struct cp_run *r, int src_fd, const char *src, int fd,
-		       const char *dst, struct cp_notes *out, unsigned *acl)
+		       const char *dst, struct cp_notes *out, unsigned *acl, int *list_err)
 {
 	unsigned set = 0, unsupported = 0;
 	char stackbuf[1024], *names = stackbuf, *val = NULL;
@@ -137,6 +138,8 @@ static unsigned xattrs(const struct cp_run *r, int src_fd, const char *src, int 
 		if (n > 0 && (names = malloc((size_t)n)))
 			n = x_list(src_fd, src, names, (size_t)n);
 	}
+	if (n < 0)
+		*list_err = errno;
 	if (n < 0 && errno != ENOSYS && errno != ENOTSUP && r->o.p_xattr)
 		xattr_note(r, out, errno, "listing attributes of %s", src);
 	if (n <= 0)
@@ -244,6 +247,7 @@ static bool meta_apply(const struct cp_run *r, int src_fd, const char *src, int 
 {
 	const struct cp_opts *o = &r->o;
 	bool link = S_ISLNK(st->st_mode), chown_failed = false;
+	int list_err = 0;
 	unsigned acl = 0;
 	unsigned xset = 0;
 
@@ -291,13 +295,13 @@ static bool meta_apply(const struct cp_run *r, int src_fd, const char *src, int 
 		/* a link has no mode or ACL, but may have attributes
 		 * (trusted.*, as overlayfs's): cp copies them */
 		if (o->p_xattr)
-			xattrs(r, src_fd, src, fd, dst, out, &acl);
+			xattrs(r, src_fd, src, fd, dst, out, &acl, &list_err);
 		return true;
 	}
 	if (o->p_xattr || o->p_mode) {
 		unsigned before = out->n;
 
-		xset = xattrs(r, src_fd, src, fd, dst, out, &acl);
+		xset = xattrs(r, src_fd, src, fd, dst, out, &acl, &list_err);
 		/* --preserve=xattr named and an attribute not copied: cp
 		 * stops there for anything but a regular file (no mode, no
 		 * u+rwx given back: copy_internal returns), and counts a
@@ -305,6 +309,15 @@ static bool meta_apply(const struct cp_run *r, int src_fd, const char *src, int 
 		*xfail = o->require_xattr && (out->n > before || out->lost);
 		if (*xfail && !S_ISREG(st->st_mode))
 			return false;
+	}
+	/* cp's copy_acl reads the source's ACL before it sets the mode
+	 * (gnulib's get_permissions): where that fails (the source gone
+	 * since: ENOENT) it names the source, sets no mode, and under
+	 * -p/-a the copy fails. Not where the file system has no ACLs. */
+	if (o->p_mode && list_err && list_err != ENOSYS && list_err != ENOTSUP &&
+	    list_err != EINVAL && list_err != EBUSY) {
+		note_x(out, list_err, "coreutils", "%s", true, false, src);
+		return !o->require_preserve;
 	}
 
 	if (o->p_mode) {

@@ -126,6 +126,8 @@ static void common(void)
 	redirect("/sub?a=1", "/sub/?a=1");
 	/* bytes a URI cannot hold are escaped in the query; escapes stay */
 	redirect("/sub?\xff\"<x>%41", "/sub/?%FF%22%3Cx%3E%41");
+	/* a '%' that begins no escape is one itself (RFC 3986 2.1) */
+	redirect("/sub?a=%&b=%4&c=%4g%", "/sub/?a=%25&b=%254&c=%254g%25");
 	redirect("/sub?a#b", "/sub/?a");
 	redirect("/sub#a?b", "/sub/");
 	index_file("/", idx_root);

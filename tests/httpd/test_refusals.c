@@ -175,6 +175,23 @@ static void t_rfc(void)
 	expect_status("GET /plain.txt HTTP/1.0\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n",
 		      400, "Transfer-Encoding in HTTP/1.0");
 	expect_status("FOO /plain.txt HTTP/1.1\r\nHost: t\r\n\r\n", 501, "an unknown method");
+	expect_status("\r\nFOO /plain.txt HTTP/1.1\r\nHost: t\r\n\r\n", 501,
+		      "an unknown method after an empty line");
+	{	/* the same in pieces: llhttp refuses "QU" before the space
+		 * that tells a token (501) from junk (400) has come (400) */
+		static const char *const parts[] = { "QU", "ERY", " /plain.txt HTTP/1.1\r\nHost: t\r\n\r\n" };
+		struct ht_conn *c = ht_connect(srv.port);
+		struct ht_resp r;
+
+		for (int i = 0; i < 3; i++) {
+			CHECK(ht_send(c, parts[i], strlen(parts[i])) == 0);
+			usleep(50000);	/* each its own segment, most likely */
+		}
+		ht_read(c, &r, 0);
+		EXPECT_R(&r, r.rc == HT_OK && r.status == 501, "an unknown method in pieces: 501 expected");
+		ht_resp_free(&r);
+		ht_close(c);
+	}
 	expect_status("G@T /plain.txt HTTP/1.1\r\nHost: t\r\n\r\n", 400, "a method that is no token");
 	{	/* a NUL is no token character either (it was taken for one: 501) */
 		static const char req[] = "G\0T /plain.txt HTTP/1.1\r\nHost: t\r\n\r\n";

@@ -290,18 +290,42 @@ static void request_begin(struct conn *c)
 /* What a request llhttp refused gets: 501 for a method it does not
  * know that is still a method token (RFC 9110 9.1), else 400 (a version
  * that is not DIGIT.DIGIT among them: known ones reach proto_verdict). */
+static bool tchar(char ch)
+{
+	return isalnum((unsigned char)ch) || (ch && strchr("!#$%&'*+-.^_`|~", ch));
+}
+
 static int parse_status(struct conn *c, llhttp_errno_t e)
 {
 	const char *p = c->req->start, *end = c->rbuf + c->rlen;
 	const char *sp;
 
+	while (p && p < end && (*p == '\r' || *p == '\n'))	/* empty lines before it */
+		p++;
 	if (e != HPE_INVALID_METHOD || !p || !(sp = memchr(p, ' ', (size_t)(end - p))) ||
 	    sp == p)
 		return 400;
 	for (; p < sp; p++)
-		if (!isalnum((unsigned char)*p) && (!*p || !strchr("!#$%&'*+-.^_`|~", *p)))
+		if (!tchar(*p))
 			return 400;
 	return 501;
+}
+
+/* A method llhttp refused before the space after it came, a token so
+ * far: 501 or 400 is told by the rest (the answer must not depend on
+ * how the bytes were cut into segments). */
+static bool method_unfinished(const struct conn *c, llhttp_errno_t e)
+{
+	const char *p = c->req->start, *end = c->rbuf + c->rlen;
+
+	if (e != HPE_INVALID_METHOD || !p || end - p >= HTTPD_HEAD_MAX)
+		return false;
+	while (p < end && (*p == '\r' || *p == '\n'))
+		p++;
+	for (; p < end; p++)
+		if (!tchar(*p))
+			return false;
+	return true;
 }
 
 /* A head past HTTPD_HEAD_MAX: 414 when the request line alone is (its
@@ -411,6 +435,12 @@ static void conn_parse(struct conn *c)
 				c->close_after = true;
 			respond(c);	/* may finish at once: the loop goes on */
 			continue;
+		}
+		if (method_unfinished(c, e)) {	/* parsed again with more */
+			llhttp_reset(&c->parser);
+			c->rparsed = (uint32_t)(c->req->start - c->rbuf);
+			c->req->start = NULL;
+			break;
 		}
 		c->close_after = true;
 		respond_error(c, c->req->too_big ? too_big_status(c) : parse_status(c, e));

@@ -268,6 +268,19 @@ static void orphans_adopt(void)
 	}
 }
 
+/* A request that never reached the engine becomes an orphan too, one
+ * that waits (nested.c). */
+void aio__orphan_queued(struct aiocb *cb)
+{
+	struct aio_orphan *o = realloc(E->orphans, (E->norphans + 1) * sizeof(*o));
+
+	atomic_store(&priv(cb)->state, tag(cb, ST_ORPHAN));
+	if (!o)
+		return;
+	E->orphans = o;
+	o[E->norphans++] = (struct aio_orphan){ cb, cb->aio_fildes, true };
+}
+
 /* The child inherits no requests: the engine starts afresh on first need,
  * and its copies of our aiocbs become orphans. */
 static void fork_child(void)
@@ -357,6 +370,15 @@ static void *engine_main(void *arg)
 	}
 }
 
+/* At load, not at the engine's start: a call holds the lock, and a
+ * handler's requests wait (nested.c), before any engine exists, and a
+ * fork must find both. After the loop layer's own (its constructor has
+ * a priority): child handlers run in the order they were registered. */
+__attribute__((constructor)) static void engine_atfork(void)
+{
+	(void)uaio__atfork_once(&E->atfork, fork_prepare, fork_parent, fork_child);
+}
+
 int aio__engine_start_locked(void)
 {
 	struct uaio_loop_params p = {
@@ -370,14 +392,13 @@ int aio__engine_start_locked(void)
 
 	if (E->loop)
 		return 0;
-	if (!E->atfork) {
+	if (!E->thread_key_made) {
 		if (pthread_key_create(&E->thread_key, aio__thread_exit_wait))
 			return -EAGAIN;
-		if (uaio__atfork_once(&E->atfork, fork_prepare, fork_parent, fork_child)) {
-			pthread_key_delete(E->thread_key);
-			return -EAGAIN;
-		}
+		E->thread_key_made = true;
 	}
+	if (uaio__atfork_once(&E->atfork, fork_prepare, fork_parent, fork_child))
+		return -EAGAIN;	/* (the constructor's failed: no memory) */
 	E->loop = uaio_loop_new(&p);
 	if (!E->loop)
 		return errno == ENOMEM ? -EAGAIN : -errno;

@@ -374,7 +374,7 @@ struct aio_engine {
 	/* Its loop copies a cached read on its own thread (io_uring); the
 	 * fallback tries one on the submitting thread (SPLIT_MIN) */
 	bool copies_itself;
-	bool atfork;
+	bool atfork, thread_key_made;
 
 	struct uaio__slab reqs;		/* aio_req records */
 	unsigned long nreq;		/* records in use = requests in flight */
@@ -582,6 +582,7 @@ bool aio__lone_cancel_locked(int fd, struct aiocb *cb, int *canceled, int *notca
 void aio__complete(struct aiocb *cb, long res);
 
 /* engine.c */
+void aio__orphan_queued(struct aiocb *cb);
 struct aio_hint *aio__hint_get(int fd);
 int aio__hint_flags(int fd, struct aio_hint *h, bool fresh);
 bool aio__hint_try(struct aio_hint *h, int kind);

@@ -43,9 +43,12 @@ static UAIO_TLS struct {
 	bool draining;
 } nested_self;
 
+/* Also while requests wait on the list with the lock free (the outermost
+ * unlock let it go and has not begun to drain; aio__signals_let_go's
+ * window): one made now must not overtake them. */
 bool aio__nested_must_wait(void)
 {
-	return nested_self.draining || aio__lock_in_call();
+	return nested_self.draining || aio__lock_in_call() || aio__nested_waiting();
 }
 
 /* cb passed aio__cb_check and is marked in progress; its list, if any,
@@ -132,18 +135,20 @@ void aio__nested_drain(void)
 }
 
 /* In a child forked by a handler: the waiting requests are the parent's,
- * and stay in progress there, as the parent's others (engine.c). */
+ * orphans there that never started, as the parent's queued ones
+ * (engine.c): in progress, and cancellable. (Those on another thread's
+ * list, which the child lacks, stay in progress for ever.) */
 void aio__nested_fork_child(void)
 {
 	struct aiocb *cb, *next;
 
 	for (cb = atomic_exchange(&nested_self.added, NULL); cb; cb = next) {
 		next = next_of(cb);
-		atomic_store(&priv(cb)->state, tag(cb, ST_ORPHAN));
+		aio__orphan_queued(cb);
 	}
 	for (cb = nested_self.run; cb; cb = next) {
 		next = next_of(cb);
-		atomic_store(&priv(cb)->state, tag(cb, ST_ORPHAN));
+		aio__orphan_queued(cb);
 	}
 	nested_self.run = NULL;
 }

@@ -21,9 +21,10 @@ static void forked_child(void)
 	atomic_fetch_add(&uaio__process.fork_gen, 1);
 }
 
-/* At load, before any layer registers its own: child handlers run in the
- * order they were registered, and theirs may free a parent's loop. */
-__attribute__((constructor)) static void process_init(void)
+/* At load, before any layer registers its own (a priority: before the
+ * AIO engine's constructor): child handlers run in the order they were
+ * registered, and theirs may free a parent's loop. */
+__attribute__((constructor(101))) static void process_init(void)
 {
 	pthread_atfork(NULL, NULL, forked_child);
 }

@@ -404,6 +404,97 @@ static void handler_submits_to_loop(void)
 	free(nest_buf);
 }
 
+/* Requests a handler makes keep the order of its calls, whether they
+ * wait for the call it interrupted or not: a timer's handler appends its
+ * count to an O_APPEND file, its writes' completions (SIGEV_SIGNAL) run
+ * it too, while the thread reads and writes a file and waits. Before, a
+ * handler that ran after the interrupted call let the lock go, but
+ * before that call submitted what waited, went first. */
+#define ORD_POOL	256
+
+static struct aiocb ord_cb[ORD_POOL];
+static unsigned ord_rec[ORD_POOL];
+static volatile sig_atomic_t ord_seq, ord_bad, ord_on;
+static timer_t ord_timer;
+static int ord_fd;
+
+static void on_ord(int s, siginfo_t *si, void *u)
+{
+	struct itimerspec next = { { 0, 0 }, { 0, 100000 } };
+	struct aiocb *cb = &ord_cb[ord_seq % ORD_POOL];
+	int e = errno;
+
+	(void)s;
+	(void)u;
+	if (ord_on && uaio_error(cb) != EINPROGRESS) {
+		uaio_return(cb);
+		ord_rec[ord_seq % ORD_POOL] = (unsigned)ord_seq;
+		*cb = t_cb(ord_fd, &ord_rec[ord_seq % ORD_POOL], sizeof(unsigned), 0);
+		cb->aio_sigevent.sigev_notify = SIGEV_SIGNAL;
+		cb->aio_sigevent.sigev_signo = SIGRTMIN + 5;
+		if (uaio_write(cb) == 0)
+			ord_seq++;
+		else
+			ord_bad++;
+	}
+	if (ord_on && si->si_code == SI_TIMER)
+		timer_settime(ord_timer, 0, &next, NULL);
+	errno = e;
+}
+
+static void handler_keeps_order(void)
+{
+	struct sigaction sa = { .sa_sigaction = on_ord, .sa_flags = SA_RESTART | SA_SIGINFO };
+	struct sigevent sev = { .sigev_notify = SIGEV_SIGNAL, .sigev_signo = SIGRTMIN + 4 };
+	struct itimerspec its = { { 0, 0 }, { 0, 100000 } };
+	static char buf[8][4096];
+	int fd = t_tmpfile();
+	unsigned *v;
+	off_t size;
+
+	ord_fd = t_tmpfile();
+	CHECK(fcntl(ord_fd, F_SETFL, O_APPEND) == 0);
+	sigfillset(&sa.sa_mask);	/* one handler at a time: its count is plain */
+	CHECK(sigaction(SIGRTMIN + 4, &sa, NULL) == 0 && sigaction(SIGRTMIN + 5, &sa, NULL) == 0);
+	CHECK(timer_create(CLOCK_MONOTONIC, &sev, &ord_timer) == 0);
+	ord_on = 1;
+	CHECK(timer_settime(ord_timer, 0, &its, NULL) == 0);
+	for (long round = 0; ord_seq < 1500 && round < 100000; round++) {
+		struct aiocb cbs[8];
+
+		for (int i = 0; i < 8; i++) {
+			cbs[i] = t_cb(fd, buf[i], sizeof(buf[i]), (off_t)i * 4096);
+			cbs[i].aio_sigevent.sigev_notify = SIGEV_SIGNAL;
+			cbs[i].aio_sigevent.sigev_signo = SIGRTMIN + 5;
+			CHECK_EQ((round & 1) ? uaio_write(&cbs[i]) : uaio_read(&cbs[i]), 0);
+		}
+		for (int i = 0; i < 8; i++)
+			t_wait(&cbs[i], NULL);
+	}
+	ord_on = 0;
+	its.it_value.tv_nsec = 0;
+	CHECK(timer_settime(ord_timer, 0, &its, NULL) == 0);
+	CHECK(timer_delete(ord_timer) == 0);
+	for (int i = 0; i < ORD_POOL; i++)
+		if (ord_cb[i].aio_fildes == ord_fd)
+			t_wait(&ord_cb[i], NULL);
+	signal(SIGRTMIN + 4, SIG_IGN);
+	signal(SIGRTMIN + 5, SIG_IGN);
+	CHECK_EQ(ord_bad, 0);
+	size = lseek(ord_fd, 0, SEEK_END);
+	CHECK_EQ(size, (off_t)ord_seq * (off_t)sizeof(unsigned));
+	v = malloc((size_t)size);
+	CHECK(v && pread(ord_fd, v, (size_t)size, 0) == size);
+	for (long i = 0; i < size / (off_t)sizeof(unsigned); i++)
+		if (v[i] != (unsigned)i) {
+			fprintf(stderr, "    at %ld: %u\n", i, v[i]);
+			CHECK(!"the handler's writes out of the order of its calls");
+		}
+	free(v);
+	close(fd);
+	close(ord_fd);
+}
+
 int main(void)
 {
 	t_watchdog(120);
@@ -412,5 +503,6 @@ int main(void)
 	RUN(handler_suspends);
 	RUN(timer_storm);
 	RUN(handler_submits_to_loop);
+	RUN(handler_keeps_order);
 	return T_EXIT_PASS;
 }

@@ -168,6 +168,12 @@ static void t_rfc(void)
 		      "0\r\n\r\n", 501, "Transfer-Encoding: gzip, chunked");
 	expect_status("GET /plain.txt HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: gzip\r\n\r\n", 400,
 		      "Transfer-Encoding: gzip (chunked not last)");
+	/* empty list elements are none (RFC 9110 5.6.1.2): chunked alone,
+	 * the body read past, the connection then closed */
+	expect_status("GET /plain.txt HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: , chunked\r\n\r\n"
+		      "0\r\n\r\n", 200, "Transfer-Encoding: , chunked");
+	expect_status("GET /plain.txt HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: ,\r\n\r\n", 400,
+		      "Transfer-Encoding: , (no coding)");
 	/* no coding at all: a syntax error, not one not understood */
 	expect_status("GET /plain.txt HTTP/1.1\r\nHost: t\r\nTransfer-Encoding:\r\n\r\n", 400,
 		      "an empty Transfer-Encoding");

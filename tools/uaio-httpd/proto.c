@@ -338,8 +338,38 @@ int proto_path(struct span t, char *out, size_t outsz, bool *slash)
 	return 0;
 }
 
+/* How many codings a Transfer-Encoding list names, empty elements
+ * ignored (RFC 9110 5.6.1.2); *chunked_only: just "chunked". */
+static int te_codings(struct span v, bool *chunked_only)
+{
+	const char *p = v.p, *end = v.p + v.n;
+	int n = 0;
+
+	*chunked_only = false;
+	while (p < end) {
+		const char *e = memchr(p, ',', (size_t)(end - p)), *t;
+
+		if (!e)
+			e = end;
+		while (p < e && (*p == ' ' || *p == '\t'))
+			p++;
+		for (t = e; t > p && (t[-1] == ' ' || t[-1] == '\t'); t--)
+			;
+		if (t > p) {
+			n++;
+			*chunked_only = n == 1 && t - p == 7 && !strncasecmp(p, "chunked", 7);
+		}
+		p = e + 1;
+	}
+	if (n != 1)
+		*chunked_only = false;
+	return n;
+}
+
 int proto_verdict(const struct request *q)
 {
+	bool chunked;
+
 	/* HTTP/0.9 has no headers to answer with; 2 and later are not
 	 * spoken here (RFC 9110 15.6.6). */
 	if (q->major != 1)
@@ -373,13 +403,11 @@ int proto_verdict(const struct request *q)
 	/* llhttp refuses (400) a body whose last coding is not chunked; one
 	 * that adds a coding before it is not understood here: 501 (RFC 9112
 	 * 6.1), rather than a response as if the body had been read. */
-	if (q->hdr[H_TRANSFER_ENCODING].p && !q->hdr[H_TRANSFER_ENCODING].n)
+	if (!q->hdr[H_TRANSFER_ENCODING].p)
+		return 0;
+	if (!te_codings(q->hdr[H_TRANSFER_ENCODING], &chunked))
 		return 400;	/* no coding at all: a syntax error (RFC 9112 6.1) */
-	if (q->hdr[H_TRANSFER_ENCODING].p && (q->dup[H_TRANSFER_ENCODING] > 1 ||
-	    q->hdr[H_TRANSFER_ENCODING].n != 7 ||
-	    strncasecmp(q->hdr[H_TRANSFER_ENCODING].p, "chunked", 7)))
-		return 501;
-	return 0;
+	return q->dup[H_TRANSFER_ENCODING] > 1 || !chunked ? 501 : 0;
 }
 
 /* uri-host [ ":" port ] (RFC 9112 3.2, RFC 3986 3.2.2): an IP-literal in

@@ -36,8 +36,8 @@
  * thread.c (a submitting thread's own ring, its exit),
  * queue.c (stream FIFOs, issue and end), fdw.c (a regular file's order:
  * overlaps, fsync barriers, held writes), calls.c (aio_read / aio_write /
- * aio_fsync), submit.c (where their requests go), attempt.c (the inline try), lio.c,
- * cancel.c.
+ * aio_fsync), submit.c (where their requests go), attempt.c (the inline
+ * try), lio.c, cancel.c.
  */
 #ifndef UAIO_AIO_ENGINE_H
 #define UAIO_AIO_ENGINE_H

@@ -381,10 +381,14 @@ long laio__go_background(struct laio_call *r, int (*submit)(struct laio_call *))
 		ret = laio__submit_work(r);
 	}
 	if (ret < 0) {
+		/* what an earlier part moved is the call's result, as it
+		 * would be had the rest failed in the background */
+		long moved = (long)r->done;
+
 		laio__outstanding_dec_locked();
 		laio__call_release_locked(r);
 		pthread_mutex_unlock(&e->mu);
-		return laio__ret_inline(ret);
+		return laio__ret_inline(moved ? moved : ret);
 	}
 	/* The core issues to io_uring only from the thread that last ran
 	 * the loop; if that is not us and nobody runs it now, take over

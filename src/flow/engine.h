@@ -172,12 +172,11 @@ static inline bool flow__fallback_err(int err)
 bool flow__refused(const uaio_flow *f, int m);
 void flow__refusal(const uaio_flow *f, int m, int err);
 
-/* Which side an error of a step that both reads and writes belongs to. */
-static inline int flow__side_of(int err)
-{
-	return err == -ENOSPC || err == -EDQUOT || err == -EFBIG || err == -EPIPE ||
-	       err == -ECONNRESET ? UAIO_FLOW_SIDE_DST : UAIO_FLOW_SIDE_SRC;
-}
+/* Which side an error of a step that both reads and writes belongs to
+ * (copy_file_range, sendfile, a direct splice): EBADF is the sink's when
+ * its descriptor is closed or no longer open for writing (the program's
+ * close or dup2 meanwhile), else the source's; the rest by the error. */
+int flow__side_of(const uaio_flow *f, int err);
 
 /* methods.c, splice.c */
 extern const struct flow_method flow__clone, flow__cfr, flow__splice;

@@ -10,6 +10,7 @@
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -91,6 +92,18 @@ static int classify(struct flow_ep *e, const struct uaio_flow_ep *u, bool src)
 	case S_IFSOCK: e->kind = EK_SOCK; break;
 	case S_IFCHR: e->kind = EK_CHR; break;
 	default: return -EINVAL;		/* a directory */
+	}
+	/* A flow moves a byte stream: a datagram or record socket would cut
+	 * a message longer than the room a receive gives it, and drop the
+	 * rest without a word (3 MB of 60 kB records into a file came out
+	 * short, "done"). */
+	if (e->kind == EK_SOCK) {
+		int type;
+		socklen_t len = sizeof(type);
+
+		if (getsockopt(u->fd, SOL_SOCKET, SO_TYPE, &type, &len) < 0 ||
+		    type != SOCK_STREAM)
+			return -EINVAL;
 	}
 	e->seek = e->kind == EK_FILE || e->kind == EK_BLK;
 	if (!e->seek)
@@ -268,6 +281,19 @@ void flow__eof(uaio_flow *f)
 }
 
 /* ------------------------------------------------------ steps, counters */
+
+int flow__side_of(const uaio_flow *f, int err)
+{
+	int fl;
+
+	if (err == -EBADF) {
+		fl = fcntl(f->dst.fd, F_GETFL);
+		return fl < 0 || (fl & O_ACCMODE) == O_RDONLY ? UAIO_FLOW_SIDE_DST
+							     : UAIO_FLOW_SIDE_SRC;
+	}
+	return err == -ENOSPC || err == -EDQUOT || err == -EFBIG || err == -EPIPE ||
+	       err == -ECONNRESET ? UAIO_FLOW_SIDE_DST : UAIO_FLOW_SIDE_SRC;
+}
 
 uint64_t flow__allow(uaio_flow *f, uint64_t max, uint64_t outstanding)
 {

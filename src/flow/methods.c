@@ -127,7 +127,7 @@ static void cfr_done(uaio_op *op, int res, void *data)
 		else
 			flow__eof(f);
 	} else {
-		flow__fail(f, res, flow__side_of(res));
+		flow__fail(f, res, flow__side_of(f, res));
 	}
 	flow__step_done(f);
 }

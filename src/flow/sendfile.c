@@ -139,7 +139,7 @@ static bool sent(uaio_flow *f, long res, uint64_t asked)
 		if (!f->err)	/* ending: no wait, which no cancel would reach */
 			wait_room(f);
 	} else {
-		flow__fail(f, (int)res, flow__side_of((int)res));
+		flow__fail(f, (int)res, flow__side_of(f, (int)res));
 	}
 	return false;
 }

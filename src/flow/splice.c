@@ -329,7 +329,7 @@ static void splice_in_done(uaio_op *op, int res, void *data)
 		if (res < 0)
 			flow__fail(f, res, src ? UAIO_FLOW_SIDE_SRC : UAIO_FLOW_SIDE_DST);
 	} else {
-		flow__fail(f, res, direct(f) ? flow__side_of(res) : UAIO_FLOW_SIDE_SRC);
+		flow__fail(f, res, direct(f) ? flow__side_of(f, res) : UAIO_FLOW_SIDE_SRC);
 	}
 	flow__step_done(f);
 }

@@ -4,6 +4,7 @@
  * a silent peer), a peer that closes early, progress, file positions, a
  * rate limit, 200 flows at once on one loop. Taps, memory sinks and a
  * mapped source cut short: test_taps.c. */
+#include <sys/socket.h>
 #include <signal.h>
 
 #include "flow/flow_util.h"
@@ -265,6 +266,26 @@ static void test_bad_params(void)
 	p.dst = fd_ep(open(".", O_RDONLY | O_DIRECTORY), -1);
 	CHECK_EQ(uaio_flow_start(L, &p, &f), -EBADF);
 	close(p.dst.fd);
+	/* a byte stream only: a datagram or record socket would have a
+	 * message longer than a receive's room cut, the rest dropped */
+	{
+		static const int types[] = { SOCK_SEQPACKET, SOCK_DGRAM };
+
+		for (int i = 0; i < 2; i++) {
+			int sv[2];
+
+			CHECK(socketpair(AF_UNIX, types[i], 0, sv) == 0);
+			p.src = fd_ep(sv[0], -1);
+			p.dst = fd_ep(w, -1);
+			CHECK_EQ(uaio_flow_start(L, &p, &f), -EINVAL);
+			p.src = fd_ep(a, 0);
+			p.dst = fd_ep(sv[1], -1);
+			CHECK_EQ(uaio_flow_start(L, &p, &f), -EINVAL);
+			close(sv[0]);
+			close(sv[1]);
+		}
+		p.src = fd_ep(a, 0);
+	}
 	/* One file at both ends, the sink inside the source's range after
 	 * its start: refused, as copy_file_range refuses it (every method
 	 * copied forward, over bytes not read yet, and said it was done),
@@ -347,6 +368,52 @@ static void test_bad_params(void)
 	close(pp[1]);
 	close(a);
 	close(w);
+}
+
+/* A descriptor the program closes under a running file-to-file flow
+ * (copy_file_range, one call for both ends): EBADF, the side it was on.
+ * The sink's was said to be the source's. */
+static int closing_fd;
+
+static void close_on_progress(uaio_flow *f, uint64_t bytes, void *data)
+{
+	(void)f;
+	(void)bytes;
+	(void)data;
+	if (closing_fd >= 0) {
+		close(closing_fd);
+		closing_fd = -1;
+	}
+}
+
+static void test_closed_side(void)
+{
+	size_t n = 4u << 20;
+	char *data = calloc(1, n);
+
+	for (int side = UAIO_FLOW_SIDE_SRC; side <= UAIO_FLOW_SIDE_DST; side++) {
+		int a = t_tmpfile(dir), b = t_tmpfile(dir);
+		struct ctl c = { 0 };
+		struct uaio_flow_params p = { .src = fd_ep(a, 0), .dst = fd_ep(b, 0),
+					      .len = UAIO_FLOW_EOF, .mode = UAIO_FLOW_PAGECACHE,
+					      .chunk = 64u << 10, .rate = 8u << 20,
+					      .progress = close_on_progress,
+					      .done = ctl_done, .data = &c };
+		uaio_flow *f;
+
+		CHECK_EQ(pwrite(a, data, n, 0), (ssize_t)n);
+		closing_fd = side == UAIO_FLOW_SIDE_SRC ? a : b;
+		CHECK_OK(uaio_flow_start(L, &p, &f));
+		T_RUN_UNTIL(L, c.r.done, 1000000);
+		if (c.method && strcmp(c.method, "copy_file_range")) {
+			fprintf(stderr, "    (%s, not copy_file_range: side not checked)\n", c.method);
+		} else {
+			CHECK_EQ(c.r.res, -EBADF);
+			CHECK_EQ(c.r.side, side);
+		}
+		close(side == UAIO_FLOW_SIDE_SRC ? b : a);
+	}
+	free(data);
 }
 
 static void test_rate(void)
@@ -435,6 +502,7 @@ int main(void)
 	RUN(test_positions);
 	RUN(test_cancel_positions);
 	RUN(test_rate);
+	RUN(test_closed_side);
 	RUN(test_many);
 	CHECK_EQ(uaio_loop_inflight(L), 0);
 	uaio_loop_free(L);

@@ -65,7 +65,8 @@ static long do_clone(void *arg)
 
 	if (ioctl(f->dst.fd, FICLONE, f->src.fd) < 0)
 		return -errno;
-	return fstat(f->src.fd, &st) < 0 ? -errno : (long)st.st_size;
+	/* what was cloned: the sink's size (the source may have grown since) */
+	return fstat(f->dst.fd, &st) < 0 ? -errno : (long)st.st_size;
 }
 
 static void clone_done(uaio_op *op, int res, void *data)

@@ -52,6 +52,35 @@ static void *feed(void *arg)
 	return NULL;
 }
 
+/* A one-shot timer of signal signo, its handler sa, armed ns from now;
+ * a handler re-arms it (tick_again) a while after it ends, so a slow one
+ * (a fork under ASan) is never outrun. */
+static void tick_start(timer_t *t, int signo, const struct sigaction *sa, long ns)
+{
+	struct sigevent sev = { .sigev_notify = SIGEV_SIGNAL, .sigev_signo = signo };
+	struct itimerspec its = { { 0, 0 }, { 0, ns } };
+
+	CHECK(sigaction(signo, sa, NULL) == 0);
+	CHECK(timer_create(CLOCK_MONOTONIC, &sev, t) == 0);
+	CHECK(timer_settime(*t, 0, &its, NULL) == 0);
+}
+
+static void tick_again(timer_t t, long ns)
+{
+	struct itimerspec next = { { 0, 0 }, { 0, ns } };
+
+	timer_settime(t, 0, &next, NULL);
+}
+
+static void tick_stop(timer_t t, int signo)
+{
+	struct itimerspec none = { { 0, 0 }, { 0, 0 } };
+
+	CHECK(timer_settime(t, 0, &none, NULL) == 0);
+	CHECK(timer_delete(t) == 0);
+	signal(signo, SIG_IGN);
+}
+
 /* One write at a time on a pipe, waited for with uaio_suspend. */
 static void write_one(int fd, off_t off, const void *buf, size_t n)
 {
@@ -106,7 +135,6 @@ static volatile sig_atomic_t ticking;
  * the thread holding the library's lock never left its handler. */
 static void on_tick(int s)
 {
-	struct itimerspec next = { { 0, 0 }, { 0, 1000000 } };
 	int e = errno;
 	pid_t c;
 
@@ -117,7 +145,7 @@ static void on_tick(int s)
 	if (c > 0 && waitpid(c, NULL, 0) == c)
 		forks++;
 	if (ticking)
-		timer_settime(tick_timer, 0, &next, NULL);
+		tick_again(tick_timer, 1000000);
 	errno = e;
 }
 
@@ -126,9 +154,6 @@ static void on_tick(int s)
 static void handler_forks(void)
 {
 	struct sigaction sa = { .sa_handler = on_tick, .sa_flags = SA_RESTART };
-	struct sigevent sev = { .sigev_notify = SIGEV_SIGNAL,
-				.sigev_signo = SIGRTMIN + 1 };
-	struct itimerspec its = { { 0, 0 }, { 0, 1000000 } };
 	int fd = t_tmpfile(), p[2];
 	pthread_t t;
 	long n = 0;
@@ -136,20 +161,15 @@ static void handler_forks(void)
 	CHECK(pipe(p) == 0);
 	A[0] = p[0];
 	CHECK(pthread_create(&t, NULL, drain, NULL) == 0);
-	CHECK(sigaction(SIGRTMIN + 1, &sa, NULL) == 0);
-	CHECK(timer_create(CLOCK_MONOTONIC, &sev, &tick_timer) == 0);
 	ticking = 1;
-	CHECK(timer_settime(tick_timer, 0, &its, NULL) == 0);
+	tick_start(&tick_timer, SIGRTMIN + 1, &sa, 1000000);
 	while (forks < 600 || n < 2000) {
 		write_one(fd, (n % 256) * 16, "0123456789abcdef", 16);
 		write_one(p[1], 0, "z", 1);
 		n++;
 	}
 	ticking = 0;
-	its.it_value.tv_nsec = 0;
-	CHECK(timer_settime(tick_timer, 0, &its, NULL) == 0);
-	CHECK(timer_delete(tick_timer) == 0);
-	signal(SIGRTMIN + 1, SIG_IGN);
+	tick_stop(tick_timer, SIGRTMIN + 1);
 	close(p[1]);
 	CHECK(pthread_join(t, NULL) == 0);
 	close(p[0]);
@@ -325,7 +345,6 @@ static volatile sig_atomic_t nest_subs, nest_bad, nest_on;
 
 static void on_nest_tick(int s)
 {
-	struct itimerspec next = { { 0, 0 }, { 0, 100000 } };
 	int e = errno;
 
 	(void)s;
@@ -340,15 +359,13 @@ static void on_nest_tick(int s)
 		nest_subs++;
 	}
 	if (nest_on)
-		timer_settime(nest_timer, 0, &next, NULL);
+		tick_again(nest_timer, 100000);
 	errno = e;
 }
 
 static void handler_submits_to_loop(void)
 {
 	struct sigaction sa = { .sa_handler = on_nest_tick, .sa_flags = SA_RESTART };
-	struct sigevent sev = { .sigev_notify = SIGEV_SIGNAL, .sigev_signo = SIGRTMIN + 3 };
-	struct itimerspec its = { { 0, 0 }, { 0, 100000 } };
 	static struct aiocb cbs[8];
 	struct aiocb *list[8];
 	char *img = malloc(NEST_FILE), *bufs = malloc(8 * NEST_LEN);
@@ -363,10 +380,8 @@ static void handler_submits_to_loop(void)
 	CHECK_EQ(pwrite(fd, img, NEST_FILE, 0), NEST_FILE);
 	CHECK_EQ(pwrite(hfd, nest_img, NEST_FILE, 0), NEST_FILE);
 	nest_cb = t_cb(hfd, nest_buf, NEST_LEN, 0);
-	CHECK(sigaction(SIGRTMIN + 3, &sa, NULL) == 0);
-	CHECK(timer_create(CLOCK_MONOTONIC, &sev, &nest_timer) == 0);
 	nest_on = 1;
-	CHECK(timer_settime(nest_timer, 0, &its, NULL) == 0);
+	tick_start(&nest_timer, SIGRTMIN + 3, &sa, 100000);
 	while ((nest_subs < 1500 || rounds < 1500) && rounds < 200000) {
 		for (int i = 0; i < 8; i++) {
 			cbs[i] = t_cb(fd, bufs + (size_t)i * NEST_LEN, NEST_LEN,
@@ -388,10 +403,7 @@ static void handler_submits_to_loop(void)
 		rounds++;
 	}
 	nest_on = 0;
-	its.it_value.tv_nsec = 0;
-	CHECK(timer_settime(nest_timer, 0, &its, NULL) == 0);
-	CHECK(timer_delete(nest_timer) == 0);
-	signal(SIGRTMIN + 3, SIG_IGN);
+	tick_stop(nest_timer, SIGRTMIN + 3);
 	CHECK_EQ(t_wait(&nest_cb, NULL), NEST_LEN);
 	CHECK(!memcmp(nest_buf, nest_img + nest_cb.aio_offset, NEST_LEN));
 	CHECK_EQ(nest_bad, 0);
@@ -420,7 +432,6 @@ static int ord_fd;
 
 static void on_ord(int s, siginfo_t *si, void *u)
 {
-	struct itimerspec next = { { 0, 0 }, { 0, 100000 } };
 	struct aiocb *cb = &ord_cb[ord_seq % ORD_POOL];
 	int e = errno;
 
@@ -438,15 +449,13 @@ static void on_ord(int s, siginfo_t *si, void *u)
 			ord_bad++;
 	}
 	if (ord_on && si->si_code == SI_TIMER)
-		timer_settime(ord_timer, 0, &next, NULL);
+		tick_again(ord_timer, 100000);
 	errno = e;
 }
 
 static void handler_keeps_order(void)
 {
 	struct sigaction sa = { .sa_sigaction = on_ord, .sa_flags = SA_RESTART | SA_SIGINFO };
-	struct sigevent sev = { .sigev_notify = SIGEV_SIGNAL, .sigev_signo = SIGRTMIN + 4 };
-	struct itimerspec its = { { 0, 0 }, { 0, 100000 } };
 	static char buf[8][4096];
 	int fd = t_tmpfile();
 	unsigned *v;
@@ -455,10 +464,9 @@ static void handler_keeps_order(void)
 	ord_fd = t_tmpfile();
 	CHECK(fcntl(ord_fd, F_SETFL, O_APPEND) == 0);
 	sigfillset(&sa.sa_mask);	/* one handler at a time: its count is plain */
-	CHECK(sigaction(SIGRTMIN + 4, &sa, NULL) == 0 && sigaction(SIGRTMIN + 5, &sa, NULL) == 0);
-	CHECK(timer_create(CLOCK_MONOTONIC, &sev, &ord_timer) == 0);
+	CHECK(sigaction(SIGRTMIN + 5, &sa, NULL) == 0);	/* the writes' own */
 	ord_on = 1;
-	CHECK(timer_settime(ord_timer, 0, &its, NULL) == 0);
+	tick_start(&ord_timer, SIGRTMIN + 4, &sa, 100000);
 	for (long round = 0; ord_seq < 1500 && round < 100000; round++) {
 		struct aiocb cbs[8];
 
@@ -472,13 +480,10 @@ static void handler_keeps_order(void)
 			t_wait(&cbs[i], NULL);
 	}
 	ord_on = 0;
-	its.it_value.tv_nsec = 0;
-	CHECK(timer_settime(ord_timer, 0, &its, NULL) == 0);
-	CHECK(timer_delete(ord_timer) == 0);
+	tick_stop(ord_timer, SIGRTMIN + 4);
 	for (int i = 0; i < ORD_POOL; i++)
 		if (ord_cb[i].aio_fildes == ord_fd)
 			t_wait(&ord_cb[i], NULL);
-	signal(SIGRTMIN + 4, SIG_IGN);
 	signal(SIGRTMIN + 5, SIG_IGN);
 	CHECK_EQ(ord_bad, 0);
 	size = lseek(ord_fd, 0, SEEK_END);

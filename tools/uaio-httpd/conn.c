@@ -287,14 +287,14 @@ static void request_begin(struct conn *c)
 	proto_reset(c->req, c->rbuf + c->rparsed);
 }
 
-/* What a request llhttp refused gets: 501 for a method it does not
- * know that is still a method token (RFC 9110 9.1), else 400 (a version
- * that is not DIGIT.DIGIT among them: known ones reach proto_verdict). */
 static bool tchar(char ch)
 {
 	return isalnum((unsigned char)ch) || (ch && strchr("!#$%&'*+-.^_`|~", ch));
 }
 
+/* What a request llhttp refused gets: 501 for a method it does not
+ * know that is still a method token (RFC 9110 9.1), else 400 (a version
+ * that is not DIGIT.DIGIT among them: known ones reach proto_verdict). */
 static int parse_status(struct conn *c, llhttp_errno_t e)
 {
 	const char *p = c->req->start, *end = c->rbuf + c->rlen;

@@ -270,6 +270,21 @@ static int std_alias(const char *p)
 	return -1;
 }
 
+/* Standard output as the log: the loops write it at once, each at the
+ * file's position, and io_uring's writes take no lock on it, so on a
+ * regular file opened without O_APPEND (a shell's >) two wrote at one
+ * offset and lines were lost (374 of 14 400 with 4 threads). It appends,
+ * as log_open's own file does. */
+static void log_stdout_append(void)
+{
+	struct stat st;
+	int fl;
+
+	if (fstat(STDOUT_FILENO, &st) == 0 && S_ISREG(st.st_mode) &&
+	    (fl = fcntl(STDOUT_FILENO, F_GETFL)) >= 0 && !(fl & O_APPEND))
+		(void)fcntl(STDOUT_FILENO, F_SETFL, fl | O_APPEND);
+}
+
 static void log_reopen(const struct httpd_config *cfg)
 {
 	int fd;
@@ -495,6 +510,8 @@ int main(int argc, char **argv)
 		} else if (cfg.log_fd < 0) {
 			cannot("open", cfg.log_path, 1);
 			bad = true;
+		} else if (cfg.log_fd == STDOUT_FILENO) {
+			log_stdout_append();
 		}
 		if (bad) {	/* what was made for the threads goes too */
 			for (unsigned i = 0; i < cfg.threads; i++)

@@ -124,6 +124,33 @@ for j in 0 abc '' 65537 -1 ' -1' ' -18446744073709551615'; do
 done
 ok "-j 1, -j 64 and --progress: the tree cp -a makes, nothing printed; a bad -j refused"
 
+# --progress on a terminal (script(1) gives it one): a -v line never
+# lands on the bar's row (it was glued after it, the bar left on screen),
+# and the bar fits the terminal's width (20 columns here; a longer line
+# wrapped, and each redraw left rows behind). A copy that found nothing
+# draws no bar.
+if command -v script >/dev/null && script -qec true /dev/null >/dev/null 2>&1; then
+  mkdir -p "$T/pg/src" "$T/pg/d" && head -c 300000 /dev/urandom >"$T/pg/src/a" &&
+    head -c 300000 /dev/urandom >"$T/pg/src/b" && mkfifo "$T/pg/ff" || fail "making the --progress tree"
+  # (a FIFO fed in two parts: the bar is up when the next file's -v line
+  # comes, one job at a time)
+  { head -c 100000 /dev/zero; sleep 0.3; head -c 100000 /dev/zero; } >"$T/pg/ff" &
+  (cd "$T/pg" && script -qec "uaio-cp -j1 -v --progress ff src/a src/b d/" /dev/null) >"$T/pg.out" 2>&1
+  wait
+  grep -q "src/b' -> 'd/b'" "$T/pg.out" || fail "--progress -v on a terminal: $(cat -A "$T/pg.out")"
+  esc=$(printf '\033')
+  grep -q "ETA[^$(printf '\r')]*$esc\[K'" "$T/pg.out" &&
+    fail "--progress: a -v line written onto the bar's row: $(cat -A "$T/pg.out")"
+  (cd "$T/pg" && script -qec "stty cols 20; uaio-cp -r --progress src d2" /dev/null) >"$T/pg.out" 2>&1
+  tr '\r' '\n' <"$T/pg.out" | sed "s/$esc\[K//g" | awk 'length($0) > 19 { bad = 1 } END { exit bad }' ||
+    fail "--progress: wider than the terminal's 20 columns: $(cat -A "$T/pg.out")"
+  (cd "$T/pg" && script -qec "uaio-cp --progress nosuch d3" /dev/null) >"$T/pg.out" 2>&1
+  grep -q 'files' "$T/pg.out" && fail "--progress: a bar for a copy that found nothing: $(cat -A "$T/pg.out")"
+  ok "--progress on a terminal: -v lines apart from the bar, the bar within the width, none for nothing"
+else
+  echo "skip: --progress on a terminal (needs script(1))"
+fi
+
 # A file with write but no splice (procfs's comm: no write_iter): a large
 # copy onto it succeeds as cp's (the flow's splice was refused only once
 # bytes sat in its pipe, and no other method could take over: EINVAL).

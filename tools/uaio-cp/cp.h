@@ -303,6 +303,9 @@ void cp_meta(struct cp_run *r, int src_fd, const char *src, int fd,
 void cp_bar_start(struct cp_run *r);
 void cp_bar_tick(struct cp_run *r);
 void cp_bar_stop(struct cp_run *r);
+void cp_bar_hide(struct cp_run *r);
+/* entry.c: -v's "SRC -> DST" */
+void cp_verbose(struct cp_run *r, const char *src, const char *dst);
 
 uint64_t cp_now_ns(void);
 

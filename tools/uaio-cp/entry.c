@@ -18,10 +18,21 @@
 
 #define SAME_INODE(a, b) ((a).st_dev == (b).st_dev && (a).st_ino == (b).st_ino)
 
-static void verbose(struct cp_run *r, const char *src, const char *dst)
+/* -v's lines, with the bar out of their way (progress.c) */
+void cp_verbose(struct cp_run *r, const char *src, const char *dst)
 {
-	if (r->o.verbose)
+	if (r->o.verbose) {
+		cp_bar_hide(r);
 		printf("%s -> %s\n", q(r, src), q(r, dst));
+	}
+}
+
+static void verbose_removed(struct cp_run *r, const char *dst)
+{
+	if (r->o.verbose) {
+		cp_bar_hide(r);
+		printf(_("removed %s\n"), q(r, dst));
+	}
 }
 
 static int remove_existing(struct cp_run *r, const char *dst)
@@ -30,8 +41,7 @@ static int remove_existing(struct cp_run *r, const char *dst)
 		cp_err(r, errno, _("cannot remove %s"), q(r, dst));
 		return -1;
 	}
-	if (r->o.verbose)
-		printf(_("removed %s\n"), q(r, dst));
+	verbose_removed(r, dst);
 	return 0;
 }
 
@@ -142,8 +152,8 @@ static void hard_link(struct cp_run *r, const char *earlier, const char *dst)
 
 	if (ret < 0)
 		cp_err(r, -ret, _("cannot create hard link %s to %s"), q(r, dst), q(r, earlier));
-	else if (ret && r->o.verbose)
-		printf(_("removed %s\n"), q(r, dst));
+	else if (ret)
+		verbose_removed(r, dst);
 }
 
 /* sfd: the source, when the walk opened it already (and fstat'd it into
@@ -430,7 +440,7 @@ static void decide(struct cp_run *r, struct cp_dir *pd, const char *src,
 		}
 	}
 	if (!isdir)
-		verbose(r, src, dst);
+		cp_verbose(r, src, dst);
 	if (top && r->args_twice)
 		seen_add(&r->made, 0, seen_name_key(dst), dst);
 

@@ -21,10 +21,7 @@ static void say(struct cp_run *r, int err, const char *fmt, va_list ap)
 {
 	/* as error(3): what -v said so far comes first, into one stream */
 	fflush(stdout);
-	if (r->bar_drawn) {
-		fputs("\r\033[K", stderr);
-		r->bar_drawn = false;
-	}
+	cp_bar_hide(r);
 	fprintf(stderr, "%s: ", r->prog);
 	vfprintf(stderr, fmt, ap);
 	if (err)

@@ -157,8 +157,7 @@ void cp_copy_dir(struct cp_run *r, struct cp_dir *pd, const char *src,
 			free(d);
 			return;
 		}
-		if (r->o.verbose)
-			printf("%s -> %s\n", q(r, src), q(r, dst));
+		cp_verbose(r, src, dst);
 		d->made = d->fresh = true;
 		/* We need to write into it: u+rwx for now, as cp. */
 		if ((mode & ~d->omitted & ~r->umask & S_IRWXU) != S_IRWXU) {

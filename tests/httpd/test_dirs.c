@@ -164,6 +164,8 @@ static void t_list(void)
 	EXPECT_R(&r, r.rc == HT_OK && r.status == 200, "GET /sub/ with --list: 200");
 	EXPECT_R(&r, !strcmp(ht_mime(&r, m, sizeof(m)), "text/html"), "listing is text/html");
 	EXPECT_R(&r, ht_body_has(&r, "plain.txt"), "listing names plain.txt");
+	EXPECT_R(&r, ht_body_has(&r, "<title>Index of /sub/</title>"),
+		 "the listing's title is the directory's URL, its slash included");
 	EXPECT_R(&r, ht_body_has(&r, "href=\"nested/\""), "listing links the subdirectory 'nested/'");
 	EXPECT_R(&r, ht_body_has(&r, "href=\"linked/\""),
 		 "a link to a directory is listed with its '/' (a 301 per click without)");

@@ -136,11 +136,13 @@ char *listing_html(int dirfd, const char *urlpath, size_t *len)
 			}
 		}
 	qsort(names, n, sizeof(*names), cmp);
+	/* the directory's own URL, its slash included, as nginx titles it */
 	puts_(&pg, "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>Index of /");
 	html(&pg, urlpath);
-	puts_(&pg, "</title></head><body><h1>Index of /");
+	puts_(&pg, urlpath[0] ? "/</title></head><body><h1>Index of /" :
+				"</title></head><body><h1>Index of /");
 	html(&pg, urlpath);
-	puts_(&pg, "</h1><ul>\n");
+	puts_(&pg, urlpath[0] ? "/</h1><ul>\n" : "</h1><ul>\n");
 	if (urlpath[0])
 		puts_(&pg, "<li><a href=\"../\">../</a></li>\n");
 	for (size_t i = 0; i < n; i++) {

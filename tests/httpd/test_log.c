@@ -355,6 +355,37 @@ static void t_log_stdout_file(void)
 	free(outf);
 }
 
+/* A method llhttp does not know (501): its request line is logged, as
+ * nginx logs it, quotes escaped; it was "-". Junk stays "-". */
+static void t_log_unknown_method(void)
+{
+	char *logf = ht_join(ht_scratch(), "method.log"), *text;
+	struct ht_server s;
+	struct ht_conn *c;
+	struct ht_resp r;
+
+	ht_start(&s, root, "--log", logf, NULL);
+	c = ht_connect(s.port);
+	ht_sends(c, "BR\"EW /small.txt HTTP/1.1\r\nHost: t\r\n\r\n");
+	ht_read(c, &r, 0);
+	EXPECT_R(&r, r.rc == HT_OK && r.status == 400, "a method with a quote: 400");
+	ht_resp_free(&r);
+	ht_close(c);
+	c = ht_connect(s.port);
+	ht_sends(c, "BREW /small.txt HTTP/1.1\r\nHost: t\r\n\r\n");
+	ht_read(c, &r, 0);
+	EXPECT_R(&r, r.rc == HT_OK && r.status == 501, "BREW: 501");
+	ht_resp_free(&r);
+	ht_close(c);
+	ht_stop(&s);
+	text = ht_slurp(logf, NULL);
+	EXPECT(text && strstr(text, "\"BREW /small.txt HTTP/1.1\" 501 "),
+	       "501: its request line not logged: %s", text ? text : "no log");
+	EXPECT(text && strstr(text, "\"-\" 400 "), "400 for junk: not \"-\": %s", text ? text : "no log");
+	free(text);
+	free(logf);
+}
+
 int main(void)
 {
 	ht_init("httpd/test_log", 300);
@@ -366,5 +397,6 @@ int main(void)
 	RUN(t_log);
 	RUN(t_log_pipe_threads);
 	RUN(t_log_stdout_file);
+	RUN(t_log_unknown_method);
 	return ht_finish();
 }

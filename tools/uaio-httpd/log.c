@@ -209,9 +209,46 @@ void log_give_up(struct log *lg)
 		uaio_op_cancel(lg->s->loop, &lg->cancel, &lg->op, cancelled, lg);
 }
 
+/* As nginx: a quote, a backslash, a control byte or one above 0x7e as
+ * \xHH, so a line is one line and the fields stay apart. At most 4 * n
+ * bytes into b; how many. */
+static size_t put_escaped(char *b, size_t room, const char *p, size_t n)
+{
+	size_t k = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		unsigned char ch = (unsigned char)p[i];
+
+		if (ch < 0x20 || ch > 0x7e || ch == '"' || ch == '\\')
+			k += (size_t)snprintf(b + k, room - k, "\\x%02X", ch);
+		else
+			b[k++] = (char)ch;
+	}
+	return k;
+}
+
+/* The request line of a request llhttp refused for its method alone (a
+ * 501: the line is whole, the method one it does not know), else none. */
+static struct span refused_line(const struct conn *c, int status)
+{
+	const char *p = c->req ? c->req->start : NULL, *end = c->rbuf + c->rlen, *e;
+
+	if (status != 501 || !p)
+		return (struct span){ NULL, 0 };
+	while (p < end && (*p == '\r' || *p == '\n'))
+		p++;
+	e = memchr(p, '\n', (size_t)(end - p));
+	if (!e)
+		return (struct span){ NULL, 0 };
+	if (e > p && e[-1] == '\r')
+		e--;
+	return (struct span){ p, (size_t)(e - p) };
+}
+
 void log_request(struct server *s, const struct conn *c, int status,
 		 uint64_t bytes)
 {
+	struct span line = refused_line(c, status);
 	struct log *lg = s->log;
 	const struct request *q = c->req;
 	size_t need;
@@ -229,7 +266,7 @@ void log_request(struct server *s, const struct conn *c, int status,
 		lg->stamp_sec = now;
 	}
 	/* room for the target escaped: four bytes for each at worst */
-	need = 512 + (q ? 4 * q->target.n : 0);
+	need = 512 + (q ? 4 * q->target.n : 0) + 4 * line.n;
 	if (lg->cap[lg->cur] - lg->len[lg->cur] < need) {
 		log_flush(s);
 		if (lg->cap[lg->cur] - lg->len[lg->cur] < need && !grow(lg, need)) {
@@ -244,19 +281,18 @@ void log_request(struct server *s, const struct conn *c, int status,
 		n = snprintf(b, room, "%s - - [%s] \"%s ", c->peer[0] ? c->peer : "-",
 			     lg->stamp, llhttp_method_name((llhttp_method_t)q->method));
 		k = (size_t)n;
-		/* as nginx: a quote, a backslash, a control byte or one
-		 * above 0x7e as \xHH, so a line is one line and the fields
-		 * stay apart */
-		for (size_t i = 0; i < q->target.n; i++) {
-			unsigned char ch = (unsigned char)q->target.p[i];
-
-			if (ch < 0x20 || ch > 0x7e || ch == '"' || ch == '\\')
-				k += (size_t)snprintf(b + k, room - k, "\\x%02X", ch);
-			else
-				b[k++] = (char)ch;
-		}
+		k += put_escaped(b + k, room - k, q->target.p, q->target.n);
 		n = snprintf(b + k, room - k, " HTTP/%d.%d\" %d %llu\n", q->major, q->minor,
 			     status, (unsigned long long)bytes);
+		n = n < 0 ? n : n + (int)k;
+	} else if (line.n) {	/* a method not known: its line, as nginx */
+		char *b = lg->buf[lg->cur] + lg->len[lg->cur];
+		size_t room = lg->cap[lg->cur] - lg->len[lg->cur], k;
+
+		n = snprintf(b, room, "%s - - [%s] \"", c->peer[0] ? c->peer : "-", lg->stamp);
+		k = (size_t)n;
+		k += put_escaped(b + k, room - k, line.p, line.n);
+		n = snprintf(b + k, room - k, "\" %d %llu\n", status, (unsigned long long)bytes);
 		n = n < 0 ? n : n + (int)k;
 	} else {	/* unparsable: CLF's "-" request */
 		n = snprintf(lg->buf[lg->cur] + lg->len[lg->cur],

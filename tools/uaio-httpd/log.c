@@ -231,10 +231,11 @@ static size_t put_escaped(char *b, size_t room, const char *p, size_t n)
  * 501: the line is whole, the method one it does not know), else none. */
 static struct span refused_line(const struct conn *c, int status)
 {
-	const char *p = c->req ? c->req->start : NULL, *end = c->rbuf + c->rlen, *e;
+	const char *p = c->req ? c->req->start : NULL, *end, *e;
 
-	if (status != 501 || !p)
+	if (status != 501 || !p)	/* (a refused connection has no buffer) */
 		return (struct span){ NULL, 0 };
+	end = c->rbuf + c->rlen;
 	while (p < end && (*p == '\r' || *p == '\n'))
 		p++;
 	e = memchr(p, '\n', (size_t)(end - p));

@@ -40,6 +40,17 @@ void aio__cb_mark_live(struct aiocb *cb, struct aio_lio *g)
 	atomic_store_explicit(&pv->state, tag(cb, ST_LIVE), memory_order_release);
 }
 
+/* A checked request made by a handler in the middle of its thread's AIO
+ * call: in progress now, submitted as that call ends (nested.c). */
+static bool nested_waits(struct aiocb *cb, int kind, struct aio_lio *g)
+{
+	if (!aio__nested_must_wait())
+		return false;
+	aio__cb_mark_live(cb, g);
+	aio__nested_add(cb, kind);
+	return true;
+}
+
 int aio__submit_rw(struct aiocb *cb, int kind, struct lio_ctx *pc,
 		   struct aio_lio *g)
 {
@@ -47,11 +58,8 @@ int aio__submit_rw(struct aiocb *cb, int kind, struct lio_ctx *pc,
 
 	if ((ret = aio__cb_check(cb, true)) < 0)
 		return ret;
-	if (aio__nested_must_wait()) {	/* a handler's, in a call: nested.c */
-		aio__cb_mark_live(cb, g);
-		aio__nested_add(cb, kind);
+	if (nested_waits(cb, kind, g))
 		return 0;
-	}
 	if ((ret = aio__submit_rw_live(cb, kind, pc, g)) < 0)
 		aio__publish(cb, ret);
 	return ret;
@@ -96,11 +104,8 @@ int aio__submit_sync(struct aiocb *cb, int kind, struct aio_lio *g)
 
 	if ((ret = aio__cb_check(cb, false)) < 0)
 		return ret;
-	if (aio__nested_must_wait()) {
-		aio__cb_mark_live(cb, g);
-		aio__nested_add(cb, kind);
+	if (nested_waits(cb, kind, g))
 		return 0;
-	}
 	if ((ret = aio__submit_sync_live(cb, kind, g)) < 0)
 		aio__publish(cb, ret);
 	return ret;

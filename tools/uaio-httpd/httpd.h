@@ -143,6 +143,9 @@ int proto_verdict(const struct request *q);
 /* Whether a Host value is a uri-host with an optional port (RFC 9112 3.2;
  * empty is allowed). */
 bool proto_host_ok(struct span h);
+/* Whether p begins a pct-encoded byte: '%' and two hex digits (RFC 3986
+ * 2.1). */
+bool proto_pct_at(const char *p, const char *end);
 
 /* ----------------------------------------------------------- fields.c */
 

@@ -410,6 +410,12 @@ int proto_verdict(const struct request *q)
 	return q->dup[H_TRANSFER_ENCODING] > 1 || !chunked ? 501 : 0;
 }
 
+bool proto_pct_at(const char *p, const char *end)
+{
+	return end - p >= 3 && p[0] == '%' && isxdigit((unsigned char)p[1]) &&
+	       isxdigit((unsigned char)p[2]);
+}
+
 /* uri-host [ ":" port ] (RFC 9112 3.2, RFC 3986 3.2.2): an IP-literal in
  * brackets, or a reg-name / IPv4 address, never empty (RFC 9110 4.2.1);
  * the port all digits. A Host with no value at all is allowed (HTTP/1.1's
@@ -429,9 +435,8 @@ bool proto_host_ok(struct span h)
 			return false;
 	} else {
 		for (host = p; p < end && *p != ':'; p++)
-			if (*p == '%') {	/* pct-encoded: two hex digits */
-				if (end - p < 3 || !isxdigit((unsigned char)p[1]) ||
-				    !isxdigit((unsigned char)p[2]))
+			if (*p == '%') {
+				if (!proto_pct_at(p, end))
 					return false;
 				p += 2;
 			} else if (!*p || (!isalnum((unsigned char)*p) &&

@@ -8,7 +8,6 @@
  * process). In laio mode a larger range the page cache holds goes by flow
  * whole: sendfile, inline, without the copy a read makes.
  */
-#include <ctype.h>
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -304,10 +303,11 @@ static void url_encode_keep(struct resp *r, const char *s, size_t n, const char 
 	for (size_t i = 0; i < n; i++) {
 		unsigned char ch = (unsigned char)s[i];
 
-		/* a kept '%' only where it begins an escape (RFC 3986 2.1) */
-		if (url_plain(ch) || (ch && ch != '%' && strchr(keep, ch)) ||
-		    (ch == '%' && strchr(keep, '%') && i + 2 < n &&
-		     isxdigit((unsigned char)s[i + 1]) && isxdigit((unsigned char)s[i + 2])))
+		/* a kept '%' only where it begins an escape */
+		bool kept = ch == '%' ? strchr(keep, '%') && proto_pct_at(s + i, s + n) :
+					ch && strchr(keep, ch);
+
+		if (url_plain(ch) || kept)
 			add(r, "%c", ch);
 		else
 			add(r, "%%%c%c", hex[ch >> 4], hex[ch & 15]);

@@ -59,6 +59,7 @@ enum disk_io { DISK_LAIO, DISK_BLOCKING, DISK_THREADS };
 
 struct mime_table;
 struct laio_hub;
+struct log_tally;
 
 struct httpd_config {
 	const char *root;
@@ -69,6 +70,7 @@ struct httpd_config {
 	unsigned threads;
 	const char *log_path;		/* NULL: no access log; "-": stdout */
 	int log_fd;
+	struct log_tally *log_tally;	/* with log_fd: shared by the threads */
 	int disk_io;
 	bool list, follow_symlinks, quiet;
 	/* /proc/self/fd (O_PATH), or -1 without /proc: a name is opened
@@ -429,6 +431,8 @@ void server_maybe_stop(struct server *s);
 
 /* -------------------------------------------------------------- log.c */
 
+struct log_tally *log_tally_new(void);
+void log_tally_free(struct log_tally *t);	/* says the lines dropped */
 struct log *log_new(struct server *s, int fd);
 void log_request(struct server *s, const struct conn *c, int status,
 		 uint64_t bytes);

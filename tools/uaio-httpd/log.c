@@ -38,11 +38,35 @@ struct log {
 	bool busy;			/* the other one is being written */
 	uint64_t since_ms;		/* when the write in flight began */
 	uaio_op op, cancel;
-	uint64_t dropped;
-	int err;			/* the first write error, said once */
+	struct log_tally *tally;	/* the threads' drops and first error */
 	time_t stamp_sec;
 	char stamp[32];
 };
+
+/* What the threads' logs lost, said once for the process: --threads N
+ * loops write one log, and one full disk is one message, not N. */
+struct log_tally {
+	uint64_t dropped;
+	bool said;
+};
+
+struct log_tally *log_tally_new(void)
+{
+	return calloc(1, sizeof(struct log_tally));
+}
+
+void log_tally_free(struct log_tally *t)
+{
+	if (t && t->dropped)
+		fprintf(stderr, "%s: %llu access log lines dropped\n", HTTPD_ME,
+			(unsigned long long)t->dropped);
+	free(t);
+}
+
+static void drop(struct log *lg, uint64_t n)
+{
+	__atomic_add_fetch(&lg->tally->dropped, n, __ATOMIC_RELAXED);
+}
 
 struct log *log_new(struct server *s, int fd)
 {
@@ -54,6 +78,7 @@ struct log *log_new(struct server *s, int fd)
 	}
 	lg->s = s;
 	lg->fd = fd;
+	lg->tally = s->cfg->log_tally;
 	lg->cap[0] = lg->cap[1] = LOG_BUF;
 	lg->stamp_sec = -1;
 	return lg;
@@ -63,9 +88,6 @@ void log_free(struct log *lg)
 {
 	if (!lg)
 		return;
-	if (lg->dropped)
-		fprintf(stderr, "%s: %llu access log lines dropped\n", HTTPD_ME,
-			(unsigned long long)lg->dropped);
 	free(lg->buf[0]);
 	free(lg->buf[1]);
 	free(lg);
@@ -77,19 +99,20 @@ bool log_idle(const struct log *lg)
 }
 
 /* The lines of buffer w from byte from on are lost (a write failed, or
- * was given up at the stop): counted, and the first error said. */
+ * was given up at the stop): counted, and the process's first error said. */
 static void lost(struct log *lg, int w, size_t from, int err)
 {
+	uint64_t n = 0;
+
 	for (size_t i = from; i < lg->len[w]; i++)
-		lg->dropped += lg->buf[w][i] == '\n';
+		n += lg->buf[w][i] == '\n';
+	drop(lg, n);
 	/* a line cut short, if what went out does not end with one */
 	if (from > 0 && from < lg->len[w] && lg->buf[w][from - 1] != '\n')
 		lg->torn = true;
-	if (err && !lg->err) {
-		lg->err = err;
+	if (err && !__atomic_exchange_n(&lg->tally->said, true, __ATOMIC_RELAXED))
 		fprintf(stderr, "%s: writing the access log: %s; its lines are dropped\n",
 			HTTPD_ME, strerror(err));
-	}
 }
 
 /* What of b's n bytes goes out in one write: all of it, or to a pipe
@@ -271,7 +294,7 @@ void log_request(struct server *s, const struct conn *c, int status,
 	if (lg->cap[lg->cur] - lg->len[lg->cur] < need) {
 		log_flush(s);
 		if (lg->cap[lg->cur] - lg->len[lg->cur] < need && !grow(lg, need)) {
-			lg->dropped++;
+			drop(lg, 1);
 			return;
 		}
 	}

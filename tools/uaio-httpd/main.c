@@ -468,7 +468,8 @@ int main(int argc, char **argv)
 	}
 	cfg.max_conns = max_conns;
 	cfg.mime = mime_load("/etc/mime.types");
-	if (cfg.disk_io == DISK_LAIO && !(cfg.hub = hub_new())) {
+	if ((cfg.disk_io == DISK_LAIO && !(cfg.hub = hub_new())) ||
+	    !(cfg.log_tally = log_tally_new())) {
 		perror(HTTPD_ME);
 		return 1;
 	}
@@ -606,6 +607,7 @@ int main(int argc, char **argv)
 	}
 out:
 	free(ws);
+	log_tally_free(cfg.log_tally);
 	hub_free(cfg.hub);
 	mime_free((struct mime_table *)cfg.mime);
 	close(cfg.rootfd);

@@ -46,6 +46,7 @@ static void setup(void)
 	put("a/b/file.txt", "deep\n");
 	dir("sub");
 	put("sub/plain.txt", "plain\n");
+	put("sub/.hiddenQY", "dotfile\n");	/* served, not listed */
 	put("sub/a&b.txt", "ampersand\n");
 	put("sub/<x>.txt", "angle\n");
 	put("sub/caf\xc3\xa9.txt", "utf-8\n");	/* listed, and its link works */
@@ -174,11 +175,17 @@ static void t_list(void)
 	EXPECT_R(&r, ht_body_has(&r, "&lt;x&gt;.txt"), "listing shows <x>.txt as &lt;x&gt;.txt");
 	EXPECT_R(&r, ht_body_has(&r, "href=\"caf%C3%A9.txt\""), "listing links caf\u00e9.txt");
 	EXPECT_R(&r, !ht_body_has(&r, "QZ"), "listing shows names no request can name");
+	EXPECT_R(&r, !ht_body_has(&r, "QY"), "listing shows a dot name (nginx's autoindex does not)");
 	EXPECT_R(&r, !ht_body_has(&r, "<x>"), "raw '<x>' in the listing (not escaped)");
 	EXPECT_R(&r, !ht_body_has(&r, "<img src=x"), "raw '<img src=x' in the listing: HTML injection");
 	EXPECT_R(&r, !ht_body_has(&r, "\"><img"), "raw '\"><img' in the listing: attribute injection");
 	if (r.body)
 		fprintf(stderr, "    /sub/ listing: %zu bytes\n", r.body_len);
+	ht_resp_free(&r);
+
+	ht_get(srv.port, "/sub/.hiddenQY", NULL, &r);
+	EXPECT_R(&r, r.rc == HT_OK && r.status == 200 && ht_body_has(&r, "dotfile"),
+		 "GET /sub/.hiddenQY: a dot name is served");
 	ht_resp_free(&r);
 
 	/* names in links percent-decode back to the files */

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* --list: a directory's entries as an HTML page, names sorted, escaped
- * for HTML and for URLs. Runs where the --disk-io mode puts blocking
+ * for HTML and for URLs, dot names left out. Runs where the --disk-io mode puts blocking
  * calls (a worker thread, or the loop in blocking mode). */
 #include <dirent.h>
 #include <errno.h>
@@ -102,8 +102,10 @@ char *listing_html(int dirfd, const char *urlpath, size_t *len)
 	}
 	while ((e = readdir(d))) {
 		/* A name no request can name (a control byte, not UTF-8)
-		 * would be a link to a 400: left out. */
-		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..") ||
+		 * would be a link to a 400: left out. So are dot names
+		 * (.git/, .htpasswd), as nginx's autoindex leaves them out:
+		 * served when asked for, not shown. */
+		if (e->d_name[0] == '.' ||
 		    !proto_name_ok(e->d_name, strlen(e->d_name)))
 			continue;
 		if (n == cap) {

@@ -69,6 +69,27 @@ static bool signals_block(sigset_t *old)
 }
 
 /*
+ * The requests this thread is ending with its signal mask as the program
+ * set it (aio__complete), innermost first. A handler of this thread's that
+ * runs meanwhile (their signal's own, which the kernel may give this
+ * thread) finds them done: waiting there for their ST_ENDING to pass
+ * would never end.
+ */
+struct ending {
+	const struct aiocb *cb;
+	struct ending *up;
+};
+static UAIO_TLS struct ending *ending_here;
+
+static bool ending_mine(const struct aiocb *cb)
+{
+	for (const struct ending *e = ending_here; e; e = e->up)
+		if (e->cb == cb)
+			return true;
+	return false;
+}
+
+/*
  * A request's end, in glibc's order as a program can see it: its signal
  * queued before its status is out (ST_ENDING meanwhile, which aio_error
  * and aio_return wait through, as glibc's wait for the lock held across
@@ -105,9 +126,21 @@ void aio__complete(struct aiocb *cb, long res)
 	}
 	if (notify && sev.sigev_notify == SIGEV_SIGNAL) {
 		uint64_t want = tag(cb, ST_ENDING);
+		struct ending me = { cb, ending_here };
+		bool as_set;
 
 		/* no handler of this thread's may wait on it meanwhile */
 		restore = signals_block(&old);
+		/* A signal this thread does not block is queued under the
+		 * mask the program set, not under a full one: the kernel then
+		 * gives it to the thread it would give glibc's (sent by a
+		 * helper thread): the main thread first, when it does not
+		 * block it. Queued under a full mask, it went to another
+		 * thread, but unblocking the mask after took it back (a main
+		 * thread waiting for it in sigsuspend, while a worker
+		 * submitted, slept on). This thread's handlers may then run
+		 * before the end: they find the request done (ending_here). */
+		as_set = restore && !sigismember(&old, sev.sigev_signo);
 		atomic_fetch_add(&E->ending, 1);
 		atomic_store_explicit(&priv(cb)->state, want, memory_order_release);
 		/* The status goes into the aiocb before the signal, as glibc
@@ -116,6 +149,11 @@ void aio__complete(struct aiocb *cb, long res)
 		 * that only if it was not set up anew. */
 		cb->__return_value = res < 0 ? -1 : res;
 		__atomic_store_n(&cb->__error_code, res < 0 ? (int)-res : 0, __ATOMIC_RELEASE);
+		if (as_set) {
+			ending_here = &me;
+			pthread_sigmask(SIG_SETMASK, &old, NULL);
+			restore = false;
+		}
 		/* glibc: a signal that cannot be queued (a full queue)
 		 * becomes the request's status (no handler ran) */
 		if ((e = uaio__notify_end(&sev, held)) < 0) {
@@ -123,6 +161,7 @@ void aio__complete(struct aiocb *cb, long res)
 			cb->__return_value = -1;
 			__atomic_store_n(&cb->__error_code, -e, __ATOMIC_RELEASE);
 		}
+		ending_here = me.up;
 		atomic_compare_exchange_strong(&priv(cb)->state, &want, tag(cb, ST_DONE));
 		atomic_fetch_sub(&E->ending, 1);
 	} else {
@@ -195,6 +234,10 @@ unsigned long long aio__settled(const struct aiocb *cb, int *code)
 		ec = __atomic_load_n(&cb->__error_code, __ATOMIC_ACQUIRE);
 		if ((st = cb_state(cb)) != ST_ENDING)
 			break;
+		if (ending_mine(cb)) {	/* in a handler of the thread ending it */
+			st = ST_DONE;
+			break;
+		}
 
 		/* in a child of fork: the thread that was ending it is not
 		 * here, and the request stays in progress, as an orphan */
@@ -243,7 +286,7 @@ UAIO_API ssize_t uaio_return(struct aiocb *cb)
 		return posix_ret(-EINVAL);
 	aio__status_asked(cb);
 	aio__settled(cb, NULL);
-	want = tag(cb, ST_DONE);
+	want = tag(cb, ending_mine(cb) ? ST_ENDING : ST_DONE);
 	/* Exactly once, even when threads race for it. */
 	if (atomic_compare_exchange_strong(&priv(cb)->state, &want,
 					   tag(cb, ST_RETURNED)))
@@ -265,8 +308,8 @@ bool aio__any_done(const struct aiocb *const list[], int nent)
 		/* the code first: a new one means the state read next is
 		 * ST_ENDING or later (aio__complete writes them so) */
 		ec = __atomic_load_n(&cb->__error_code, __ATOMIC_ACQUIRE);
-		if ((st = cb_state(cb)) == ST_ENDING)	/* its status is not out */
-			continue;
+		if ((st = cb_state(cb)) == ST_ENDING && !ending_mine(cb))
+			continue;	/* its status is not out */
 		if ((st != ST_LIVE && st != ST_ORPHAN) || ec != EINPROGRESS)
 			return true;
 	}

@@ -9,7 +9,7 @@
 #include <pthread.h>
 #include <semaphore.h>
 
-static int SIG_A, SIG_B;
+static int SIG_A, SIG_B, SIG_C;
 
 struct writer {
 	int fd;
@@ -109,6 +109,74 @@ static void signal_inline(void)
 	CHECK_EQ(si.si_pid, getpid());
 	CHECK_EQ(t_wait(&cb, &err), 8);
 	close(fd);
+}
+
+/* ---- a worker's request that finishes inside its call: the signal
+ * goes to the main thread, which does not block it, as glibc's helper
+ * thread's does (the worker, which unblocked it after queueing it, took
+ * it itself: a main thread waiting for it in sigsuspend slept on) ---- */
+
+static volatile sig_atomic_t c_runs;
+static volatile pid_t c_tid;
+
+static void on_c(int sig)
+{
+	c_runs++;
+	c_tid = gettid();
+}
+
+struct inline_worker {
+	sem_t go;	/* pthread_create blocks the main thread's signals */
+	int fd;
+	char b[8];
+	struct aiocb cb;
+};
+
+static void *inline_worker_main(void *arg)
+{
+	struct inline_worker *w = arg;
+
+	while (sem_wait(&w->go) < 0)
+		CHECK_EQ(errno, EINTR);
+	w->cb = t_cb(w->fd, w->b, 8, 0);
+	w->cb.aio_sigevent.sigev_notify = SIGEV_SIGNAL;
+	w->cb.aio_sigevent.sigev_signo = SIG_C;
+	CHECK_EQ(uaio_read(&w->cb), 0);
+	CHECK_EQ(uaio_error(&w->cb), 0);	/* cached: done inside the call */
+	return NULL;
+}
+
+static void signal_inline_other_thread(void)
+{
+	struct sigaction sa = { .sa_handler = on_c }, old_sa;
+	struct inline_worker w = { .fd = t_tmpfile() };
+	sigset_t set, old;
+	int on_main = 0;
+
+	CHECK(pwrite(w.fd, "cached!!", 8, 0) == 8);
+	CHECK(sem_init(&w.go, 0, 0) == 0);
+	CHECK(sigaction(SIG_C, &sa, &old_sa) == 0);
+	sigemptyset(&set);
+	sigaddset(&set, SIG_C);
+	/* neither thread blocks it: the kernel's choice, then, is the main
+	 * thread (it sleeps in pthread_join meanwhile) */
+	CHECK(pthread_sigmask(SIG_UNBLOCK, &set, &old) == 0);
+	for (int i = 0; i < 100; i++) {
+		pthread_t t;
+
+		c_runs = 0;
+		c_tid = 0;
+		CHECK(pthread_create(&t, NULL, inline_worker_main, &w) == 0);
+		CHECK(sem_post(&w.go) == 0);
+		CHECK(pthread_join(t, NULL) == 0);
+		CHECK_EQ(c_runs, 1);
+		on_main += c_tid == gettid();
+	}
+	CHECK_EQ(on_main, 100);
+	CHECK(pthread_sigmask(SIG_SETMASK, &old, NULL) == 0);
+	CHECK(sigaction(SIG_C, &old_sa, NULL) == 0);
+	sem_destroy(&w.go);
+	close(w.fd);
 }
 
 /* ---- the signal is pending once aio_suspend returns ---- */
@@ -420,11 +488,13 @@ int main(void)
 	t_watchdog(60);
 	SIG_A = SIGRTMIN + 1;
 	SIG_B = SIGRTMIN + 2;
+	SIG_C = SIGRTMIN + 3;
 	/* the signals first: a SIGEV_THREAD callback's thread runs with no
 	 * signal blocked (as glibc's), and one still exiting could take a
 	 * later test's signal, whose default action ends the process */
 	RUN(signal_while_sleeping);
 	RUN(signal_inline);
+	RUN(signal_inline_other_thread);
 	RUN(signal_before_waiters);
 	RUN(signal_before_status);
 	RUN(lio_nowait_signal);

@@ -179,6 +179,61 @@ static void signal_inline_other_thread(void)
 	close(w.fd);
 }
 
+/* ---- the calling thread's own handler, run while the request that
+ * finished inside the call is still ending: it finds it done (it waited on
+ * it for ever), takes its result and submits it again ---- */
+
+static struct aiocb *own_cb;
+static volatile sig_atomic_t own_runs, own_err = -2, own_susp = -2, own_ret = -2,
+			     own_again = -2;
+
+static void on_own(int sig)
+{
+	const struct aiocb *list[1] = { own_cb };
+
+	if (own_runs++)
+		return;		/* the second request's */
+	own_err = uaio_error(own_cb);
+	own_susp = uaio_suspend(list, 1, NULL);
+	own_ret = (sig_atomic_t)uaio_return(own_cb);
+	own_cb->aio_offset = 4;
+	own_again = uaio_read(own_cb);
+}
+
+static void signal_inline_own_handler(void)
+{
+	struct sigaction sa = { .sa_handler = on_own }, old_sa;
+	int fd = t_tmpfile(), err;
+	char b[8];
+	sigset_t set, old;
+
+	CHECK(pwrite(fd, "cached!!", 8, 0) == 8);
+	CHECK(sigaction(SIG_C, &sa, &old_sa) == 0);
+	sigemptyset(&set);
+	sigaddset(&set, SIG_C);
+	CHECK(pthread_sigmask(SIG_UNBLOCK, &set, &old) == 0);
+	struct aiocb cb = t_cb(fd, b, 8, 0);
+	cb.aio_sigevent.sigev_notify = SIGEV_SIGNAL;
+	cb.aio_sigevent.sigev_signo = SIG_C;
+	own_cb = &cb;
+	CHECK_EQ(uaio_read(&cb), 0);
+	/* the only thread that takes it: its handler ran in the call */
+	CHECK(own_runs >= 1);
+	CHECK_EQ(own_err, 0);
+	CHECK_EQ(own_susp, 0);
+	CHECK_EQ(own_ret, 8);
+	CHECK_EQ(own_again, 0);
+	CHECK_EQ(t_wait(&cb, &err), 4);	/* the second read, from offset 4 */
+	CHECK(!memcmp(b, "ed!!", 4));
+	/* its signal was pending once it was done: taken at the next return
+	 * from the kernel */
+	getppid();
+	CHECK_EQ(own_runs, 2);
+	CHECK(pthread_sigmask(SIG_SETMASK, &old, NULL) == 0);
+	CHECK(sigaction(SIG_C, &old_sa, NULL) == 0);
+	close(fd);
+}
+
 /* ---- the signal is pending once aio_suspend returns ---- */
 
 struct late_writer {
@@ -495,6 +550,7 @@ int main(void)
 	RUN(signal_while_sleeping);
 	RUN(signal_inline);
 	RUN(signal_inline_other_thread);
+	RUN(signal_inline_own_handler);
 	RUN(signal_before_waiters);
 	RUN(signal_before_status);
 	RUN(lio_nowait_signal);

@@ -232,7 +232,7 @@ int uaio__ep_enqueue(uaio_loop *l, uaio_op *op)
 			uaio__ep_q_unlink(&q->rh, &q->rt, op);
 		else
 			uaio__ep_q_unlink(&q->wh, &q->wt, op);
-		op->state = OS_IDLE;
+		op->state = OS_MOVING;
 		/* Not pollable after all (EPERM): let a worker block on it. */
 		return r == -EPERM ? uaio__ep_work(l, op, !(op->xflags & OX_BLOCKING)) : r;
 	}
@@ -323,7 +323,7 @@ static int unhold_side(uaio_loop *l, struct uaio_fdq *q, int sd, uaio_op *first)
 		int r2;
 
 		next = op->next;
-		op->state = OS_IDLE;
+		op->state = OS_MOVING;
 		if ((r2 = uaio__ep_enqueue(l, op)) < 0)
 			uaio__complete(l, op, r2);
 	}
@@ -384,7 +384,7 @@ void uaio__ep_pos_next(uaio_loop *l, uaio_op *done)
 			e->q->ph[sd] = op->next;
 			if (!e->q->ph[sd])
 				e->q->pt[sd] = NULL;
-			op->state = OS_IDLE;
+			op->state = OS_MOVING;
 			bool flagged = (op->xflags & OX_BLOCKING) && uaio__ep_is_rw(op);
 
 			r = flagged ? -EAGAIN : uaio__ep_attempt(op);
@@ -434,7 +434,7 @@ static void hold_behind(uaio_loop *l, uaio_op **t, uaio_op **pp, uaio_op *prev,
 	*pp = op->next;
 	if (*t == op)
 		*t = prev;
-	op->state = OS_IDLE;
+	op->state = OS_MOVING;
 	for (uaio_op **qq = pp; *qq;) {
 		uaio_op *x = *qq;
 
@@ -457,7 +457,7 @@ static void hold_behind(uaio_loop *l, uaio_op **t, uaio_op **pp, uaio_op *prev,
 			e->q->ph[sd] = first->next;
 			if (!e->q->ph[sd])
 				e->q->pt[sd] = NULL;
-			first->state = OS_IDLE;
+			first->state = OS_MOVING;
 			if ((r = unhold_side(l, e->q, sd, first)) < 0)
 				uaio__complete(l, first, r);
 		}

@@ -34,6 +34,9 @@ enum {
 	OS_HELD,	/* behind an op on its stream (io_uring: uring_order.c) or,
 			 * on epoll, at its file's position (epoll_fdq.c); or a
 			 * close waiting for late ops (late.c) */
+	OS_MOVING,	/* taken off a queue to start again (under the lock):
+			 * in flight still to uaio_op_pending and to another
+			 * thread's submit, where OS_IDLE would say it is free */
 };
 
 /* uaio_op.xflags */
@@ -195,6 +198,7 @@ struct uaio_loop {
 	 * callback runs at the next dispatch point. */
 	uaio_op *pending_head, *pending_tail;
 	uaio_op *done_head, *done_tail;
+	unsigned ndone;			/* on done_head */
 	uaio_watch *closing;		/* handle_close still to run */
 	/* The last wait's events; [fired_next, nfired) not yet run (a
 	 * callback stopped the loop). */

@@ -48,7 +48,7 @@ static uaio_op *take_closes(uaio_loop *l, const int *fds, int n, uaio_op **tail)
 		*pp = op->next;
 		if (l->late_tail == op)
 			l->late_tail = prev;
-		op->state = OS_IDLE;
+		op->state = OS_MOVING;
 		UAIO_FIFO_PUSH(first, last, op);
 	}
 	*tail = last;

@@ -98,6 +98,7 @@ UAIO_API void uaio_loop_unlock(uaio_loop *l)
 static void done_push(uaio_loop *l, uaio_op *op)
 {
 	UAIO_FIFO_PUSH(l->done_head, l->done_tail, op);
+	l->ndone++;
 }
 
 /* Result known outside a CQE: the callback runs at the next dispatch
@@ -113,40 +114,46 @@ void uaio__complete(uaio_loop *l, uaio_op *op, long res)
 	done_push(l, op);
 }
 
+/* The op's result is out, its callback about to run: cb and data are
+ * read before it is idle, since from then on another thread may submit
+ * it anew (uaio_op_pending says 0 once the final callback has begun). */
+static void op_ended(uaio_op *op, uaio_op_cb *cb, void **data)
+{
+	*cb = op->cb;
+	*data = op->data;
+	/* its last: a multishot op's later results were dispatched */
+	op->xflags &= ~OX_MORE;
+	__atomic_store_n(&op->state, OS_IDLE, __ATOMIC_RELEASE);
+}
+
 int uaio__run_done(uaio_loop *l)
 {
-	uaio_op *op, *next, *tail;
-	int n = 0;
 	bool lk = uaio__lock(l);
+	/* Only what is here now: callbacks that resubmit wait a round. One
+	 * at a time off the list: a callback that runs the loop itself finds
+	 * the rest still there (taken whole, they waited where no nested
+	 * run could see them, and a nested uaio_loop_run slept for ever). */
+	unsigned left = l->ndone;
+	int n = 0;
 
-	/* Only what is here now: callbacks that resubmit wait a round. */
-	op = l->done_head;
-	tail = l->done_tail;
-	l->done_head = l->done_tail = NULL;
-	uaio__unlock(l, lk);
-	for (; op; op = next, n++) {
+	while (left-- && l->done_head && !l->stop) {
+		uaio_op *op = l->done_head;
 		long res = (long)op->off;
+		uaio_op_cb cb;
+		void *data;
 
-		if (UAIO_UNLIKELY(l->stop)) {
-			/* Stopped: the rest go back, ahead of newer results. */
-			lk = uaio__lock(l);
-			tail->next = l->done_head;
-			if (!l->done_head)
-				l->done_tail = tail;
-			l->done_head = op;
-			uaio__unlock(l, lk);
-			break;
-		}
-		next = op->next;
-		op->state = OS_IDLE;
-		/* its last: a multishot op's later results were dispatched */
-		op->xflags &= ~OX_MORE;
-		lk = uaio__lock(l);
+		l->done_head = op->next;
+		if (!l->done_head)
+			l->done_tail = NULL;
+		l->ndone--;
 		l->inflight--;
+		op_ended(op, &cb, &data);
 		uaio__unlock(l, lk);
-		op->cb(op, res > INT_MAX ? INT_MAX : res < INT_MIN ? INT_MIN : (int)res,
-		       op->data);
+		cb(op, res > INT_MAX ? INT_MAX : res < INT_MIN ? INT_MIN : (int)res, data);
+		n++;
+		lk = uaio__lock(l);
 	}
+	uaio__unlock(l, lk);
 	return n;
 }
 
@@ -163,7 +170,7 @@ UAIO_API int uaio_op_more(const uaio_op *op)
 
 UAIO_API int uaio_op_pending(const uaio_op *op)
 {
-	return op->state != OS_IDLE;
+	return __atomic_load_n(&op->state, __ATOMIC_ACQUIRE) != OS_IDLE;
 }
 
 UAIO_API long uaio_op_result_long(const uaio_op *op)
@@ -343,6 +350,9 @@ static int dispatch(uaio_loop *l)
 		if (UAIO_LIKELY(f->kind == FIRED_OP)) {
 			uaio_op *op = f->target;
 
+			uaio_op_cb cb;
+			void *data;
+
 			if (UAIO_UNLIKELY(l->threadsafe)) {
 				bool lk = uaio__lock(l);
 				l->inflight--;
@@ -350,9 +360,8 @@ static int dispatch(uaio_loop *l)
 			} else {
 				l->inflight--;
 			}
-			op->state = OS_IDLE;
-			op->xflags &= ~OX_MORE;
-			op->cb(op, f->res, op->data);
+			op_ended(op, &cb, &data);
+			cb(op, f->res, data);
 			continue;
 		}
 		n--;

@@ -87,7 +87,7 @@ static uaio_op *take_held(struct uaio_fdent *e, int s, uaio_op **tail)
 	*tail = e->held->tail[s];
 	e->held->head[s] = e->held->tail[s] = NULL;
 	for (uaio_op *op = first; op; op = op->next)
-		op->state = OS_IDLE;
+		op->state = OS_MOVING;
 	return first;
 }
 

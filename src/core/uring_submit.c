@@ -439,7 +439,7 @@ void uring__refill(uaio_loop *l)
 		l->pending_head = op->next;
 		if (!l->pending_head)
 			l->pending_tail = NULL;
-		op->state = OS_IDLE;
+		op->state = OS_MOVING;
 		if (uring__start(l, op) == -EAGAIN) {
 			pending_push(l, op, true);
 			break;

@@ -90,6 +90,11 @@ expect_rc 0 "$F" copy "$dir/one" "$dir/single"
 [ "$(id -u)" != 0 ] || [ "$(stat -c %u:%g "$dir/single")" = 65534:65534 ] || fail "replacing lost the owner"
 cmp -s "$dir/one" "$dir/priv.link" || fail "a hard-linked destination was not written in place"
 [ "$(stat -c %a%h "$dir/priv")" = 6002 ] || fail "a hard-linked destination lost its mode or link"
+# set-user-ID and set-group-ID stay, as under cp
+printf 'old\n' >"$dir/suid"; chmod 6755 "$dir/suid"
+expect_rc 0 "$F" copy "$dir/one" "$dir/suid"
+[ "$(stat -c %a "$dir/suid")" = 6755 ] || fail "replacing made mode 6755 $(stat -c %a "$dir/suid")"
+cmp -s "$dir/one" "$dir/suid" || fail "the set-user-ID file differs"
 # An access ACL stays too: such a file is written in place.
 printf 'old\n' >"$dir/acl"
 if command -v setfacl >/dev/null && setfacl -m u:65534:r "$dir/acl" 2>/dev/null; then
@@ -241,6 +246,18 @@ kill -TERM $sp; wait $sp; rc=$?
 [ $rc -eq 143 ] || fail "recv waiting for a peer, SIGTERM: exit $rc, not 143 (killed by it, as dd)"
 grep -qx "$F: interrupted" "$dir/e.err" || { cat "$dir/e.err"; fail "no 'interrupted' after SIGTERM"; }
 [ -z "$(ls -A "$dir/e")" ] || { ls -la "$dir/e"; fail "temporary left after SIGTERM"; }
+# The same into an existing file written in place (another name links
+# it): the wait ends with the file as it was, not emptied.
+printf 'kept\n' >"$dir/e/kept"; ln "$dir/e/kept" "$dir/kept.link"
+"$F" recv "127.0.0.1:$sport" "$dir/e/kept" 2>"$dir/e.err" & sp=$!; pids="$pids $sp"
+i=0
+while [ $i -lt 200 ] && kill -0 $sp 2>/dev/null && ! ss -ltnp 2>/dev/null | grep -q "pid=$sp,"; do
+  i=$((i + 1)); sleep 0.05
+done
+kill -0 $sp 2>/dev/null || fail "recv into an existing file could not listen again on $sport"
+kill -TERM $sp; wait $sp
+[ "$(cat "$dir/kept.link")" = kept ] || fail "recv interrupted before any peer emptied the file written in place"
+rm -f "$dir/e/kept" "$dir/kept.link"
 # Every signal that would end it cleans up first: a copy cut by SIGALRM
 # or SIGUSR1 leaves no temporary behind (sh starts it with QUIT ignored).
 for sig in ALRM:14 USR1:10; do

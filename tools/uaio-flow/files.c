@@ -49,7 +49,8 @@ int open_in(const struct tool *t, const char *path)
 }
 
 /* Writes the existing file at o->path in place, as cp does, instead of
- * a temporary (dropped): a failed transfer leaves it cut short. */
+ * a temporary (dropped): a failed transfer leaves it cut short. Emptied
+ * by out_ready, once the transfer is about to begin. */
 static void write_in_place(struct outfile *o)
 {
 	if (o->tmp) {
@@ -59,8 +60,16 @@ static void write_in_place(struct outfile *o)
 		o->tmp = NULL;
 		partial_set(NULL);
 	}
-	if ((o->fd = open_waiting(o->path, O_WRONLY | O_TRUNC)) < 0)
+	if ((o->fd = open_waiting(o->path, O_WRONLY)) < 0)
 		fail_file(o->path, errno);
+	o->emptied = false;
+}
+
+void out_ready(struct outfile *o)
+{
+	if (!o->emptied && ftruncate(o->fd, 0) < 0)
+		fail_file(o->path, errno);
+	o->emptied = true;
 }
 
 /* Whether the file at path has extended attributes a new inode would
@@ -80,7 +89,9 @@ static bool has_own_xattrs(const char *path)
 }
 
 /* An existing file is replaced by rename only when the new inode can be
- * to everyone what the old one was: its permission bits, owner and
+ * to everyone what the old one was: its mode (set-user-ID, set-group-ID
+ * and sticky included: fchown clears the first two, and fchmod drops
+ * set-group-ID silently for a group the caller is not in), owner and
  * group, no extended attributes (an ACL, user.* ...), and no other name.
  * Else it is written in place, as cp writes it. */
 static void replace(struct outfile *o, const struct stat *old)
@@ -91,7 +102,8 @@ static void replace(struct outfile *o, const struct stat *old)
 	    fstat(o->fd, &now) == 0 &&
 	    ((now.st_uid == old->st_uid && now.st_gid == old->st_gid) ||
 	     fchown(o->fd, old->st_uid, old->st_gid) == 0) &&
-	    fchmod(o->fd, old->st_mode & 0777) == 0)
+	    fchmod(o->fd, old->st_mode & 07777) == 0 && fstat(o->fd, &now) == 0 &&
+	    (now.st_mode & 07777) == (old->st_mode & 07777))
 		return;
 	write_in_place(o);
 }
@@ -107,6 +119,7 @@ void open_out(const struct tool *t, struct outfile *o, const char *dst,
 	char *copy, *base, *dir;
 
 	o->tmp = NULL;
+	o->emptied = true;
 	o->path = strdup(dst);
 	if (!strcmp(dst, "-")) {
 		if (t->closed[1])

@@ -302,6 +302,7 @@ static int cmd_copy(struct tool *t, const char *src, const char *dst)
 	bool ok;
 
 	open_out(t, &o, dst, src, &st, S_ISREG(st.st_mode) ? st.st_mode : 0666);
+	out_ready(&o);
 	/* cp's test for --sparse=auto: fewer blocks than the size needs;
 	 * into a file the tool made or emptied, whose holes read as zeros
 	 * (not -: the shell's descriptor has an offset others share, or
@@ -376,6 +377,7 @@ static int cmd_recv(struct tool *t, const char *local, const char *file)
 	open_out(t, &o, file, NULL, NULL, 0666);
 	s = accept_one(ls, local, peer, sizeof(peer));
 	reset_on_exit(0, s);
+	out_ready(&o);
 	clock_gettime(CLOCK_MONOTONIC, &t->t0);	/* --stats: the transfer, not the wait */
 	leg_start(t, s, o.fd, strdup(peer), QF(o.path), -1);
 	ok = legs_run(t) && !t->interrupted;	/* a signal, even late: no file */

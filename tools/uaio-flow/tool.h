@@ -54,6 +54,7 @@ struct leg {
 struct outfile {
 	char *path, *tmp;
 	int fd;
+	bool emptied;	/* written in place: not emptied until out_ready */
 };
 
 struct tool {
@@ -128,6 +129,10 @@ int accept_one(int ls, const char *spec, char *name, size_t n);
 int open_in(const struct tool *t, const char *path);
 void open_out(const struct tool *t, struct outfile *o, const char *dst,
 	      const char *src, const struct stat *src_st, mode_t mode);
+/* The output about to be written: a file written in place is emptied
+ * now, not at open_out, so that a wait for a peer that ends (a signal,
+ * a failed accept) leaves it whole. */
+void out_ready(struct outfile *o);
 int close_out(struct outfile *o, bool ok);
 
 #endif

@@ -70,23 +70,40 @@ static bool signals_block(sigset_t *old)
 
 /*
  * The requests this thread is ending with its signal mask as the program
- * set it (aio__complete), innermost first. A handler of this thread's that
- * runs meanwhile (their signal's own, which the kernel may give this
- * thread) finds them done: waiting there for their ST_ENDING to pass
- * would never end.
+ * set it (aio__complete). A handler of this thread's that runs meanwhile
+ * (their signal's own, which the kernel may give this thread) finds them
+ * done: waiting there for their ST_ENDING to pass would never end. Not
+ * on the stack: a handler that leaves by longjmp leaves its entry here,
+ * a slot lost (when all are, requests end under a full mask again), not
+ * a pointer into a dead frame.
  */
-struct ending {
-	const struct aiocb *cb;
-	struct ending *up;
-};
-static UAIO_TLS struct ending *ending_here;
+#define ENDING_MAX 8
+static UAIO_TLS struct {
+	const struct aiocb *cb[ENDING_MAX];
+	unsigned n;
+} ending_here;
 
 static bool ending_mine(const struct aiocb *cb)
 {
-	for (const struct ending *e = ending_here; e; e = e->up)
-		if (e->cb == cb)
+	for (unsigned i = 0; i < ending_here.n; i++)
+		if (ending_here.cb[i] == cb)
 			return true;
 	return false;
+}
+
+/* With signals let through: a handler's entries come and go above this
+ * one meanwhile, n back where it was; one left by a longjmp stays above
+ * it, and this one is only blanked. */
+static void ending_forget(const struct aiocb *cb)
+{
+	for (unsigned i = ending_here.n; i-- > 0;)
+		if (ending_here.cb[i] == cb) {
+			if (i + 1 == ending_here.n)
+				ending_here.n = i;
+			else
+				ending_here.cb[i] = NULL;
+			return;
+		}
 }
 
 /*
@@ -126,7 +143,6 @@ void aio__complete(struct aiocb *cb, long res)
 	}
 	if (notify && sev.sigev_notify == SIGEV_SIGNAL) {
 		uint64_t want = tag(cb, ST_ENDING);
-		struct ending me = { cb, ending_here };
 		bool as_set;
 
 		/* no handler of this thread's may wait on it meanwhile */
@@ -140,7 +156,8 @@ void aio__complete(struct aiocb *cb, long res)
 		 * thread waiting for it in sigsuspend, while a worker
 		 * submitted, slept on). This thread's handlers may then run
 		 * before the end: they find the request done (ending_here). */
-		as_set = restore && !sigismember(&old, sev.sigev_signo);
+		as_set = restore && !sigismember(&old, sev.sigev_signo) &&
+			 ending_here.n < ENDING_MAX;
 		atomic_fetch_add(&E->ending, 1);
 		atomic_store_explicit(&priv(cb)->state, want, memory_order_release);
 		/* The status goes into the aiocb before the signal, as glibc
@@ -150,7 +167,7 @@ void aio__complete(struct aiocb *cb, long res)
 		cb->__return_value = res < 0 ? -1 : res;
 		__atomic_store_n(&cb->__error_code, res < 0 ? (int)-res : 0, __ATOMIC_RELEASE);
 		if (as_set) {
-			ending_here = &me;
+			ending_here.cb[ending_here.n++] = cb;
 			pthread_sigmask(SIG_SETMASK, &old, NULL);
 			restore = false;
 		}
@@ -161,7 +178,8 @@ void aio__complete(struct aiocb *cb, long res)
 			cb->__return_value = -1;
 			__atomic_store_n(&cb->__error_code, -e, __ATOMIC_RELEASE);
 		}
-		ending_here = me.up;
+		if (as_set)
+			ending_forget(cb);
 		atomic_compare_exchange_strong(&priv(cb)->state, &want, tag(cb, ST_DONE));
 		atomic_fetch_sub(&E->ending, 1);
 	} else {

@@ -29,6 +29,9 @@ int uaio__notify(const struct sigevent *sev);
  */
 void uaio__notify_begin(const struct sigevent *sev, struct uaio_note **held);
 int uaio__notify_end(const struct sigevent *sev, struct uaio_note *held);
+/* The same, a SIGEV_SIGNAL queued to thread tid of this process (0: to
+ * the process, as uaio__notify_end queues it). */
+int uaio__notify_end_to(const struct sigevent *sev, struct uaio_note *held, pid_t tid);
 /* Waits while cb's request is between its status and its signal (as
  * glibc's aio_error waits for the lock its completion holds); returns
  * cb's state word (engine.h's ST_*) and, in *code if not NULL, the error

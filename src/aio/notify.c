@@ -111,6 +111,11 @@ void uaio__notify_begin(const struct sigevent *sev, struct uaio_note **held)
 
 int uaio__notify_end(const struct sigevent *sev, struct uaio_note *held)
 {
+	return uaio__notify_end_to(sev, held, 0);
+}
+
+int uaio__notify_end_to(const struct sigevent *sev, struct uaio_note *held, pid_t tid)
+{
 	siginfo_t si;
 
 	switch (sev->sigev_notify) {
@@ -125,6 +130,9 @@ int uaio__notify_end(const struct sigevent *sev, struct uaio_note *held)
 		si.si_uid = getuid();
 		/* A process may queue any si_code to itself; EAGAIN when the
 		 * queue is full (RLIMIT_SIGPENDING). */
+		if (tid)
+			return syscall(SYS_rt_tgsigqueueinfo, si.si_pid, tid, si.si_signo, &si) < 0 ?
+			       -errno : 0;
 		return syscall(SYS_rt_sigqueueinfo, si.si_pid, si.si_signo, &si) < 0 ? -errno : 0;
 	case SIGEV_THREAD:
 		if (held)

@@ -69,41 +69,47 @@ static bool signals_block(sigset_t *old)
 }
 
 /*
- * The requests this thread is ending with its signal mask as the program
- * set it (aio__complete). A handler of this thread's that runs meanwhile
- * (their signal's own, which the kernel may give this thread) finds them
- * done: waiting there for their ST_ENDING to pass would never end. Not
- * on the stack: a handler that leaves by longjmp leaves its entry here,
- * a slot lost (when all are, requests end under a full mask again), not
- * a pointer into a dead frame.
+ * The thread a request's signal goes to, when it ends inside the call of
+ * a thread other than the main one that lets the signal through (old, its
+ * mask): the main thread (its tid), when that lets it through too, else 0
+ * (to the process). glibc's helper thread, which blocks every signal,
+ * queues it to the process, and the kernel gives it to the main thread
+ * first. Queued to the process here, under the full mask aio__complete
+ * holds, the kernel woke the main thread, but the caller's unblocking
+ * took the signal first: a main thread waiting for it in sigsuspend, while
+ * a worker submitted, slept on. Asked of /proc (only then): unknown, 0.
  */
-#define ENDING_MAX 8
-static UAIO_TLS struct {
-	const struct aiocb *cb[ENDING_MAX];
-	unsigned n;
-} ending_here;
-
-static bool ending_mine(const struct aiocb *cb)
+static pid_t signal_target(int sig, const sigset_t *old)
 {
-	for (unsigned i = 0; i < ending_here.n; i++)
-		if (ending_here.cb[i] == cb)
-			return true;
-	return false;
-}
+	pid_t pid = getpid();
+	char path[48] = "/proc/self/task/", digits[16], buf[2048], *p;
+	unsigned long long blocked = 0;
+	size_t at = strlen(path), k = 0;
+	ssize_t n;
+	int fd;
 
-/* With signals let through: a handler's entries come and go above this
- * one meanwhile, n back where it was; one left by a longjmp stays above
- * it, and this one is only blanked. */
-static void ending_forget(const struct aiocb *cb)
-{
-	for (unsigned i = ending_here.n; i-- > 0;)
-		if (ending_here.cb[i] == cb) {
-			if (i + 1 == ending_here.n)
-				ending_here.n = i;
-			else
-				ending_here.cb[i] = NULL;
-			return;
-		}
+	if (sigismember(old, sig) || gettid() == pid)
+		return 0;
+	/* no stdio: this may run where only async-signal-safe calls may */
+	for (unsigned v = (unsigned)pid; v || !k; v /= 10)
+		digits[k++] = (char)('0' + v % 10);
+	while (k)
+		path[at++] = digits[--k];
+	memcpy(path + at, "/status", sizeof("/status"));
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
+		return 0;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return 0;
+	buf[n] = 0;
+	/* an exiting or exited main thread takes nothing */
+	if (!(p = strstr(buf, "\nState:\t")) || p[8] == 'Z' || p[8] == 'X' ||
+	    !(p = strstr(buf, "\nSigBlk:\t")))
+		return 0;
+	for (p += 9; (*p >= '0' && *p <= '9') || (*p >= 'a' && *p <= 'f'); p++)
+		blocked = blocked << 4 | (unsigned)(*p <= '9' ? *p - '0' : *p - 'a' + 10);
+	return blocked >> (sig - 1) & 1 ? 0 : pid;
 }
 
 /*
@@ -143,21 +149,9 @@ void aio__complete(struct aiocb *cb, long res)
 	}
 	if (notify && sev.sigev_notify == SIGEV_SIGNAL) {
 		uint64_t want = tag(cb, ST_ENDING);
-		bool as_set;
 
 		/* no handler of this thread's may wait on it meanwhile */
 		restore = signals_block(&old);
-		/* A signal this thread does not block is queued under the
-		 * mask the program set, not under a full one: the kernel then
-		 * gives it to the thread it would give glibc's (sent by a
-		 * helper thread): the main thread first, when it does not
-		 * block it. Queued under a full mask, it went to another
-		 * thread, but unblocking the mask after took it back (a main
-		 * thread waiting for it in sigsuspend, while a worker
-		 * submitted, slept on). This thread's handlers may then run
-		 * before the end: they find the request done (ending_here). */
-		as_set = restore && !sigismember(&old, sev.sigev_signo) &&
-			 ending_here.n < ENDING_MAX;
 		atomic_fetch_add(&E->ending, 1);
 		atomic_store_explicit(&priv(cb)->state, want, memory_order_release);
 		/* The status goes into the aiocb before the signal, as glibc
@@ -166,20 +160,14 @@ void aio__complete(struct aiocb *cb, long res)
 		 * that only if it was not set up anew. */
 		cb->__return_value = res < 0 ? -1 : res;
 		__atomic_store_n(&cb->__error_code, res < 0 ? (int)-res : 0, __ATOMIC_RELEASE);
-		if (as_set) {
-			ending_here.cb[ending_here.n++] = cb;
-			pthread_sigmask(SIG_SETMASK, &old, NULL);
-			restore = false;
-		}
 		/* glibc: a signal that cannot be queued (a full queue)
 		 * becomes the request's status (no handler ran) */
-		if ((e = uaio__notify_end(&sev, held)) < 0) {
+		if ((e = uaio__notify_end_to(&sev, held, restore ?
+					     signal_target(sev.sigev_signo, &old) : 0)) < 0) {
 			res = e;
 			cb->__return_value = -1;
 			__atomic_store_n(&cb->__error_code, -e, __ATOMIC_RELEASE);
 		}
-		if (as_set)
-			ending_forget(cb);
 		atomic_compare_exchange_strong(&priv(cb)->state, &want, tag(cb, ST_DONE));
 		atomic_fetch_sub(&E->ending, 1);
 	} else {
@@ -252,10 +240,6 @@ unsigned long long aio__settled(const struct aiocb *cb, int *code)
 		ec = __atomic_load_n(&cb->__error_code, __ATOMIC_ACQUIRE);
 		if ((st = cb_state(cb)) != ST_ENDING)
 			break;
-		if (ending_mine(cb)) {	/* in a handler of the thread ending it */
-			st = ST_DONE;
-			break;
-		}
 
 		/* in a child of fork: the thread that was ending it is not
 		 * here, and the request stays in progress, as an orphan */
@@ -304,7 +288,7 @@ UAIO_API ssize_t uaio_return(struct aiocb *cb)
 		return posix_ret(-EINVAL);
 	aio__status_asked(cb);
 	aio__settled(cb, NULL);
-	want = tag(cb, ending_mine(cb) ? ST_ENDING : ST_DONE);
+	want = tag(cb, ST_DONE);
 	/* Exactly once, even when threads race for it. */
 	if (atomic_compare_exchange_strong(&priv(cb)->state, &want,
 					   tag(cb, ST_RETURNED)))
@@ -326,8 +310,8 @@ bool aio__any_done(const struct aiocb *const list[], int nent)
 		/* the code first: a new one means the state read next is
 		 * ST_ENDING or later (aio__complete writes them so) */
 		ec = __atomic_load_n(&cb->__error_code, __ATOMIC_ACQUIRE);
-		if ((st = cb_state(cb)) == ST_ENDING && !ending_mine(cb))
-			continue;	/* its status is not out */
+		if ((st = cb_state(cb)) == ST_ENDING)	/* its status is not out */
+			continue;
 		if ((st != ST_LIVE && st != ST_ORPHAN) || ec != EINPROGRESS)
 			return true;
 	}

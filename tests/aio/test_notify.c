@@ -113,8 +113,8 @@ static void signal_inline(void)
 
 /* ---- a worker's request that finishes inside its call: the signal
  * goes to the main thread, which does not block it, as glibc's helper
- * thread's does (the worker, which unblocked it after queueing it, took
- * it itself: a main thread waiting for it in sigsuspend slept on) ---- */
+ * thread's does (queued to the process, the worker, unblocking it after,
+ * took it itself: a main thread waiting for it in sigsuspend slept on) ---- */
 
 static volatile sig_atomic_t c_runs;
 static volatile pid_t c_tid;
@@ -179,9 +179,9 @@ static void signal_inline_other_thread(void)
 	close(w.fd);
 }
 
-/* ---- the calling thread's own handler, run while the request that
- * finished inside the call is still ending: it finds it done (it waited on
- * it for ever), takes its result and submits it again ---- */
+/* ---- the calling thread's own handler, run before the call returns
+ * for the request that finished inside it: it finds it done, takes its
+ * result and submits it again ---- */
 
 static struct aiocb *own_cb;
 static volatile sig_atomic_t own_runs, own_err = -2, own_susp = -2, own_ret = -2,

@@ -267,12 +267,17 @@ static int ep_submit(uaio_loop *l, uaio_op *op)
 		return uaio__ep_enqueue(l, op);
 	}
 	/* Part of a file from the cache, the rest on disk: io_uring would
-	 * return it all (or stop at EOF), so a worker redoes the whole op.
-	 * Only at an explicit offset: at the file position, the partial
-	 * transfer has moved the position already. */
-	if (r > 0 && uaio__ep_is_rw(op) && op->off != (uint64_t)-1 &&
-	    (uint64_t)r < uaio__ep_rw_total(op) && uaio__ep_blocks_on_disk(op->fd))
-		return uaio__ep_work(l, op, true);
+	 * return it all (or stop at EOF), so a worker redoes the whole op;
+	 * at the file position, which the part has moved already, it does
+	 * the rest. */
+	if (r > 0 && uaio__ep_is_rw(op) && (uint64_t)r < uaio__ep_rw_total(op) &&
+	    uaio__ep_blocks_on_disk(op->fd)) {
+		if (op->off != (uint64_t)-1)
+			return uaio__ep_work(l, op, true);
+		/* (the part is moved: a rest that cannot go is its answer) */
+		if (uaio__ep_rest_at_pos(op, r) && (r = uaio__ep_pos_worker(l, op)) == 0)
+			return 0;
+	}
 	uaio__complete(l, op, r);
 	return 0;
 }

@@ -108,6 +108,12 @@ void uaio__complete(uaio_loop *l, uaio_op *op, long res)
 	/* a MSG_WAITALL part ended by a cancel, an error or EOF (epoll) */
 	if (res <= 0 && (op->xflags & OX_PART))
 		res = (long)op->off;
+	if (UAIO_UNLIKELY(op->xflags & OX_HEAD)) {	/* the part first, as read(2) */
+		if (op->opcode == OP_READV || op->opcode == OP_WRITEV)
+			free((void *)(uintptr_t)op->addr);
+		res = res >= 0 ? res + (long)op->addr2 : (long)op->addr2;
+		op->xflags &= ~OX_HEAD;
+	}
 	op->off = (uint64_t)res;
 	op->xflags &= ~(OX_MORE | OX_PART);
 	op->state = OS_DONE;

@@ -122,6 +122,50 @@ static void test_file_position(void)
 	uaio_loop_free(l);
 }
 
+/* A read at the file position of a file whose head alone is cached
+ * (/var/tmp: a disk, not tmpfs): all of it, as read(2), on both backends
+ * (epoll's non-blocking try moved the cached part and answered that,
+ * short of EOF), its bytes in order, the position past them; a readv
+ * whose part ends inside its second buffer too. */
+static void test_position_part_cached(void)
+{
+	enum { SZ = 8 << 20 };
+	char path[] = "/var/tmp/uaio-rw-XXXXXX";
+	uaio_loop *l = t_loop_new(0);
+	uaio_op op = { 0 };
+	struct res r = { 0 };
+	unsigned char *src = malloc(SZ), *dst = malloc(SZ);
+	int fd = mkstemp(path);
+
+	CHECK(fd >= 0 && src && dst);
+	unlink(path);
+	for (size_t i = 0; i < SZ; i++)
+		src[i] = (unsigned char)(i * 7 + i / 4096);
+	CHECK_EQ(write(fd, src, SZ), SZ);
+	CHECK_EQ(fsync(fd), 0);
+	for (int v = 0; v < 2; v++) {
+		struct iovec iov[3] = { { dst, 5000 }, { dst + 5000, 3 << 20 },
+					{ dst + 5000 + (3 << 20), SZ - 5000 - (3 << 20) } };
+
+		memset(dst, 0, SZ);
+		CHECK_EQ(posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED), 0);
+		CHECK_EQ(pread(fd, dst, 100, 8192), 100);	/* its head cached */
+		CHECK_EQ(lseek(fd, 0, SEEK_SET), 0);
+		if (v)
+			CHECK_OK(uaio_op_readv(l, &op, fd, iov, 3, -1, rec, &r));
+		else
+			CHECK_OK(uaio_op_read(l, &op, fd, dst, SZ, -1, rec, &r));
+		CHECK_EQ(uaio_loop_run(l), 0);
+		CHECK_EQ(r.res, SZ);
+		CHECK(!memcmp(src, dst, SZ));
+		CHECK_EQ(lseek(fd, 0, SEEK_CUR), SZ);
+	}
+	free(src);
+	free(dst);
+	close(fd);
+	uaio_loop_free(l);
+}
+
 static void test_vectored(void)
 {
 	uaio_loop *l = t_loop_new(0);
@@ -344,6 +388,7 @@ int main(void)
 	t_banner("test_proactor_rw");
 	RUN(test_write_read_offsets);
 	RUN(test_file_position);
+	RUN(test_position_part_cached);
 	RUN(test_vectored);
 	RUN(test_many_then_run);
 	RUN(test_pipe);

@@ -260,7 +260,10 @@ UAIO_API int uaio_op_close(uaio_loop *l, uaio_op *op, int fd, uaio_op_cb cb,
 			   void *data)
 {
 	OP_CHECK(l, op, cb);
-	if (fd < 0)
+	/* A descriptor of the library's own (a pin's duplicate, a ring) is
+	 * not the caller's to close: its unpin would close what the number
+	 * names next. A pin's slot is none either; the ring refuses it. */
+	if (fd < 0 || uaio__fd_owned(fd))
 		return -EBADF;
 	op_args(op, 0, 0, 0, 0, 0);
 	return submit(l, op, OP_CLOSE, fd, cb, data);

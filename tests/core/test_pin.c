@@ -7,6 +7,8 @@
  * uaio_loop_fd on a thread-safe loop polls readable while another
  * thread's submission waits for the driver. All of it again with
  * UAIO_PIN=dup: duplicates for handles, as on kernels before 6.4.
+ * uaio_op_close refuses a handle: a duplicate's close let its unpin
+ * close whatever the number named next.
  */
 #include <fcntl.h>
 #include <poll.h>
@@ -49,6 +51,18 @@ static void references(void)
 		CHECK(fcntl(h, F_GETFD) >= 0);
 	h2 = uaio_file_pin(l, h);		/* a second reference */
 	CHECK_EQ(h2, h);
+	{	/* not the caller's to close: refused at once (a duplicate),
+		 * or by the ring (a slot); the handle still reads after */
+		uaio_op c = { 0 };
+		int r = uaio_op_close(l, &c, h, on_done, NULL);
+
+		if (r == 0) {
+			got_res = 1 << 30;
+			T_RUN_UNTIL(l, got_res != 1 << 30, 1000);
+			r = got_res;
+		}
+		CHECK_EQ(r, -EBADF);
+	}
 	close(p[0]);				/* the handle keeps the file */
 	CHECK(write(p[1], "one", 3) == 3);
 	CHECK_EQ(read_via(l, h, b, sizeof(b)), 3);

@@ -254,6 +254,15 @@ static int ep_submit(uaio_loop *l, uaio_op *op)
 		return uaio__ep_enqueue(l, op);
 	}
 	r = uaio__ep_attempt(op);
+	/* A read of a named FIFO (which refuses RWF_NOWAIT) is tried plain
+	 * at once: its answer may need no wait (uaio__try_rw). Not a tty's,
+	 * on the caller's thread: a background process group's read there
+	 * would stop it (SIGTTIN), where the loop's thread may block it. */
+	if (r == -EOPNOTSUPP && uaio__ep_is_rw(op) && uaio__op_read_side(op) &&
+	    uaio__ep_is_fifo(op->fd)) {
+		op->xflags |= OX_PLAIN;
+		r = uaio__ep_attempt(op);
+	}
 	if (r == -EAGAIN && uaio__ep_dontwait(op)) {
 		uaio__complete(l, op, r);
 		return 0;

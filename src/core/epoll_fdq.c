@@ -211,6 +211,13 @@ bool uaio__ep_rest_at_pos(uaio_op *op, long done)
 	return true;
 }
 
+bool uaio__ep_is_fifo(int fd)
+{
+	struct stat st;
+
+	return fstat(fd, &st) == 0 && S_ISFIFO(st.st_mode);
+}
+
 bool uaio__ep_blocks_on_disk(int fd)
 {
 	struct stat st;

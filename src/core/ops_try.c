@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "core/internal.h"
+#include "core/epoll.h"
 
 #define A(op)	((void *)(uintptr_t)(op)->addr)
 #define A2(op)	((void *)(uintptr_t)(op)->addr2)
@@ -95,7 +96,12 @@ long uaio__try_rw(uaio_op *op)
 	bool wr = uaio__opdef(op)->side == SIDE_W;
 	bool plain = op->xflags & OX_PLAIN;
 
-	if (plain && !ready(op->fd, wr ? POLLOUT : POLLIN))
+	/* Not ready: waits, but for a read of a FIFO the caller made
+	 * non-blocking, whose own answer may be no wait (one that never had
+	 * a writer: 0, as read(2) and io_uring give, where poll says nothing
+	 * until a writer comes) */
+	if (plain && !ready(op->fd, wr ? POLLOUT : POLLIN) &&
+	    (wr || !(fcntl(op->fd, F_GETFL) & O_NONBLOCK) || !uaio__ep_is_fifo(op->fd)))
 		return -EAGAIN;
 	if (op->opcode == OP_READV || op->opcode == OP_WRITEV) {
 		iov = A(op);

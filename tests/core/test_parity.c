@@ -286,6 +286,29 @@ static void fifo_writes(void)
 	unlink(path);
 }
 
+/* A read of a non-blocking named FIFO that never had a writer: 0 (end of
+ * file), as read(2) and io_uring give it; on the epoll backend it waited
+ * for a readiness poll never shows until a writer comes. */
+static void fifo_no_writer_yet(void)
+{
+	char path[64], b[8];
+	struct res r = { 0 };
+	uaio_op op = { 0 };
+	int rd;
+
+	snprintf(path, sizeof(path), "/tmp/uaio-parity-nwfifo.%d", (int)getpid());
+	CHECK(mkfifo(path, 0600) == 0);
+	CHECK((rd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC)) >= 0);
+	CHECK_EQ(read(rd, b, sizeof(b)), 0);
+	CHECK_OK(uaio_op_read(L, &op, rd, b, sizeof(b), -1, on_res, &r));
+	for (int i = 0; i < 20 && !r.n; i++)
+		uaio_loop_run_once(L, 10 * 1000000);
+	CHECK_EQ(r.n, 1);
+	CHECK_EQ(r.res, 0);
+	close(rd);
+	unlink(path);
+}
+
 /* More long timeouts in flight than the ring has room for, then a cancel
  * of each: every one ends (a cancel waited behind ops waiting for room,
  * for ever, on io_uring). */
@@ -451,6 +474,7 @@ int main(void)
 	ONE(closed_and_reused);
 	ONE(free_with_blocked_call);
 	ONE(fifo_writes);
+	ONE(fifo_no_writer_yet);
 	ONE(cancel_when_full);
 	ONE(unpin_with_op);
 	ONE(dontwait);

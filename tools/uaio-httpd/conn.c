@@ -63,8 +63,11 @@ void conn_accepted(struct server *s, int fd, const struct sockaddr *sa)
 		"Connection: close\r\n\r\n";
 	struct conn *c;
 
-	if (s->nconns >= s->cfg->max_conns || s->draining ||
-	    !(c = calloc(1, sizeof(*c)))) {
+	/* (Stopping, one the kernel had accepted already is served: the
+	 * request that came with it is answered, and the connection then
+	 * closed, as nginx serves what it accepted; a 503 would be an
+	 * error to the client, where a close before any answer is retried.) */
+	if (s->nconns >= s->cfg->max_conns || !(c = calloc(1, sizeof(*c)))) {
 		/* Refused cleanly: a fresh socket always has room for this.
 		 * The request that came already is read and dropped: closing
 		 * with it unread would answer with a reset, which can destroy

@@ -284,7 +284,8 @@ static int ep_submit(uaio_loop *l, uaio_op *op)
 		if (op->off != (uint64_t)-1)
 			return uaio__ep_work(l, op, true);
 		/* (the part is moved: a rest that cannot go is its answer) */
-		if (uaio__ep_rest_at_pos(op, r) && (r = uaio__ep_pos_worker(l, op)) == 0)
+		uaio__ep_rest_at_pos(op, r);
+		if ((r = uaio__ep_pos_worker(l, op)) == 0)
 			return 0;
 	}
 	uaio__complete(l, op, r);

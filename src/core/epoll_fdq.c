@@ -181,34 +181,14 @@ long uaio__ep_attempt(uaio_op *op)
 
 /* A read or write at the file position that moved part of its bytes
  * without blocking, the rest on disk: read(2) gives them all (or stops at
- * EOF), and so does io_uring. The part is kept (op->addr2, OX_HEAD) and
- * op made the rest, for a worker at the position the part has moved;
- * uaio__complete adds them up. False with no memory for a readv's rest
- * (the part is the answer then). */
-bool uaio__ep_rest_at_pos(uaio_op *op, long done)
+ * EOF), and so does io_uring. The part is kept (op->addr2, OX_HEAD): a
+ * worker moves the rest, at the position the part has moved (ops.c), and
+ * uaio__complete adds them up. Nothing is allocated: a loop freed with
+ * the rest queued has nothing of it to free. */
+void uaio__ep_rest_at_pos(uaio_op *op, long done)
 {
-	if (op->opcode == OP_READV || op->opcode == OP_WRITEV) {
-		const struct iovec *iov = (const struct iovec *)(uintptr_t)op->addr;
-		uint32_t i = 0;
-		size_t skip = (size_t)done;
-		struct iovec *rest;
-
-		while (i < op->len && skip >= iov[i].iov_len)
-			skip -= iov[i++].iov_len;
-		if (!(rest = malloc((op->len - i) * sizeof(*rest))))
-			return false;
-		memcpy(rest, iov + i, (op->len - i) * sizeof(*rest));
-		rest[0].iov_base = (char *)rest[0].iov_base + skip;
-		rest[0].iov_len -= skip;
-		op->addr = (uintptr_t)rest;
-		op->len -= i;
-	} else {
-		op->addr += (uint64_t)done;
-		op->len -= (uint32_t)done;
-	}
 	op->addr2 = (uint64_t)done;
 	op->xflags |= OX_HEAD;
-	return true;
 }
 
 bool uaio__ep_is_fifo(int fd)
@@ -439,9 +419,12 @@ void uaio__ep_pos_next(uaio_loop *l, uaio_op *done)
 					uaio__complete(l, op, r);
 				break;
 			}
-			if (r == -EAGAIN || r == -EOPNOTSUPP ||
-			    (r > 0 && uaio__ep_is_rw(op) && (uint64_t)r < uaio__ep_rw_total(op) &&
-			     uaio__ep_blocks_on_disk(op->fd) && uaio__ep_rest_at_pos(op, r)))
+			if (r > 0 && uaio__ep_is_rw(op) && (uint64_t)r < uaio__ep_rw_total(op) &&
+			    uaio__ep_blocks_on_disk(op->fd)) {
+				uaio__ep_rest_at_pos(op, r);
+				r = -EAGAIN;	/* the rest: to a worker */
+			}
+			if (r == -EAGAIN || r == -EOPNOTSUPP)
 				r = uaio__ep_pos_worker(l, op);
 			if (r < 0 || !(op->xflags & OX_POSBUSY))
 				uaio__complete(l, op, r);

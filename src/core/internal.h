@@ -43,8 +43,7 @@ enum {
 #define OX_MORE		0x1	/* multishot: more completions follow */
 #define OX_PLAIN	0x2	/* epoll: fd lacks RWF_NOWAIT: readiness, then plain I/O */
 #define OX_ORDERED	0x4	/* io_uring: its stream side's busy op */
-#define OX_HEAD		0x8	/* epoll: part moved at the file position, in op->addr2
-				 * (a readv's rest: iovecs of the loop's own, op->addr) */
+#define OX_HEAD		0x8	/* epoll: part moved at the file position, in op->addr2 */
 #define OX_POSBUSY	0x10	/* epoll: at a file's position, on a worker */
 #define OX_PART		0x20	/* epoll: MSG_WAITALL part done, in op->off */
 #define OX_BLOCKSOCK	0x40	/* epoll: a connect on a blocking socket */

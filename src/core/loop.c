@@ -109,8 +109,6 @@ void uaio__complete(uaio_loop *l, uaio_op *op, long res)
 	if (res <= 0 && (op->xflags & OX_PART))
 		res = (long)op->off;
 	if (UAIO_UNLIKELY(op->xflags & OX_HEAD)) {	/* the part first, as read(2) */
-		if (op->opcode == OP_READV || op->opcode == OP_WRITEV)
-			free((void *)(uintptr_t)op->addr);
 		res = res >= 0 ? res + (long)op->addr2 : (long)op->addr2;
 		op->xflags &= ~OX_HEAD;
 	}

@@ -188,25 +188,68 @@ static void prep_shutdown(struct io_uring_sqe *s, const uaio_op *op)
 
 /* ------------------------------------------------- workers, blocking */
 
+/* What follows the part an epoll try moved already (OX_HEAD: op->addr2
+ * bytes), for a worker: a buffer's rest, or the iovecs' from that byte
+ * on, a few at a time on this small stack. */
+static size_t head(const uaio_op *op)
+{
+	return op->xflags & OX_HEAD ? (size_t)op->addr2 : 0;
+}
+
+static long rw_rest(uaio_op *op, bool wr)
+{
+	const struct iovec *iov = A(op);
+	size_t skip = head(op);
+	uint32_t i = 0;
+	long total = 0;
+
+	while (i < op->len && skip >= iov[i].iov_len)
+		skip -= iov[i++].iov_len;
+	while (i < op->len) {
+		struct iovec part[64];
+		size_t want = 0;
+		int k = 0;
+		long r;
+
+		for (; i < op->len && k < 64; i++, k++) {
+			part[k] = iov[i];
+			part[k].iov_base = (char *)part[k].iov_base + skip;
+			part[k].iov_len -= skip;
+			want += part[k].iov_len;
+			skip = 0;
+		}
+		if ((r = uaio__rw_iov(op->fd, part, k, -1, 0, wr)) < 0)
+			return total ? total : r;
+		total += r;
+		if ((size_t)r < want)
+			break;
+	}
+	return total;
+}
+
 static long exec_read(uaio_op *op)
 {
-	struct iovec iov = { A(op), op->len };
+	struct iovec iov = { (char *)A(op) + head(op), op->len - head(op) };
 	return uaio__rw_iov(op->fd, &iov, 1, (off_t)op->off, 0, false);
 }
 
 static long exec_write(uaio_op *op)
 {
-	struct iovec iov = { A(op), op->len };
+	struct iovec iov = { (char *)A(op) + head(op), op->len - head(op) };
 	return uaio__rw_iov(op->fd, &iov, 1, (off_t)op->off, 0, true);
 }
 
 static long exec_readv(uaio_op *op)
 {
+	if (op->xflags & OX_HEAD)
+		return rw_rest(op, false);
 	return uaio__rw_iov(op->fd, A(op), (int)op->len, (off_t)op->off, 0, false);
 }
 
 static long exec_writev(uaio_op *op)
 {
+	if (op->xflags & OX_HEAD)
+		return rw_rest(op, true);
 	return uaio__rw_iov(op->fd, A(op), (int)op->len, (off_t)op->off, 0, true);
 }
 

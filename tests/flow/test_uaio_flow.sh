@@ -95,6 +95,16 @@ printf 'old\n' >"$dir/suid"; chmod 6755 "$dir/suid"
 expect_rc 0 "$F" copy "$dir/one" "$dir/suid"
 [ "$(stat -c %a "$dir/suid")" = 6755 ] || fail "replacing made mode 6755 $(stat -c %a "$dir/suid")"
 cmp -s "$dir/one" "$dir/suid" || fail "the set-user-ID file differs"
+# also where the writes clear them (no CAP_FSETID): an owner not root
+if [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null; then
+  chmod 711 "$dir"; mkdir "$dir/nob"; cp "$dir/one" "$dir/nob/one"; printf 'old file\n' >"$dir/nob/suid"
+  chown -R 65534:65534 "$dir/nob"; chmod 6755 "$dir/nob/suid"	# (chown clears them)
+  setpriv --reuid=65534 --regid=65534 --clear-groups "$F" copy "$dir/nob/one" "$dir/nob/suid" ||
+    fail "copy over a set-user-ID file as its owner (not root) failed"
+  [ "$(stat -c %a "$dir/nob/suid")" = 6755 ] || fail "replacing as its owner made mode 6755 $(stat -c %a "$dir/nob/suid")"
+  cmp -s "$dir/one" "$dir/nob/suid" || fail "the set-user-ID file replaced by its owner differs"
+  chmod 700 "$dir"
+fi
 # An access ACL stays too: such a file is written in place.
 printf 'old\n' >"$dir/acl"
 if command -v setfacl >/dev/null && setfacl -m u:65534:r "$dir/acl" 2>/dev/null; then

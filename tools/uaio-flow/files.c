@@ -103,8 +103,11 @@ static void replace(struct outfile *o, const struct stat *old)
 	    ((now.st_uid == old->st_uid && now.st_gid == old->st_gid) ||
 	     fchown(o->fd, old->st_uid, old->st_gid) == 0) &&
 	    fchmod(o->fd, old->st_mode & 07777) == 0 && fstat(o->fd, &now) == 0 &&
-	    (now.st_mode & 07777) == (old->st_mode & 07777))
+	    (now.st_mode & 07777) == (old->st_mode & 07777)) {
+		if (old->st_mode & (S_ISUID | S_ISGID))
+			o->setid = old->st_mode & 07777;
 		return;
+	}
 	write_in_place(o);
 }
 
@@ -120,6 +123,7 @@ void open_out(const struct tool *t, struct outfile *o, const char *dst,
 
 	o->tmp = NULL;
 	o->emptied = true;
+	o->setid = 0;
 	o->path = strdup(dst);
 	if (!strcmp(dst, "-")) {
 		if (t->closed[1])
@@ -231,6 +235,13 @@ int close_out(struct outfile *o, bool ok)
 {
 	int r = 0;
 
+	/* a write by a process without CAP_FSETID cleared them: again, as
+	 * replace() found they could be set */
+	if (ok && o->tmp && o->setid && fchmod(o->fd, o->setid) < 0) {
+		fprintf(stderr, "%s: %s: %s\n", ME, QFS(0, o->path), strerror(errno));
+		ok = false;
+		r = -1;
+	}
 	if (o->fd > 2 && close(o->fd) < 0 && ok) {
 		fprintf(stderr, "%s: %s: %s\n", ME, QFS(0, o->path), strerror(errno));
 		ok = false;

@@ -55,6 +55,8 @@ struct outfile {
 	char *path, *tmp;
 	int fd;
 	bool emptied;	/* written in place: not emptied until out_ready */
+	mode_t setid;	/* the temporary's mode again after the last write
+			 * (which clears set-user-ID and set-group-ID), or 0 */
 };
 
 struct tool {

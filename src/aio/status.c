@@ -81,14 +81,14 @@ static bool signals_block(sigset_t *old)
  */
 static pid_t signal_target(int sig, const sigset_t *old)
 {
-	pid_t pid = getpid();
+	pid_t pid;
 	char path[48] = "/proc/self/task/", digits[16], buf[2048], *p;
 	unsigned long long blocked = 0;
 	size_t at = strlen(path), k = 0;
 	ssize_t n;
 	int fd;
 
-	if (sigismember(old, sig) || gettid() == pid)
+	if (sigismember(old, sig) || gettid() == (pid = getpid()))
 		return 0;
 	/* no stdio: this may run where only async-signal-safe calls may */
 	for (unsigned v = (unsigned)pid; v || !k; v /= 10)

@@ -140,10 +140,14 @@ __attribute__((constructor)) static void dropin_init(void)
 	__atomic_store_n(&uaio__owned_fds.strict, true, __ATOMIC_RELAXED);
 }
 
+/* The engine's descriptors are no program's: to it they are numbers not
+ * open, as under glibc (EBADF), and stay the engine's. */
 static int close_glibc(int fd)
 {
-	if (uaio__fd_owned(fd))
-		return 0;
+	if (uaio__fd_owned(fd)) {
+		errno = EBADF;
+		return -1;
+	}
 	return libc.close ? libc.close(fd) : (int)syscall(SYS_close, fd);
 }
 

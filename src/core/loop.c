@@ -353,7 +353,6 @@ static int dispatch(uaio_loop *l)
 		n++;
 		if (UAIO_LIKELY(f->kind == FIRED_OP)) {
 			uaio_op *op = f->target;
-
 			uaio_op_cb cb;
 			void *data;
 

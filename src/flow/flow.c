@@ -291,8 +291,13 @@ int flow__side_of(const uaio_flow *f, int err)
 		return fl < 0 || (fl & O_ACCMODE) == O_RDONLY ? UAIO_FLOW_SIDE_DST
 							     : UAIO_FLOW_SIDE_SRC;
 	}
-	return err == -ENOSPC || err == -EDQUOT || err == -EFBIG || err == -EPIPE ||
-	       err == -ECONNRESET ? UAIO_FLOW_SIDE_DST : UAIO_FLOW_SIDE_SRC;
+	/* a reset is a socket's: the source's when the sink is none (a
+	 * splice of a socket into a pipe says it, whichever end failed) */
+	if (err == -ECONNRESET)
+		return f->dst.kind == EK_SOCK || f->src.kind != EK_SOCK ? UAIO_FLOW_SIDE_DST
+									: UAIO_FLOW_SIDE_SRC;
+	return err == -ENOSPC || err == -EDQUOT || err == -EFBIG || err == -EPIPE ?
+	       UAIO_FLOW_SIDE_DST : UAIO_FLOW_SIDE_SRC;
 }
 
 uint64_t flow__allow(uaio_flow *f, uint64_t max, uint64_t outstanding)

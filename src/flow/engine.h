@@ -149,14 +149,16 @@ void flow__step_done(uaio_flow *f);
 void flow__again(uaio_flow *f);
 /* Cancels op in flight (the cancel's own op is allocated and freed). */
 void flow__cancel_op(uaio_flow *f, uaio_op *op);
-/* Source position of byte n of the flow (seekable endpoints). */
+/* Source position of byte n of the flow (seekable endpoints). Summed
+ * unsigned: past INT64_MAX it goes negative, which the kernel refuses
+ * (EINVAL, as pread(2) near the largest offset), not undefined. */
 static inline int64_t flow__src_off(const uaio_flow *f, uint64_t n)
 {
-	return f->src.seek ? f->src.off + (int64_t)n : -1;
+	return f->src.seek ? (int64_t)((uint64_t)f->src.off + n) : -1;
 }
 static inline int64_t flow__dst_off(const uaio_flow *f, uint64_t n)
 {
-	return f->dst.seek && !f->dst.append ? f->dst.off + (int64_t)n : -1;
+	return f->dst.seek && !f->dst.append ? (int64_t)((uint64_t)f->dst.off + n) : -1;
 }
 /* The errors a method change may cure (copy_file_range across file
  * systems, splice on files without splice support, and the like). */

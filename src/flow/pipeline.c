@@ -162,16 +162,28 @@ static void pipeline_teardown(uaio_flow *f)
 }
 
 static bool fills(const uaio_flow *f);
+static int issue_write(uaio_flow *f, struct slot *s);
+static void salvage(uaio_flow *f, struct slot *s);
 
-/* A write into a file of bytes a socket gave is left to finish: they
- * are out of the socket, and a file's write does not wait for a peer. */
+/* Bytes a socket gave a file's chunk are written, not dropped: they are
+ * out of the socket, and a file's write does not wait for a peer. So a
+ * write of them is left to finish, a chunk filled is written (untapped:
+ * the tap hears nothing after the end), and a receive that filled part
+ * of one (MSG_DONTWAIT, at once) is left to end and then written. */
 static void pipeline_cancel(uaio_flow *f)
 {
 	struct pipe_run *r = RUN(f);
 
-	for (unsigned i = 0; i < f->depth; i++)
-		if (!(fills(f) && r->s[i].st == S_WRITE))
-			flow__cancel_op(f, &r->s[i].op);
+	for (unsigned i = 0; i < f->depth; i++) {
+		struct slot *s = &r->s[i];
+
+		if (fills(f) && (s->st == S_WRITE || (s->st == S_READ && s->got)))
+			continue;
+		if (fills(f) && (s->st == S_FILLED || s->st == S_TAPPED) && s->got)
+			salvage(f, s);
+		else
+			flow__cancel_op(f, &s->op);
+	}
 }
 
 static bool pipeline_can_leave(const uaio_flow *f)
@@ -207,6 +219,19 @@ static int write_side(const uaio_flow *f, const struct slot *s, int err)
 {
 	return err == -EFAULT && (f->src.kind == EK_MEM || s->mapped) ?
 	       UAIO_FLOW_SIDE_SRC : UAIO_FLOW_SIDE_DST;
+}
+
+/* Chunk s, which a socket filled, is written as it is: the flow is
+ * ending (pipeline_cancel). */
+static void salvage(uaio_flow *f, struct slot *s)
+{
+	s->st = S_WRITE;
+	if (issue_write(f, s) < 0) {
+		lost_chunk(f, s);
+		chunk_written(f, s);
+		return;
+	}
+	f->inflight++;
 }
 
 static void read_failed(uaio_flow *f, struct slot *s, int err)
@@ -337,7 +362,12 @@ static void read_done(uaio_op *op, int res, void *data)
 
 	f->inflight--;
 	r->reading--;
-	if (res == -EAGAIN && fills(f) && s->got) {
+	/* Ending: what the socket gave this file's chunk is written, and
+	 * nothing more is asked of the socket. */
+	if (f->err && fills(f) && (s->got || res > 0)) {
+		s->got += res > 0 ? (uint32_t)res : 0;
+		salvage(f, s);
+	} else if (res == -EAGAIN && fills(f) && s->got) {
 		s->st = S_FILLED;	/* the socket is empty for now */
 		r->next_pos = s->pos + s->got;
 	} else if (res < 0) {

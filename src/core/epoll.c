@@ -279,8 +279,7 @@ static int ep_submit(uaio_loop *l, uaio_op *op)
 	 * return it all (or stop at EOF), so a worker redoes the whole op;
 	 * at the file position, which the part has moved already, it does
 	 * the rest. */
-	if (r > 0 && uaio__ep_is_rw(op) && (uint64_t)r < uaio__ep_rw_total(op) &&
-	    uaio__ep_blocks_on_disk(op->fd)) {
+	if (uaio__ep_moved_part(op, r)) {
 		if (op->off != (uint64_t)-1)
 			return uaio__ep_work(l, op, true);
 		/* (the part is moved: a rest that cannot go is its answer) */

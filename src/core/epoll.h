@@ -51,6 +51,7 @@ bool uaio__ep_dontwait(const uaio_op *op);
 long uaio__ep_attempt(uaio_op *op);
 bool uaio__ep_blocks_on_disk(int fd);
 bool uaio__ep_is_fifo(int fd);
+bool uaio__ep_moved_part(const uaio_op *op, long r);
 void uaio__ep_rest_at_pos(uaio_op *op, long done);
 int uaio__ep_enqueue(uaio_loop *l, uaio_op *op);
 int uaio__ep_cancel_fd_ops(uaio_loop *l, int fd);

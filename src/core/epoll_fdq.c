@@ -179,6 +179,14 @@ long uaio__ep_attempt(uaio_op *op)
 	return d->try_ ? d->try_(op) : -EINVAL;
 }
 
+/* Whether a try's result r is part of a file read or write, the rest
+ * on disk: io_uring, and read(2), would give it all (or stop at EOF). */
+bool uaio__ep_moved_part(const uaio_op *op, long r)
+{
+	return r > 0 && uaio__ep_is_rw(op) && (uint64_t)r < uaio__ep_rw_total(op) &&
+	       uaio__ep_blocks_on_disk(op->fd);
+}
+
 /* A read or write at the file position that moved part of its bytes
  * without blocking, the rest on disk: read(2) gives them all (or stops at
  * EOF), and so does io_uring. The part is kept (op->addr2, OX_HEAD): a
@@ -419,8 +427,7 @@ void uaio__ep_pos_next(uaio_loop *l, uaio_op *done)
 					uaio__complete(l, op, r);
 				break;
 			}
-			if (r > 0 && uaio__ep_is_rw(op) && (uint64_t)r < uaio__ep_rw_total(op) &&
-			    uaio__ep_blocks_on_disk(op->fd)) {
+			if (uaio__ep_moved_part(op, r)) {
 				uaio__ep_rest_at_pos(op, r);
 				r = -EAGAIN;	/* the rest: to a worker */
 			}

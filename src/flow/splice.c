@@ -45,6 +45,7 @@ struct splice_run {
 	/* The sink refused splice while a fill was in flight: the error the
 	 * flow fails with (to fall back) once that fill is back. */
 	int refused;
+	bool sink_failed;	/* a drain failed: what is left stays */
 	/* File to file, a worker's step: what it took and gave, and the
 	 * side that failed. */
 	uint64_t step_in, step_out;
@@ -75,6 +76,8 @@ static bool direct(const uaio_flow *f)
 }
 
 static void splice_teardown(uaio_flow *f);
+static void splice_out_done(uaio_op *op, int res, void *data);
+static void salvage(uaio_flow *f);
 
 /* Pseudo file systems, whose files may have a write but no write_iter
  * (procfs's /proc/PID/comm): no splice. Files of disk file systems all
@@ -167,12 +170,38 @@ static void splice_teardown(uaio_flow *f)
 	f->run = NULL;
 }
 
+/* Bytes a stream (socket, character device) gave the flow's pipe, for a
+ * file: out of the stream, and a file's write does not wait for a peer,
+ * so they are written as kbuf writes its chunks (pipeline_cancel), not
+ * dropped. */
+static bool salvages(const uaio_flow *f)
+{
+	return !f->src.seek && !direct(f) && f->dst.seek && !f->dst.append;
+}
+
+/* The flow is ending: what the pipe holds goes to the file, once the
+ * fill that may add to it is back. */
+static void salvage(uaio_flow *f)
+{
+	struct splice_run *r = f->run;
+
+	if (!salvages(f) || r->sink_failed || !r->inpipe ||
+	    uaio_op_pending(&r->in) || uaio_op_pending(&r->out))
+		return;
+	if (uaio_op_splice(f->l, &r->out, r->pfd[0], -1, f->dst.fd, flow__dst_off(f, f->moved),
+			   r->inpipe, SPLICE_F_MOVE, splice_out_done, f) == 0)
+		f->inflight++;
+}
+
 static void splice_cancel(uaio_flow *f)
 {
 	struct splice_run *r = f->run;
 
 	flow__cancel_op(f, &r->in);
-	flow__cancel_op(f, &r->out);
+	if (salvages(f))
+		salvage(f);
+	else
+		flow__cancel_op(f, &r->out);
 }
 
 static bool splice_can_leave(const uaio_flow *f)
@@ -212,6 +241,8 @@ static void poll_done(uaio_op *op, int res, void *data)
 	}
 	if (res < 0)
 		flow__fail(f, res, op == &r->in ? UAIO_FLOW_SIDE_SRC : UAIO_FLOW_SIDE_DST);
+	if (f->err)
+		salvage(f);
 	flow__step_done(f);
 }
 
@@ -331,6 +362,8 @@ static void splice_in_done(uaio_op *op, int res, void *data)
 	} else {
 		flow__fail(f, res, direct(f) ? flow__side_of(f, res) : UAIO_FLOW_SIDE_SRC);
 	}
+	if (f->err)
+		salvage(f);
 	flow__step_done(f);
 }
 
@@ -347,6 +380,8 @@ static void splice_out_done(uaio_op *op, int res, void *data)
 	} else if (res == -EAGAIN) {
 		if (!f->err && (res = wait_ready(f, &r->out, f->dst.fd, POLLOUT)) < 0)
 			flow__fail(f, res, UAIO_FLOW_SIDE_DST);
+	} else if (f->err) {
+		r->sink_failed = true;	/* ending: a drain of what was left failed */
 	} else if (flow__fallback_err(res) && f->src.seek && !direct(f)) {
 		/* A sink without splice support (/dev/full and most character
 		 * devices): the bytes go back, and kbuf takes over. */
@@ -358,8 +393,11 @@ static void splice_out_done(uaio_op *op, int res, void *data)
 			flow__fail(f, res, UAIO_FLOW_SIDE_DST);
 		}
 	} else {
+		r->sink_failed = true;
 		flow__fail(f, res ? res : -ENOSPC, UAIO_FLOW_SIDE_DST);
 	}
+	if (f->err)
+		salvage(f);
 	flow__step_done(f);
 }
 

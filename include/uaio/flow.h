@@ -82,7 +82,8 @@ struct uaio_flow_params {
 
 /* Starts a flow: 0 and *out, or -errno (-EINVAL: bad parameters or a mode
  * the endpoints cannot use; -EBADF; -ESPIPE: an offset on a stream;
- * -ENOMEM; -EMFILE / -ENFILE: no descriptors for splice's pipe). The done
+ * -ENOMEM; -EMFILE / -ENFILE: no descriptors for splice's pipe; -ECHILD:
+ * a parent's loop, in a forked child, as for the next three). The done
  * callback runs later, never from inside this call. */
 int uaio_flow_start(uaio_loop *l, const struct uaio_flow_params *p,
 		    uaio_flow **out);

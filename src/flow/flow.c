@@ -380,6 +380,13 @@ void flow__cancel_op(uaio_flow *f, uaio_op *target)
 
 /* ------------------------------------------------------------ public API */
 
+/* A forked child's copy of a parent's loop takes no calls (-ECHILD): a
+ * flow on it would never end, and a cancel said done would never come. */
+static bool forked(uaio_loop *l)
+{
+	return uaio_loop_timeout(l) == -ECHILD;
+}
+
 UAIO_API int uaio_flow_start(uaio_loop *l, const struct uaio_flow_params *p,
 			     uaio_flow **out)
 {
@@ -389,6 +396,8 @@ UAIO_API int uaio_flow_start(uaio_loop *l, const struct uaio_flow_params *p,
 	if (!l || !p || !out || !p->done || p->mode < 0 || (unsigned)p->mode >= NMODES ||
 	    p->chunk > (1u << 30) || p->depth > 64)
 		return -EINVAL;
+	if (forked(l))
+		return -ECHILD;
 	if (!(f = calloc(1, sizeof(*f))))
 		return -ENOMEM;
 	f->l = l;
@@ -432,6 +441,8 @@ UAIO_API int uaio_flow_pause(uaio_flow *f)
 {
 	if (!f || (f->flags & FF_DONE))
 		return -EINVAL;
+	if (forked(f->l))
+		return -ECHILD;
 	if (!(f->flags & FF_PAUSED))
 		f->paused_at = uaio_loop_now(f->l);
 	f->flags |= FF_PAUSED;
@@ -442,6 +453,8 @@ UAIO_API int uaio_flow_resume(uaio_flow *f)
 {
 	if (!f || (f->flags & FF_DONE))
 		return -EINVAL;
+	if (forked(f->l))
+		return -ECHILD;
 	if (f->flags & FF_PAUSED) {
 		f->flags &= (uint8_t)~FF_PAUSED;
 		/* A pause earns no credit, and forgives no debt: the origin
@@ -464,6 +477,8 @@ UAIO_API int uaio_flow_cancel(uaio_flow *f)
 {
 	if (!f || (f->flags & FF_DONE))
 		return -EINVAL;
+	if (forked(f->l))
+		return -ECHILD;
 	if (f->err)
 		return -EALREADY;
 	f->flags &= (uint8_t)~FF_PAUSED;

@@ -5,6 +5,7 @@
  * rate limit, 200 flows at once on one loop. Taps, memory sinks and a
  * mapped source cut short: test_taps.c. */
 #include <sys/socket.h>
+#include <sys/wait.h>
 #include <signal.h>
 
 #include "flow/flow_util.h"
@@ -98,6 +99,50 @@ static void test_cancel_silent_peer(void)
 		close(sv[1]);
 		close(b);
 	}
+}
+
+/* A forked child holds a copy of the parent's flows, on the parent's
+ * loop: each call on one says -ECHILD (as the loop's own calls do) and
+ * leaves the parent's flow alone. uaio_flow_cancel said 0 there, and no
+ * end ever came. */
+static void test_forked(void)
+{
+	int sv[2], b = t_tmpfile(dir), b2 = t_tmpfile(dir), status;
+	struct ctl c = { 0 }, c2 = { 0 };
+	struct uaio_flow_params p = { .dst = fd_ep(b, 0), .len = UAIO_FLOW_EOF };
+	pid_t kid;
+
+	CHECK(socketpair(AF_UNIX, SOCK_STREAM, 0, sv) == 0);
+	p.src = fd_ep(sv[0], -1);
+	start(&p, &c);
+	uaio_loop_run_once(L, 10 * 1000000);
+	CHECK((kid = fork()) >= 0);
+	if (kid == 0) {
+		struct uaio_flow_params p2 = { .src = fd_ep(b, 0), .dst = fd_ep(b2, 0),
+					       .len = UAIO_FLOW_EOF, .done = ctl_done,
+					       .data = &c2 };
+		uaio_flow *f2 = NULL;
+		int bad = 0;
+
+		bad |= (uaio_flow_cancel(c.f) != -ECHILD) << 0;
+		bad |= (uaio_flow_pause(c.f) != -ECHILD) << 1;
+		bad |= (uaio_flow_resume(c.f) != -ECHILD) << 2;
+		bad |= (uaio_flow_start(L, &p2, &f2) != -ECHILD || f2) << 3;
+		_exit(bad);
+	}
+	CHECK(waitpid(kid, &status, 0) == kid);
+	CHECK(WIFEXITED(status));
+	CHECK_EQ(WEXITSTATUS(status), 0);
+	/* the parent's flow goes on: bytes sent now arrive */
+	CHECK_EQ(write(sv[1], "abc", 3), 3);
+	CHECK_EQ(shutdown(sv[1], SHUT_WR), 0);
+	T_RUN_UNTIL(L, c.r.done, 1000);
+	CHECK_EQ(c.r.res, 3);
+	check_file(b, "abc", 3);
+	close(sv[0]);
+	close(sv[1]);
+	close(b);
+	close(b2);
 }
 
 /* The reader of a socket sink goes away after a little: the flow ends
@@ -497,6 +542,7 @@ int main(void)
 	RUN(test_pause_resume);
 	RUN(test_cancel_mid);
 	RUN(test_cancel_silent_peer);
+	RUN(test_forked);
 	RUN(test_peer_closes);
 	RUN(test_source_ends_early);
 	RUN(test_positions);

@@ -93,18 +93,29 @@ def best(xs, higher_is_better=True):
 
 
 def fmt_num(x, digits=3):
-    """Human number: 1234567 -> '1.23 M', None -> '–'."""
+    """Human number: 1234567 -> '1.23 M', None -> '–'. A value that rounds
+    to 1000 of its unit takes the next one (999.6 k -> '1 M', not '1e+03 k')."""
     if x is None:
         return "–"
-    ax = abs(x)
-    for div, suf in ((1e9, " G"), (1e6, " M"), (1e3, " k")):
-        if ax >= div:
+    units = ((1e9, " G"), (1e6, " M"), (1e3, " k"), (1, ""))
+    for i, (div, suf) in enumerate(units):
+        if abs(x) >= div or div == 1:
+            y = float(f"{x / div:.{digits}g}")
+            if abs(y) >= 1000:
+                if i == 0:
+                    return f"{x / div:.0f}{suf}"
+                div, suf = units[i - 1]
             return f"{x / div:.{digits}g}{suf}"
-    return f"{x:.{digits}g}"
 
 
-def fmt_ratio(x):
-    return "–" if x is None else f"{x:.2f}×"
+def fmt_ratio(x, target=None):
+    """'1.23×'; with a target, three decimals when x is within 1 % of it,
+    so that a miss (0.995× against 1.00×) does not read as a tie."""
+    if x is None:
+        return "–"
+    if target and abs(x - target) <= 0.01 * abs(target):
+        return f"{x:.3f}×"
+    return f"{x:.2f}×"
 
 
 def table(headers, rows):
@@ -228,31 +239,59 @@ def ratio(a, b):
     return a / b if a is not None and b else None
 
 
-def verdict(values, target):
+def verdict(values, target, reps=None):
     """'met' or 'missed at .. by ..%' for a list of (label, ratio) against a
     floor target; cells without a ratio (a failed run) are named, and a
-    target is never called met over cells that were not measured."""
-    got = [(lbl, r) for lbl, r in values if r is not None]
-    lost = [lbl for lbl, r in values if r is None]
+    target is never called met over cells that were not measured. An entry
+    may be (label, ratio, n), n the fewest samples behind the ratio: with
+    reps given, the cells whose n is below it are named with their n."""
+    values = [tuple(v) + (None,) * (3 - len(v)) for v in values]
+    got = [(lbl, r) for lbl, r, _ in values if r is not None]
+    lost = [lbl for lbl, r, _ in values if r is None]
     if not got:
         return "not measured"
     note = f"; **not measured**: {', '.join(lost)}" if lost else ""
+    few = [f"{lbl} n={n}" for lbl, r, n in values
+           if r is not None and reps and n is not None and n < reps]
+    if few:
+        note += f"; from fewer samples than the {reps} repetitions: {', '.join(few)}"
     missed = [(lbl, r) for lbl, r in got if r < target]
+    low = min(r for _, r in got)
     if not missed:
-        return (f"**met** where measured (min {min(r for _, r in got):.2f}×){note}" if lost
-                else f"**met** (min {min(r for _, r in got):.2f}×)")
+        return (f"**met** where measured (min {fmt_ratio(low, target)}){note}" if lost
+                else f"**met** (min {fmt_ratio(low, target)}){note}")
     worst = min(missed, key=lambda x: x[1])
     return (f"**missed** at {', '.join(lbl for lbl, _ in missed)}; worst {worst[0]}: "
-            f"{worst[1]:.2f}× ({(target - worst[1]) / target * 100:.0f}% short){note}")
+            f"{fmt_ratio(worst[1], target)} ({fmt_pct((target - worst[1]) / target)} short){note}")
+
+
+def fmt_pct(x):
+    """0.123 -> '12%', 0.004 -> '0.4%' (a miss under 1 % must not read as 0 %)."""
+    return f"{x * 100:.1f}%" if abs(x) < 0.01 else f"{x * 100:.0f}%"
+
+
+# Every Samples made since the last take_failed(): bench/run.py counts the
+# failed runs of each suite through it.
+_RUNNERS = []
+
+
+def take_failed():
+    """The number of runs noted as failed by the Samples made since the
+    last call (one suite's, when run.py calls it around each suite);
+    forgets those Samples."""
+    n = sum(s.n_failed for s in _RUNNERS)
+    _RUNNERS.clear()
+    return n
 
 
 class Samples:
     """The one bench runner: runs commands, keeps their numbers by key.
 
     A run that fails (non-zero exit, timeout, no result in its output) is
-    logged as 'FAILED <what>: <error>' and noted in .errors (the first
-    max_errors of them); it never ends the suite, its key simply gets no
-    sample. Keys are tuples the suite chooses.
+    logged as 'FAILED <what>: <error>', counted in .n_failed and noted in
+    .errors (the first max_errors of them, then one line "... and N more");
+    it never ends the suite, its key simply gets no sample, and bench/run.py
+    exits non-zero at the end. Keys are tuples the suite chooses.
     """
 
     def __init__(self, log=log, max_errors=20):
@@ -261,6 +300,8 @@ class Samples:
         self.vals = collections.defaultdict(list)   # key -> [float]
         self.info = {}                              # key -> last record picked
         self.errors = []
+        self.n_failed = 0
+        _RUNNERS.append(self)
 
     def run(self, key, argv, env=None, timeout=600, pick=None, what=None):
         """Runs argv (env added to the environment) and records its result.
@@ -295,14 +336,25 @@ class Samples:
     def fail(self, what, err):
         """Notes a failure that happened outside run()."""
         self.log(f"FAILED {what}: {err}")
-        if len(self.errors) < self.max_errors:
+        self.n_failed += 1
+        more = self.n_failed - self.max_errors
+        if more <= 0:
             self.errors.append(f"{what}: {err}")
+        else:   # the list ends with one line counting the rest
+            if more > 1:
+                self.errors.pop()
+            self.errors.append(f"... and {more} more failed run{'s' if more > 1 else ''} "
+                               "(see the log)")
 
     def add(self, key, value):
         self.vals[key].append(float(value))
 
     def values(self, key):
         return self.vals.get(key, [])
+
+    def n(self, *keys):
+        """The fewest samples any of keys has (for verdict's n)."""
+        return min(len(self.vals.get(k, [])) for k in keys)
 
     def med(self, key):
         return median(self.vals.get(key, []))

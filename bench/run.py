@@ -26,7 +26,12 @@ A section not starting with '#' gets a '## <name>' heading. A suite that
 raises gets a 'failed: <error>' note; the others still run and run.py
 exits non-zero at the end. Suites share one runner, common.Samples (run a
 command, keep its numbers by key, note failures; med/best), and
-common.rotated, make_file, warm.
+common.rotated, make_file, warm. A run noted as failed (Samples.fail) does
+not end its suite, but run.py counts them per suite, names them at the end
+and exits non-zero too, after writing the results.
+
+UAIO_BENCH_SMOKE=1 needs an explicit --out (e.g. /tmp/smoke/benchmarks.md):
+a smoke run's numbers mean nothing and must not replace docs/benchmarks.md.
 
 Opt-in suites (OPT_IN below) run only when named in --only: `reshape`
 builds an older commit beside ctx.build and compares the two builds
@@ -57,13 +62,14 @@ HEADER = """# Benchmarks
 
 How to reproduce, on a Debian bookworm machine as root:
 
-    make bench              # quick run (a few minutes), rewrites this file
+    make bench              # quick run, rewrites this file (its duration: the stamps below)
     make bench-full         # the full grids, several repetitions (much longer)
     make bench-reshape      # before/after the core reshaping (not in make bench)
     .venv/bin/python bench/run.py --build build-rel --mode quick --only pipetest
 
 `UAIO_BENCH_SMOKE=1` shrinks every suite to a few seconds to check that it
-works (its numbers mean nothing). One pipetest point by hand:
+works (its numbers mean nothing; it needs `--out` elsewhere, e.g.
+`--out /tmp/smoke/benchmarks.md`). One pipetest point by hand:
 `build-rel/bench/pipetest/pipetest --mode epoll -P 1000 -S 12 -T 1`
 (`--list` shows the modes, `--nop uring|uaio --batch 32` and `--memory`
 the other measurements).
@@ -140,8 +146,15 @@ def main():
     ap.add_argument("--build", required=True, help="cmake build dir")
     ap.add_argument("--mode", choices=("quick", "full"), default="quick")
     ap.add_argument("--only", default="", help="comma-separated suite names")
-    ap.add_argument("--out", default=str(ROOT / "docs" / "benchmarks.md"))
+    ap.add_argument("--out", default=None,
+                    help="results file (default docs/benchmarks.md; required under UAIO_BENCH_SMOKE=1)")
     args = ap.parse_args()
+    if args.out is None:
+        if common.smoke():
+            sys.exit("run.py: UAIO_BENCH_SMOKE=1 needs an explicit --out (e.g. --out "
+                     "/tmp/smoke/benchmarks.md): a smoke run's numbers are meaningless and "
+                     "must not replace docs/benchmarks.md")
+        args.out = str(ROOT / "docs" / "benchmarks.md")
 
     build = Path(args.build)
     if not build.is_absolute():
@@ -165,6 +178,7 @@ def main():
     common.log(f"machine: {machine}")
     common.log(f"suites: {', '.join(names) or '(none)'}; mode {args.mode}")
     failed = []
+    failed_runs = {}                # suite -> runs noted as failed (Samples.fail)
     sections = []
     try:
         for name in names:
@@ -173,12 +187,16 @@ def main():
             ctx, emitted = make_ctx(name, args, build, scratch, imgdir)
             t0 = time.monotonic()
             common.log(f"=== {name} ===")
+            common.take_failed()
             try:
                 md = load(name).run(ctx) or ""
             except Exception as e:  # noqa: BLE001 - one suite must not sink the others
                 traceback.print_exc()
                 failed.append(name)
                 md = f"failed: {type(e).__name__}: {e}\n"
+            n_bad = common.take_failed()
+            if n_bad:
+                failed_runs[name] = n_bad
             if not md.lstrip().startswith("#"):
                 md = f"## {name}\n\n" + md
             if emitted:
@@ -209,15 +227,19 @@ def main():
          if common.smoke() else "") + \
         "- Suites run: " + (", ".join(names) or "none") + \
         (f" — **failed: {', '.join(failed)}**" if failed else "") + "\n" + \
+        ("- **Failed runs** (listed under each suite's Errors): " +
+         ", ".join(f"{n}: {k}" for n, k in failed_runs.items()) + "\n" if failed_runs else "") + \
         ("- Sections of suites not in this run are kept from an earlier run "
          "(see the stamp at the end of each section).\n" if set(old) - set(new) else "") + \
         "\n" + body
     Path(args.out).write_text(doc)
     common.log(f"wrote {args.out}")
+    for n, k in failed_runs.items():
+        print(f"bench: {n}: {k} run{'s' if k > 1 else ''} failed, see {args.out} Errors",
+              file=sys.stderr, flush=True)
     if failed:
         common.log(f"FAILED suites: {', '.join(failed)}")
-        return 1
-    return 0
+    return 1 if failed or failed_runs else 0
 
 
 if __name__ == "__main__":

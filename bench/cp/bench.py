@@ -375,8 +375,9 @@ def dest_text(ctx, dest):
     cfr, clone = xdev.get("copy_file_range", "?"), xdev.get("FICLONE", "?")
     if cfr == "EXDEV" and clone == "EXDEV":
         xd = ("both fail with EXDEV there (probed at the start of this run), so no copier "
-              "uses them in these cells: GNU cp, uaio-cp and xcp try them and fall back to reading "
-              "and writing, fcp falls back to sendfile(2), rsync and tar never try them")
+              "uses them in these cells (how each falls back was read by hand outside this run, "
+              "noted 2026-11-23: GNU cp, uaio-cp and xcp try them and fall back to reading "
+              "and writing, fcp falls back to sendfile(2), rsync and tar never try them)")
     else:
         xd = (f"probed at the start of this run: copy_file_range → {cfr}, FICLONE → {clone}; "
               "**a copier may have used them in these cells**")
@@ -389,8 +390,9 @@ def dest_text(ctx, dest):
             f"before each copy, not timed (mkfs {med_mkfs * 1e3:.0f} ms, median of {len(fs.mkfs_s)}). "
             "Copying into a tree just removed from the same ext4 would measure ext4's inode "
             "allocator instead: it skips inodes freed in the last 5 minutes whose inode-table "
-            "block is cached (`recently_deleted()`), which makes creating files 3–5× slower as "
-            "the suite runs, and dropping the caches does not help. Every copy therefore crosses "
+            "block is cached (`recently_deleted()`), which made creating files 3–5× slower as "
+            "the suite ran (measured outside this run, noted 2026-11-23), and dropping the caches "
+            "did not help. Every copy therefore crosses "
             f"file systems: copy_file_range and reflinks (FICLONE) are not available — {xd}. ")
 
 
@@ -500,9 +502,15 @@ def report(ctx, cfg, C, S, fails, kept, stats, root_ok, dest):
               "(`cp -r` does less than `-a`). Ratios below 1 mean uaio-cp is faster.\n")
     rows = []
     beat = []
+    all_peers = [n for n in COPIERS if not n.startswith("uaio-cp")]
+    uninstalled = [n for n in all_peers if C[n][1]]
+    unmeasured = {}                 # peer -> cells it has no median in (installed ones)
     for t, c in cells:
         if not measured(t, c):
             continue
+        for n in all_peers:
+            if not C[n][1] and med(t, c, n, "copy") is None:
+                unmeasured.setdefault(n, []).append(f"{t} {c}")
         peers = [(med(t, c, n, "copy"), n) for n in COPIERS
                  if not n.startswith("uaio-cp") and med(t, c, n, "copy") is not None]
         peers_s = [(med(t, c, n, "sync"), n) for n in COPIERS
@@ -525,10 +533,15 @@ def report(ctx, cfg, C, S, fails, kept, stats, root_ok, dest):
         v = "not measured"
     else:
         missed = [(cell, r) for cell, r in got if r >= 1]
-        v = ("**met** (worst " + max(got, key=lambda x: x[1])[0] + f": {max(r for _, r in got):.2f}×)"
-             if not missed else "**missed** in " + ", ".join(f"{cell} ({r:.2f}×)" for cell, r in missed))
+        v = ("**met** (worst " + max(got, key=lambda x: x[1])[0] +
+             f": {rat(max(r for _, r in got), 1.0)})"
+             if not missed else "**missed** in " + ", ".join(f"{cell} ({rat(r, 1.0)})" for cell, r in missed))
         if len(got) < len(beat):
             v += f"; {len(beat) - len(got)} cell(s) not measured"
+        if uninstalled or unmeasured:
+            v += ("; **judged among the peers measured only** — not measured: " +
+                  ", ".join([f"{n} (not installed)" for n in uninstalled] +
+                            [f"{n} (in {', '.join(cs)})" for n, cs in unmeasured.items()]))
     md.append(f"- Faster than the fastest peer in every cell (copy time): {v}.")
     r = ratio(med("small", "warm", CANDIDATE, "copy"), med("small", "warm", BASE, "copy"))
     md.append(f"- Small tree, warm, ≤ {SMALL_WARM_TARGET}× `cp -r`: " +

@@ -31,10 +31,14 @@ AIO_CALLS = {"io_uring_enter", "io_uring_register", "futex", "pread64", "pwrite6
              "mprotect", "madvise", "rt_sigprocmask", "sched_yield"}
 
 
-READING = """
-How to read it. Buffered-write cells at depth 64 and cold 128 KiB reads run
-at the pace of writeback or the disk for every variant, and move ±20 % from
-run to run: compare them with care. The cached-read ceiling is fio itself:
+def reading(spread):
+    """The "how to read it" notes; spread: this run's repetition spread of
+    the noisy cells, as text."""
+    return f"""
+How to read it. Buffered-write cells at the largest depth and cold 128 KiB
+reads run at the pace of writeback or the disk for every variant, and move
+from repetition to repetition ({spread}): compare them with care. The
+cached-read ceiling is fio itself:
 psync (one `pread` per request, no queue) bounds every engine, so where
 glibc already comes near psync no library can double it. At depth 1 on
 O_DIRECT and cold reads fio's thread, which waits in aio_suspend, issues
@@ -43,7 +47,10 @@ wake-up per request, where glibc's helper thread needs two (the helper's,
 then fio's); docs/design.md, POSIX AIO.
 
 The CPU columns say what each request cost the machine, all threads
-counted (fio's start-up, about 0.15 s per run, is in both alike). In the
+counted, fio's own start-up and exit included (about 0.15 s per run,
+measured by hand outside this run, noted 2026-11-25). That fixed cost is
+divided by each variant's own request count, so it weighs more on the
+variant that did fewer requests in its time: not alike in both. In the
 cached cells at depth 64, glibc's helper thread copies on the second core
 while fio's thread queues the next requests: two cores against uaio's one,
 since uaio copies cached data in the calling thread and leaves the engine
@@ -51,8 +58,27 @@ idle. Handing those requests to the engine instead would cost a pinned
 file per request (a registration, so that a close() cannot redirect the
 I/O) and a cross-thread hand-off, more than the 4 KiB copy it moves; fio's
 own io_uring engine with every request forced to io_uring's workers
-(`--force_async=1`) made 0.85–0.9× glibc here.
+(`--force_async=1`) made 0.85–0.9× glibc (measured by hand outside this
+run, noted 2026-11-25; not part of this run).
 """
+
+
+def spread_text(R, keys):
+    """'in this run up to X % (max − min over the median), at <key>' over
+    the keys with two samples or more."""
+    worst = None
+    for k in keys:
+        v = R.values(k + ("iops",))
+        m = R.med(k + ("iops",))
+        if len(v) >= 2 and m:
+            sp = (max(v) - min(v)) / m
+            if worst is None or sp > worst[0]:
+                worst = (sp, k)
+    if worst is None:
+        return "this run has too few repetitions to show by how much"
+    rw, bs, depth, cache, v = worst[1]
+    return (f"in this run up to {worst[0] * 100:.0f} % of the median, max − min over the "
+            f"repetitions, at {rw} {bs} d{depth} {cache}, {LABEL[v]}")
 
 
 def plan(mode, smoke):
@@ -180,7 +206,7 @@ def run(ctx):
         if r is None:
             below.append(f"{label} (not measured)")
         elif r < 1.0:
-            below.append(f"{label} ({r:.2f}×)")
+            below.append(f"{label} ({ctx.fmt_ratio(r, 1.0)})")
         if depth >= 16 and cache == "cached" and "read" in rw:
             cached_read.append((label, r))
         if depth >= 16 and cache == "direct":
@@ -205,7 +231,7 @@ def run(ctx):
                      "CPU µs/req, glibc", "CPU µs/req, uaio"], rows)]
 
     def floor(pairs, target):
-        miss = [f"{lbl} ({r:.2f}×)" if r is not None else f"{lbl} (not measured)"
+        miss = [f"{lbl} ({ctx.fmt_ratio(r, target)})" if r is not None else f"{lbl} (not measured)"
                 for lbl, r in pairs if r is None or r < target]
         return "**met**" if not miss else "**missed** at " + "; ".join(miss)
 
@@ -213,7 +239,11 @@ def run(ctx):
     void = None if checked.get("uaio") else \
         "**missed**: the drop-in failed the data check, so its numbers do not count"
 
-    md.append(READING)
+    top = max(p["depths"])
+    noisy = [c + (v,) for c in cells for v in VARIANTS
+             if (c[3] != "direct" and "write" in c[0] and c[2] == top)
+             or (c[3] == "cold" and c[0] == "read" and c[1] == "128k")]
+    md.append(reading(spread_text(R, noisy)))
     md.append("\nTargets (issue 10):\n")
     md.append(f"- ≥ 1.0× glibc in every cell: "
               f"{void or ('**met**' if not below else '**missed** at ' + '; '.join(below))}\n")
@@ -229,7 +259,7 @@ def run(ctx):
             try:	# a failed count loses its row, not the cells above
                 per, top = strace_calls(ctx, argv, env[v], p["ios"])
             except BenchError as e:
-                R.errors.append(f"{v} strace {rw}: {e}")
+                R.fail(f"{v} strace {rw}", e)
                 srows.append([f"{rw} 4k d16 {cache}", LABEL[v], "failed", "–"])
                 continue
             srows.append([f"{rw} 4k d16 {cache}", LABEL[v], f"{per:.2f}", top])

@@ -16,9 +16,9 @@ from inside the cgroup, after dropping the caches); cold cells drop the
 page cache (`echo 3 > /proc/sys/vm/drop_caches`) just before wrk starts.
 The server is pinned to CPU 0 (`taskset -c 0`), wrk (one thread) and the
 helper holding idle keep-alive connections (bench/httpd/idle_conns.py) to
-CPU 1. Every server is started fresh for every run and checked first
-(a few files fetched over one keep-alive connection and compared byte for
-byte, and a 404). Per run: req/s, p50/p99 latency (wrk), the server's CPU
+CPU 1. Every server is started fresh for every run and checked before and
+again after wrk (a few files fetched over one keep-alive connection and
+compared byte for byte, and a 404). Per run: req/s, p50/p99 latency (wrk), the server's CPU
 µs per request (/proc/<pid>/stat utime + stime around the wrk run), its
 VmRSS / VmHWM after it, and the memory of an idle keep-alive connection
 ((VmRSS with N idle connections - VmRSS before) / N). Servers are
@@ -176,6 +176,12 @@ def one_run(ctx, cfg, S, srv, port, st, rl, cache, cg):
         m2 = run.mem()
         held = idle.close()
         idle = None
+        # The same content check again after the load: a server that
+        # answered wrk with 2xx but wrong bytes must not give a number.
+        try:
+            verify_server(port, fs)
+        except BenchError as e:
+            raise BenchError(f"after wrk: {e}") from e
     finally:
         if idle:
             idle.close()

@@ -129,7 +129,7 @@ def report(ctx, cfg, S, srvs, sets, skip, cg_what, runs_s):
           "pinned to CPU 1, replaying a pre-drawn request list in order (bench/httpd/paths.lua). "
           f"During every run **{cfg['idle']} idle keep-alive connections** are held open to the "
           "server (bench/httpd/idle_conns.py, CPU 1: one request each, then idle). Before "
-          "measuring, each run fetches a few files (the smallest, the largest, six others) over "
+          "measuring and again after wrk, each run fetches a few files (the smallest, the largest, six others) over "
           "one keep-alive connection and compares them byte for byte, and checks a 404; a run that "
           "fails that, any response with status 400 or above (wrk's \"Non-2xx or 3xx\"), or more than 1 % socket errors is counted as failed, "
           "never as a number. **Warm**: the set read just before wrk (the set that does not fit: "

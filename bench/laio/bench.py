@@ -3,7 +3,7 @@ responsiveness while cold reads are outstanding.
 
 Called by bench/run.py as run(ctx); returns the markdown section.
 """
-from common import Samples, ratio, rotated
+from common import Samples, fmt_ratio, ratio, rotated
 
 PIPE_MODES = ["block", "nb-epoll", "uring", "libaio", "libaio-poll", "laio-op", "laio-poll"]
 PIPE_LABEL = {
@@ -66,16 +66,16 @@ def run(ctx):
     def target(r, t):
         if r is None:
             return "not measured"
-        return (f"**met** ({r:.2f}×)" if r <= t else
-                f"**missed** ({r:.2f}×, {(r - t) / t * 100:.0f}% over)")
+        return (f"**met** ({fmt_ratio(r, t)})" if r <= t else
+                f"**missed** ({fmt_ratio(r, t)}, {(r - t) / t * 100:.0f}% over)")
     md.append(f"\nTargets (default mechanism): non-blocking case ≤ 1.10× a plain non-blocking read: "
               f"{target(lf, 1.10)}; blocking case ≤ 1.10× non-blocking read + epoll: {target(le, 1.10)} "
               f"(poll-then-retry mechanism: {rat(lpe)}).\n")
     md.append("\nThe non-blocking try is `preadv2(RWF_NOWAIT)`, the only way to read a blocking pipe "
               "without blocking and without touching the caller's file status flags; in the kernel it "
-              "costs more than `read(2)` (an iovec to import, the vectored path): a bare loop of each "
-              "on this machine measured `preadv2` at about 1.3× `read` (`bench/laio/laio_pipe.c` has "
-              "both modes; the gap is the kernel's, not the library's).\n")
+              "costs more than `read(2)` (an iovec to import, the vectored path). Not measured in this "
+              "run: a bare loop of each, by hand outside this run (noted 2026-11-22), measured "
+              "`preadv2` at about 1.3× `read`; that gap is the kernel's, not the library's.\n")
 
     # 2. cached preads -------------------------------------------------
     f = ctx.scratch / "cached.bin"
@@ -110,10 +110,20 @@ def run(ctx):
                          if med(("resp", v), "reads_done") is not None else None)])
     md.append(ctx.table(["variant", "lateness p50 µs", "p99 µs", "max µs", "reads/s"], rows))
     lp, bp = med(("resp", "laio"), "p99_us"), med(("resp", "block"), "p99_us")
-    md.append(f"\nTarget: p99 < 1 ms with laio while blocking pread shows the stall: laio p99 "
-              f"{fmt(lp)} µs, blocking p99 {fmt(bp)} µs — "
-              + ("**met**" if lp is not None and bp is not None and lp < 1000 and bp > lp else "**missed**")
-              + ".\n")
+    # The stall must be real, not timer noise: blocking p99 ≥ 10× laio's and ≥ 1 ms.
+    if lp is None or bp is None:
+        resp_v = "**not measured**"
+    elif lp >= 1000:
+        resp_v = "**missed** (laio p99 ≥ 1 ms)"
+    elif bp < 10 * lp or bp < 1000:
+        resp_v = "**missed**: blocking pread shows no real stall by that rule"
+    else:
+        resp_v = "**met**"
+    n_resp = min(len(R.values(("resp", v, "p99_us"))) for v in ("laio", "block"))
+    md.append(f"\nTarget: p99 < 1 ms with laio while blocking pread shows the stall (blocking p99 at "
+              f"least 10× laio's and ≥ 1000 µs): laio p99 {fmt(lp)} µs, blocking p99 {fmt(bp)} µs"
+              + (f" (n={n_resp} of {cfg['reps']})" if n_resp < cfg["reps"] else "")
+              + f" — {resp_v}.\n")
     if R.errors:
         md.append("\nErrors:\n\n" + "\n".join(f"- `{e}`" for e in R.errors) + "\n")
     return "\n".join(md)

@@ -168,21 +168,33 @@ def run(ctx):
 
     md.append("\n### Ratios (medians) and targets\n\n")
     rows, verdicts = [], []
+    reps = cfg["reps"]
     for name, a, b, target, tgt_txt in PEER_RATIOS:
         if a not in have or b not in have:
+            # A mode this pipetest lacks: the row says so rather than vanish.
+            gone = ", ".join(x for x in (a, b) if x not in have)
+            rows.append([name] + ["–"] * len(Ps) +
+                        [tgt_txt, f"**not measured** (mode {gone} not in this pipetest)" if target else
+                         f"not measured (mode {gone} not in this pipetest)"])
             continue
         rs = [ratio(R.med(pkey(a, P)), R.med(pkey(b, P))) for P in Ps]
-        v = verdict([(f"P={P}", r) for P, r in zip(Ps, rs)], target) if target else ""
-        rows.append([name] + [fr(r) for r in rs] + [tgt_txt, v])
+        v = verdict([(f"P={P}", r, R.n(pkey(a, P), pkey(b, P))) for P, r in zip(Ps, rs)],
+                    target, reps) if target else ""
+        rows.append([name] + [fr(r, target) for r in rs] + [tgt_txt, v])
     for m in FLAT_MODES:
+        is_uaio = m.startswith("uaio")
+        tgt_txt = "≥ 0.75×" if is_uaio else ("falls with P" if m == "poll" else "—")
         if m not in have:
+            rows.append([f"{LABEL[m]} at P / at P={Ps[0]}"] + ["–"] * len(Ps) +
+                        [tgt_txt, f"{'**not measured**' if is_uaio else 'not measured'} "
+                                  "(mode not in this pipetest)"])
             continue
         base = R.med(pkey(m, Ps[0]))
         rs = [ratio(R.med(pkey(m, P)), base) for P in Ps]
-        is_uaio = m.startswith("uaio")
-        v = verdict([(f"P={P}", r) for P, r in zip(Ps, rs)], FLAT_TARGET) if is_uaio else ""
-        rows.append([f"{LABEL[m]} at P / at P={Ps[0]}"] + [fr(r) for r in rs] +
-                    ["≥ 0.75×" if is_uaio else ("falls with P" if m == "poll" else "—"), v])
+        v = verdict([(f"P={P}", r, R.n(pkey(m, P), pkey(m, Ps[0]))) for P, r in zip(Ps, rs)],
+                    FLAT_TARGET, reps) if is_uaio else ""
+        rows.append([f"{LABEL[m]} at P / at P={Ps[0]}"] + [fr(r, FLAT_TARGET if is_uaio else None) for r in rs] +
+                    [tgt_txt, v])
     md.append(t(["ratio"] + [f"P={P}" for P in Ps] + ["target", "verdict"], rows))
 
     # ---- S and T sweeps
@@ -222,14 +234,17 @@ def run(ctx):
                 continue
             r = ratio(R.med(k), raw) if kind != "uring" else None
             if kind == "uaio":
-                nop_ratios.append((f"batch {b}", r))
+                nop_ratios.append((f"batch {b}", r, R.n(k, ("nop", "uring", b))))
             rows.append([{"uring": "raw liburing", "uaio": "uaio (io_uring)",
                           "uaio-epoll": "uaio (epoll backend)¹"}[kind], b,
                          fn(R.med(k)), fn(R.best(k)), fr(r) if kind != "uring" else "1.00× (peer)"])
     md.append(t(["variant", "batch", "median", "best", "÷ raw liburing"], rows))
     md.append("\n¹ the epoll backend completes a nop in user space without a system call, "
               "so it is not a peer of the io_uring figures.\n")
-    md.append(f"\nTarget uaio ≥ 0.85× raw liburing: {verdict(nop_ratios, 0.85)}.\n")
+    nop_v = verdict(nop_ratios, 0.85, reps) if nop_ratios else \
+        "**not measured** (no uaio nop run" + \
+        ("" if "uaio-reactor" in have else ": uaio modes not in this pipetest") + ")"
+    md.append(f"\nTarget uaio ≥ 0.85× raw liburing: {nop_v}.\n")
 
     # ---- memory
     if mem:
@@ -258,10 +273,19 @@ def run(ctx):
         md.append(t(["kind", "backend", "items", "in flight", "RSS growth (B)",
                      "B per item", "B per 100 000"], rows))
         over = [(lbl, v) for lbl, v in mem_ok if v is not None and v > 64]
+        got = [lbl for lbl, v in mem_ok if v is not None]
+        lost = [lbl for lbl, v in mem_ok if v is None]
+        some = f" ({len(got)} of {len(mem_ok)} rows measured; not: {', '.join(lost)})" if lost else ""
         md.append("\nTarget ≤ 64 B of loop state per watched fd and per in-flight op: " +
-                  ("**met** (measured RSS growth per item ≤ 64 B everywhere)." if not over else
-                   "**missed**: " + ", ".join(f"{lbl} {v:.0f} B" for lbl, v in over) + ".") +
+                  ("**not measured** (no item gave bytes per item)." if not got else
+                   f"**met** (measured RSS growth per item ≤ 64 B where measured){some}." if not over else
+                   "**missed**: " + ", ".join(f"{lbl} {v:.0f} B" for lbl, v in over) + f"{some}.") +
                   "\n")
+
+    else:
+        md.append("\n### Memory\n\nTarget ≤ 64 B of loop state per watched fd and per in-flight op: "
+                  "**not measured** (" + ("`pipetest --memory` failed, see Errors" if "uaio-reactor" in have
+                                          else "uaio modes not in this pipetest") + ").\n")
 
     # ---- plots: uaio solid, peers dashed
     sty = {LABEL[m]: {"linestyle": "-" if m.startswith("uaio") else "--"} for m in MODES}
@@ -287,5 +311,5 @@ def run(ctx):
         md.append("\n### Plots\n\n" + "\n".join(f"![{a}]({p})" for a, p in imgs) + "\n")
 
     if R.errors:
-        md.append("\n### Failed runs\n\n" + "\n".join(f"- `{e}`" for e in R.errors) + "\n")
+        md.append("\n### Errors\n\n" + "\n".join(f"- `{e}`" for e in R.errors) + "\n")
     return "".join(md)

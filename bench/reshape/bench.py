@@ -18,7 +18,10 @@ order rotated between repetitions (and which build goes first alternated):
     aiobench under LD_PRELOAD of its own libuaio-posix.so), the native
     uaio_* build, and plain glibc aio_* beside.
 The rows that do not depend on uaio (epoll, raw liburing, glibc) run the
-same code from both builds: their before/after gap is this run's noise.
+same code from both builds when their bench program's sources are the same
+in both: their before/after gap is then this run's noise. When those
+sources differ (bench_diff), the row is labelled so and left out of the
+noise.
 
 Called by bench/run.py as run(ctx); returns the markdown section.
 """
@@ -182,6 +185,8 @@ def run(ctx):
     modes = [m for m in RING_MODES if all(m in b.modes for b in B.values())]
     missing = [m for m in RING_MODES if m not in modes]
     nop_ok = all(b.has_nop for b in B.values())
+    # --warmup for both builds or for neither: both sides measured alike.
+    warmup_ok = all(b.has_warmup for b in B.values())
 
     R = Samples(ctx.log)
     S = ctx.scratch
@@ -191,7 +196,7 @@ def run(ctx):
     make_file(S / "direct.bin", cfg["direct_mb"])
 
     def pt(b, argv):
-        if B[b].has_warmup:
+        if warmup_ok:
             argv = argv + ["--warmup", cfg["warmup"]]
         return [B[b].pipetest] + argv + ["--time", cfg["time"]]
 
@@ -230,14 +235,15 @@ def run(ctx):
     ring_rows = [(f"{RING_LABEL[m]}, P={P}", ("ring", P, m), m in RING_REF)
                  for P in cfg["P"] for m in modes]
     parts.append(("pipetest: token passes/s around a ring of P pipes (S = 12, T = 1)",
-                  "pipetest rings", ring_rows))
+                  "pipetest rings", ring_rows, "bench/pipetest/"))
     if nop_ok:
         nop_rows = [(f"{NOP_LABEL[k]}, batch {batch}", ("nop", batch, k), k in NOP_REF)
                     for batch in cfg["batches"] for k in NOP_KINDS]
-        parts.append(("pipetest --nop: nop round trips/s", "nop round trips", nop_rows))
+        parts.append(("pipetest --nop: nop round trips/s", "nop round trips", nop_rows,
+                      "bench/pipetest/"))
     aio_rows = [(f"{lbl}: {AIO_LABEL[v]}", ("aio", cid, v), v in AIO_REF)
                 for cid, lbl, *_ in cells for v in AIO_VARIANTS]
-    parts.append(("aiobench: cells of the aio suite", "aio", aio_rows))
+    parts.append(("aiobench: cells of the aio suite", "aio", aio_rows, "bench/aio/"))
 
     ap = B["after"].path
     ap = ap.relative_to(ctx.root) if ap.is_relative_to(ctx.root) else ap
@@ -266,7 +272,9 @@ def run(ctx):
           (", ".join(f"`{c.split()[0]}`" for c in between) or "none") + ".\n\n",
           "How to read it: *after ÷ before* is the ratio of the medians (best-of beside it). "
           "The reference rows (epoll, raw liburing, glibc aio_*) run code that does not "
-          "depend on uaio, identical in both builds, so their gap is this run's noise. A uaio "
+          "depend on uaio; where their bench program's sources are identical in both builds "
+          "their gap is this run's noise (a reference row whose sources differ is labelled so "
+          "and not used as noise). A uaio "
           "row counts as slower (or faster) than before only when its median ratio is below "
           "1 − noise (above 1 + noise), noise being the larger of the part's largest reference "
           "gap |1 − ratio| and the row's own half relative range (max − min) / 2·median of "
@@ -275,25 +283,32 @@ def run(ctx):
         md.append(f"\npipetest modes not in both builds, left out: {', '.join(missing)}.\n")
     if not nop_ok:
         md.append("\npipetest --nop not in both builds: nop round trips left out.\n")
+    if not warmup_ok:
+        md.append("\npipetest --warmup not in both builds: neither build's runs use it.\n")
 
     summary = []
-    for title, short, rows in parts:
+    for title, short, rows, bench_dir in parts:
+        # The reference rows' bench program: its sources may differ between
+        # the builds, and then its gap is not noise alone.
+        changed = [f for f in bench_diff if f.startswith(bench_dir)]
         ref_gaps = []
         for _, key, ref in rows:
             rm, _, _ = ratio_stats(R, key + ("before",), key + ("after",))
-            if ref and rm is not None:
+            if ref and not changed and rm is not None:
                 ref_gaps.append(abs(1 - rm))
         aa = max(ref_gaps) if ref_gaps else None
-        trows, slower, faster, logs = [], [], [], []
+        trows, slower, faster, logs, noises = [], [], [], [], []
         for label, key, ref in rows:
             kb, ka = key + ("before",), key + ("after",)
             rm, rb, own = ratio_stats(R, kb, ka)
             if ref:
-                verdict = "reference (same code in both)"
+                verdict = ("reference (same code in both)" if not changed else
+                           f"reference, not used as noise: {bench_dir} sources differ")
             elif rm is None:
                 verdict = "not measured"
             else:
                 noise = max(aa or 0.0, own)
+                noises.append(noise)
                 logs.append(math.log(rm))
                 if rm < 1 - noise:
                     verdict = f"**slower** (noise ±{noise * 100:.0f}%)"
@@ -311,14 +326,21 @@ def run(ctx):
                              "verdict"], trows))
         gm = math.exp(sum(logs) / len(logs)) if logs else None
         md.append(f"\nNoise from the reference rows: "
-                  f"{'±' + format(aa * 100, '.0f') + '%' if aa is not None else 'not measured'}; "
+                  f"{'±' + format(aa * 100, '.0f') + '%' if aa is not None else 'not measured'}"
+                  + (f" (their bench sources differ between the builds: "
+                     f"{', '.join(f'`{f}`' for f in changed)}; only each row's own range counts)"
+                     if changed else "") + "; "
                   f"uaio rows: geometric mean after ÷ before {fr(gm)}, "
                   f"{len(slower)} slower, {len(faster)} faster, "
                   f"{len(logs) - len(slower) - len(faster)} within noise.\n")
-        summary.append((short, slower, len(logs)))
+        summary.append((short, slower, len(logs), noises))
 
-    measured = sum(n for _, _, n in summary)
-    bad = [(short, s) for short, s, _ in summary if s]
+    measured = sum(n for _, _, n, _ in summary)
+    bad = [(short, s) for short, s, _, _ in summary if s]
+    # The noise bands the verdict used, per part (each uaio row's own).
+    bands = "; ".join(
+        f"{short} ±" + "–".join(dict.fromkeys(f"{x * 100:.0f}%" for x in (min(ns), max(ns))))
+        for short, _, _, ns in summary if ns)
     if not measured:
         verdict = "**not measured**"
     elif not bad:
@@ -326,10 +348,12 @@ def run(ctx):
     else:
         verdict = "**no**: " + "; ".join(f"{short}: {', '.join(s)}" for short, s in bad)
     if R.errors:
-        verdict += f" ({len(R.errors)} run(s) failed, listed below; their rows have fewer samples or none)"
+        verdict += f" ({R.n_failed} run(s) failed, listed below; their rows have fewer samples or none)"
+    if bands:
+        verdict += f" (noise bands used: {bands})"
     md.append(f"\n**No suite slower than before by more than noise:** {verdict}\n")
     if ctx.smoke:
         md.append("\n(Smoke run: too few, too short samples for the verdict to mean anything.)\n")
     if R.errors:
-        md.append("\n### Failed runs\n\n" + "\n".join(f"- `{e}`" for e in R.errors) + "\n")
+        md.append("\n### Errors\n\n" + "\n".join(f"- `{e}`" for e in R.errors) + "\n")
     return "".join(md)

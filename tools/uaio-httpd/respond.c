@@ -285,14 +285,26 @@ static bool url_plain(unsigned char ch)
 	       (ch >= '0' && ch <= '9') || (ch && strchr("/-._~", ch));
 }
 
-/* Bytes url_encode() writes for s. */
-static size_t url_encoded_len(const char *s)
+/* Whether byte i of the n of s goes out as it is: url_plain or in keep
+ * (a kept '%' only where it begins an escape). */
+static bool url_as_is(const char *s, size_t i, size_t n, const char *keep)
 {
-	size_t n = 0;
+	unsigned char ch = (unsigned char)s[i];
 
-	for (; *s; s++)
-		n += url_plain((unsigned char)*s) ? 1 : 3;
-	return n;
+	if (url_plain(ch))
+		return true;
+	return ch == '%' ? strchr(keep, '%') && proto_pct_at(s + i, s + n) :
+			   ch && strchr(keep, ch);
+}
+
+/* Bytes url_encode_keep() writes for n bytes of s. */
+static size_t url_encoded_len(const char *s, size_t n, const char *keep)
+{
+	size_t len = 0;
+
+	for (size_t i = 0; i < n; i++)
+		len += url_as_is(s, i, n, keep) ? 1 : 3;
+	return len;
 }
 
 /* n bytes of s, those that are not url_plain nor in keep escaped. */
@@ -303,11 +315,7 @@ static void url_encode_keep(struct resp *r, const char *s, size_t n, const char 
 	for (size_t i = 0; i < n; i++) {
 		unsigned char ch = (unsigned char)s[i];
 
-		/* a kept '%' only where it begins an escape */
-		bool kept = ch == '%' ? strchr(keep, '%') && proto_pct_at(s + i, s + n) :
-					ch && strchr(keep, ch);
-
-		if (url_plain(ch) || kept)
+		if (url_as_is(s, i, n, keep))
 			add(r, "%c", ch);
 		else
 			add(r, "%%%c%c", hex[ch >> 4], hex[ch & 15]);
@@ -319,6 +327,8 @@ static void url_encode(struct resp *r, const char *s)
 	url_encode_keep(r, s, strlen(s), "");
 }
 
+#define QUERY_KEEP	"!$&'()*+,;=:@?%"
+
 static void redirect(struct conn *c)
 {
 	struct resp *r = c->resp;
@@ -326,9 +336,10 @@ static void redirect(struct conn *c)
 	const char *qm = memchr(t.p, '?', t.n);
 	size_t qlen = qm ? (size_t)(t.p + t.n - qm) : 0;
 
-	/* A name whose escaped form would not fit the head (each byte may
-	 * take three): refused whole rather than cut short. */
-	if (url_encoded_len(r->path) + 3 * qlen + 512 > sizeof(r->head)) {
+	/* A Location whose escaped form would not fit the head: refused
+	 * whole rather than cut short. */
+	if (url_encoded_len(r->path, strlen(r->path), "") +
+	    url_encoded_len(qm, qlen, QUERY_KEEP) + 512 > sizeof(r->head)) {
 		error_page(c, 414, "");
 		return;
 	}
@@ -337,7 +348,7 @@ static void redirect(struct conn *c)
 	url_encode(r, r->path);
 	add(r, "/");
 	if (qm)		/* as it came, but for bytes a URI cannot hold; its escapes stay */
-		url_encode_keep(r, qm, qlen, "!$&'()*+,;=:@?%");
+		url_encode_keep(r, qm, qlen, QUERY_KEEP);
 	add(r, "\r\nContent-Length: 0\r\n");
 	head_end(c);
 	start_send(c);

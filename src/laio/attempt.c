@@ -230,6 +230,13 @@ bool laio__nonblocking(int fd)
 	return fl >= 0 && (fl & O_NONBLOCK);
 }
 
+bool laio__fd_isdir(int fd)
+{
+	struct stat st;
+
+	return fstat(fd, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
 static int recv_flags(const struct laio_call *r)
 {
 	return (int)(r->nr == SYS_recvfrom ? r->a[3] : r->a[2]);

@@ -196,6 +196,15 @@ int laio__submit_rw_bg(struct laio_call *r)
 	by_poll = !laio__fd_isreg(r) && r->retries < 4 &&
 		  (laio__engine.mech == LAIO_MECH_POLL || sigpipe ||
 		   (on_epoll() && laio__fd_pipelike(r)));
+	if (!by_poll) {
+		ret = submit_rw_op(r);
+		/* A form the core has no op for (a NULL buffer, preadv2's
+		 * flags): a pipe or socket waits for readiness, where a
+		 * cancel reaches it, not in a helper blocked in the call. */
+		if (ret >= 0 || !laio__fd_pipelike(r) || r->retries >= 4)
+			return ret < 0 ? laio__submit_work(r) : ret;
+		by_poll = true;
+	}
 	/* A duplicate keeps a pipe or socket open, as a plain call blocked
 	 * in it does, if the caller closes its descriptor meanwhile; the
 	 * poll and the retries go on with it (and with the old file if the
@@ -214,8 +223,7 @@ int laio__submit_rw_bg(struct laio_call *r)
 		if (d > 0)
 			r->hold = d;
 	}
-	ret = by_poll ? submit_poll(r) : submit_rw_op(r);
-	if (ret < 0)
+	if ((ret = submit_poll(r)) < 0)
 		ret = laio__submit_work(r);
 	return ret;
 }
@@ -494,8 +502,11 @@ long laio__rw_after_try(struct laio_call *tmp, long res)
 	if (res == -EAGAIN && laio__nonblocking((int)tmp->a[0]) && !laio__fd_isreg(tmp))
 		return laio__ret_inline(-EAGAIN);
 	/* Nor does one that has no RWF_NOWAIT (a tty, inotify): the plain
-	 * call, here; the ring would wait for data the caller did not. */
-	if (res == -EOPNOTSUPP && laio__nonblocking((int)tmp->a[0]) && !laio__fd_isreg(tmp))
+	 * call, here; the ring would wait for data the caller did not. Nor
+	 * a directory's read, which the kernel refuses (EISDIR) only after
+	 * RWF_NOWAIT. */
+	if (res == -EOPNOTSUPP && ((laio__nonblocking((int)tmp->a[0]) && !laio__fd_isreg(tmp)) ||
+				   laio__fd_isdir((int)tmp->a[0])))
 		return laio__ret_inline(uaio__sysret(syscall(nr, tmp->a[0], tmp->a[1], tmp->a[2],
 							   tmp->a[3], tmp->a[4], tmp->a[5])));
 background:

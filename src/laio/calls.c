@@ -215,6 +215,44 @@ static bool sets_own_context(long nr, const long *a)
 	return false;
 }
 
+/* A thread's ids, to tell a credential call that changed nothing (a
+ * setresuid(-1, -1, -1), a setgroups of the groups it has) from one that
+ * gave it credentials of its own. More groups than are kept here: taken
+ * as changed. */
+struct ids {
+	long uid[3], gid[3], fsuid, fsgid, ngroups;
+	gid_t groups[32];
+};
+
+static bool id_call(long nr)
+{
+	switch (nr) {
+	case SYS_setuid: case SYS_setgid: case SYS_setreuid: case SYS_setregid:
+	case SYS_setresuid: case SYS_setresgid: case SYS_setfsuid: case SYS_setfsgid:
+	case SYS_setgroups:
+		return true;
+	}
+	return false;
+}
+
+static void ids_of_thread(struct ids *d)
+{
+	uid_t u[3];
+	gid_t g[3];
+
+	memset(d, 0, sizeof(*d));
+	syscall(SYS_getresuid, &u[0], &u[1], &u[2]);
+	syscall(SYS_getresgid, &g[0], &g[1], &g[2]);
+	for (int i = 0; i < 3; i++) {
+		d->uid[i] = u[i];
+		d->gid[i] = g[i];
+	}
+	/* an id of -1 changes nothing, and the answer is the current one */
+	d->fsuid = syscall(SYS_setfsuid, -1);
+	d->fsgid = syscall(SYS_setfsgid, -1);
+	d->ngroups = syscall(SYS_getgroups, 32, d->groups);
+}
+
 static long c_inline(const struct laio_row *row, long nr, long *a)
 {
 	/* fork(3): its handlers leave the child none of the parent's calls;
@@ -226,10 +264,19 @@ static long c_inline(const struct laio_row *row, long nr, long *a)
 	/* From now on this thread's calls are its own: a background call
 	 * runs on another thread, with that thread's credentials, filter
 	 * and namespaces (io_uring's ops pass no seccomp filter at all). */
-	long ret = uaio__sysret(syscall(nr, a[0], a[1], a[2], a[3], a[4], a[5]));
+	struct ids before, after;
+	bool ids = id_call(nr) && !laio__own_context;
+	long ret;
 
-	if (ret >= 0 && sets_own_context(nr, a))
-		laio__own_context = true;
+	if (ids)
+		ids_of_thread(&before);
+	ret = uaio__sysret(syscall(nr, a[0], a[1], a[2], a[3], a[4], a[5]));
+	if (ret >= 0 && sets_own_context(nr, a)) {
+		if (ids)
+			ids_of_thread(&after);
+		if (!ids || before.ngroups < 0 || memcmp(&before, &after, sizeof(before)))
+			laio__own_context = true;
+	}
 	return laio__ret_inline(ret);
 }
 
@@ -403,6 +450,7 @@ static const struct laio_row laio_rows[] = {
 	INLINE(sched_yield) INLINE(sched_getaffinity) INLINE(sched_setaffinity)
 	INLINE(sched_getparam) INLINE(sched_setparam) INLINE(sched_getscheduler)
 	INLINE(sched_setscheduler) INLINE(sched_getattr) INLINE(sched_setattr)
+	INLINE(sched_rr_get_interval)
 	INLINE(getpriority) INLINE(setpriority) INLINE(ioprio_get) INLINE(ioprio_set)
 	INLINE(getcpu) INLINE(set_mempolicy) INLINE(get_mempolicy)
 #ifdef SYS_modify_ldt

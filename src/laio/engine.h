@@ -218,6 +218,7 @@ int64_t laio__call_off(const struct laio_call *r);
 struct msghdr *laio__call_msg(struct laio_call *r);
 bool laio__is_read_nr(long nr);
 bool laio__nonblocking(int fd);
+bool laio__fd_isdir(int fd);
 /* What one call may move, as the kernel counts (MAX_RW_COUNT; sockets
  * INT_MAX): larger counts are cut to it, not refused. */
 #define LAIO_RW_MAX	(INT_MAX & ~4095L)

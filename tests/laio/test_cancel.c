@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <pthread.h>
 #include <sys/stat.h>
+#include <sys/uio.h>
 
 static void cancel_blocked_read(void)
 {
@@ -29,6 +30,40 @@ static void cancel_blocked_read(void)
 	CHECK_EQ(laio_poll(&c, 1, &z), 0);
 	CHECK(write(p[1], "k", 1) == 1);
 	CHECK_EQ(INL(laio_syscall(SYS_read, p[0], &b, 1)), 1);
+	close(p[0]);
+	close(p[1]);
+}
+
+/* Forms of a read the core has no op for (a NULL buffer, preadv2's
+ * flags) on an empty pipe: a cancel still ends them. On io_uring they
+ * went to a helper blocked in the read, which no cancel reaches, and
+ * ended only when data came. */
+static void cancel_odd_forms(void)
+{
+	int p[2];
+	char b[4];
+	struct iovec iov = { b, sizeof(b) };
+	struct laio_completion c;
+	void *h[2];
+
+	CHECK(pipe(p) == 0);
+	h[0] = BG(laio_syscall(SYS_read, p[0], NULL, 4L));
+	h[1] = BG(laio_syscall(SYS_preadv2, p[0], &iov, 1L, -1L, 0L, (long)RWF_HIPRI));
+	/* the engine run a while: both calls are under way, not queued */
+	struct timespec t = { 0, 50 * 1000000 };
+	CHECK_EQ(laio_poll(&c, 1, &t), 0);
+	for (int i = 0; i < 2; i++) {
+		CHECK_EQ(laio_cancel(h[i]), 0);
+		c = wait_one(h[i]);
+		CHECK_EQ(c.laio_return_value, -1);
+		CHECK_EQ(c.laio_errno, ECANCELED);
+	}
+	/* and without a cancel they end as the plain calls do */
+	h[0] = BG(laio_syscall(SYS_read, p[0], NULL, 4L));
+	CHECK(write(p[1], "abcd", 4) == 4);
+	c = wait_one(h[0]);
+	CHECK_EQ(c.laio_return_value, -1);
+	CHECK_EQ(c.laio_errno, EFAULT);
 	close(p[0]);
 	close(p[1]);
 }
@@ -207,6 +242,7 @@ static void cancel_fifo(void)
 static void all(void)
 {
 	RUN(cancel_blocked_read);
+	RUN(cancel_odd_forms);
 	RUN(cancel_finished);
 	RUN(cancel_queued);
 	RUN(cancel_pool);

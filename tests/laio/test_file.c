@@ -348,6 +348,24 @@ static void negative_results(void)
 	}
 }
 
+/* A directory's read cannot block: EISDIR inline, as read(2) gives it
+ * (the kernel refuses RWF_NOWAIT first, which sent it to the background);
+ * and a call that only asks about the calling thread stays in it. */
+static void never_blocking(void)
+{
+	int d = open("/var/tmp", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	char b[16];
+	struct timespec ts;
+
+	CHECK(d >= 0);
+	CHECK_EQ(INL(laio_syscall(SYS_read, d, b, sizeof(b))), -1);
+	CHECK_EQ(errno, EISDIR);
+	CHECK_EQ(INL(laio_syscall(SYS_pread64, d, b, sizeof(b), 0L)), -1);
+	CHECK_EQ(errno, EISDIR);
+	close(d);
+	CHECK_EQ(INL(laio_syscall(SYS_sched_rr_get_interval, 0L, &ts)), 0);
+}
+
 static void all(void)
 {
 	RUN(cached_reads);
@@ -357,6 +375,7 @@ static void all(void)
 	RUN(paths);
 	RUN(splice_tee_madvise);
 	RUN(negative_results);
+	RUN(never_blocking);
 }
 
 int main(void)

@@ -326,6 +326,53 @@ static void own_credentials(void)
 	CHECK(getuid() == 0);		/* the process kept its own */
 }
 
+/* A credential call that changes nothing gives the thread no context of
+ * its own: it goes on running the engine, and a call it made before
+ * completes (it was left to other threads' polls, which a
+ * single-threaded program has none of: a hang). In a thread of its own,
+ * which is the only one polling meanwhile. */
+static void *noop_ids(void *arg)
+{
+	int p[2];
+	char b = 0;
+	gid_t g[64];
+	int ng = getgroups(64, g);
+	struct laio_completion c;
+	struct timespec ts = { 5, 0 };
+	void **h = arg;
+	long got;
+
+	CHECK(pipe(p) == 0);
+	*h = BG(laio_syscall(SYS_read, p[0], &b, 1));
+	CHECK_EQ(INL(laio_syscall(SYS_setresuid, -1L, -1L, -1L)), 0);
+	CHECK_EQ(INL(laio_syscall(SYS_setresgid, -1L, -1L, -1L)), 0);
+	CHECK_EQ(INL(laio_syscall(SYS_setfsuid, -1L)), (long)getuid());
+	if (geteuid() == 0 && ng >= 0)
+		CHECK_EQ(INL(laio_syscall(SYS_setgroups, (long)ng, g)), 0);
+	CHECK(write(p[1], "N", 1) == 1);
+	got = laio_poll(&c, 1, &ts);
+	if (got == 1) {
+		CHECK(c.laio_handle == *h && c.laio_return_value == 1 && b == 'N');
+		*h = NULL;
+	}
+	/* else the test's thread takes it, and fails */
+	close(p[0]);
+	close(p[1]);
+	return NULL;
+}
+
+static void noop_credentials(void)
+{
+	pthread_t t;
+	void *h = NULL;
+
+	CHECK(pthread_create(&t, NULL, noop_ids, &h) == 0);
+	CHECK(pthread_join(t, NULL) == 0);
+	if (h)
+		wait_one(h);
+	CHECK(h == NULL);
+}
+
 static void all(void)
 {
 	RUN(close_leaves_others);
@@ -336,6 +383,7 @@ static void all(void)
 	RUN(thread_bound);
 	RUN(clone_fork);
 	RUN(own_credentials);
+	RUN(noop_credentials);
 }
 
 int main(void)

@@ -343,8 +343,16 @@ static bool existing(struct cp_run *r, const struct cp_dir *pd, const char *src,
 		}
 		if (top && r->args_twice &&
 		    seen_find(&r->made, 0, seen_name_key(dst), SEEN_STRING, dst)) {
-			cp_err(r, 0, _("will not overwrite just-created %s with %s"),
-			       q(r, dst), q(r, src));
+			struct stat l;
+
+			/* cp looks for the name with the inode its stat found:
+			 * followed, a link made just now is not that one */
+			if (!S_ISLNK(dst_st->st_mode) && lstat(dst, &l) == 0 && S_ISLNK(l.st_mode))
+				cp_err(r, 0, _("will not copy %s through just-created symlink %s"),
+				       q(r, src), q(r, dst));
+			else
+				cp_err(r, 0, _("will not overwrite just-created %s with %s"),
+				       q(r, dst), q(r, src));
 			return false;
 		}
 	}

@@ -217,8 +217,7 @@ static void preserve_list(struct cp_run *r, const char *list, bool on)
 		case P_LINKS: o->p_links = on; break;
 		case P_CONTEXT: o->want_context = on; break;
 		case P_XATTR: o->p_xattr = on; o->require_xattr = on; break;
-		case P_ALL:
-			o->want_context = false;
+		case P_ALL:	/* a context asked for by name stays asked for */
 			o->p_mode = o->p_times = o->p_owner = o->p_links =
 				o->p_xattr = on;
 			o->explicit_no_mode = !on;

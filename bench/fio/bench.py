@@ -7,6 +7,7 @@ buffered-write and one cached-read cell.
 Called by bench/run.py as run(ctx); returns the markdown section.
 """
 import json
+import os
 import re
 import resource
 import shutil
@@ -185,6 +186,11 @@ def run(ctx):
                     continue	# psync has no queue: depth 1 only
                 argv = fio_argv("fio", path, rw, bs, depth, cache, engine[v], secs=p["secs"])
                 key = (rw, bs, depth, cache, v)
+                # Each write run starts with no dirty pages (untimed; the
+                # page cache stays): else the one after another writer
+                # pays for that writer's writeback.
+                if "write" in rw:
+                    os.sync()
                 cpu0 = children_cpu()
                 rec = R.run(key, argv, env=env[v], timeout=300, pick=fio_iops,
                             what=f"{v} {rw} {bs} d{depth} {cache}")
@@ -220,7 +226,8 @@ def run(ctx):
           "interleaved (order rotated per cell); medians of IOPS. uaio = the same fio "
           "binary with `LD_PRELOAD=libuaio-posix.so`. cached: `--invalidate=0` after "
           "reading the file; cold: fio's default `--invalidate=1`; direct: `--direct=1`. "
-          "psync is depth 1 only. CPU µs/request: user + system time of the whole fio "
+          "psync is depth 1 only. Every write run starts with no dirty pages (`sync` before "
+          "it, untimed). CPU µs/request: user + system time of the whole fio "
           "run (job process, all its threads) over the requests it did, median. "
           "Data check before the cells (untimed): posixaio random and sequential 4 KiB writes, "
           "depth 1 and 16, read back with `--verify=crc32c`: glibc "

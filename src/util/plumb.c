@@ -12,6 +12,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/select.h>
 #include <sys/uio.h>
 
 int uaio__grow(void **arr, unsigned *cap, size_t need, size_t elem)
@@ -186,10 +187,33 @@ int uaio__fd_own(int fd)
 	return fd;
 }
 
+/* Duplicates are many (one per file in flight on the fallback backend).
+ * Where the table reaches past FD_SETSIZE they go there, from three
+ * quarters of the way up it (as far as the set of owned numbers reaches),
+ * and never below FD_SETSIZE: a select() program's own numbers stay
+ * below it, as under glibc, which holds none; with no room left there
+ * the pin fails (EMFILE) and its caller does without. A table of
+ * FD_SETSIZE or less has no such room: they go where the engine's own
+ * do. */
+static int dup_floor(void)
+{
+	struct rlimit rl;
+	rlim_t top;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) < 0 || rl.rlim_cur <= FD_SETSIZE)
+		return -1;
+	top = rl.rlim_cur < UAIO_OWNED_MAX ? rl.rlim_cur : UAIO_OWNED_MAX;
+	return top - top / 4 > FD_SETSIZE ? (int)(top - top / 4) : FD_SETSIZE;
+}
+
 int uaio__fd_dup_own(int fd)
 {
-	int d = fcntl(fd, F_DUPFD_CLOEXEC, fd_floor());
+	int floor = dup_floor(), d;
 
+	if (floor < 0)
+		d = fcntl(fd, F_DUPFD_CLOEXEC, fd_floor());
+	else if ((d = fcntl(fd, F_DUPFD_CLOEXEC, floor)) < 0 && floor > FD_SETSIZE)
+		d = fcntl(fd, F_DUPFD_CLOEXEC, FD_SETSIZE);
 	if (d < 0 || (d = uaio__fd_own(d)) < 0)
 		return -errno;
 	return d;

@@ -287,6 +287,8 @@ int main(int argc, char **argv)
 		return table_full_child();
 	if (argc > 1 && !strcmp(argv[1], "small-table"))
 		return small_table_child();
+	if (argc > 1 && !strcmp(argv[1], "select-safe"))
+		return select_safe_child();
 	if (argc > 1 && !strcmp(argv[1], "idle"))
 		return idle_child();
 	if (argc > 1 && !strcmp(argv[1], "idle-negative"))
@@ -419,6 +421,7 @@ int main(int argc, char **argv)
 	lio_no_cancellation_point();
 	in_child("table-full");
 	in_child("small-table");
+	in_child("select-safe");
 	in_child("idle");
 	in_child("idle-negative");
 	in_child("fsize-late");

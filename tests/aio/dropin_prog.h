@@ -51,6 +51,7 @@ static inline void cb_init(struct aiocb *cb, int fd, void *buf, size_t n, off_t 
 int stream_order(const int p[2]);
 int table_full_child(void);
 int small_table_child(void);
+int select_safe_child(void);
 int idle_child(void);
 int idle_negative_child(void);
 int fsize_late_child(void);

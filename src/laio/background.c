@@ -200,8 +200,9 @@ int laio__submit_rw_bg(struct laio_call *r)
 		ret = submit_rw_op(r);
 		/* A form the core has no op for (a NULL buffer, preadv2's
 		 * flags): a pipe or socket waits for readiness, where a
-		 * cancel reaches it, not in a helper blocked in the call. */
-		if (ret >= 0 || !laio__fd_pipelike(r) || r->retries >= 4)
+		 * cancel reaches it, not in a helper blocked in the call;
+		 * also after refusals, as no op could take over. */
+		if (ret >= 0 || !laio__fd_pipelike(r))
 			return ret < 0 ? laio__submit_work(r) : ret;
 		by_poll = true;
 	}

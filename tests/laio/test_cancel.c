@@ -58,6 +58,24 @@ static void cancel_odd_forms(void)
 		CHECK_EQ(c.laio_return_value, -1);
 		CHECK_EQ(c.laio_errno, ECANCELED);
 	}
+	/* Readiness taken by another reader five times before the call's
+	 * try (its tries refused): it still waits where a cancel reaches
+	 * it (after four it went to a helper blocked in the read). */
+	for (int form = 0; form < 2; form++) {
+		h[0] = form ? BG(laio_syscall(SYS_preadv2, p[0], &iov, 1L, -1L, 0L, (long)RWF_HIPRI))
+			    : BG(laio_syscall(SYS_read, p[0], NULL, 4L));
+		CHECK_EQ(laio_poll(&c, 1, &t), 0);
+		for (int i = 0; i < 5; i++) {
+			CHECK(write(p[1], "x", 1) == 1);
+			usleep(20000);		/* the poll's completion comes */
+			CHECK(read(p[0], b, 1) == 1);
+			CHECK_EQ(laio_poll(&c, 1, &t), 0);
+		}
+		CHECK_EQ(laio_cancel(h[0]), 0);
+		c = wait_one(h[0]);
+		CHECK_EQ(c.laio_return_value, -1);
+		CHECK_EQ(c.laio_errno, ECANCELED);
+	}
 	/* and without a cancel they end as the plain calls do */
 	h[0] = BG(laio_syscall(SYS_read, p[0], NULL, 4L));
 	CHECK(write(p[1], "abcd", 4) == 4);

@@ -259,7 +259,8 @@ static int wait_ready(uaio_flow *f, uaio_op *op, int fd, short ev)
 }
 
 /* A blocking socket is polled before a splice that reads it (POLLIN),
- * and on the fallback before one that writes it too.
+ * and on the fallback before one that writes it too, as is a character
+ * device there.
  * - Reading, the splice holds its sink pipe's lock while it waits for the
  *   peer (splice_file_to_pipe()): the pipe's reader (the flow's drain, or
  *   the program's reader of its own pipe) would wait with it, and a
@@ -269,8 +270,13 @@ static int wait_ready(uaio_flow *f, uaio_op *op, int fd, short ev)
  *   io_uring's workers can be interrupted. */
 static bool blocking_sock(const uaio_flow *f, const struct flow_ep *e, short ev)
 {
-	return e->kind == EK_SOCK && !e->nonblock &&
-	       (ev == POLLIN || uaio_loop_backend(f->l) != UAIO_BACKEND_URING);
+	bool uring = uaio_loop_backend(f->l) == UAIO_BACKEND_URING;
+
+	if (e->nonblock)
+		return false;
+	/* a character device (a tty, a pty) waits for its peer as a socket
+	 * does, and on the fallback's pool no cancel reaches that wait */
+	return e->kind == EK_SOCK ? ev == POLLIN || !uring : e->kind == EK_CHR && !uring;
 }
 
 /* Bytes a socket's send buffer takes now without a wait (UINT64_MAX: no

@@ -6,6 +6,7 @@
  * mapped source cut short: test_taps.c. */
 #include <sys/socket.h>
 #include <sys/wait.h>
+#include <pty.h>
 #include <signal.h>
 
 #include "flow/flow_util.h"
@@ -97,6 +98,32 @@ static void test_cancel_silent_peer(void)
 		t_expect_cancelled(L, &c.r);
 		close(sv[0]);
 		close(sv[1]);
+		close(b);
+	}
+}
+
+/* A pty that never speaks, the same: a character device's splice waits
+ * for its peer as a socket's does (on the fallback it sat on a pool
+ * thread, which the cancel never reached: no end). */
+static void test_cancel_silent_pty(void)
+{
+	for (int mode = UAIO_FLOW_AUTO; mode <= UAIO_FLOW_PAGECACHE; mode++) {
+		int m, s, b = t_tmpfile(dir);
+		struct ctl c = { 0 };
+		struct uaio_flow_params p = { .dst = fd_ep(b, 0), .len = UAIO_FLOW_EOF,
+					      .mode = mode };
+
+		CHECK(openpty(&m, &s, NULL, NULL, NULL) == 0);
+		p.src = fd_ep(s, -1);
+		start(&p, &c);
+		for (int i = 0; i < 3; i++)
+			uaio_loop_run_once(L, 10 * 1000000);
+		CHECK_EQ(c.r.done, 0);
+		CHECK_OK(uaio_flow_cancel(c.f));
+		T_RUN_UNTIL(L, c.r.done, 1000);
+		t_expect_cancelled(L, &c.r);
+		close(s);
+		close(m);
 		close(b);
 	}
 }
@@ -542,6 +569,7 @@ int main(void)
 	RUN(test_pause_resume);
 	RUN(test_cancel_mid);
 	RUN(test_cancel_silent_peer);
+	RUN(test_cancel_silent_pty);
 	RUN(test_forked);
 	RUN(test_peer_closes);
 	RUN(test_source_ends_early);

@@ -142,6 +142,9 @@ void flow__fail(uaio_flow *f, int err, int side);
 /* Ends the flow with err as given (a cancel, the tap's error): never read
  * as a method's refusal, nor -ENODATA as the source's end. */
 void flow__abort(uaio_flow *f, int err, int side);
+/* A cancelled flow's write of bytes it took from a stream failed: the
+ * end says err (from side), not -ECANCELED. */
+void flow__lost(uaio_flow *f, int err, int side);
 /* An op of the flow finished (after its counts): ends or goes on. */
 void flow__step_done(uaio_flow *f);
 /* Steps again at the loop's next iteration: for a kick that must not

@@ -275,6 +275,17 @@ void flow__abort(uaio_flow *f, int err, int side)
 		methods[f->method]->cancel(f);
 }
 
+/* Bytes the flow took from a stream were lost while it ended (a write
+ * of them after a cancel failed): the end says that error, not the
+ * cancel, so the caller knows the sink lacks them. */
+void flow__lost(uaio_flow *f, int err, int side)
+{
+	if (f->err == -ECANCELED && err != -ECANCELED && !(f->flags & FF_DONE)) {
+		f->err = err;
+		f->err_side = (uint8_t)side;
+	}
+}
+
 void flow__eof(uaio_flow *f)
 {
 	f->flags |= FF_EOF;

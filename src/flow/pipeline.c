@@ -225,8 +225,11 @@ static int write_side(const uaio_flow *f, const struct slot *s, int err)
  * ending (pipeline_cancel). */
 static void salvage(uaio_flow *f, struct slot *s)
 {
+	int err;
+
 	s->st = S_WRITE;
-	if (issue_write(f, s) < 0) {
+	if ((err = issue_write(f, s)) < 0) {
+		flow__lost(f, err, UAIO_FLOW_SIDE_DST);
 		lost_chunk(f, s);
 		chunk_written(f, s);
 		return;
@@ -244,6 +247,9 @@ static void read_failed(uaio_flow *f, struct slot *s, int err)
 static void write_failed(uaio_flow *f, struct slot *s, int err)
 {
 	int side = write_side(f, s, err);	/* before the slot is freed */
+
+	if (fills(f))		/* a socket's bytes, written after a cancel */
+		flow__lost(f, err, side);
 
 	lost_chunk(f, s);
 	chunk_written(f, s);
@@ -418,9 +424,10 @@ static void write_done(uaio_op *op, int res, void *data)
 	} else {
 		s->wdone += (uint32_t)res;
 		flow__moved(f, (uint64_t)res);
-		if (s->wdone < s->got && f->err) {
+		if (s->wdone < s->got && f->err && !fills(f)) {
 			/* Ending (progress may have cancelled): the rest is not
-			 * sent, where no cancel would reach its wait. */
+			 * sent, where no cancel would reach its wait. A file's
+			 * rest is (pipeline_cancel): no peer to wait for. */
 			lost_chunk(f, s);
 			chunk_written(f, s);
 		} else if (s->wdone < s->got) {		/* a short write: the rest */

@@ -9,6 +9,7 @@
  * method dropped what sat in its pipe. The cancel comes
  * at spread moments; what is checked is only the bytes. */
 #include <signal.h>
+#include <sys/resource.h>
 
 #include "flow/flow_util.h"
 
@@ -81,6 +82,90 @@ static void one(uaio_loop *l, const char *src, char *out, unsigned at_ms, bool t
 	close(file);
 }
 
+/* The file takes no more than FSIZE_CAP (RLIMIT_FSIZE) and the flow is
+ * cancelled just before it: the bytes the flow holds then may not all
+ * fit. Whatever was lost, the end must say so (EFBIG from the sink), not
+ * -ECANCELED: the cancel's writes failed silently, and the caller took
+ * the file as holding all the flow had taken. */
+#define FSIZE_CAP	(1u << 20)
+
+struct capped {
+	struct t_result r;
+	bool cancelled;
+};
+
+static void cap_progress(uaio_flow *f, uint64_t bytes, void *data)
+{
+	struct capped *c = data;
+
+	if (!c->cancelled && bytes >= FSIZE_CAP - 8192) {
+		int r = uaio_flow_cancel(f);
+
+		c->cancelled = true;
+		CHECK(r == 0 || r == -EALREADY);	/* or it failed on the cap first */
+	}
+}
+
+static void cap_done(uaio_flow *f, int64_t res, int side, void *data)
+{
+	t_on_done(f, res, side, &((struct capped *)data)->r);
+}
+
+static void *feed_fast(void *arg)
+{
+	struct feed *fe = arg;
+	size_t off = 0;
+	ssize_t w;
+
+	while (off < SENT && (w = write(fe->fd, fe->buf + off, SENT - off)) > 0)
+		off += (size_t)w;
+	shutdown(fe->fd, SHUT_WR);
+	return NULL;
+}
+
+static void capped(uaio_loop *l, const char *src, char *out, int mode)
+{
+	struct capped c = { 0 };
+	struct uaio_flow_params p = { .len = UAIO_FLOW_EOF, .mode = mode,
+				      .progress = cap_progress, .done = cap_done, .data = &c };
+	struct rlimit rl, cap;
+	int sv[2], file = t_tmpfile("/var/tmp");
+	struct feed fe;
+	pthread_t th;
+	uaio_flow *f;
+	size_t have;
+	ssize_t k;
+	bool whole;
+
+	CHECK(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) == 0);
+	CHECK(getrlimit(RLIMIT_FSIZE, &rl) == 0);
+	cap = (struct rlimit){ FSIZE_CAP, rl.rlim_max };
+	CHECK(setrlimit(RLIMIT_FSIZE, &cap) == 0);
+	fe = (struct feed){ sv[1], src };
+	CHECK(pthread_create(&th, NULL, feed_fast, &fe) == 0);
+	p.src = (struct uaio_flow_ep){ .type = UAIO_FLOW_FD, .fd = sv[0], .off = -1 };
+	p.dst = (struct uaio_flow_ep){ .type = UAIO_FLOW_FD, .fd = file, .off = -1 };
+	CHECK_OK(uaio_flow_start(l, &p, &f));
+	T_RUN_UNTIL(l, c.r.done, 10000000);
+	CHECK(setrlimit(RLIMIT_FSIZE, &rl) == 0);
+	have = (size_t)lseek(file, 0, SEEK_CUR);
+	CHECK(pread(file, out, have, 0) == (ssize_t)have);
+	while (have < SENT && (k = read(sv[0], out + have, SENT - have)) > 0)
+		have += (size_t)k;
+	CHECK(pthread_join(th, NULL) == 0);
+	whole = have == SENT && !memcmp(out, src, SENT);
+	if (!whole && (c.r.res != -EFBIG || c.r.side != UAIO_FLOW_SIDE_DST))
+		fprintf(stderr, "mode %d: %zu of %u bytes, res %lld side %d, file %lld\n", mode,
+			have, SENT, (long long)c.r.res, c.r.side, (long long)lseek(file, 0, SEEK_END));
+	if (!whole)
+		CHECK(c.r.res == -EFBIG && c.r.side == UAIO_FLOW_SIDE_DST);
+	else
+		CHECK(c.r.res == -ECANCELED || c.r.res == -EFBIG);
+	close(sv[0]);
+	close(sv[1]);
+	close(file);
+}
+
 int main(void)
 {
 	static char src[SENT], out[SENT];
@@ -96,6 +181,9 @@ int main(void)
 	/* the splice method: the bytes in the flow's pipe */
 	for (unsigned i = 0; i < 24; i++)
 		one(l, src, out, 1 + i * 3 % 37, i % 2, UAIO_FLOW_PAGECACHE);
+	signal(SIGXFSZ, SIG_IGN);
+	for (unsigned i = 0; i < 6; i++)
+		capped(l, src, out, i % 2 ? UAIO_FLOW_PAGECACHE : UAIO_FLOW_KBUF);
 	uaio_loop_free(l);
 	return T_EXIT_PASS;
 }

@@ -114,7 +114,10 @@ def fmt_ratio(x, target=None):
     if x is None:
         return "–"
     if target and abs(x - target) <= 0.01 * abs(target):
-        return f"{x:.3f}×"
+        # a miss: as many decimals as it takes to tell it from the target
+        for d in range(3, 7):
+            if x >= target or f"{x:.{d}f}" != f"{target:.{d}f}" or d == 6:
+                return f"{x:.{d}f}×"
     return f"{x:.2f}×"
 
 
@@ -266,8 +269,9 @@ def verdict(values, target, reps=None):
 
 
 def fmt_pct(x):
-    """0.123 -> '12%', 0.004 -> '0.4%' (a miss under 1 % must not read as 0 %)."""
-    return f"{x * 100:.1f}%" if abs(x) < 0.01 else f"{x * 100:.0f}%"
+    """0.123 -> '12%', 0.004 -> '0.4%', 0.0004 -> '0.04%' (a miss under 1 %
+    must not read as 0 %)."""
+    return f"{x * 100:.1g}%" if abs(x) < 0.01 else f"{x * 100:.0f}%"
 
 
 # Every Samples made since the last take_failed(): bench/run.py counts the

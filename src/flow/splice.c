@@ -388,7 +388,8 @@ static void splice_out_done(uaio_op *op, int res, void *data)
 			flow__fail(f, res, UAIO_FLOW_SIDE_DST);
 	} else if (f->err) {
 		r->sink_failed = true;	/* ending: a drain of what was left failed */
-		flow__lost(f, res ? res : -ENOSPC, UAIO_FLOW_SIDE_DST);
+		if (salvages(f))	/* (others' drains are cancelled) */
+			flow__lost(f, res ? res : -ENOSPC, UAIO_FLOW_SIDE_DST);
 	} else if (flow__fallback_err(res) && f->src.seek && !direct(f)) {
 		/* A sink without splice support (/dev/full and most character
 		 * devices): the bytes go back, and kbuf takes over. */

@@ -481,4 +481,38 @@ done
 NOFILE=$(ulimit -n)
 ok "a tight RLIMIT_NOFILE"
 
+# Most of the table taken by descriptors the parent left open (3..55 of
+# 60): uaio-cp sized its jobs from the limit alone, and their opens met
+# EMFILE (120-131 of 200 files missing) where GNU cp copies them all.
+rm -rf "$T/inh"
+mkdir -p "$T/inh/s/d"
+for i in $(seq 200); do echo "file $i" >"$T/inh/s/d/f$i"; done
+for be in uring epoll; do
+  rm -rf "$T/inh/t"
+  # (bash: sh opens only descriptors 0-9 by number)
+  UAIO_BACKEND=$be bash -c 'ulimit -n 60 && for i in $(seq 3 55); do eval "exec $i</dev/null"; done &&
+    exec uaio-cp -r "$1" "$2"' - "$T/inh/s" "$T/inh/t" 2>"$T/inh/err" ||
+    { cat "$T/inh/err"; fail "-r with 53 descriptors inherited under ulimit -n 60 ($be): exit status"; }
+  diff -r "$T/inh/s" "$T/inh/t" >/dev/null ||
+    fail "-r with 53 descriptors inherited under ulimit -n 60 ($be): the copy differs"
+done
+rm -rf "$T/inh"
+ok "descriptors inherited from the parent"
+
+# Out of memory (4096 jobs' buffers under ulimit -v 50000): GNU's
+# xalloc_die message, "PROG: memory exhausted" (it said "Cannot allocate
+# memory" alone). Not under AddressSanitizer, which cannot start there.
+if [ "$(ulimit -Hn)" = unlimited ] || [ "$(ulimit -Hn)" -ge 8192 ] &&
+   ! ldd "$(command -v uaio-cp)" 2>/dev/null | grep -q libasan; then
+  rm -rf "$T/oom"
+  mkdir -p "$T/oom/s" && echo x >"$T/oom/s/f"
+  (ulimit -n 8192 && ulimit -v 50000 && exec uaio-cp -j 4096 -r "$T/oom/s" "$T/oom/t") \
+    2>"$T/oom/err"
+  rc=$?
+  [ $rc = 1 ] && [ "$(cat "$T/oom/err")" = "uaio-cp: memory exhausted" ] ||
+    { cat "$T/oom/err"; fail "out of memory: exit $rc, message above"; }
+  rm -rf "$T/oom"
+  ok "out of memory: cp's message"
+fi
+
 exit $failed

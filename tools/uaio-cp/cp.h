@@ -202,6 +202,8 @@ const char *ql(struct cp_run *r, const char *s);	/* quote: ACL and argument mess
 void cp_quote_free(struct cp_run *r);
 void cp_err(struct cp_run *r, int err, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
+/* Out of memory: "PROG: memory exhausted" and exit 1, as cp's xalloc_die. */
+_Noreturn void cp_oom(void);
 /* "error writing NAME", or death by SIGPIPE as cp's own write would
  * give (status 141, no message) for a pipe nobody reads, or by SIGXFSZ
  * (status 153) for a write past RLIMIT_FSIZE. */

@@ -465,8 +465,7 @@ static void decide(struct cp_run *r, struct cp_dir *pd, const char *src,
 			char *name = strdup(earlier);
 
 			if (!name) {
-				perror(r->prog);
-				exit(1);
+				cp_oom();
 			}
 			cp_wait_file(r, name);
 			free(name);

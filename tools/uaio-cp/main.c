@@ -191,10 +191,8 @@ int main(int argc, char **argv)
 		fprintf(stderr, "%s: cannot start the I/O loop: %s\n", r.prog, strerror(errno));
 		return 1;
 	}
-	if ((ret = cp_data_init(&r)) < 0) {
-		fprintf(stderr, "%s: %s\n", r.prog, strerror(-ret));
-		return 1;
-	}
+	if ((ret = cp_data_init(&r)) < 0)
+		cp_oom();	/* its buffers: mmap's and calloc's ENOMEM */
 	cp_bar_start(&r);
 	r.args_twice = target && n >= 2;
 	r.target = target;

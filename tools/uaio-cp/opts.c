@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* Command line: GNU cp 9.1's options, spellings and messages. */
 #define _GNU_SOURCE
+#include <dirent.h>
 #include <errno.h>
 #include <pthread.h>
 #include <signal.h>
@@ -37,6 +38,12 @@ void cp_err(struct cp_run *r, int err, const char *fmt, ...)
 	say(r, err, fmt, ap);
 	va_end(ap);
 	r->status = 1;
+}
+
+_Noreturn void cp_oom(void)
+{
+	fprintf(stderr, "%s: %s\n", program_invocation_name, _("memory exhausted"));
+	exit(1);
 }
 
 /* cp writes with write(2) or copy_file_range(2): one into a pipe nobody
@@ -202,8 +209,7 @@ static void preserve_list(struct cp_run *r, const char *list, bool on)
 	struct cp_opts *o = &r->o;
 
 	if (!copy) {
-		perror(r->prog);
-		exit(1);
+		cp_oom();
 	}
 	do {
 		char *comma = strchr(s, ',');
@@ -240,25 +246,54 @@ static unsigned default_jobs(void)
 	return j > 64 ? 64 : j;
 }
 
+/* Descriptors left open by the parent, past stdin, stdout and stderr:
+ * they hold numbers RLIMIT_NOFILE counts (GNU cp needs only a few, and
+ * copies with most of the table taken). Counted once, at the start. */
+static long inherited_fds(void)
+{
+	static long n = -1;
+	DIR *d;
+
+	if (n >= 0)
+		return n;
+	n = 0;
+	if ((d = opendir("/proc/self/fd"))) {
+		for (struct dirent *e; (e = readdir(d));)
+			n += e->d_name[0] != '.' && atoi(e->d_name) > 2 &&
+			     atoi(e->d_name) != dirfd(d);
+		closedir(d);
+	}
+	return n;
+}
+
+/* RLIMIT_NOFILE less what the parent left open (LONG_MAX: no limit). */
+static long nofile_room(void)
+{
+	struct rlimit rl;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) < 0 || rl.rlim_cur == RLIM_INFINITY)
+		return LONG_MAX;
+	return (long)rl.rlim_cur - inherited_fds();
+}
+
 /* What RLIMIT_NOFILE leaves the directories once the jobs have theirs:
  * none at a tight limit, where every entry goes by path. */
 static unsigned dir_fds(unsigned jobs)
 {
-	struct rlimit rl;
-	long room;
+	long room = nofile_room();
 
-	if (getrlimit(RLIMIT_NOFILE, &rl) < 0 || rl.rlim_cur == RLIM_INFINITY)
+	if (room == LONG_MAX)
 		return DIR_FDS;
-	room = ((long)rl.rlim_cur - 32 - 4 * (long)jobs) / 2;
+	room = (room - 32 - 4 * (long)jobs) / 2;
 	return room < 0 ? 0 : room > DIR_FDS ? DIR_FDS : (unsigned)room;
 }
 
 static unsigned cap_jobs(unsigned j)
 {
-	struct rlimit rl;
+	long room = nofile_room();
 
-	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY) {
-		long room = ((long)rl.rlim_cur - 32) / 4;
+	if (room != LONG_MAX) {
+		room = (room - 32) / 4;
 
 		if (room < 1)
 			room = 1;
@@ -402,8 +437,7 @@ static void expand_longs(struct cp_run *r, int argc, char **argv)
 			char *full = malloc(n);
 
 			if (!full) {
-				perror(r->prog);
-				exit(1);
+				cp_oom();
 			}
 			snprintf(full, n, "--%s%s", longs[k].name, a + 2 + len);
 			argv[i] = full;	/* lives as long as argv */

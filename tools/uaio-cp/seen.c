@@ -42,8 +42,7 @@ static void grow(struct cp_seen *s)
 	s->cap = oldcap ? 2 * oldcap : 64;
 	s->v = calloc(s->cap, sizeof(*s->v));
 	if (!s->v) {
-		perror("uaio-cp");
-		exit(1);
+		cp_oom();
 	}
 	for (size_t i = 0; i < oldcap; i++) {
 		size_t h;
@@ -67,8 +66,7 @@ void seen_add(struct cp_seen *s, dev_t dev, ino_t ino, const char *name)
 		;
 	s->v[h] = (struct seen_ent){ dev, ino, strdup(name) };
 	if (!s->v[h].name) {
-		perror("uaio-cp");
-		exit(1);
+		cp_oom();
 	}
 	s->n++;
 }

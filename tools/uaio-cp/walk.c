@@ -41,8 +41,7 @@ static char *join(const char *dir, const char *name)
 	char *p = malloc(a + slash + b + 1);
 
 	if (!p) {
-		perror("uaio-cp");
-		exit(1);
+		cp_oom();
 	}
 	memcpy(p, dir, a);
 	if (slash)
@@ -213,8 +212,7 @@ void cp_copy_dir(struct cp_run *r, struct cp_dir *pd, const char *src,
 			names = realloc(names, ncap);
 		}
 		if (!ents || !names) {
-			perror("uaio-cp");
-			exit(1);
+			cp_oom();
 		}
 		memcpy(names + nlen, de->d_name, len);
 		ents[n++] = (struct ent){ de->d_ino, nlen, de->d_type };
@@ -288,8 +286,7 @@ static char *strip_slashes(const char *s)
 	while (n > 1 && s[n - 1] == '/')
 		n--;
 	if (!(p = strndup(s, n))) {
-		perror("uaio-cp");
-		exit(1);
+		cp_oom();
 	}
 	return p;
 }

@@ -201,8 +201,10 @@ int laio__submit_rw_bg(struct laio_call *r)
 		/* A form the core has no op for (a NULL buffer, preadv2's
 		 * flags): a pipe or socket waits for readiness, where a
 		 * cancel reaches it, not in a helper blocked in the call;
-		 * also after refusals, as no op could take over. */
-		if (ret >= 0 || !laio__fd_pipelike(r))
+		 * also after refusals, as no op could take over. Not one
+		 * whose tries are refused outright (EOPNOTSUPP: flags the
+		 * file refuses, a FIFO's RWF_NOWAIT): no readiness helps. */
+		if (ret >= 0 || !laio__fd_pipelike(r) || r->no_nowait)
 			return ret < 0 ? laio__submit_work(r) : ret;
 		by_poll = true;
 	}
@@ -362,6 +364,7 @@ static void poll_cb(uaio_op *op, int res, void *data)
 	if (v == -EAGAIN || v == -EOPNOTSUPP || laio__continue(r, v, false)) {
 		if (v == -EAGAIN || v == -EOPNOTSUPP)
 			r->retries++;
+		r->no_nowait |= v == -EOPNOTSUPP;
 		resubmit(r, laio__submit_rw_bg);
 		return;
 	}
@@ -523,8 +526,10 @@ background:
 	r->ctl_cap = tmp->ctl_cap;
 	if (r->msg && r->iov)
 		r->msg->h.msg_iov = r->iov;
-	if (res == -EOPNOTSUPP)
+	if (res == -EOPNOTSUPP) {
 		r->retries = 4;	/* polling cannot tell: use the op */
+		r->no_nowait = true;
+	}
 	return laio__go_background(r, laio__submit_rw_bg);
 }
 

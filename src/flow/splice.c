@@ -325,6 +325,15 @@ static void give_back(uaio_flow *f)
 	f->flags &= ~FF_EOF;
 }
 
+/* A tty whose other end went away (a pty's master closed) has no splice
+ * left: its read gives 0, a splice EINVAL. That is its end. */
+static bool hung_up(const uaio_flow *f)
+{
+	struct pollfd pf = { f->src.fd, POLLIN, 0 };
+
+	return f->src.kind == EK_CHR && poll(&pf, 1, 0) == 1 && (pf.revents & POLLHUP);
+}
+
 static void splice_in_done(uaio_op *op, int res, void *data)
 {
 	uaio_flow *f = data;
@@ -346,7 +355,7 @@ static void splice_in_done(uaio_op *op, int res, void *data)
 			flow__moved(f, (uint64_t)res);
 		else
 			r->inpipe += (uint64_t)res;
-	} else if (res == 0) {
+	} else if (res == 0 || (res == -EINVAL && hung_up(f))) {
 		flow__eof(f);
 	} else if (res == -EAGAIN && f->err) {
 		/* Ending (a cancel found it running): no wait, which no

@@ -7,6 +7,7 @@
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <pty.h>
+#include <termios.h>
 #include <signal.h>
 
 #include "flow/flow_util.h"
@@ -119,6 +120,42 @@ static void test_cancel_silent_pty(void)
 	cancel_silent(s);
 	close(s);
 	close(m);
+}
+
+/* A pty whose master wrote and closed: its bytes, then the end (EOF, as
+ * read(2) of the hung-up slave gives 0, or EIO, as a read blocked at the
+ * hangup gets), never the EINVAL a splice of the hung-up file meets. */
+static void test_pty_hangup(void)
+{
+	static char data[1000];
+
+	t_fill(data, sizeof(data), 9);
+	for (int mode = UAIO_FLOW_AUTO; mode <= UAIO_FLOW_PAGECACHE; mode++) {
+		int m, s, b = t_tmpfile(dir);
+		struct termios raw;
+		struct ctl c = { 0 };
+		struct uaio_flow_params p = { .dst = fd_ep(b, 0), .len = UAIO_FLOW_EOF,
+					      .mode = mode };
+
+		CHECK(openpty(&m, &s, NULL, NULL, NULL) == 0);
+		CHECK(tcgetattr(s, &raw) == 0);
+		cfmakeraw(&raw);
+		CHECK(tcsetattr(s, TCSANOW, &raw) == 0);
+		CHECK_EQ(write(m, data, sizeof(data)), (ssize_t)sizeof(data));
+		p.src = fd_ep(s, -1);
+		start(&p, &c);
+		for (int i = 0; i < 3; i++)
+			uaio_loop_run_once(L, 10 * 1000000);
+		close(m);
+		T_RUN_UNTIL(L, c.r.done, 1000);
+		if (c.r.res != (int64_t)sizeof(data) && c.r.res != -EIO)
+			fprintf(stderr, "    mode %d: res %lld side %d\n", mode,
+				(long long)c.r.res, c.r.side);
+		CHECK(c.r.res == (int64_t)sizeof(data) || c.r.res == -EIO);
+		check_file(b, data, sizeof(data));
+		close(s);
+		close(b);
+	}
 }
 
 /* A forked child holds a copy of the parent's flows, on the parent's
@@ -563,6 +600,7 @@ int main(void)
 	RUN(test_cancel_mid);
 	RUN(test_cancel_silent_peer);
 	RUN(test_cancel_silent_pty);
+	RUN(test_pty_hangup);
 	RUN(test_forked);
 	RUN(test_peer_closes);
 	RUN(test_source_ends_early);

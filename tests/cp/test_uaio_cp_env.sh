@@ -496,6 +496,17 @@ for be in uring epoll; do
   diff -r "$T/inh/s" "$T/inh/t" >/dev/null ||
     fail "-r with 53 descriptors inherited under ulimit -n 60 ($be): the copy differs"
 done
+# the same without /proc, where they are counted one number at a time
+# (as root, in a mount namespace of its own)
+if unshare -m --propagation private true 2>/dev/null; then
+  rm -rf "$T/inh/t"
+  unshare -m --propagation private bash -c 'umount -l /proc && ulimit -n 60 &&
+    for i in $(seq 3 55); do eval "exec $i</dev/null"; done && exec uaio-cp -r "$1" "$2"' \
+    - "$T/inh/s" "$T/inh/t" 2>"$T/inh/err" ||
+    { cat "$T/inh/err"; fail "-r with 53 descriptors inherited, no /proc: exit status"; }
+  diff -r "$T/inh/s" "$T/inh/t" >/dev/null ||
+    fail "-r with 53 descriptors inherited, no /proc: the copy differs"
+fi
 rm -rf "$T/inh"
 ok "descriptors inherited from the parent"
 

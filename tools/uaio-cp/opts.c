@@ -3,6 +3,7 @@
 #define _GNU_SOURCE
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
 #include <getopt.h>
@@ -246,22 +247,27 @@ static unsigned default_jobs(void)
 	return j > 64 ? 64 : j;
 }
 
-/* Descriptors left open by the parent, past stdin, stdout and stderr:
- * they hold numbers RLIMIT_NOFILE counts (GNU cp needs only a few, and
- * copies with most of the table taken). Counted once, at the start. */
-static long inherited_fds(void)
+/* Descriptors left open by the parent, past stdin, stdout and stderr and
+ * below limit: they hold numbers RLIMIT_NOFILE leaves (GNU cp needs only
+ * a few, and copies with most of the table taken). Counted once, at the
+ * start. */
+static long inherited_fds(long limit)
 {
 	static long n = -1;
 	DIR *d;
+	int fd;
 
 	if (n >= 0)
 		return n;
 	n = 0;
 	if ((d = opendir("/proc/self/fd"))) {
 		for (struct dirent *e; (e = readdir(d));)
-			n += e->d_name[0] != '.' && atoi(e->d_name) > 2 &&
-			     atoi(e->d_name) != dirfd(d);
+			n += e->d_name[0] != '.' && (fd = atoi(e->d_name)) > 2 &&
+			     fd != dirfd(d) && fd < limit;
 		closedir(d);
+	} else {	/* no /proc: asked one number at a time */
+		for (fd = 3; fd < limit && fd < 65536; fd++)
+			n += fcntl(fd, F_GETFD) >= 0;
 	}
 	return n;
 }
@@ -273,7 +279,7 @@ static long nofile_room(void)
 
 	if (getrlimit(RLIMIT_NOFILE, &rl) < 0 || rl.rlim_cur == RLIM_INFINITY)
 		return LONG_MAX;
-	return (long)rl.rlim_cur - inherited_fds();
+	return (long)rl.rlim_cur - inherited_fds((long)rl.rlim_cur);
 }
 
 /* What RLIMIT_NOFILE leaves the directories once the jobs have theirs:

@@ -8,13 +8,22 @@
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 
 #include "core/internal.h"
 
 struct uaio_fdent *uaio__fdent_grow(uaio_loop *l, int fd, bool grow)
 {
-	if ((unsigned)fd >= l->nfds &&
-	    (!grow || UAIO_GROW(l->fds, l->nfds, (size_t)fd + 1) < 0))
+	struct rlimit rl;
+	size_t limit = 0;
+
+	if ((unsigned)fd < l->nfds)
+		return &l->fds[fd];
+	/* no descriptor takes a slot past RLIMIT_NOFILE: the table stops
+	 * there rather than at the next power of two */
+	if (grow && getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY)
+		limit = (size_t)rl.rlim_cur;
+	if (!grow || UAIO_GROW_UPTO(l->fds, l->nfds, (size_t)fd + 1, limit) < 0)
 		return NULL;
 	return &l->fds[fd];
 }

@@ -15,7 +15,7 @@
 #include <sys/select.h>
 #include <sys/uio.h>
 
-int uaio__grow(void **arr, unsigned *cap, size_t need, size_t elem)
+int uaio__grow_upto(void **arr, unsigned *cap, size_t need, size_t limit, size_t elem)
 {
 	size_t n = *cap ? *cap : 64;
 	void *a;
@@ -24,6 +24,8 @@ int uaio__grow(void **arr, unsigned *cap, size_t need, size_t elem)
 		return 0;
 	while (n < need)
 		n *= 2;
+	if (limit >= need && n > limit)
+		n = limit;
 	if (n > UINT32_MAX || !(a = realloc(*arr, n * elem)))
 		return -ENOMEM;
 	memset((char *)a + (size_t)*cap * elem, 0, (n - *cap) * elem);

@@ -22,11 +22,14 @@
 
 /* ------------------------------------------------------------ arrays */
 
-/* Makes arr hold at least need elements: the capacity doubles from 64 and
- * the new tail is zeroed. 0 or -ENOMEM (arr and cap unchanged). */
-int uaio__grow(void **arr, unsigned *cap, size_t need, size_t elem);
+/* Makes arr hold at least need elements: the capacity doubles from 64,
+ * but not past limit where need is within it (0: no limit), and the new
+ * tail is zeroed. 0 or -ENOMEM (arr and cap unchanged). */
+int uaio__grow_upto(void **arr, unsigned *cap, size_t need, size_t limit, size_t elem);
 #define UAIO_GROW(arr, cap, need) \
-	uaio__grow((void **)&(arr), &(cap), (need), sizeof(*(arr)))
+	uaio__grow_upto((void **)&(arr), &(cap), (need), 0, sizeof(*(arr)))
+#define UAIO_GROW_UPTO(arr, cap, need, limit) \
+	uaio__grow_upto((void **)&(arr), &(cap), (need), (limit), sizeof(*(arr)))
 
 /* ------------------------------------------------------------- FIFOs */
 

@@ -78,6 +78,7 @@ static bool direct(const uaio_flow *f)
 static void splice_teardown(uaio_flow *f);
 static void splice_out_done(uaio_op *op, int res, void *data);
 static void salvage(uaio_flow *f);
+static unsigned splice_flags(const uaio_flow *f);
 
 /* Pseudo file systems, whose files may have a write but no write_iter
  * (procfs's /proc/PID/comm): no splice. Files of disk file systems all
@@ -179,17 +180,25 @@ static bool salvages(const uaio_flow *f)
 	return !f->src.seek && !direct(f) && f->dst.seek && !f->dst.append;
 }
 
+/* n bytes of the flow's pipe to the sink, at its place. */
+static int drain(uaio_flow *f, uint64_t n)
+{
+	struct splice_run *r = f->run;
+
+	return uaio_op_splice(f->l, &r->out, r->pfd[0], -1, f->dst.fd,
+			      flow__dst_off(f, f->moved), n, splice_flags(f), splice_out_done, f);
+}
+
 /* The flow is ending: what the pipe holds goes to the file, once the
  * fill that may add to it is back. */
 static void salvage(uaio_flow *f)
 {
 	struct splice_run *r = f->run;
 
-	if (!salvages(f) || r->sink_failed || !r->inpipe ||
+	if (!f->err || !salvages(f) || r->sink_failed || !r->inpipe ||
 	    uaio_op_pending(&r->in) || uaio_op_pending(&r->out))
 		return;
-	if (uaio_op_splice(f->l, &r->out, r->pfd[0], -1, f->dst.fd, flow__dst_off(f, f->moved),
-			   r->inpipe, SPLICE_F_MOVE, splice_out_done, f) == 0)
+	if (drain(f, r->inpipe) == 0)
 		f->inflight++;
 }
 
@@ -241,8 +250,7 @@ static void poll_done(uaio_op *op, int res, void *data)
 	}
 	if (res < 0)
 		flow__fail(f, res, op == &r->in ? UAIO_FLOW_SIDE_SRC : UAIO_FLOW_SIDE_DST);
-	if (f->err)
-		salvage(f);
+	salvage(f);
 	flow__step_done(f);
 }
 
@@ -268,7 +276,7 @@ static int wait_ready(uaio_flow *f, uaio_op *op, int fd, short ev)
  * - On the fallback SPLICE_F_NONBLOCK reaches only a pipe: the splice
  *   would wait for its peer on a pool thread, where no cancel reaches it;
  *   io_uring's workers can be interrupted. */
-static bool blocking_sock(const uaio_flow *f, const struct flow_ep *e, short ev)
+static bool waits_for_peer(const uaio_flow *f, const struct flow_ep *e, short ev)
 {
 	bool uring = uaio_loop_backend(f->l) == UAIO_BACKEND_URING;
 
@@ -303,7 +311,7 @@ static int gate(uaio_flow *f, uaio_op *op, bool *ready, const struct flow_ep *e,
 	uint64_t room;
 	int ret;
 
-	if (!blocking_sock(f, e, ev))
+	if (!waits_for_peer(f, e, ev))
 		return 0;
 	room = ev == POLLOUT ? sock_room(e->fd) : UINT64_MAX;
 	if (!*ready || !room)
@@ -377,8 +385,7 @@ static void splice_in_done(uaio_op *op, int res, void *data)
 	} else {
 		flow__fail(f, res, direct(f) ? flow__side_of(f, res) : UAIO_FLOW_SIDE_SRC);
 	}
-	if (f->err)
-		salvage(f);
+	salvage(f);
 	flow__step_done(f);
 }
 
@@ -413,8 +420,7 @@ static void splice_out_done(uaio_op *op, int res, void *data)
 		r->sink_failed = true;
 		flow__fail(f, res ? res : -ENOSPC, UAIO_FLOW_SIDE_DST);
 	}
-	if (f->err)
-		salvage(f);
+	salvage(f);
 	flow__step_done(f);
 }
 
@@ -534,9 +540,7 @@ static void splice_kick(uaio_flow *f)
 		n = r->inpipe;
 		ret = gate(f, &r->out, &r->out_ready, &f->dst, POLLOUT, &n);
 		if (ret == 0)
-			ret = uaio_op_splice(f->l, &r->out, r->pfd[0], -1, f->dst.fd,
-					     flow__dst_off(f, f->moved), n, splice_flags(f),
-					     splice_out_done, f);
+			ret = drain(f, n);
 		if (ret < 0) {
 			flow__fail(f, ret, UAIO_FLOW_SIDE_NONE);
 			return;

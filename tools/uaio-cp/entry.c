@@ -464,9 +464,8 @@ static void decide(struct cp_run *r, struct cp_dir *pd, const char *src,
 			/* a copy: a failed job forgets, and frees, the name */
 			char *name = strdup(earlier);
 
-			if (!name) {
+			if (!name)
 				cp_oom();
-			}
 			cp_wait_file(r, name);
 			free(name);
 		}

@@ -249,17 +249,13 @@ static unsigned default_jobs(void)
 
 /* Descriptors left open by the parent, past stdin, stdout and stderr and
  * below limit: they hold numbers RLIMIT_NOFILE leaves (GNU cp needs only
- * a few, and copies with most of the table taken). Counted once, at the
- * start. */
+ * a few, and copies with most of the table taken). */
 static long inherited_fds(long limit)
 {
-	static long n = -1;
+	long n = 0;
 	DIR *d;
 	int fd;
 
-	if (n >= 0)
-		return n;
-	n = 0;
 	if ((d = opendir("/proc/self/fd"))) {
 		for (struct dirent *e; (e = readdir(d));)
 			n += e->d_name[0] != '.' && (fd = atoi(e->d_name)) > 2 &&
@@ -282,22 +278,18 @@ static long nofile_room(void)
 	return (long)rl.rlim_cur - inherited_fds((long)rl.rlim_cur);
 }
 
-/* What RLIMIT_NOFILE leaves the directories once the jobs have theirs:
- * none at a tight limit, where every entry goes by path. */
-static unsigned dir_fds(unsigned jobs)
+/* What room (nofile_room) leaves the directories once the jobs have
+ * theirs: none at a tight limit, where every entry goes by path. */
+static unsigned dir_fds(long room, unsigned jobs)
 {
-	long room = nofile_room();
-
 	if (room == LONG_MAX)
 		return DIR_FDS;
 	room = (room - 32 - 4 * (long)jobs) / 2;
 	return room < 0 ? 0 : room > DIR_FDS ? DIR_FDS : (unsigned)room;
 }
 
-static unsigned cap_jobs(unsigned j)
+static unsigned cap_jobs(long room, unsigned j)
 {
-	long room = nofile_room();
-
 	if (room != LONG_MAX) {
 		room = (room - 32) / 4;
 
@@ -485,6 +477,7 @@ int cp_parse(struct cp_run *r, int argc, char **argv, int *first)
 	struct cp_opts *o = &r->o;
 	bool strip = false, backups = false;
 	int links = 0;			/* 1: -l, 2: -s */
+	long room;
 	const char *backup_type = NULL;
 	int c;
 
@@ -626,9 +619,10 @@ int cp_parse(struct cp_run *r, int argc, char **argv, int *first)
 		o->deref = o->recursive ? DEREF_NEVER : DEREF_ALWAYS;
 	if (o->no_clobber)
 		o->update = false;	/* -n wins, as in cp */
-	o->jobs = cap_jobs(o->jobs ? o->jobs : default_jobs());
-	o->tight = o->jobs == 1 && cap_jobs(2) == 1;
-	o->dir_fds = dir_fds(o->jobs);
+	room = nofile_room();	/* counted once: the program opens none yet */
+	o->jobs = cap_jobs(room, o->jobs ? o->jobs : default_jobs());
+	o->tight = o->jobs == 1 && cap_jobs(room, 2) == 1;
+	o->dir_fds = dir_fds(room, o->jobs);
 
 	o->strip_slashes = strip;	/* cp_top: sources copied into a directory */
 	*first = optind;

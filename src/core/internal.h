@@ -189,6 +189,10 @@ struct uaio_loop {
 	unsigned fork_gen;		/* uaio__process's at creation */
 	bool stop;
 	bool threadsafe;
+	/* Runs in progress on the loop's thread (nested ones too): a free
+	 * asked from a callback waits for the outermost to return. */
+	unsigned running;
+	bool free_asked;
 
 	uint64_t now;
 	bool now_valid;

@@ -413,14 +413,10 @@ static bool loop_alive(uaio_loop *l)
 	       l->fired_next < l->nfired;
 }
 
-UAIO_API int uaio_loop_run_once(uaio_loop *l, int64_t timeout_ns)
+static int run_once(uaio_loop *l, int64_t timeout_ns)
 {
 	int n, r;
 
-	if (!l)
-		return -EINVAL;
-	if (uaio__foreign(l))
-		return -ECHILD;
 	if (l->threadsafe && (!l->has_owner || !pthread_equal(l->owner, pthread_self()))) {
 		/* Whoever drives the loop issues for everyone (see uring_submit.c). */
 		bool lk = uaio__lock(l);
@@ -455,23 +451,48 @@ UAIO_API int uaio_loop_run_once(uaio_loop *l, int64_t timeout_ns)
 	return n;
 }
 
+/* A run's way out: the loop freed from a callback goes now, with the
+ * outermost run (uaio_loop_free). */
+static int run_leave(uaio_loop *l, int r)
+{
+	if (--l->running == 0 && UAIO_UNLIKELY(l->free_asked)) {
+		uaio_loop_free(l);
+		return r;
+	}
+	return r;
+}
+
+UAIO_API int uaio_loop_run_once(uaio_loop *l, int64_t timeout_ns)
+{
+	if (!l)
+		return -EINVAL;
+	if (uaio__foreign(l))
+		return -ECHILD;
+	if (UAIO_UNLIKELY(l->free_asked))
+		return -EINVAL;
+	l->running++;
+	return run_leave(l, run_once(l, timeout_ns));
+}
+
 UAIO_API int uaio_loop_run(uaio_loop *l)
 {
-	int r;
+	int r = 0;
 
 	if (!l)
 		return -EINVAL;
 	if (uaio__foreign(l))
 		return -ECHILD;
+	if (UAIO_UNLIKELY(l->free_asked))
+		return -EINVAL;
+	l->running++;
 	l->stop = false;
-	while (!l->stop && loop_alive(l)) {
-		r = uaio_loop_run_once(l, -1);
-		if (r < 0)
-			return r;
-	}
-	if (l->stop) {
+	while (!l->stop && loop_alive(l))
+		if ((r = run_once(l, -1)) < 0)
+			return run_leave(l, r);
+	r = 0;
+	if (l->stop && !l->free_asked) {
 		l->stop = false;
-		return loop_alive(l) ? 1 : 0;
+		r = loop_alive(l) ? 1 : 0;
 	}
-	return 0;
+	return run_leave(l, r);
 }

@@ -100,6 +100,14 @@ UAIO_API void uaio_loop_free(uaio_loop *l)
 	if (!l)
 		return;
 	child = uaio__foreign(l);
+	/* From one of its callbacks: the run that called it still reads the
+	 * loop on its way out, so the outermost run frees it as it returns;
+	 * meanwhile nothing more of the loop's runs. */
+	if (l->running && !child) {
+		l->free_asked = true;
+		l->stop = true;
+		return;
+	}
 	/* A forked child has none of the parent's threads, and any lock one
 	 * of them held stays locked: neither join nor lock. */
 	if (!child)

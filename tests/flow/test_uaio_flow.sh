@@ -220,6 +220,13 @@ expect_rc 2 "$F" recv bogus:: "$dir/e/o"
 expect_rc 2 "$F" recv 99999 "$dir/e/o"
 echo x | "$F" copy --mode=mmap - "$dir/e/o" 2>/dev/null
 [ -z "$(ls -A "$dir/e")" ] || { ls -la "$dir/e"; fail "files left by early exits"; }
+# The same refusal into an existing file written in place (another name
+# links it) leaves it as it was: it was emptied before the refusal.
+printf 'kept\n' >"$dir/inplace"; ln "$dir/inplace" "$dir/inplace.link"
+echo x | expect_rc 1 "$F" copy --mode=mmap - "$dir/inplace"
+grep -qx "$F: mode mmap cannot move - to $dir/inplace" "$dir/err" || { cat "$dir/err"; fail "refused mmap copy message"; }
+[ "$(cat "$dir/inplace.link")" = kept ] || fail "a refused mmap copy emptied the file written in place"
+rm -f "$dir/inplace" "$dir/inplace.link"
 # An empty DST names nothing: refused before a byte moves (it went to a
 # temporary in ., and only the rename failed). mmap cannot read a
 # connection: refused before listening (recv accepted a peer first,

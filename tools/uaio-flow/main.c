@@ -302,9 +302,8 @@ static int cmd_copy(struct tool *t, const char *src, const char *dst)
 	bool ok;
 
 	open_out(t, &o, dst, src, &st, S_ISREG(st.st_mode) ? st.st_mode : 0666);
-	out_ready(&o);
 	/* cp's test for --sparse=auto: fewer blocks than the size needs;
-	 * into a file the tool made or emptied, whose holes read as zeros
+	 * into a file the tool made or empties, whose holes read as zeros
 	 * (not -: the shell's descriptor has an offset others share, or
 	 * O_APPEND, and the extents are written at offsets) */
 	/* (nor from -, read from its offset on; nor at a --rate, which
@@ -312,10 +311,18 @@ static int cmd_copy(struct tool *t, const char *src, const char *dst)
 	if (S_ISREG(st.st_mode) && (uint64_t)st.st_blocks < (uint64_t)st.st_size / 512 &&
 	    strcmp(src, "-") && !t->o.rate &&
 	    strcmp(dst, "-") && fstat(o.fd, &ost) == 0 && S_ISREG(ost.st_mode) &&
-	    ost.st_size == 0 && !(fcntl(o.fd, F_GETFL) & O_APPEND))
+	    (ost.st_size == 0 || !o.emptied) && !(fcntl(o.fd, F_GETFL) & O_APPEND)) {
+		/* file to file, which every mode moves; the last hole sets
+		 * the size at once */
+		out_ready(&o);
 		leg_start_sparse(t, in, o.fd, QF(src), QF(o.path), st.st_size);
-	else
+	} else {
+		/* emptied once the flow is accepted (a mode that cannot
+		 * move these ends: the file stays whole); its first step
+		 * goes out at the loop's next iteration */
 		leg_start(t, in, o.fd, QF(src), QF(o.path), -1);
+		out_ready(&o);
+	}
 	ok = legs_run(t) && !t->interrupted;	/* a signal, even late: no file */
 	return finish(t, close_out(&o, ok) == 0 && ok);
 }
@@ -377,9 +384,9 @@ static int cmd_recv(struct tool *t, const char *local, const char *file)
 	open_out(t, &o, file, NULL, NULL, 0666);
 	s = accept_one(ls, local, peer, sizeof(peer));
 	reset_on_exit(0, s);
-	out_ready(&o);
 	clock_gettime(CLOCK_MONOTONIC, &t->t0);	/* --stats: the transfer, not the wait */
 	leg_start(t, s, o.fd, strdup(peer), QF(o.path), -1);
+	out_ready(&o);	/* after the flow is accepted, as for copy */
 	ok = legs_run(t) && !t->interrupted;	/* a signal, even late: no file */
 	/* the file in place before the peer hears the end: a rename that
 	 * fails resets the connection, as any other failure */

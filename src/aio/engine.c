@@ -409,7 +409,7 @@ int aio__engine_start_locked(void)
 		aio__threads_start_locked();
 	atomic_store(&E->engine_up, 0);
 	pthread_attr_init(&attr);
-	pthread_attr_setstacksize(&attr, 256 * 1024);
+	pthread_attr_setstacksize(&attr, uaio__stack_size(256 * 1024));
 	r = uaio__thread_start(&thread, &attr, engine_main, E->loop);
 	pthread_attr_destroy(&attr);
 	if (r) {

@@ -106,7 +106,7 @@ int uaio__workers_submit(uaio_loop *l, uaio_op *op)
 		pthread_attr_t attr;
 
 		pthread_attr_init(&attr);
-		pthread_attr_setstacksize(&attr, 64 * 1024);
+		pthread_attr_setstacksize(&attr, uaio__stack_size(64 * 1024));
 		if (uaio__thread_start(&w->tids[w->nthreads], &attr, worker_main, l) == 0)
 			w->nthreads++;
 		else if (!w->nthreads)

@@ -451,40 +451,41 @@ static int run_once(uaio_loop *l, int64_t timeout_ns)
 	return n;
 }
 
+/* A run's way in: 0, or why l cannot be run. */
+static int run_enter(uaio_loop *l)
+{
+	if (!l)
+		return -EINVAL;
+	if (uaio__foreign(l))
+		return -ECHILD;
+	if (UAIO_UNLIKELY(l->free_asked))
+		return -EINVAL;
+	l->running++;
+	return 0;
+}
+
 /* A run's way out: the loop freed from a callback goes now, with the
  * outermost run (uaio_loop_free). */
 static int run_leave(uaio_loop *l, int r)
 {
-	if (--l->running == 0 && UAIO_UNLIKELY(l->free_asked)) {
+	if (--l->running == 0 && UAIO_UNLIKELY(l->free_asked))
 		uaio_loop_free(l);
-		return r;
-	}
 	return r;
 }
 
 UAIO_API int uaio_loop_run_once(uaio_loop *l, int64_t timeout_ns)
 {
-	if (!l)
-		return -EINVAL;
-	if (uaio__foreign(l))
-		return -ECHILD;
-	if (UAIO_UNLIKELY(l->free_asked))
-		return -EINVAL;
-	l->running++;
-	return run_leave(l, run_once(l, timeout_ns));
+	int r = run_enter(l);
+
+	return r < 0 ? r : run_leave(l, run_once(l, timeout_ns));
 }
 
 UAIO_API int uaio_loop_run(uaio_loop *l)
 {
-	int r = 0;
+	int r = run_enter(l);
 
-	if (!l)
-		return -EINVAL;
-	if (uaio__foreign(l))
-		return -ECHILD;
-	if (UAIO_UNLIKELY(l->free_asked))
-		return -EINVAL;
-	l->running++;
+	if (r < 0)
+		return r;
 	l->stop = false;
 	while (!l->stop && loop_alive(l))
 		if ((r = run_once(l, -1)) < 0)

@@ -386,7 +386,6 @@ int aio__engine_start_locked(void)
 		.entries = 1024,
 		.workers = E->workers,
 	};
-	pthread_attr_t attr;
 	pthread_t thread;
 	int r;
 
@@ -408,10 +407,7 @@ int aio__engine_start_locked(void)
 	if (E->copies_itself)
 		aio__threads_start_locked();
 	atomic_store(&E->engine_up, 0);
-	pthread_attr_init(&attr);
-	pthread_attr_setstacksize(&attr, uaio__stack_size(256 * 1024));
-	r = uaio__thread_start(&thread, &attr, engine_main, E->loop);
-	pthread_attr_destroy(&attr);
+	r = uaio__thread_start_stack(&thread, 256 * 1024, engine_main, E->loop);
 	if (r) {
 		uaio_loop_free(E->loop);
 		E->loop = NULL;

@@ -460,7 +460,8 @@ static int run_enter(uaio_loop *l)
 		return -ECHILD;
 	if (UAIO_UNLIKELY(l->free_asked))
 		return -EINVAL;
-	l->running++;
+	if (l->running++ == 0)
+		l->runner = pthread_self();
 	return 0;
 }
 

@@ -21,6 +21,11 @@
  * the program's signals go to its own threads. 0 or -errno. */
 int uaio__thread_start(pthread_t *t, const pthread_attr_t *attr,
 		       void *(*fn)(void *), void *arg);
+/* The same, joinable, with want bytes of stack for fn: glibc carves the
+ * thread's static TLS (every module's __thread blocks) out of the stack
+ * it is given and refuses one they do not fit in, so their size is
+ * added, as glibc sizes its own helpers' stacks. */
+int uaio__thread_start_stack(pthread_t *t, size_t want, void *(*fn)(void *), void *arg);
 
 /*
  * In a fork child, a loop some thread of the parent was inside (its

@@ -8,6 +8,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <link.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -83,6 +84,49 @@ int uaio__thread_start(pthread_t *t, const pthread_attr_t *attr,
 	return -r;
 }
 
+static int tls_add(struct dl_phdr_info *info, size_t size, void *data)
+{
+	size_t *sum = data;
+
+	(void)size;
+	for (int i = 0; i < info->dlpi_phnum; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+		size_t align = ph->p_align ? ph->p_align : 1;
+
+		if (ph->p_type != PT_TLS)
+			continue;
+		sum[0] += (ph->p_memsz + align - 1) / align * align + align;
+		if (align > sum[1])
+			sum[1] = align;
+	}
+	return 0;
+}
+
+int uaio__thread_start_stack(pthread_t *t, size_t want, void *(*fn)(void *), void *arg)
+{
+	/* tls[1]: the largest alignment asked for */
+	size_t tls[2] = { 0, 1 }, page = (size_t)sysconf(_SC_PAGESIZE);
+	pthread_attr_t a;
+	int r = -EINVAL;
+
+	dl_iterate_phdr(tls_add, tls);
+	/* Little TLS, page-aligned at most: want, the TLS and glibc's own
+	 * (its thread descriptor, the surplus it keeps for dlopen, the
+	 * guard page). More, or aligned beyond a page (glibc rounds the
+	 * block's place and the stack's size down to that alignment, and
+	 * its surplus may be tuned): glibc's default stack, which it sizes
+	 * for the TLS itself, and so when it refuses ours. */
+	if (tls[0] <= 64 * 1024 && tls[1] <= page) {
+		pthread_attr_init(&a);
+		if (pthread_attr_setstacksize(&a, (want + tls[0] + 64 * 1024 + page - 1) / page * page) == 0)
+			r = uaio__thread_start(t, &a, fn, arg);
+		pthread_attr_destroy(&a);
+	}
+	if (r == -EINVAL)
+		r = uaio__thread_start(t, NULL, fn, arg);
+	return r;
+}
+
 int uaio__workers_submit(uaio_loop *l, uaio_op *op)
 {
 	struct uaio_workers *w = &l->workers;
@@ -103,15 +147,10 @@ int uaio__workers_submit(uaio_loop *l, uaio_op *op)
 	 * in idle until it wakes: start a thread for each op beyond them, or
 	 * two quick ops run one after the other on one thread. */
 	if (++w->nqueued > w->idle && w->nthreads < w->max) {
-		pthread_attr_t attr;
-
-		pthread_attr_init(&attr);
-		pthread_attr_setstacksize(&attr, uaio__stack_size(64 * 1024));
-		if (uaio__thread_start(&w->tids[w->nthreads], &attr, worker_main, l) == 0)
+		if (uaio__thread_start_stack(&w->tids[w->nthreads], 64 * 1024, worker_main, l) == 0)
 			w->nthreads++;
 		else if (!w->nthreads)
 			ret = -EAGAIN;
-		pthread_attr_destroy(&attr);
 		if (ret) {
 			w->head = w->tail = NULL;
 			w->nqueued = 0;

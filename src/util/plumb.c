@@ -4,7 +4,6 @@
 #include "util/plumb.h"
 
 #include <errno.h>
-#include <link.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/resource.h>
@@ -136,32 +135,6 @@ int uaio__iov_skip(struct iovec *iov, int cnt, size_t n)
 		iov[i].iov_len -= n;
 	}
 	return i;
-}
-
-static int tls_add(struct dl_phdr_info *info, size_t size, void *data)
-{
-	size_t *sum = data;
-
-	(void)size;
-	for (int i = 0; i < info->dlpi_phnum; i++) {
-		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
-		size_t align = ph->p_align ? ph->p_align : 1;
-
-		if (ph->p_type == PT_TLS)
-			*sum += (ph->p_memsz + align - 1) / align * align;
-	}
-	return 0;
-}
-
-size_t uaio__stack_size(size_t want)
-{
-	size_t tls = 0, page = (size_t)sysconf(_SC_PAGESIZE);
-
-	dl_iterate_phdr(tls_add, &tls);
-	/* and glibc's own: its thread descriptor, the TLS surplus kept for
-	 * dlopen (about 1.6 KiB a module), the guard page */
-	tls += 64 * 1024;
-	return (want + tls + page - 1) / page * page;
 }
 
 int uaio__atfork_once(bool *done, void (*prepare)(void), void (*parent)(void),

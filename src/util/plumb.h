@@ -158,12 +158,6 @@ static inline bool uaio__fd_owned(int fd)
  * from anyone else is put back. */
 void uaio__sig_take_back(int sig);
 
-/* A stack of want bytes for one of the library's threads: glibc carves
- * the thread's static TLS (every loaded module's __thread blocks) out of
- * the stack it is given, and refuses (EINVAL) one they do not fit in, so
- * their size is added, as glibc sizes its own helpers' stacks. */
-size_t uaio__stack_size(size_t want);
-
 /* pthread_atfork once per *done (callers serialise): 0 or -ENOMEM. */
 int uaio__atfork_once(bool *done, void (*prepare)(void), void (*parent)(void),
 		      void (*child)(void));

@@ -397,6 +397,27 @@ else
   mnt=
   echo "ENOSPC: skipped (needs root to mount a tmpfs)"
 fi
+[ -n "$mnt" ] && umount "$mnt" && rmdir "$mnt"
+mnt=
+
+# On XFS (reflinks): a file copied onto an existing one written in place
+# (another name links it) shares its extents, as a copy to a new name
+# does (FICLONE, or copy_file_range, which XFS makes a clone as well).
+if [ "$(id -u)" = 0 ] && command -v mkfs.xfs >/dev/null && mnt=$(mktemp -d /tmp/uaio-flow-xfs-XXXXXX) &&
+   truncate -s 300M "$dir/xfs.img" && mkfs.xfs -q -f -m reflink=1 "$dir/xfs.img" 2>/dev/null &&
+   { mount -o loop "$dir/xfs.img" "$mnt" 2>/dev/null || { rmdir "$mnt"; false; }; }; then
+  head -c 1048576 "$dir/src" >"$mnt/a"
+  printf 'old\n' >"$mnt/b"; ln "$mnt/b" "$mnt/b.link"
+  expect_rc 0 "$F" copy "$mnt/a" "$mnt/b"
+  cmp -s "$mnt/a" "$mnt/b.link" || fail "XFS: the linked destination differs from its source"
+  filefrag -v "$mnt/b.link" | grep -q shared || { filefrag -v "$mnt/b.link"; fail "XFS: a copy onto a linked file shares no extent"; }
+  echo "XFS: a linked destination is a clone: ok"
+  umount "$mnt" && rmdir "$mnt"
+else
+  [ -n "$mnt" ] && rmdir "$mnt" 2>/dev/null
+  echo "XFS clone onto a linked file: skipped (needs root, mkfs.xfs and a loop device)"
+fi
+mnt=
 
 # Network: 2 hosts (send -> recv), 3 hosts (send -> forward -> recv).
 wait_port() { # ns port

@@ -326,6 +326,12 @@ uint64_t flow__allow(uaio_flow *f, uint64_t max, uint64_t outstanding)
 			left = f->want - f->taken - outstanding;
 	}
 	if (f->rate) {
+		/* and a step is at most a second's bytes (a page at least):
+		 * the burst a chunk of 4 MiB gave at 1 KiB/s was an hour's */
+		uint64_t second = f->rate > 4096 ? f->rate : 4096;
+
+		if (left > second)
+			left = second;
 		now = uaio_loop_now(f->l);
 		/* One step of burst: a step starts once the bytes before it
 		 * are earned, so the flow is never more than that step ahead

@@ -37,6 +37,16 @@ static void rt_progress(uaio_flow *f, uint64_t bytes, void *data)
 		t->worst = bytes - earned;
 }
 
+static uint64_t first_step;
+
+static void first_progress(uaio_flow *f, uint64_t bytes, void *data)
+{
+	(void)f;
+	(void)data;
+	if (!first_step)
+		first_step = bytes;
+}
+
 static void rt_done(uaio_flow *f, int64_t res, int side, void *data)
 {
 	t_on_done(f, res, side, &((struct rt *)data)->r);
@@ -111,6 +121,31 @@ int main(void)
 			(unsigned long long)moved, took / 1e9);
 		/* one step, and what the time gave */
 		CHECK(moved <= CHUNK + (uint64_t)((__uint128_t)1000 * took / 1000000000u));
+		CHECK_OK(uaio_flow_cancel(f));
+		T_RUN_UNTIL(l, t.r.done, 1000000);
+		close(a);
+		close(b);
+	}
+	/* The method's own chunk (up to 4 MiB) at 1000 B/s: a step is a
+	 * second's bytes, a page at least, not a chunk (an hour's). */
+	for (int mode = UAIO_FLOW_AUTO; mode <= UAIO_FLOW_MMAP; mode++) {
+		int a = t_tmpfile("/var/tmp"), b = t_tmpfile("/var/tmp");
+		struct rt t = { 0 };
+		struct uaio_flow_params p = {
+			.src = { .type = UAIO_FLOW_FD, .fd = a, .off = 0 },
+			.dst = { .type = UAIO_FLOW_FD, .fd = b, .off = 0 },
+			.len = BYTES, .mode = mode, .rate = 1000,
+			.progress = first_progress, .done = rt_done, .data = &t,
+		};
+		uaio_flow *f;
+
+		CHECK_EQ(pwrite(a, data, BYTES, 0), BYTES);
+		first_step = 0;
+		CHECK_OK(uaio_flow_start(l, &p, &f));
+		T_RUN_UNTIL(l, first_step, 1000000);
+		fprintf(stderr, "    %s at 1000 B/s, default chunk: first step %llu bytes\n",
+			uaio_flow_mode_name(mode), (unsigned long long)first_step);
+		CHECK(first_step <= 4096);
 		CHECK_OK(uaio_flow_cancel(f));
 		T_RUN_UNTIL(l, t.r.done, 1000000);
 		close(a);

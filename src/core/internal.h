@@ -192,7 +192,6 @@ struct uaio_loop {
 	/* Runs in progress on the loop's thread (nested ones too): a free
 	 * asked from a callback waits for the outermost to return. */
 	unsigned running;
-	pthread_t runner;		/* the outermost run's */
 	bool free_asked;
 
 	uint64_t now;

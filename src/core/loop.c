@@ -460,9 +460,15 @@ static int run_enter(uaio_loop *l)
 		return -ECHILD;
 	if (UAIO_UNLIKELY(l->free_asked))
 		return -EINVAL;
-	if (l->running++ == 0)
-		l->runner = pthread_self();
+	l->running++;
 	return 0;
+}
+
+/* A thread cancelled inside a run (the epoll backend's wait is a
+ * cancellation point) never leaves it: it is out of the run all the same. */
+static void run_cancelled(void *arg)
+{
+	((uaio_loop *)arg)->running--;
 }
 
 /* A run's way out: the loop freed from a callback goes now, with the
@@ -478,7 +484,12 @@ UAIO_API int uaio_loop_run_once(uaio_loop *l, int64_t timeout_ns)
 {
 	int r = run_enter(l);
 
-	return r < 0 ? r : run_leave(l, run_once(l, timeout_ns));
+	if (r < 0)
+		return r;
+	pthread_cleanup_push(run_cancelled, l);
+	r = run_once(l, timeout_ns);
+	pthread_cleanup_pop(0);
+	return run_leave(l, r);
 }
 
 UAIO_API int uaio_loop_run(uaio_loop *l)
@@ -487,14 +498,17 @@ UAIO_API int uaio_loop_run(uaio_loop *l)
 
 	if (r < 0)
 		return r;
+	pthread_cleanup_push(run_cancelled, l);
 	l->stop = false;
-	while (!l->stop && loop_alive(l))
-		if ((r = run_once(l, -1)) < 0)
-			return run_leave(l, r);
-	r = 0;
-	if (l->stop && !l->free_asked) {
-		l->stop = false;
-		r = loop_alive(l) ? 1 : 0;
+	while (!l->stop && loop_alive(l) && (r = run_once(l, -1)) >= 0)
+		;
+	if (r >= 0) {
+		r = 0;
+		if (l->stop && !l->free_asked) {
+			l->stop = false;
+			r = loop_alive(l) ? 1 : 0;
+		}
 	}
+	pthread_cleanup_pop(0);
 	return run_leave(l, r);
 }

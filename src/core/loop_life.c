@@ -102,9 +102,8 @@ UAIO_API void uaio_loop_free(uaio_loop *l)
 	child = uaio__foreign(l);
 	/* From one of its callbacks: the run that called it still reads the
 	 * loop on its way out, so the outermost run frees it as it returns;
-	 * meanwhile nothing more of the loop's runs. (A run on another
-	 * thread never returned: that thread was cancelled inside it.) */
-	if (l->running && !child && pthread_equal(l->runner, pthread_self())) {
+	 * meanwhile nothing more of the loop's runs. */
+	if (l->running && !child) {
 		l->free_asked = true;
 		l->stop = true;
 		return;

@@ -7,6 +7,7 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <dlfcn.h>
 #include <fcntl.h>
 #include <link.h>
 #include <poll.h>
@@ -102,26 +103,49 @@ static int tls_add(struct dl_phdr_info *info, size_t size, void *data)
 	return 0;
 }
 
+/* The static TLS glibc carves out of every thread's stack, and its
+ * alignment: glibc's own count (ld.so's _dl_get_tls_static_info, which
+ * the sanitizers read too: the modules' blocks, the thread descriptor,
+ * the surplus for dlopen that a tunable may enlarge); without it, the
+ * modules' PT_TLS blocks and 64 KiB for the rest. */
+static void static_tls(size_t *size, size_t *align)
+{
+	void (*info)(size_t *, size_t *);
+
+	*(void **)&info = dlsym(RTLD_DEFAULT, "_dl_get_tls_static_info");
+	if (info) {
+		info(size, align);
+	} else {
+		size_t tls[2] = { 64 * 1024, 1 };
+
+		dl_iterate_phdr(tls_add, tls);
+		*size = tls[0];
+		*align = tls[1];
+	}
+}
+
 int uaio__thread_start_stack(pthread_t *t, size_t want, void *(*fn)(void *), void *arg)
 {
-	/* tls[1]: the largest alignment asked for */
-	size_t tls[2] = { 0, 1 }, page = (size_t)sysconf(_SC_PAGESIZE);
+	size_t tls, align, page = (size_t)sysconf(_SC_PAGESIZE), unit, size;
 	pthread_attr_t a;
 	int r = -EINVAL;
 
-	dl_iterate_phdr(tls_add, tls);
-	/* Little TLS, page-aligned at most: want, the TLS and glibc's own
-	 * (its thread descriptor, the surplus it keeps for dlopen, the
-	 * guard page). More, or aligned beyond a page (glibc rounds the
-	 * block's place and the stack's size down to that alignment, and
-	 * its surplus may be tuned): glibc's default stack, which it sizes
-	 * for the TLS itself, and so when it refuses ours. */
-	if (tls[0] <= 64 * 1024 && tls[1] <= page) {
-		pthread_attr_init(&a);
-		if (pthread_attr_setstacksize(&a, (want + tls[0] + 64 * 1024 + page - 1) / page * page) == 0)
-			r = uaio__thread_start(t, &a, fn, arg);
-		pthread_attr_destroy(&a);
-	}
+	static_tls(&tls, &align);
+	/* glibc rounds the size down to the TLS's alignment and places the
+	 * block at the top, aligned: one alignment more, a guard page, and
+	 * room for glibc's own frames at the start */
+	unit = align > page ? align : page;
+	size = (want + (tls + align - 1) / align * align + page + 16 * 1024 + unit - 1) / unit * unit;
+	/* much TLS, or strictly aligned: never less than the usual 8 MiB
+	 * (address space only; AddressSanitizer's own start of a thread
+	 * needs more room than glibc's count leaves there) */
+	if ((tls > 64 * 1024 || align > page) && size < (8u << 20))
+		size = 8u << 20;
+	pthread_attr_init(&a);
+	if (pthread_attr_setstacksize(&a, size) == 0)
+		r = uaio__thread_start(t, &a, fn, arg);
+	pthread_attr_destroy(&a);
+	/* refused all the same: glibc's default, RLIMIT_STACK's size */
 	if (r == -EINVAL)
 		r = uaio__thread_start(t, NULL, fn, arg);
 	return r;

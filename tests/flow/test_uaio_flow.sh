@@ -226,6 +226,11 @@ printf 'kept\n' >"$dir/inplace"; ln "$dir/inplace" "$dir/inplace.link"
 echo x | expect_rc 1 "$F" copy --mode=mmap - "$dir/inplace"
 grep -qx "$F: mode mmap cannot move - to $dir/inplace" "$dir/err" || { cat "$dir/err"; fail "refused mmap copy message"; }
 [ "$(cat "$dir/inplace.link")" = kept ] || fail "a refused mmap copy emptied the file written in place"
+# A file source refused for want of memory (a 1 GiB chunk under a small
+# address space) leaves it whole too (it was emptied first, for a clone).
+printf 'kept\n' >"$dir/inplace"
+(ulimit -v 1000000 && exec "$F" copy -m kbuf --chunk=1G "$dir/one" "$dir/inplace") 2>"$dir/err" && fail "a 1 GiB kbuf chunk under ulimit -v 1000000 was accepted"
+[ "$(cat "$dir/inplace.link")" = kept ] || { cat "$dir/err"; fail "a copy refused for memory emptied the file written in place"; }
 rm -f "$dir/inplace" "$dir/inplace.link"
 # An empty DST names nothing: refused before a byte moves (it went to a
 # temporary in ., and only the rename failed). mmap cannot read a

@@ -316,16 +316,13 @@ static int cmd_copy(struct tool *t, const char *src, const char *dst)
 		 * the size at once */
 		out_ready(&o);
 		leg_start_sparse(t, in, o.fd, QF(src), QF(o.path), st.st_size);
-	} else if (S_ISREG(st.st_mode) && st.st_size > 0) {
-		/* file to file: emptied first, so that a clone (which
-		 * wants an empty sink) can share the extents */
-		out_ready(&o);
-		leg_start(t, in, o.fd, QF(src), QF(o.path), -1);
 	} else {
-		/* from a stream or a file of no size (/proc): emptied once
-		 * the flow is accepted (a mode that cannot move these ends:
-		 * the file stays whole); its first step goes out at the
-		 * loop's next iteration */
+		/* emptied once the flow is accepted (a mode that cannot move
+		 * these ends, no memory for it: the file stays whole); its
+		 * first step goes out at the loop's next iteration. (So no
+		 * clone, which wants an empty sink when the method is
+		 * chosen: copy_file_range shares extents on XFS and btrfs
+		 * all the same.) */
 		leg_start(t, in, o.fd, QF(src), QF(o.path), -1);
 		out_ready(&o);
 	}

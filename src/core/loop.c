@@ -464,11 +464,16 @@ static int run_enter(uaio_loop *l)
 	return 0;
 }
 
+static int run_leave(uaio_loop *l, int r);
+
 /* A thread cancelled inside a run (the epoll backend's wait is a
- * cancellation point) never leaves it: it is out of the run all the same. */
+ * cancellation point), or leaving it by pthread_exit, never returns from
+ * it: it is out of the run all the same, and a free its callback asked
+ * for happens as the outermost run's handler runs (nothing of the loop
+ * runs on this thread after it). */
 static void run_cancelled(void *arg)
 {
-	((uaio_loop *)arg)->running--;
+	run_leave(arg, 0);
 }
 
 /* A run's way out: the loop freed from a callback goes now, with the

@@ -103,16 +103,26 @@ static int tls_add(struct dl_phdr_info *info, size_t size, void *data)
 	return 0;
 }
 
+/* ld.so's _dl_get_tls_static_info, looked up once at load: dlsym waits
+ * for the loader's lock, which a dlopen holds while its constructors run,
+ * and a constructor may submit to a loop whose lock the caller holds.
+ * Set at load, only read after. */
+static void (*tls_static_info)(size_t *, size_t *);
+
+__attribute__((constructor)) static void tls_info_lookup(void)
+{
+	*(void **)&tls_static_info = dlsym(RTLD_DEFAULT, "_dl_get_tls_static_info");
+}
+
 /* The static TLS glibc carves out of every thread's stack, and its
- * alignment: glibc's own count (ld.so's _dl_get_tls_static_info, which
- * the sanitizers read too: the modules' blocks, the thread descriptor,
- * the surplus for dlopen that a tunable may enlarge); without it, the
- * modules' PT_TLS blocks and 64 KiB for the rest. */
+ * alignment: glibc's own count (which the sanitizers read too: the
+ * modules' blocks, the thread descriptor, the surplus for dlopen that a
+ * tunable may enlarge); without it, the modules' PT_TLS blocks and
+ * 64 KiB for the rest. */
 static void static_tls(size_t *size, size_t *align)
 {
-	void (*info)(size_t *, size_t *);
+	void (*info)(size_t *, size_t *) = tls_static_info;
 
-	*(void **)&info = dlsym(RTLD_DEFAULT, "_dl_get_tls_static_info");
 	if (info) {
 		info(size, align);
 	} else {

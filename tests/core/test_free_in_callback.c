@@ -169,7 +169,7 @@ static void cancelled_run(bool then_run)
 	int before = open_fds(), p[2];
 	uaio_loop *l = t_loop_new(0);
 	uaio_op nop = { 0 };
-	uaio_watch w;
+	uaio_watch w = { 0 };
 	pthread_t t;
 
 	CHECK(pipe(p) == 0);
@@ -187,6 +187,38 @@ static void cancelled_run(bool then_run)
 	}
 	close(p[0]);
 	close(p[1]);
+	CHECK_EQ(open_fds(), before);
+}
+
+static void free_then_exit(uaio_op *op, int res, void *data)
+{
+	(void)op;
+	(void)res;
+	uaio_loop_free(data);
+	pthread_exit(NULL);
+}
+
+static void *run_to_exit(void *arg)
+{
+	static uaio_op nop;
+
+	memset(&nop, 0, sizeof(nop));
+	CHECK_OK(uaio_op_nop(arg, &nop, free_then_exit, arg));
+	uaio_loop_run(arg);
+	return NULL;
+}
+
+/* A callback that frees its loop and then leaves its thread
+ * (pthread_exit: the runs above it never return): the loop is freed as
+ * the thread leaves the outermost run. It stayed, marked, for ever. */
+static void free_then_thread_exit(void)
+{
+	int before = open_fds();
+	uaio_loop *l = t_loop_new(0);
+	pthread_t t;
+
+	CHECK(pthread_create(&t, NULL, run_to_exit, l) == 0);
+	CHECK(pthread_join(t, NULL) == 0);
 	CHECK_EQ(open_fds(), before);
 }
 
@@ -214,5 +246,7 @@ int main(void)
 	}
 	fprintf(stderr, "  free after a cancelled run ...\n");
 	free_after_cancelled_run();
+	fprintf(stderr, "  free, then the thread exits ...\n");
+	free_then_thread_exit();
 	return T_EXIT_PASS;
 }

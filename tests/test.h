@@ -146,6 +146,43 @@ static inline void t_rec_op(uaio_op *op, int res, void *data)
 	r->calls++;
 	r->res = res;
 }
+
+/* One uaio_op_work of fn on l, run to its end: the result its callback
+ * got. */
+static inline int t_work(uaio_loop *l, long (*fn)(void *))
+{
+	uaio_op op = { 0 };
+	struct t_rec r = { 0 };
+
+	CHECK_OK(uaio_op_work(l, &op, fn, NULL, t_rec_op, &r));
+	T_RUN_UNTIL(l, r.calls, 10000);
+	return r.res;
+}
 #endif /* UAIO_LOOP_H */
+
+#include <sys/wait.h>
+#include <unistd.h>
+/* This test once more, in a child started afresh with GLIBC_TUNABLES set
+ * to tunables (glibc reads them at start only): it must pass. Nothing in
+ * that child (which has them set). */
+static inline void t_rerun_tuned(const char *tunables)
+{
+	pid_t kid;
+	int st;
+
+	if (getenv("GLIBC_TUNABLES"))
+		return;
+	CHECK((kid = fork()) >= 0);
+	if (kid == 0) {
+		setenv("GLIBC_TUNABLES", tunables, 1);
+		execl("/proc/self/exe", "rerun", (char *)NULL);
+		_exit(T_EXIT_FAIL);
+	}
+	CHECK(waitpid(kid, &st, 0) == kid);
+	if (!WIFEXITED(st))
+		fprintf(stderr, "  under %s: killed by signal %d\n", tunables, WTERMSIG(st));
+	CHECK(WIFEXITED(st));
+	CHECK_EQ(WEXITSTATUS(st), T_EXIT_PASS);
+}
 
 #endif

@@ -52,6 +52,20 @@ static void rt_done(uaio_flow *f, int64_t res, int side, void *data)
 	t_on_done(f, res, side, &((struct rt *)data)->r);
 }
 
+/* BYTES from file a to file b, both from 0, at rate. */
+static struct uaio_flow_params files_at_rate(int a, int b, int mode, uint32_t chunk,
+					     uint64_t rate,
+					     void (*progress)(uaio_flow *, uint64_t, void *),
+					     struct rt *t)
+{
+	return (struct uaio_flow_params){
+		.src = { .type = UAIO_FLOW_FD, .fd = a, .off = 0 },
+		.dst = { .type = UAIO_FLOW_FD, .fd = b, .off = 0 },
+		.len = BYTES, .mode = mode, .chunk = chunk, .rate = rate,
+		.progress = progress, .done = rt_done, .data = t,
+	};
+}
+
 int main(void)
 {
 	char *data = malloc(BYTES);
@@ -65,12 +79,7 @@ int main(void)
 	for (int mode = UAIO_FLOW_AUTO; mode <= UAIO_FLOW_MMAP; mode++) {
 		int a = t_tmpfile("/var/tmp"), b = t_tmpfile("/var/tmp");
 		struct rt t = { 0 };
-		struct uaio_flow_params p = {
-			.src = { .type = UAIO_FLOW_FD, .fd = a, .off = 0 },
-			.dst = { .type = UAIO_FLOW_FD, .fd = b, .off = 0 },
-			.len = BYTES, .mode = mode, .chunk = CHUNK, .rate = RATE,
-			.progress = rt_progress, .done = rt_done, .data = &t,
-		};
+		struct uaio_flow_params p = files_at_rate(a, b, mode, CHUNK, RATE, rt_progress, &t);
 		uaio_flow *f;
 		uint64_t took;
 
@@ -131,12 +140,7 @@ int main(void)
 	for (int mode = UAIO_FLOW_AUTO; mode <= UAIO_FLOW_MMAP; mode++) {
 		int a = t_tmpfile("/var/tmp"), b = t_tmpfile("/var/tmp");
 		struct rt t = { 0 };
-		struct uaio_flow_params p = {
-			.src = { .type = UAIO_FLOW_FD, .fd = a, .off = 0 },
-			.dst = { .type = UAIO_FLOW_FD, .fd = b, .off = 0 },
-			.len = BYTES, .mode = mode, .rate = 1000,
-			.progress = first_progress, .done = rt_done, .data = &t,
-		};
+		struct uaio_flow_params p = files_at_rate(a, b, mode, 0, 1000, first_progress, &t);
 		uaio_flow *f;
 
 		CHECK_EQ(pwrite(a, data, BYTES, 0), BYTES);

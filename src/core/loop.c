@@ -464,7 +464,14 @@ static int run_enter(uaio_loop *l)
 	return 0;
 }
 
-static int run_leave(uaio_loop *l, int r);
+/* A run's way out: the loop freed from a callback goes now, with the
+ * outermost run (uaio_loop_free). */
+static int run_leave(uaio_loop *l, int r)
+{
+	if (--l->running == 0 && UAIO_UNLIKELY(l->free_asked))
+		uaio_loop_free(l);
+	return r;
+}
 
 /* A thread cancelled inside a run (the epoll backend's wait is a
  * cancellation point), or leaving it by pthread_exit, never returns from
@@ -474,15 +481,6 @@ static int run_leave(uaio_loop *l, int r);
 static void run_cancelled(void *arg)
 {
 	run_leave(arg, 0);
-}
-
-/* A run's way out: the loop freed from a callback goes now, with the
- * outermost run (uaio_loop_free). */
-static int run_leave(uaio_loop *l, int r)
-{
-	if (--l->running == 0 && UAIO_UNLIKELY(l->free_asked))
-		uaio_loop_free(l);
-	return r;
 }
 
 UAIO_API int uaio_loop_run_once(uaio_loop *l, int64_t timeout_ns)

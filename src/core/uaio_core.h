@@ -22,9 +22,9 @@
 int uaio__thread_start(pthread_t *t, const pthread_attr_t *attr,
 		       void *(*fn)(void *), void *arg);
 /* The same, joinable, with want bytes of stack for fn: glibc carves the
- * thread's static TLS (every module's __thread blocks) out of the stack
- * it is given and refuses one they do not fit in, so their size is
- * added, as glibc sizes its own helpers' stacks. */
+ * thread's static TLS (every module's __thread blocks, its own surplus)
+ * out of the stack it is given, so that is added as glibc counts it; 8 MiB
+ * at least for much TLS or TLS aligned beyond a page (workers.c). */
 int uaio__thread_start_stack(pthread_t *t, size_t want, void *(*fn)(void *), void *arg);
 
 /*

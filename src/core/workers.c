@@ -6,8 +6,8 @@
  * through the loop's inbox, so callbacks always run on the loop thread.
  */
 #define _GNU_SOURCE
-#include <errno.h>
 #include <dlfcn.h>
+#include <errno.h>
 #include <fcntl.h>
 #include <link.h>
 #include <poll.h>

@@ -142,10 +142,12 @@ int uaio__thread_start_stack(pthread_t *t, size_t want, void *(*fn)(void *), voi
 
 	static_tls(&tls, &align);
 	/* glibc rounds the size down to the TLS's alignment and places the
-	 * block at the top, aligned: one alignment more, a guard page, and
-	 * room for glibc's own frames at the start */
+	 * block at the top, aligned down from wherever the mapping ends (up
+	 * to an alignment less a page lost there): one alignment more, a
+	 * guard page, and room for glibc's own frames at the start */
 	unit = align > page ? align : page;
-	size = (want + (tls + align - 1) / align * align + page + 16 * 1024 + unit - 1) / unit * unit;
+	size = (want + (tls + align - 1) / align * align + align + page + 16 * 1024 + unit - 1) /
+	       unit * unit;
 	/* much TLS, or strictly aligned: never less than the usual 8 MiB
 	 * (address space only; AddressSanitizer's own start of a thread
 	 * needs more room than glibc's count leaves there) */

@@ -27,10 +27,45 @@ void uaio__wake(uaio_loop *l)
 	}
 }
 
+/* Puts posts taken but not run back ahead of later ones, as callbacks
+ * left for the next iteration are. */
+static void posts_back(uaio_loop *l, struct uaio_post *first)
+{
+	struct uaio_post *last = first;
+
+	while (last->next)
+		last = last->next;
+	pthread_mutex_lock(&l->inbox_lock);
+	last->next = l->post_head;
+	if (!l->post_head)
+		l->post_tail = last;
+	l->post_head = first;
+	pthread_mutex_unlock(&l->inbox_lock);
+	uaio__wake(l);
+}
+
+struct drain {
+	uaio_loop *l;
+	struct uaio_post *cur;
+};
+
+/* A posted function left its thread (pthread_exit, a cancel): the posts
+ * behind it are not lost with the drain's list. */
+static void post_left(void *arg)
+{
+	struct drain *d = arg;
+	struct uaio_post *rest = d->cur->next;
+
+	free(d->cur);
+	if (rest)
+		posts_back(d->l, rest);
+}
+
 /* Runs posts and moves worker results to the done list. */
 int uaio__drain_inbox(uaio_loop *l)
 {
 	struct uaio_post *pn, *pnext;
+	struct drain d = { l, NULL };
 	uaio_op *op, *next;
 	int n = 0;
 
@@ -51,28 +86,21 @@ int uaio__drain_inbox(uaio_loop *l)
 		}
 		uaio__unlock(l, lk);
 	}
+	pthread_cleanup_push(post_left, &d);
 	for (; pn; pn = pnext, n++) {
 		pnext = pn->next;
+		d.cur = pn;
 		pn->fn(pn->data);
 		free(pn);
 		if (UAIO_UNLIKELY(l->stop) && pnext) {
 			/* stopped by this one: the rest wait for the next
-			 * iteration, ahead of later posts, as callbacks do */
-			struct uaio_post *last = pnext;
-
-			while (last->next)
-				last = last->next;
-			pthread_mutex_lock(&l->inbox_lock);
-			last->next = l->post_head;
-			if (!l->post_head)
-				l->post_tail = last;
-			l->post_head = pnext;
-			pthread_mutex_unlock(&l->inbox_lock);
-			uaio__wake(l);
+			 * iteration */
+			posts_back(l, pnext);
 			n++;
 			break;
 		}
 	}
+	pthread_cleanup_pop(0);
 	return n;
 }
 

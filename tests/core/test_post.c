@@ -104,6 +104,47 @@ static void stops_in_post(void)
 	uaio_loop_free(L);
 }
 
+static void exit_post(void *data)
+{
+	order[norder++] = (int)(intptr_t)data;
+	if (data == (void *)(intptr_t)2)
+		pthread_exit(NULL);
+}
+
+static void *run_loop(void *arg)
+{
+	(void)arg;
+	uaio_loop_run(L);
+	return NULL;
+}
+
+/* A post that leaves its thread (pthread_exit; a cancel alike): the
+ * posts behind it run at the loop's next run, in order, where they were
+ * lost with the drain's list. On epoll: an io_uring loop answers only
+ * the thread that first ran it. */
+static void exits_in_post(void)
+{
+	pthread_t t;
+
+	L = t_loop_new(0);
+	if (strcmp(uaio_loop_backend_name(L), "epoll")) {
+		fprintf(stderr, "    skipped on %s\n", uaio_loop_backend_name(L));
+		uaio_loop_free(L);
+		return;
+	}
+	norder = 0;
+	for (int i = 0; i < 6; i++)
+		CHECK_OK(uaio_loop_post(L, exit_post, (void *)(intptr_t)i));
+	CHECK(pthread_create(&t, NULL, run_loop, NULL) == 0);
+	CHECK(pthread_join(t, NULL) == 0);
+	CHECK_EQ(norder, 3);
+	CHECK_EQ(uaio_loop_run(L), 0);
+	CHECK_EQ(norder, 6);
+	for (int i = 0; i < 6; i++)
+		CHECK_EQ(order[i], i);
+	uaio_loop_free(L);
+}
+
 int main(void)
 {
 	t_watchdog(60);
@@ -111,5 +152,6 @@ int main(void)
 	RUN(many_threads);
 	RUN(wakes_sleeper);
 	RUN(stops_in_post);
+	RUN(exits_in_post);
 	return T_EXIT_PASS;
 }

@@ -50,12 +50,16 @@ struct drain {
 };
 
 /* A posted function left its thread (pthread_exit, a cancel): the posts
- * behind it are not lost with the drain's list. */
+ * behind it are not lost with the drain's list. (None runs: a cancel in
+ * posts_back's wake-up, the rest already given back.) */
 static void post_left(void *arg)
 {
 	struct drain *d = arg;
-	struct uaio_post *rest = d->cur->next;
+	struct uaio_post *rest;
 
+	if (!d->cur)
+		return;
+	rest = d->cur->next;
 	free(d->cur);
 	if (rest)
 		posts_back(d->l, rest);
@@ -91,6 +95,7 @@ int uaio__drain_inbox(uaio_loop *l)
 		pnext = pn->next;
 		d.cur = pn;
 		pn->fn(pn->data);
+		d.cur = NULL;
 		free(pn);
 		if (UAIO_UNLIKELY(l->stop) && pnext) {
 			/* stopped by this one: the rest wait for the next

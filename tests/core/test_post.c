@@ -82,6 +82,14 @@ static void wakes_sleeper(void)
  * of a batch ran, and the run said 0). */
 static int order[10], norder;
 
+/* Every one of n posts ran, in the order they were made. */
+static void all_in_order(int n)
+{
+	CHECK_EQ(norder, n);
+	for (int i = 0; i < n; i++)
+		CHECK_EQ(order[i], i);
+}
+
 static void stop_post(void *data)
 {
 	order[norder++] = (int)(intptr_t)data;
@@ -98,9 +106,7 @@ static void stops_in_post(void)
 	CHECK_EQ(uaio_loop_run(L), 1);
 	CHECK_EQ(norder, 4);
 	CHECK_EQ(uaio_loop_run(L), 0);
-	CHECK_EQ(norder, 10);
-	for (int i = 0; i < 10; i++)
-		CHECK_EQ(order[i], i);
+	all_in_order(10);
 	uaio_loop_free(L);
 }
 
@@ -139,9 +145,7 @@ static void exits_in_post(void)
 	CHECK(pthread_join(t, NULL) == 0);
 	CHECK_EQ(norder, 3);
 	CHECK_EQ(uaio_loop_run(L), 0);
-	CHECK_EQ(norder, 6);
-	for (int i = 0; i < 6; i++)
-		CHECK_EQ(order[i], i);
+	all_in_order(6);
 	uaio_loop_free(L);
 }
 

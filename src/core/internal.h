@@ -238,8 +238,7 @@ struct uaio_loop {
 
 	pthread_mutex_t lock;		/* thread-safe loops only */
 	_Atomic uintptr_t holder;	/* &uaio__self of the thread holding lock */
-	pthread_t owner;		/* thread-safe loops: the driving thread */
-	bool has_owner;
+	uint64_t owner;		/* thread-safe loops: the driving thread's token, or 0 */
 };
 
 /* buf_index is registered and [p, p + len) lies within it. */
@@ -327,7 +326,7 @@ void uaio__inbox_done(uaio_loop *l, uaio_op *op);
  * thread-safe): others' changes to its waits must wake it. */
 static inline bool uaio__on_driver(const uaio_loop *l)
 {
-	return !l->threadsafe || (l->has_owner && pthread_equal(l->owner, pthread_self()));
+	return !l->threadsafe || l->owner == uaio__thread_token();
 }
 /* fd's entry in l->fds; with grow, the table grows to hold it (NULL
  * when it cannot); without, NULL past its end. */

@@ -417,11 +417,10 @@ static int run_once(uaio_loop *l, int64_t timeout_ns)
 {
 	int n, r;
 
-	if (l->threadsafe && (!l->has_owner || !pthread_equal(l->owner, pthread_self()))) {
+	if (l->threadsafe && l->owner != uaio__thread_token()) {
 		/* Whoever drives the loop issues for everyone (see uring_submit.c). */
 		bool lk = uaio__lock(l);
-		l->owner = pthread_self();
-		l->has_owner = true;
+		l->owner = uaio__thread_token();
 		uaio__unlock(l, lk);
 	}
 	l->now_valid = false;

@@ -8,6 +8,7 @@
 #define UAIO_CORE_H
 
 #include <pthread.h>
+#include <stdint.h>
 
 #define UAIO_LIKELY(x) __builtin_expect(!!(x), 1)
 #define UAIO_UNLIKELY(x) __builtin_expect(!!(x), 0)
@@ -26,6 +27,10 @@ int uaio__thread_start(pthread_t *t, const pthread_attr_t *attr,
  * out of the stack it is given, so that is added as glibc counts it; 8 MiB
  * at least for much TLS or TLS aligned beyond a page (workers.c). */
 int uaio__thread_start_stack(pthread_t *t, size_t want, void *(*fn)(void *), void *arg);
+
+/* The calling thread's token: nonzero, and never another thread's, even
+ * one that reuses an exited thread's pthread_t (thread_token.c). */
+uint64_t uaio__thread_token(void);
 
 /*
  * In a fork child, a loop some thread of the parent was inside (its

@@ -406,7 +406,7 @@ long laio__go_background(struct laio_call *r, int (*submit)(struct laio_call *))
 	 * the loop; if that is not us and nobody runs it now, take over
 	 * rather than leave the op waiting for the next laio_poll(). */
 	if (!e->driving && r->kind != K_WORK &&
-	    (!e->has_driver || !pthread_equal(e->driver, pthread_self()))) {
+	    e->driver != uaio__thread_token()) {
 		laio__drive_locked(0);
 		laio__efd_sync_locked();
 	}

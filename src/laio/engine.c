@@ -67,7 +67,7 @@ static void engine_fork_child(void)
 	e->cq_head = e->cq_tail = NULL;
 	e->ncq = e->outstanding = 0;
 	e->driving = false;
-	e->has_driver = false;
+	e->driver = 0;
 	e->waiters = 0;
 	if (e->efd >= 0)
 		close(e->efd);
@@ -272,8 +272,7 @@ void laio__drive_locked(int64_t timeout_ns)
 		pthread_setspecific(e->driver_key, &drove);
 	}
 	e->driving = true;
-	e->has_driver = true;
-	e->driver = pthread_self();
+	e->driver = uaio__thread_token();
 	pthread_mutex_unlock(&e->mu);
 	/* not cancelled in the loop's wait: the loop and driving would be
 	 * left mid-way; the cancel acts at laio_poll's next wait */

@@ -132,8 +132,7 @@ struct laio_engine {
 	unsigned long ncq;
 	unsigned long outstanding;	/* background, not yet returned */
 	bool driving;			/* a thread is inside run_once */
-	bool has_driver;
-	pthread_t driver;		/* the last thread that ran the loop */
+	uint64_t driver;		/* the last thread that ran the loop (its token), or 0 */
 	unsigned waiters;
 	struct uaio__slab calls;	/* laio_call records */
 	/* Threads that ran the loop and exited since the start: io_uring

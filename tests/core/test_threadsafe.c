@@ -165,6 +165,48 @@ static void timers_beside_other_threads(void)
 	uaio_loop_free(L);
 }
 
+/* A thread made after the driver was joined gets its pthread_t from glibc;
+ * it is not the driver all the same. Its op goes to whoever drives next,
+ * not into the kernel as its own, which its exit would cancel (old: the
+ * read ended with -ECANCELED on io_uring). */
+static uaio_op seq_op;
+static char seq_buf[8];
+static int seq_fd[2];
+
+static void *run_once_and_leave(void *arg)
+{
+	(void)arg;
+	CHECK(uaio_loop_run_once(L, 0) >= 0);
+	return NULL;
+}
+
+static void *read_and_leave(void *arg)
+{
+	CHECK_EQ(uaio_op_read(L, &seq_op, seq_fd[0], seq_buf, sizeof(seq_buf), -1, on, arg), 0);
+	return NULL;
+}
+
+static void submitter_after_driver_left(void)
+{
+	static atomic_int res = 1;
+	pthread_t t;
+
+	L = t_loop_new(UAIO_LOOP_THREADSAFE);
+	CHECK_EQ(pipe(seq_fd), 0);
+	CHECK_EQ(pthread_create(&t, NULL, run_once_and_leave, NULL), 0);
+	CHECK_EQ(pthread_join(t, NULL), 0);
+	CHECK_EQ(pthread_create(&t, NULL, read_and_leave, &res), 0);
+	CHECK_EQ(pthread_join(t, NULL), 0);
+	CHECK_EQ(write(seq_fd[1], "hello", 5), 5);
+	while (atomic_load(&res) == 1)
+		CHECK(uaio_loop_run_once(L, -1) >= 0);
+	CHECK_EQ(atomic_load(&res), 5);
+	CHECK(!memcmp(seq_buf, "hello", 5));
+	close(seq_fd[0]);
+	close(seq_fd[1]);
+	uaio_loop_free(L);
+}
+
 int main(int argc, char **argv)
 {
 	(void)argc;
@@ -172,5 +214,6 @@ int main(int argc, char **argv)
 	t_banner(argv[0]);
 	RUN(from_another_thread);
 	RUN(timers_beside_other_threads);
+	RUN(submitter_after_driver_left);
 	return T_EXIT_PASS;
 }

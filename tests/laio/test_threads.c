@@ -5,6 +5,8 @@
 #include <pthread.h>
 #include <linux/futex.h>
 #include <stdatomic.h>
+#include <string.h>
+#include <sys/socket.h>
 
 enum { T = 4, M = 1500, HBITS = 16 };
 
@@ -164,9 +166,71 @@ static void thread_bound(void)
 	CHECK_EQ(c.laio_errno, EAGAIN);
 }
 
+/* Threads made and joined one after another, each leaving a read on an
+ * empty pipe or socket in the background: glibc gives each the pthread_t
+ * of the one before. Each exit is a thread leaving its io_uring requests
+ * to be cancelled; every call still ends with its own bytes. (A newcomer
+ * taken for the exited driver issued its requests itself, and its exit
+ * cancelled them: 15 of 16 ended with ECANCELED.) */
+enum { SEQ = 16 };
+static int seq_fd[SEQ][2];
+static char seq_buf[SEQ][8];
+static void *seq_h[SEQ];
+
+static void *seq_caller(void *arg)
+{
+	long i = (long)arg;
+
+	seq_h[i] = BG(i & 1 ? laio_syscall(SYS_recvfrom, seq_fd[i][0], seq_buf[i], 8, 0, NULL, NULL)
+			    : laio_syscall(SYS_read, seq_fd[i][0], seq_buf[i], 8));
+	if (i % 4 == 3)
+		pthread_exit(NULL);
+	return NULL;
+}
+
+static void callers_one_after_another(void)
+{
+	struct laio_completion c[SEQ];
+	struct timespec ts = { 10, 0 };
+	pthread_t t;
+	int got = 0;
+
+	for (long i = 0; i < SEQ; i++) {
+		CHECK_EQ(i & 1 ? socketpair(AF_UNIX, SOCK_STREAM, 0, seq_fd[i]) : pipe(seq_fd[i]), 0);
+		CHECK_EQ(pthread_create(&t, NULL, seq_caller, (void *)i), 0);
+		CHECK_EQ(pthread_join(t, NULL), 0);
+	}
+	for (int i = 0; i < SEQ; i++)
+		CHECK_EQ(write(seq_fd[i][1], "hello", 5), 5);
+	while (got < SEQ) {
+		int n = laio_poll(c, SEQ, &ts);
+
+		CHECK(n > 0);
+		for (int k = 0; k < n; k++) {
+			int i = 0;
+
+			while (i < SEQ && seq_h[i] != c[k].laio_handle)
+				i++;
+			CHECK(i < SEQ);
+			if (c[k].laio_return_value != 5)
+				fprintf(stderr, "call %d: %ld (%s)\n", i, c[k].laio_return_value,
+					strerror(c[k].laio_errno));
+			CHECK_EQ(c[k].laio_return_value, 5);
+			CHECK(!memcmp(seq_buf[i], "hello", 5));
+			seq_h[i] = NULL;
+		}
+		got += n;
+	}
+	for (int i = 0; i < SEQ; i++) {
+		close(seq_fd[i][0]);
+		close(seq_fd[i][1]);
+	}
+}
+
 int main(void)
 {
 	RUN_MECHS(many_threads);
+	RUN_MECHS(callers_one_after_another);
 	RUN(thread_bound);
 	return T_EXIT_PASS;
 }

@@ -1,0 +1,29 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Which thread is which, for "is this the thread that drives the loop":
+ * glibc gives a new thread the pthread_t (and the stack, TLS included)
+ * of one that was joined, so pthread_equal() takes the newcomer for the
+ * thread that left. io_uring cancels a request when the thread that
+ * issued it exits, so a newcomer that took itself for the driver issued
+ * requests that its own exit then cancelled. A token is never reused.
+ */
+#include "uaio_core.h"
+
+#include <stdatomic.h>
+
+/* The tokens handed out so far (the process's, its fork children's
+ * own from the same point on: a child's threads are new, and their
+ * tokens are new to it). */
+static struct {
+	atomic_uint_fast64_t last;
+} thread_tokens;
+
+static __thread uint64_t my_token;
+
+uint64_t uaio__thread_token(void)
+{
+	if (UAIO_UNLIKELY(!my_token))
+		my_token = atomic_fetch_add_explicit(&thread_tokens.last, 1,
+						     memory_order_relaxed) + 1;
+	return my_token;
+}

@@ -499,10 +499,40 @@ static void table_init(void)
 			laio_row_of[laio_rows[i].nr] = (uint16_t)(i + 1);
 }
 
+static long dispatch_rows(long nr, long *a)
+{
+	const struct laio_row *row;
+
+	pthread_once(&laio_table_once, table_init);
+	if (nr < NR_MAX && laio_row_of[nr]) {
+		row = &laio_rows[laio_row_of[nr] - 1];
+		if (row->norm)
+			row->norm(a);
+		return laio_classes[row->cls].run(row, nr, a);
+	}
+	if (nr < NR_MAX && (laio_known[nr / 64] >> (nr % 64) & 1))
+		return pool_call(nr, a);
+	return laio__ret_inline(uaio__sysret(syscall(nr, a[0], a[1], a[2], a[3], a[4], a[5])));
+}
+
+/* The rest of laio_syscall: never cancelled part way (engine.h). */
+static long dispatch(long nr, long *a)
+{
+	long r;
+	int cs;
+
+	/* The kernel would truncate it to an int and run another call. */
+	if (nr < 0 || nr > INT_MAX)
+		return laio__ret_inline(-ENOSYS);
+	laio__cancel_off(&cs);
+	r = dispatch_rows(nr, a);
+	pthread_setcancelstate(cs, NULL);
+	return r;
+}
+
 UAIO_API
 long laio_syscall(long nr, ...)
 {
-	const struct laio_row *row;
 	long a[6];
 	va_list ap;
 
@@ -532,25 +562,16 @@ long laio_syscall(long nr, ...)
 		 * that stopped at a page not cached. */
 		if (r > 0) {
 			struct laio_call tmp;
+			int cs;
 
 			laio__tmp_init(&tmp, nr, a);
-			return laio__rw_after_try(&tmp, r);
+			laio__cancel_off(&cs);
+			r = laio__rw_after_try(&tmp, r);
+			pthread_setcancelstate(cs, NULL);
+			return r;
 		}
 	}
-
-	/* The kernel would truncate it to an int and run another call. */
-	if (nr < 0 || nr > INT_MAX)
-		return laio__ret_inline(-ENOSYS);
-	pthread_once(&laio_table_once, table_init);
-	if (nr < NR_MAX && laio_row_of[nr]) {
-		row = &laio_rows[laio_row_of[nr] - 1];
-		if (row->norm)
-			row->norm(a);
-		return laio_classes[row->cls].run(row, nr, a);
-	}
-	if (nr < NR_MAX && (laio_known[nr / 64] >> (nr % 64) & 1))
-		return pool_call(nr, a);
-	return laio__ret_inline(uaio__sysret(syscall(nr, a[0], a[1], a[2], a[3], a[4], a[5])));
+	return dispatch(nr, a);
 }
 
 /* docs/laio.md's class table, in markdown, from the rows. */

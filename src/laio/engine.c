@@ -338,11 +338,14 @@ static void waiter_cancelled(void *arg)
 }
 
 /* Waits for a completion or the driver's end (until deadline when > 0),
- * a cancellation point for pthread_cancel. */
-static void wait_locked(struct laio_engine *e, int64_t deadline)
+ * a cancellation point for pthread_cancel when cs (the caller's state,
+ * laio_poll runs with cancellation disabled) allows it: the only one
+ * while mu is held, and its handler lets mu go. */
+static void wait_locked(struct laio_engine *e, int64_t deadline, int cs)
 {
 	e->waiters++;
 	pthread_cleanup_push(waiter_cancelled, e);
+	pthread_setcancelstate(cs, NULL);
 	if (deadline > 0) {
 		struct timespec ts = {
 			.tv_sec = deadline / 1000000000,
@@ -352,6 +355,7 @@ static void wait_locked(struct laio_engine *e, int64_t deadline)
 	} else {
 		pthread_cond_wait(&e->cv, &e->mu);
 	}
+	pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, NULL);
 	pthread_cleanup_pop(0);
 	e->waiters--;
 }
@@ -370,7 +374,7 @@ int laio_poll(struct laio_completion *c, int n, const struct timespec *timeout)
 {
 	struct laio_engine *e = &laio__engine;
 	int64_t deadline = -1, now;
-	int got = 0;
+	int got = 0, cs;
 
 	if (!c || n <= 0 || (timeout && !uaio__ts_valid(timeout))) {
 		errno = EINVAL;
@@ -386,6 +390,7 @@ int laio_poll(struct laio_completion *c, int n, const struct timespec *timeout)
 	} else if (timeout) {
 		deadline = 0;
 	}
+	laio__cancel_off(&cs);
 	pthread_mutex_lock(&e->mu);
 	for (;;) {
 		if (e->ncq) {
@@ -408,13 +413,14 @@ int laio_poll(struct laio_completion *c, int n, const struct timespec *timeout)
 			laio__drive_locked(deadline > 0 ? deadline - now : -1);
 			continue;
 		}
-		wait_locked(e, deadline);
+		wait_locked(e, deadline, cs);
 	}
 	laio__efd_sync_locked();
 	/* Someone else may be waiting for what we left behind. */
 	if (e->ncq && e->waiters)
 		pthread_cond_signal(&e->cv);
 	pthread_mutex_unlock(&e->mu);
+	pthread_setcancelstate(cs, NULL);
 	return got;
 }
 
@@ -423,12 +429,13 @@ int laio_fd(void)
 {
 	struct laio_engine *e = &laio__engine;
 	struct epoll_event ev = { .events = EPOLLIN };
-	int r, fd;
+	int r, fd, cs;
 
 	if ((r = laio__engine_get()) < 0) {
 		errno = -r;
 		return -1;
 	}
+	laio__cancel_off(&cs);
 	pthread_mutex_lock(&e->mu);
 	if (e->epfd < 0) {
 		int efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
@@ -444,6 +451,7 @@ int laio_fd(void)
 			if (epfd >= 0)
 				close(epfd);
 			pthread_mutex_unlock(&e->mu);
+			pthread_setcancelstate(cs, NULL);
 			errno = r;
 			return -1;
 		}
@@ -454,6 +462,7 @@ int laio_fd(void)
 	}
 	fd = e->epfd;
 	pthread_mutex_unlock(&e->mu);
+	pthread_setcancelstate(cs, NULL);
 	return fd;
 }
 
@@ -473,12 +482,13 @@ int laio_cancel(void *handle)
 {
 	struct laio_engine *e = &laio__engine;
 	struct laio_call *r = handle;
-	int ret = 0;
+	int ret = 0, cs;
 
 	if (!r || !atomic_load_explicit(&e->ready, memory_order_acquire)) {
 		errno = EINVAL;
 		return -1;
 	}
+	laio__cancel_off(&cs);
 	pthread_mutex_lock(&e->mu);
 	if (!call_valid_locked(r) || r->magic != LAIO_MAGIC) {
 		ret = EINVAL;
@@ -491,6 +501,7 @@ int laio_cancel(void *handle)
 			r->flags |= CF_CANCEL_OP;
 	}
 	pthread_mutex_unlock(&e->mu);
+	pthread_setcancelstate(cs, NULL);
 	if (ret) {
 		errno = ret;
 		return -1;

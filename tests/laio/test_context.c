@@ -332,6 +332,79 @@ static void cancel_poller(void)
 	close(q[1]);
 }
 
+/* A thread with a cancel pending goes into laio_poll (which empties
+ * laio_fd()'s eventfd: a read(), with the engine's lock held), then
+ * into laio_syscall, laio_cancel and laio_fd: none acts on the cancel
+ * with the lock held. (It did in laio_poll: every later call hung.) The
+ * thread ends at its next cancellation point after them. */
+static int cp_a[2], cp_b[2];
+static pthread_barrier_t cp_bar;
+
+static void *pending_canceller(void *arg)
+{
+	struct laio_completion c[4];
+	struct timespec zero = { 0, 0 };
+	char b[4];
+	void *h;
+
+	(void)arg;
+	CHECK(laio_fd() >= 0);	/* the eventfd polls keep in step */
+	pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, NULL);
+	pthread_barrier_wait(&cp_bar);	/* main cancels us: pending */
+	h = BG(laio_syscall(SYS_read, cp_a[0], b, 1L));
+	CHECK(write(cp_a[1], "x", 1) == 1);
+	pthread_barrier_wait(&cp_bar);	/* main's own call runs the loop: ours queued */
+	pthread_barrier_wait(&cp_bar);
+	pthread_setcancelstate(PTHREAD_CANCEL_ENABLE, NULL);
+	CHECK_EQ(laio_poll(c, 4, &zero), 1);	/* the eventfd emptied */
+	CHECK(c[0].laio_handle == h);
+	h = BG(laio_syscall(SYS_read, cp_a[0], b, 1L));
+	CHECK_EQ(laio_cancel(h), 0);
+	CHECK(laio_fd() >= 0);
+	pthread_testcancel();
+	return NULL;
+}
+
+static void cancel_pending(void)
+{
+	struct laio_completion c[4];
+	struct timespec ts = { 10, 0 };
+	pthread_t t;
+	void *res, *h;
+	char b;
+	int got = 0;
+
+	alarm(60);	/* a hang is a failure (RUN_MECHS's child has no alarm of main's) */
+	CHECK(pipe(cp_a) == 0 && pipe(cp_b) == 0);
+	CHECK_EQ(pthread_barrier_init(&cp_bar, NULL, 2), 0);
+	CHECK_EQ(pthread_create(&t, NULL, pending_canceller, NULL), 0);
+	CHECK_EQ(pthread_cancel(t), 0);
+	pthread_barrier_wait(&cp_bar);
+	pthread_barrier_wait(&cp_bar);
+	h = BG(laio_syscall(SYS_read, cp_b[0], &b, 1L));
+	pthread_barrier_wait(&cp_bar);
+	CHECK_EQ(pthread_join(t, &res), 0);
+	CHECK(res == PTHREAD_CANCELED);
+	/* the engine serves on: the cancelled read's end, then ours */
+	CHECK(write(cp_b[1], "y", 1) == 1);
+	while (got < 2) {
+		int n = laio_poll(c, 4, &ts);
+
+		CHECK(n > 0);
+		for (int i = 0; i < n; i++)
+			if (c[i].laio_handle == h)
+				CHECK_EQ(c[i].laio_return_value, 1);
+		got += n;
+	}
+	CHECK_EQ(b, 'y');
+	pthread_barrier_destroy(&cp_bar);
+	alarm(0);
+	close(cp_a[0]);
+	close(cp_a[1]);
+	close(cp_b[0]);
+	close(cp_b[1]);
+}
+
 /* The caller's RESOLVE_CACHED: a reader's open of a FIFO without a
  * writer returns at once, as a plain laio open does (it blocked the
  * caller); a writer's without a reader waits in the background. */
@@ -420,6 +493,7 @@ static void all(void)
 	RUN(creds_of_the_caller);
 	RUN(table_of_the_caller);
 	RUN(cancel_poller);
+	RUN(cancel_pending);
 	RUN(resolve_cached_fifo);
 	RUN(timerfd_clock_set);
 	RUN(errno_order);

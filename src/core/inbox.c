@@ -22,7 +22,14 @@ void uaio__wake(uaio_loop *l)
 	uint64_t one = 1;
 
 	if (atomic_exchange(&l->wake_pending, 1) == 0) {
-		ssize_t r = write(l->wake_fd, &one, sizeof(one));
+		/* not cancelled before the write (a cancellation point): a
+		 * wake marked pending and never written would be the last */
+		int cs;
+		ssize_t r;
+
+		pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &cs);
+		r = write(l->wake_fd, &one, sizeof(one));
+		pthread_setcancelstate(cs, NULL);
 		(void)r;
 	}
 }

@@ -238,6 +238,7 @@ struct uaio_loop {
 
 	pthread_mutex_t lock;		/* thread-safe loops only */
 	_Atomic uintptr_t holder;	/* &uaio__self of the thread holding lock */
+	int holder_cs;			/* its cancel state before it took lock */
 	uint64_t owner;		/* thread-safe loops: the driving thread's token, or 0 */
 };
 
@@ -283,21 +284,31 @@ static inline uint64_t uaio__deadline(uint64_t now, uint64_t after)
 	return after > UINT64_MAX - now ? UINT64_MAX : now + after;
 }
 
+/* No cancel acts while it is held: the submission paths' read, write,
+ * send... are cancellation points, and a thread cancelled in one would
+ * keep the lock for good. */
 static inline bool uaio__lock(uaio_loop *l)
 {
+	int cs;
+
 	if (!l->threadsafe || uaio__holds(l))
 		return false;
+	pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &cs);
 	pthread_mutex_lock(&l->lock);
 	atomic_store_explicit(&l->holder, (uintptr_t)&uaio__self, memory_order_relaxed);
+	l->holder_cs = cs;
 	return true;
 }
 static inline void uaio__unlock(uaio_loop *l, bool taken)
 {
 	if (taken) {
+		int cs = l->holder_cs;
+
 		if (l->be->flush)
 			l->be->flush(l);
 		atomic_store_explicit(&l->holder, 0, memory_order_relaxed);
 		pthread_mutex_unlock(&l->lock);
+		pthread_setcancelstate(cs, NULL);
 	}
 }
 

@@ -15,6 +15,7 @@
 #include <stdbool.h>
 #include <string.h>
 #include <time.h>
+#include <sys/socket.h>
 
 static uaio_loop *L;
 static atomic_bool stop;
@@ -207,6 +208,82 @@ static void submitter_after_driver_left(void)
 	uaio_loop_free(L);
 }
 
+/* A thread with a cancel pending submits (epoll tries the send at once,
+ * with the loop's lock held) or posts (the wake-up's write): neither
+ * acts on the cancel, which ends the thread at its next cancellation
+ * point. (The send's left the lock held: every later op hung; the post's
+ * left the wake-up marked and never written: no post woke the loop
+ * again.) */
+static pthread_barrier_t cp_bar;
+static int cp_sv[2];
+static uaio_op cp_op;
+static atomic_int cp_res = 1, cp_posts;
+
+static void cp_post(void *data)
+{
+	(void)data;
+	atomic_fetch_add(&cp_posts, 1);
+}
+
+static void *cancelled_submitter(void *arg)
+{
+	pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, NULL);
+	pthread_barrier_wait(&cp_bar);	/* main cancels us: pending */
+	pthread_barrier_wait(&cp_bar);
+	pthread_setcancelstate(PTHREAD_CANCEL_ENABLE, NULL);
+	if (arg)
+		CHECK_EQ(uaio_loop_post(L, cp_post, NULL), 0);
+	else
+		CHECK_EQ(uaio_op_send(L, &cp_op, cp_sv[0], "hi", 2, 0, on, &cp_res), 0);
+	pthread_testcancel();
+	return NULL;
+}
+
+static void cancel_pending_submitter(void)
+{
+	static uaio_op op2;
+	static atomic_int res2 = 1;
+	pthread_t t, d;
+	void *ret;
+	char buf[8];
+
+	L = t_loop_new(UAIO_LOOP_THREADSAFE);
+	CHECK_EQ(socketpair(AF_UNIX, SOCK_STREAM, 0, cp_sv), 0);
+	CHECK_EQ(pthread_barrier_init(&cp_bar, NULL, 2), 0);
+	/* a send: main drives */
+	CHECK_EQ(pthread_create(&t, NULL, cancelled_submitter, NULL), 0);
+	pthread_barrier_wait(&cp_bar);
+	CHECK_EQ(pthread_cancel(t), 0);
+	pthread_barrier_wait(&cp_bar);
+	CHECK_EQ(pthread_join(t, &ret), 0);
+	CHECK(ret == PTHREAD_CANCELED);
+	CHECK_EQ(uaio_op_send(L, &op2, cp_sv[0], "yo", 2, 0, on, &res2), 0);
+	while (atomic_load(&res2) == 1 || atomic_load(&cp_res) == 1)
+		CHECK(uaio_loop_run_once(L, -1) >= 0);
+	CHECK_EQ(atomic_load(&cp_res), 2);
+	CHECK_EQ(atomic_load(&res2), 2);
+	CHECK_EQ(read(cp_sv[1], buf, sizeof(buf)), 4);
+	/* a post: another thread drives, asleep */
+	atomic_store(&stop, false);
+	CHECK_EQ(pthread_create(&d, NULL, driver, NULL), 0);
+	CHECK_EQ(pthread_create(&t, NULL, cancelled_submitter, (void *)1), 0);
+	pthread_barrier_wait(&cp_bar);
+	CHECK_EQ(pthread_cancel(t), 0);
+	pthread_barrier_wait(&cp_bar);
+	CHECK_EQ(pthread_join(t, &ret), 0);
+	CHECK(ret == PTHREAD_CANCELED);
+	CHECK_EQ(uaio_loop_post(L, cp_post, NULL), 0);
+	while (atomic_load(&cp_posts) < 2)	/* a lost wake-up: the watchdog */
+		usleep(1000);
+	atomic_store(&stop, true);
+	uaio_loop_post(L, cp_post, NULL);	/* wakes the driver to see stop */
+	CHECK_EQ(pthread_join(d, NULL), 0);
+	pthread_barrier_destroy(&cp_bar);
+	close(cp_sv[0]);
+	close(cp_sv[1]);
+	uaio_loop_free(L);
+}
+
 int main(int argc, char **argv)
 {
 	(void)argc;
@@ -215,5 +292,6 @@ int main(int argc, char **argv)
 	RUN(from_another_thread);
 	RUN(timers_beside_other_threads);
 	RUN(submitter_after_driver_left);
+	RUN(cancel_pending_submitter);
 	return T_EXIT_PASS;
 }

@@ -7,7 +7,8 @@
  * issued it exits, so a newcomer that took itself for the driver issued
  * requests that its own exit then cancelled. A token is never reused.
  */
-#include "uaio_core.h"
+#include "core/uaio_core.h"
+#include "util/plumb.h"
 
 #include <stdatomic.h>
 
@@ -18,7 +19,7 @@ static struct {
 	atomic_uint_fast64_t last;
 } thread_tokens;
 
-static __thread uint64_t my_token;
+static UAIO_TLS uint64_t my_token;	/* no __tls_get_addr: the drop-in may be dlopened */
 
 uint64_t uaio__thread_token(void)
 {

@@ -240,10 +240,13 @@ static int ep_submit(uaio_loop *l, uaio_op *op)
 	if (e && e->q && (uaio__op_read_side(op) ? e->q->rh : e->q->wh) &&
 	    op->opcode != OP_POLL)	/* a poll waits for no turn */
 		return uaio__ep_enqueue(l, op);
-	/* epoll watches that side (a registration kept a round after its
-	 * queue emptied): it will say when to try; but for the caller's
-	 * MSG_DONTWAIT, whose try now is its answer */
-	if (e && e->q && (e->q->reg & (uaio__op_read_side(op) ? EPOLLIN : EPOLLOUT)) &&
+	/* epoll watches the read side (a registration kept a round after
+	 * its queue emptied): it will say when to try; but for the caller's
+	 * MSG_DONTWAIT, whose try now is its answer. Not the write side: a
+	 * write may go where poll says no room (a pipe's last page takes a
+	 * small one with every slot in use; a socket's send buffer takes one
+	 * below the third poll wants free), and no event would come. */
+	if (e && e->q && uaio__op_read_side(op) && (e->q->reg & EPOLLIN) &&
 	    !uaio__ep_dontwait(op) && op->opcode != OP_POLL)
 		return uaio__ep_enqueue(l, op);
 	if (op->opcode == OP_ACCEPT_MULTI) {

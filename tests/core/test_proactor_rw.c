@@ -5,9 +5,11 @@
  * submissions then one run, pending reads on an empty pipe, poll and
  * timeout ops.
  */
+#define _GNU_SOURCE
 #include <fcntl.h>
 #include <poll.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include <uaio/loop.h>
@@ -291,6 +293,47 @@ static void test_pipe(void)
 	uaio_loop_free(l);
 }
 
+/* A full pipe, one page read out, a byte written into the freed slot:
+ * every slot is in use, so poll says no room, yet the last page takes
+ * another small write, as write(2) finds. The next byte is written at
+ * once (epoll watched the write side still, and waited for an event no
+ * reader would bring: old code hung). */
+static void test_pipe_last_page(void)
+{
+	uaio_loop *l = t_loop_new(0);
+	uaio_op w0 = { 0 }, w1 = { 0 };
+	struct res r0 = { 0 }, r1 = { 0 };
+	char page[4096] = { 0 }, got[2];
+	struct pollfd pfd;
+	int p[2];
+
+	CHECK(pipe2(p, O_NONBLOCK) == 0);
+	while (write(p[1], page, sizeof(page)) == (ssize_t)sizeof(page))
+		;
+	CHECK(fcntl(p[1], F_SETFL, 0) == 0);
+	CHECK_OK(uaio_op_write(l, &w0, p[1], "a", 1, -1, rec, &r0));
+	CHECK_EQ(uaio_loop_run_once(l, 0), 0);
+	CHECK_EQ(r0.n, 0);	/* no room */
+	CHECK_EQ(read(p[0], page, sizeof(page)), (ssize_t)sizeof(page));
+	while (!r0.n)
+		CHECK(uaio_loop_run_once(l, -1) >= 0);
+	CHECK_EQ(r0.res, 1);
+	pfd = (struct pollfd){ .fd = p[1], .events = POLLOUT };
+	CHECK_EQ(poll(&pfd, 1, 0), 0);	/* the premise: poll says no room */
+	CHECK_OK(uaio_op_write(l, &w1, p[1], "b", 1, -1, rec, &r1));
+	while (!r1.n)
+		CHECK(uaio_loop_run_once(l, -1) >= 0);
+	CHECK_EQ(r1.res, 1);
+	/* the bytes in order after the 15 pages left */
+	for (int i = 0; i < 15; i++)
+		CHECK_EQ(read(p[0], page, sizeof(page)), (ssize_t)sizeof(page));
+	CHECK_EQ(read(p[0], got, 2), 2);
+	CHECK(!memcmp(got, "ab", 2));
+	close(p[0]);
+	close(p[1]);
+	uaio_loop_free(l);
+}
+
 /* Several reads queued on one pipe are served in submission order. */
 static char order_seen[8];
 static int order_n;
@@ -393,6 +436,7 @@ int main(void)
 	RUN(test_many_then_run);
 	RUN(test_pipe);
 	RUN(test_pipe_order);
+	RUN(test_pipe_last_page);
 	RUN(test_poll_op);
 	RUN(test_timeout_op);
 	return T_EXIT_PASS;

@@ -25,6 +25,90 @@ void aio__lio_put_locked(struct aio_lio *g, bool pending)
 
 /* ------------------------------------------------------ lio_listio */
 
+/* An entry's place in the order below: its descriptor's group (the list
+ * index of the group's first entry), then the group's first, then by
+ * aio_reqprio, ties in list order. */
+struct lio_key {
+	int64_t fd;
+	int idx, group, prio;
+};
+
+static int by_fd(const void *a, const void *b)
+{
+	const struct lio_key *x = a, *y = b;
+
+	if (x->fd != y->fd)
+		return x->fd < y->fd ? -1 : 1;
+	return x->idx - y->idx;
+}
+
+static int by_turn(const void *a, const void *b)
+{
+	const struct lio_key *x = a, *y = b;
+	bool xf = x->idx == x->group, yf = y->idx == y->group;
+
+	if (x->group != y->group)
+		return x->group - y->group;
+	if (xf != yf)
+		return xf ? -1 : 1;
+	if (x->prio != y->prio)
+		return x->prio - y->prio;
+	return x->idx - y->idx;
+}
+
+/*
+ * glibc, holding its lock for the whole list, starts the first entry on
+ * each descriptor at once and queues the others behind it by priority
+ * (rt/aio_misc.c, __aio_enqueue_request: a lower aio_reqprio first, ties
+ * in list order). Here entries run inline as they are submitted, so they
+ * are submitted in that order: the list's indices in it, or NULL for the
+ * list's own order (one priority throughout, the usual case, or no
+ * memory).
+ */
+static int *lio_order(struct aiocb *const list[], int nent)
+{
+	struct lio_key *k;
+	int *ord, prio0 = 0;
+	bool mixed = false, any = false;
+
+	for (int i = 0; i < nent; i++) {
+		int op, p;
+
+		if (!list[i] || list[i]->aio_lio_opcode == LIO_NOP)
+			continue;
+		op = list[i]->aio_lio_opcode & 127;
+		p = op == LIO_READ || op == LIO_WRITE ? list[i]->aio_reqprio : 0;
+		mixed |= any && p != prio0;
+		if (!any)
+			prio0 = p;
+		any = true;
+	}
+	if (!mixed || !(k = malloc(sizeof(*k) * (size_t)nent)))
+		return NULL;
+	if (!(ord = malloc(sizeof(*ord) * (size_t)nent))) {
+		free(k);
+		return NULL;
+	}
+	for (int i = 0; i < nent; i++) {
+		struct aiocb *cb = list[i];
+		int op = cb ? cb->aio_lio_opcode : LIO_NOP;
+
+		k[i] = (struct lio_key){ .idx = i, .group = i };
+		/* a skipped entry is a group of its own */
+		k[i].fd = op == LIO_NOP ? INT64_MIN + i : cb->aio_fildes;
+		k[i].prio = (op & 127) == LIO_READ || (op & 127) == LIO_WRITE ? cb->aio_reqprio : 0;
+	}
+	qsort(k, (size_t)nent, sizeof(*k), by_fd);
+	for (int i = 1; i < nent; i++)
+		if (k[i].fd == k[i - 1].fd)
+			k[i].group = k[i - 1].group;
+	qsort(k, (size_t)nent, sizeof(*k), by_turn);
+	for (int i = 0; i < nent; i++)
+		ord[i] = k[i].idx;
+	free(k);
+	return ord;
+}
+
 /*
  * As glibc: every entry is accepted unless refused at submission (a bad
  * aio_reqprio or sigevent, no room), and entries that fail as they run
@@ -44,7 +128,8 @@ static int lio_one(int mode, struct aiocb *const list[], int nent,
 	struct lio_ctx pc = { .fd = -1, .pinned = -1,
 			      .inline_left = mode == LIO_WAIT ? SIZE_MAX : INLINE_MAX };
 	bool notify = mode == LIO_NOWAIT && sig && aio__sev_notifies(sig);
-	int refused = 0, want = 0, accepted = 0, r;
+	int refused = 0, refused_at = -1, want = 0, accepted = 0, r;
+	int *ord;
 
 	/* As glibc: no limit on nent but the requests it holds (AIO_MAX,
 	 * EAGAIN below), and a negative one is an empty list. The drop-in
@@ -72,8 +157,10 @@ static int lio_one(int mode, struct aiocb *const list[], int nent,
 		if (notify)
 			g->sev = *sig;
 	}
+	ord = lio_order(list, nent);
 	aio__xfsz_hold(&x);
-	for (int i = 0; i < nent; i++) {
+	for (int n = 0; n < nent; n++) {
+		int i = ord ? ord[n] : n;
 		struct aiocb *cb = list[i];
 		int op = cb ? cb->aio_lio_opcode : LIO_NOP, rw = op & 127;
 
@@ -93,11 +180,14 @@ static int lio_one(int mode, struct aiocb *const list[], int nent,
 			aio__cb_mark_live(cb, g);
 			aio__complete(cb, -EINVAL);
 		}
-		if (r < 0)
+		if (r < 0 && i > refused_at) {	/* the list's last refusal */
 			refused = r;
-		else
+			refused_at = i;
+		} else if (r >= 0) {
 			accepted++;
+		}
 	}
+	free(ord);
 	aio__batch_flush(&pc);
 	aio__xfsz_release(&x);
 	aio__lio_ctx_release(&pc);

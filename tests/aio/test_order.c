@@ -252,6 +252,49 @@ static void pipe_priority(void)
 	close(p[1]);
 }
 
+/* One list, entries on one descriptor: the first runs at once, the rest
+ * by aio_reqprio, ties in list order, as glibc's lio_listio queues them
+ * (they ran in list order). A pipe read in a stream of one byte each:
+ * a (p0), b (p10), c (p0) take the bytes in the order a, c, b; on a
+ * file, a read (p0) listed after writes (p0, p10) of one offset sees
+ * the first write, and the p10 write lands last. */
+static void list_priority(void)
+{
+	int p[2], fd = t_tmpfile(), err;
+	char b[3][2] = { { 0 } }, rb[5] = { 0 };
+	struct aiocb c[3], f[3];
+	struct aiocb *l[3] = { &c[0], &c[1], &c[2] }, *lf[3] = { &f[0], &f[1], &f[2] };
+	static const int prio[3] = { 0, 10, 0 };
+
+	CHECK(pipe(p) == 0);
+	CHECK(write(p[1], "123", 3) == 3);
+	for (int i = 0; i < 3; i++) {
+		c[i] = t_cb(p[0], b[i], 1, 0);
+		c[i].aio_reqprio = prio[i];
+		c[i].aio_lio_opcode = LIO_READ;
+	}
+	CHECK_EQ(ulio_listio(LIO_WAIT, l, 3, NULL), 0);
+	for (int i = 0; i < 3; i++)
+		CHECK_EQ(t_wait(&c[i], &err), 1);
+	CHECK_EQ(b[0][0], '1');
+	CHECK_EQ(b[2][0], '2');
+	CHECK_EQ(b[1][0], '3');
+
+	f[0] = t_cb(fd, (void *)"CCCC", 4, 0);
+	f[1] = t_cb(fd, (void *)"DDDD", 4, 0);
+	f[1].aio_reqprio = 10;
+	f[2] = t_cb(fd, rb, 4, 0);
+	f[0].aio_lio_opcode = f[1].aio_lio_opcode = LIO_WRITE;
+	f[2].aio_lio_opcode = LIO_READ;
+	CHECK_EQ(ulio_listio(LIO_WAIT, lf, 3, NULL), 0);
+	CHECK_EQ(t_wait(&f[2], &err), 4);
+	CHECK(!memcmp(rb, "CCCC", 4));
+	CHECK(pread(fd, rb, 4, 0) == 4 && !memcmp(rb, "DDDD", 4));
+	close(p[0]);
+	close(p[1]);
+	close(fd);
+}
+
 /* Priority is the submitting thread's scheduling priority less
  * aio_reqprio (glibc's __abs_prio): a read from a SCHED_FIFO thread passes
  * those of this ordinary thread waiting before it, even one with
@@ -506,6 +549,7 @@ int main(void)
 	RUN(writes_after_fsync);
 	RUN(stream_in_order);
 	RUN(pipe_priority);
+	RUN(list_priority);
 	RUN(thread_priority);
 	RUN(append_in_order);
 	RUN(append_set_later);

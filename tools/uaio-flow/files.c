@@ -49,8 +49,8 @@ int open_in(const struct tool *t, const char *path)
 }
 
 /* Writes the existing file at o->path in place, as cp does, instead of
- * a temporary (dropped): written over from its start and cut at the end
- * (out_end), so that a transfer that writes nothing leaves it whole. */
+ * a temporary (dropped): a failed transfer leaves it cut short. Emptied
+ * by out_ready, once the transfer is about to begin. */
 static void write_in_place(struct outfile *o)
 {
 	if (o->tmp) {
@@ -70,22 +70,6 @@ void out_ready(struct outfile *o)
 	if (!o->emptied && ftruncate(o->fd, 0) < 0)
 		fail_file(o->path, errno);
 	o->emptied = true;
-}
-
-bool out_end(struct outfile *o, bool ok, bool wrote)
-{
-	off_t end;
-
-	if (o->emptied || (!ok && !wrote))
-		return ok;
-	/* past the bytes that reached the file whole from its start: the
-	 * old bytes after them, and any written beyond, go */
-	if ((end = lseek(o->fd, 0, SEEK_CUR)) < 0 || ftruncate(o->fd, end) < 0) {
-		fprintf(stderr, "%s: %s: %s\n", ME, QFS(0, o->path), strerror(errno));
-		return false;
-	}
-	o->emptied = true;
-	return ok;
 }
 
 /* Whether the file at path has extended attributes a new inode would

@@ -196,11 +196,6 @@ void leg_start_sparse(struct tool *t, int src, int dst, char *sname, char *dname
 	}
 }
 
-bool leg_wrote(const struct leg *g)
-{
-	return g->running || g->bytes > 0;
-}
-
 static const char *verb(int side)
 {
 	return side == UAIO_FLOW_SIDE_DST ? "write" : "read";

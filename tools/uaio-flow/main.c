@@ -317,14 +317,16 @@ static int cmd_copy(struct tool *t, const char *src, const char *dst)
 		out_ready(&o);
 		leg_start_sparse(t, in, o.fd, QF(src), QF(o.path), st.st_size);
 	} else {
-		/* a file written in place is written over, and cut by
-		 * out_end. (So no clone, which wants an empty sink:
-		 * copy_file_range shares extents on XFS and btrfs all the
-		 * same.) */
+		/* emptied once the flow is accepted (a mode that cannot move
+		 * these ends, no memory for it: the file stays whole); its
+		 * first step goes out at the loop's next iteration. (So no
+		 * clone, which wants an empty sink when the method is
+		 * chosen: copy_file_range shares extents on XFS and btrfs
+		 * all the same.) */
 		leg_start(t, in, o.fd, QF(src), QF(o.path), -1);
+		out_ready(&o);
 	}
 	ok = legs_run(t) && !t->interrupted;	/* a signal, even late: no file */
-	ok = out_end(&o, ok, leg_wrote(&t->legs[0]));
 	return finish(t, close_out(&o, ok) == 0 && ok);
 }
 
@@ -387,8 +389,8 @@ static int cmd_recv(struct tool *t, const char *local, const char *file)
 	reset_on_exit(0, s);
 	clock_gettime(CLOCK_MONOTONIC, &t->t0);	/* --stats: the transfer, not the wait */
 	leg_start(t, s, o.fd, strdup(peer), QF(o.path), -1);
+	out_ready(&o);	/* after the flow is accepted, as for copy */
 	ok = legs_run(t) && !t->interrupted;	/* a signal, even late: no file */
-	ok = out_end(&o, ok, leg_wrote(&t->legs[0]));
 	/* the file in place before the peer hears the end: a rename that
 	 * fails resets the connection, as any other failure */
 	ok = close_out(&o, ok) == 0 && ok;

@@ -54,7 +54,7 @@ struct leg {
 struct outfile {
 	char *path, *tmp;
 	int fd;
-	bool emptied;	/* false: written in place over its old bytes */
+	bool emptied;	/* written in place: not emptied until out_ready */
 	mode_t setid;	/* the temporary's mode again after the last write
 			 * (which clears set-user-ID and set-group-ID), or 0 */
 };
@@ -119,8 +119,6 @@ void net_abort(int fd);
 void leg_start(struct tool *t, int src, int dst, char *sname, char *dname, int shut_fd);
 void leg_start_sparse(struct tool *t, int src, int dst, char *sname, char *dname, off_t size);
 bool legs_run(struct tool *t);
-/* Whether any byte of the leg reached its sink (or may have: still running). */
-bool leg_wrote(const struct leg *g);
 extern const struct uaio_handler legs_sig_handler;
 
 /* net.c: "HOST:PORT", "[V6]:PORT", or for listeners "[ADDR:]PORT" */
@@ -133,15 +131,10 @@ int accept_one(int ls, const char *spec, char *name, size_t n);
 int open_in(const struct tool *t, const char *path);
 void open_out(const struct tool *t, struct outfile *o, const char *dst,
 	      const char *src, const struct stat *src_st, mode_t mode);
-/* A file written in place emptied now, before a flow that leaves gaps
- * (holes) in it. */
+/* The output about to be written: a file written in place is emptied
+ * now, not at open_out, so that a wait for a peer that ends (a signal,
+ * a failed accept) leaves it whole. */
 void out_ready(struct outfile *o);
-/* The transfer ended (ok or not; wrote: any byte reached the output):
- * a file written in place over its old bytes is cut where the new ones
- * end, or left whole when none came (a flow refused at its first step,
- * a peer that sent nothing, a signal). Returns ok, or false when the
- * cut failed (said on stderr). */
-bool out_end(struct outfile *o, bool ok, bool wrote);
 int close_out(struct outfile *o, bool ok);
 
 #endif

@@ -89,8 +89,17 @@ UAIO_API void uaio_loop_lock(uaio_loop *l)
 
 UAIO_API void uaio_loop_unlock(uaio_loop *l)
 {
-	if (l->threadsafe && !uaio__foreign(l) && uaio__holds(l))
+	if (!l->threadsafe || !uaio__holds(l))
+		return;
+	if (!uaio__foreign(l)) {
 		uaio__unlock(l, true);
+		return;
+	}
+	/* A fork child's thread that held it across the fork: the loop is
+	 * the parent's (its lock stays as it is), but the thread's cancel
+	 * state, which the lock took, comes back. */
+	atomic_store_explicit(&l->holder, 0, memory_order_relaxed);
+	pthread_setcancelstate(l->holder_cs, NULL);
 }
 
 /* ------------------------------------------------------------ completion */

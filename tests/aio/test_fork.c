@@ -8,6 +8,7 @@
  * does not hang.
  */
 #include "aio/aio_util.h"
+#include <pthread.h>
 #include <semaphore.h>
 #include <sys/mman.h>
 
@@ -149,11 +150,44 @@ static void exit_in_flight(void)
 	}
 }
 
+/* The forking thread's cancellation state in the child is what it was:
+ * the engine's fork handler takes its loop's lock, which disables
+ * cancellation while held; the child's unlock of a loop that is the
+ * parent's gave nothing back (it stayed disabled for good). */
+static void child_cancel_state(void)
+{
+	static char b[4];
+	static struct aiocb r;
+	int p[2], old;
+
+	CHECK(pipe(p) == 0);
+	r = t_cb(p[0], b, 1, 0);
+	CHECK_EQ(uaio_read(&r), 0);	/* the engine is alive */
+	CHECK_EQ(pthread_setcancelstate(PTHREAD_CANCEL_ENABLE, &old), 0);
+	CHECK_EQ(old, PTHREAD_CANCEL_ENABLE);
+	fflush(NULL);
+	pid_t kid = fork();
+	CHECK(kid >= 0);
+	if (kid == 0) {
+		lsan_off = 1;
+		pthread_setcancelstate(PTHREAD_CANCEL_ENABLE, &old);
+		_exit(old == PTHREAD_CANCEL_ENABLE ? 0 : 1);
+	}
+	t_child_exit(kid, 0);
+	CHECK_EQ(pthread_setcancelstate(PTHREAD_CANCEL_ENABLE, &old), 0);
+	CHECK_EQ(old, PTHREAD_CANCEL_ENABLE);
+	CHECK(write(p[1], "x", 1) == 1);
+	CHECK_EQ(t_wait(&r, &old), 1);
+	close(p[0]);
+	close(p[1]);
+}
+
 int main(void)
 {
 	t_watchdog(60);
 	RUN(child_afresh);
 	RUN(child_cancel);
 	RUN(exit_in_flight);
+	RUN(child_cancel_state);
 	return T_EXIT_PASS;
 }

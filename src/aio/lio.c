@@ -39,7 +39,7 @@ static int by_fd(const void *a, const void *b)
 
 	if (x->fd != y->fd)
 		return x->fd < y->fd ? -1 : 1;
-	return x->idx - y->idx;
+	return x->idx < y->idx ? -1 : x->idx > y->idx;
 }
 
 static int by_turn(const void *a, const void *b)
@@ -48,12 +48,12 @@ static int by_turn(const void *a, const void *b)
 	bool xf = x->idx == x->group, yf = y->idx == y->group;
 
 	if (x->group != y->group)
-		return x->group - y->group;
+		return x->group < y->group ? -1 : 1;
 	if (xf != yf)
 		return xf ? -1 : 1;
 	if (x->prio != y->prio)
-		return x->prio - y->prio;
-	return x->idx - y->idx;
+		return x->prio < y->prio ? -1 : 1;
+	return x->idx < y->idx ? -1 : x->idx > y->idx;
 }
 
 /*
@@ -65,6 +65,19 @@ static int by_turn(const void *a, const void *b)
  * list's own order (one priority throughout, the usual case, or no
  * memory).
  */
+/* An entry's aio_reqprio as glibc queues it (its syncs with 0), or -1
+ * for one that is skipped or refused before it is queued (a bad
+ * aio_reqprio): neither takes its descriptor's first turn. */
+static int lio_prio(const struct aiocb *cb)
+{
+	if (!cb || cb->aio_lio_opcode == LIO_NOP)
+		return -1;
+	if (cb->aio_lio_opcode == LIO_DSYNC_GLIBC || cb->aio_lio_opcode == LIO_SYNC_GLIBC)
+		return 0;
+	return cb->aio_reqprio >= 0 && cb->aio_reqprio <= UAIO_AIO_PRIO_DELTA_MAX ?
+	       cb->aio_reqprio : -1;
+}
+
 static int *lio_order(struct aiocb *const list[], int nent)
 {
 	struct lio_key *k;
@@ -72,12 +85,10 @@ static int *lio_order(struct aiocb *const list[], int nent)
 	bool mixed = false, any = false;
 
 	for (int i = 0; i < nent; i++) {
-		int op, p;
+		int p = lio_prio(list[i]);
 
-		if (!list[i] || list[i]->aio_lio_opcode == LIO_NOP)
+		if (p < 0)
 			continue;
-		op = list[i]->aio_lio_opcode & 127;
-		p = op == LIO_READ || op == LIO_WRITE ? list[i]->aio_reqprio : 0;
 		mixed |= any && p != prio0;
 		if (!any)
 			prio0 = p;
@@ -90,13 +101,9 @@ static int *lio_order(struct aiocb *const list[], int nent)
 		return NULL;
 	}
 	for (int i = 0; i < nent; i++) {
-		struct aiocb *cb = list[i];
-		int op = cb ? cb->aio_lio_opcode : LIO_NOP;
-
-		k[i] = (struct lio_key){ .idx = i, .group = i };
-		/* a skipped entry is a group of its own */
-		k[i].fd = op == LIO_NOP ? INT64_MIN + i : cb->aio_fildes;
-		k[i].prio = (op & 127) == LIO_READ || (op & 127) == LIO_WRITE ? cb->aio_reqprio : 0;
+		k[i] = (struct lio_key){ .idx = i, .group = i, .prio = lio_prio(list[i]) };
+		/* a skipped or refused entry is a group of its own */
+		k[i].fd = k[i].prio < 0 ? INT64_MIN + i : list[i]->aio_fildes;
 	}
 	qsort(k, (size_t)nent, sizeof(*k), by_fd);
 	for (int i = 1; i < nent; i++)

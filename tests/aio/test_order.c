@@ -10,6 +10,7 @@
  * and an fsync after them covers them all.
  */
 #include "aio/aio_util.h"
+#include <limits.h>
 #include <pthread.h>
 #include <semaphore.h>
 #include <sys/socket.h>
@@ -290,6 +291,24 @@ static void list_priority(void)
 	CHECK_EQ(t_wait(&f[2], &err), 4);
 	CHECK(!memcmp(rb, "CCCC", 4));
 	CHECK(pread(fd, rb, 4, 0) == 4 && !memcmp(rb, "DDDD", 4));
+	/* an entry refused at submission (a bad aio_reqprio, INT_MIN: no
+	 * overflow in the order) takes no first turn: the next valid one
+	 * runs first, as glibc never queues the refused one */
+	CHECK(pwrite(fd, "old!", 4, 0) == 4);
+	f[0] = t_cb(fd, (void *)"XXXX", 4, 0);
+	f[0].aio_reqprio = INT_MIN;
+	f[1] = t_cb(fd, (void *)"NEW!", 4, 0);
+	f[1].aio_reqprio = 5;
+	f[2] = t_cb(fd, rb, 4, 0);
+	f[0].aio_lio_opcode = f[1].aio_lio_opcode = LIO_WRITE;
+	f[2].aio_lio_opcode = LIO_READ;
+	errno = 0;
+	CHECK_EQ(ulio_listio(LIO_WAIT, lf, 3, NULL), -1);
+	CHECK_EQ(errno, EIO);
+	CHECK_EQ(uaio_error(&f[0]), EINVAL);
+	CHECK_EQ(t_wait(&f[1], &err), 4);
+	CHECK_EQ(t_wait(&f[2], &err), 4);
+	CHECK(!memcmp(rb, "NEW!", 4));
 	close(p[0]);
 	close(p[1]);
 	close(fd);

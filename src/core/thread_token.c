@@ -23,8 +23,14 @@ static UAIO_TLS uint64_t my_token;	/* no __tls_get_addr: the drop-in may be dlop
 
 uint64_t uaio__thread_token(void)
 {
-	if (UAIO_UNLIKELY(!my_token))
-		my_token = atomic_fetch_add_explicit(&thread_tokens.last, 1,
-						     memory_order_relaxed) + 1;
-	return my_token;
+	if (UAIO_UNLIKELY(!__atomic_load_n(&my_token, __ATOMIC_RELAXED))) {
+		uint64_t none = 0, t = atomic_fetch_add_explicit(&thread_tokens.last, 1,
+								 memory_order_relaxed) + 1;
+
+		/* a signal handler that took one meanwhile keeps it: one
+		 * token for the thread's life */
+		__atomic_compare_exchange_n(&my_token, &none, t, false, __ATOMIC_RELAXED,
+					    __ATOMIC_RELAXED);
+	}
+	return __atomic_load_n(&my_token, __ATOMIC_RELAXED);
 }

@@ -56,15 +56,6 @@ static int by_turn(const void *a, const void *b)
 	return x->idx < y->idx ? -1 : x->idx > y->idx;
 }
 
-/*
- * glibc, holding its lock for the whole list, starts the first entry on
- * each descriptor at once and queues the others behind it by priority
- * (rt/aio_misc.c, __aio_enqueue_request: a lower aio_reqprio first, ties
- * in list order). Here entries run inline as they are submitted, so they
- * are submitted in that order: the list's indices in it, or NULL for the
- * list's own order (one priority throughout, the usual case, or no
- * memory).
- */
 /* An entry's aio_reqprio as glibc queues it (its syncs with 0), or -1
  * for one that is skipped or refused before it is queued (a bad
  * aio_reqprio): neither takes its descriptor's first turn. */
@@ -78,6 +69,15 @@ static int lio_prio(const struct aiocb *cb)
 	       cb->aio_reqprio : -1;
 }
 
+/*
+ * glibc, holding its lock for the whole list, starts the first entry on
+ * each descriptor at once and queues the others behind it by priority
+ * (rt/aio_misc.c, __aio_enqueue_request: a lower aio_reqprio first, ties
+ * in list order). Here entries run inline as they are submitted, so they
+ * are submitted in that order: the list's indices in it, or NULL for the
+ * list's own order (one priority throughout, the usual case, or no
+ * memory).
+ */
 static int *lio_order(struct aiocb *const list[], int nent)
 {
 	struct lio_key *k;

@@ -517,6 +517,20 @@ deep_names() {
 }
 SETUP=deep_names
 both -M -r s d
+# A tree that fits in PATH_MAX, into a target directory whose own name
+# takes the rest: cp 9.1 names what it makes there relative to it (only
+# the part below must fit), times and owners too, modes by the whole
+# name (-a: "preserving permissions" for the deepest). A file, a
+# symlink, a hard link and a fifo at the bottom. uaio-cp gave up at the
+# first name past PATH_MAX.
+T200=$(printf 'T%.0s' $(seq 200))
+deep_into_long() {
+  mkdir s "$T200" && perl -MPOSIX -e 'chdir "s" or die; $n = "n" x 50; for (1..78) { mkdir $n or die; chdir $n or die } open(F, ">f") or die; symlink("f", "l") or die; link("f", "h") or die; mkfifo("p", 0640) or die'
+}
+SETUP=deep_into_long
+both -M -r s "$T200"
+both -M -a s "$T200"
+both -M -r -t "$T200" s
 # Messages in the walk's order: a dangling destination symlink is known
 # when the walk meets it, not when a job fails. (Sorted: the walk goes in
 # inode order, and the two trees' s/f and s/dl need not have their

@@ -182,6 +182,9 @@ struct cp_run {
 	bool into_self;
 	const char *top_src, *top_dst;	/* the command-line names, for messages */
 	const char *target;	/* SOURCE... DIRECTORY: that directory, else NULL */
+	/* the target directory, opened (O_PATH) when a name below it is too
+	 * long for the kernel (cp_dst_at), or NULL */
+	struct cp_target *tgt;
 	struct cp_tsres tsres[CP_TSRES_MAX];	/* utimecmp.c */
 	unsigned ntsres;
 	unsigned dir_fds;	/* directories holding sfd and dfd */
@@ -191,6 +194,63 @@ struct cp_run {
 	uint64_t t0_ns, shown_ns;
 	bool bar_on, bar_drawn;
 };
+
+/* The target directory of a SOURCE... DIRECTORY copy: its descriptor
+ * (-1 until needed) and the length of the "DIR/" its destination names
+ * begin with (walk.c). */
+struct cp_target {
+	const char *path;
+	int fd;
+	size_t plen;
+};
+struct cp_target *cp_target_new(const char *dir);
+void cp_target_free(struct cp_target *t);
+int cp_target_fd(struct cp_target *t);
+
+/* The descriptor and name the kernel is given for path, a destination
+ * name: path itself, or, when it is PATH_MAX or longer and lies in the
+ * target directory, its part below it from the target's descriptor, as
+ * cp 9.1 names what it makes there (only that part must fit). */
+static inline int cp_dst_at(const struct cp_run *r, const char *path, const char **name)
+{
+	size_t n = strlen(path);
+	int fd;
+
+	*name = path;
+	if (!r->tgt || n < PATH_MAX || n <= r->tgt->plen || (fd = cp_target_fd(r->tgt)) < 0)
+		return AT_FDCWD;
+	*name = path + r->tgt->plen;
+	return fd;
+}
+
+/* fstatat(2) of a destination name, by cp_dst_at. */
+static inline int cp_dst_stat(const struct cp_run *r, const char *path, struct stat *st,
+			      int flags)
+{
+	const char *name;
+	int at = cp_dst_at(r, path, &name);
+
+	return fstatat(at, name, st, flags);
+}
+
+/* Whether the kernel would refuse path's name as too long. */
+static inline bool cp_dst_too_long(const struct cp_run *r, const char *path)
+{
+	const char *name;
+
+	(void)cp_dst_at(r, path, &name);
+	return strlen(name) >= PATH_MAX;
+}
+
+/* The entry path of directory d by d's descriptor when d holds one, else
+ * as cp_dst_at gives it. */
+static inline int cp_dst_at_dir(const struct cp_run *r, const struct cp_dir *d,
+				const char *path, const char **name)
+{
+	int at = cp_at(d, true, path, name);
+
+	return at != AT_FDCWD ? at : cp_dst_at(r, path, name);
+}
 
 /* main.c / opts.c */
 int cp_parse(struct cp_run *r, int argc, char **argv, int *first);

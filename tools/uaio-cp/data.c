@@ -136,7 +136,7 @@ bool cp_jobs_write_into(struct cp_run *r, const struct stat *st)
 
 		if (!d)
 			continue;
-		if (!d->dst_known && lstat(d->dst, &ds) == 0) {
+		if (!d->dst_known && cp_dst_stat(r, d->dst, &ds, AT_SYMLINK_NOFOLLOW) == 0) {
 			d->dst_dev = ds.st_dev;
 			d->dst_ino = ds.st_ino;
 			d->dst_known = true;
@@ -181,7 +181,7 @@ void cp_wait_reader(struct cp_run *r, const char *dst)
 {
 	struct stat ds;
 
-	if (!r->running || stat(dst, &ds) < 0)
+	if (!r->running || cp_dst_stat(r, dst, &ds, 0) < 0)
 		return;
 	while (cp_reading(r, ds.st_dev, ds.st_ino))
 		if (run_once(r) < 0)
@@ -305,7 +305,7 @@ static dev_t dst_dev_of(const struct cp_job *j)
 
 	if (j->dst_dev)
 		return j->dst_dev;
-	if (d && !d->dst_known && lstat(d->dst, &ds) == 0) {
+	if (d && !d->dst_known && cp_dst_stat(j->r, d->dst, &ds, AT_SYMLINK_NOFOLLOW) == 0) {
 		d->dst_dev = ds.st_dev;
 		d->dst_ino = ds.st_ino;
 		d->dst_known = true;
@@ -493,7 +493,7 @@ int cp_file(struct cp_run *r, struct cp_dir *dir, const char *src,
 	}
 	{
 		const char *name;
-		int at = cp_at(j->dir, true, j->dst, &name);
+		int at = cp_dst_at_dir(r, j->dir, j->dst, &name);
 
 		ret = uaio_op_openat(r->l, &j->op, at, name,
 				     O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, create_mode,

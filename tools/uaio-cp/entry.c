@@ -37,7 +37,10 @@ static void verbose_removed(struct cp_run *r, const char *dst)
 
 static int remove_existing(struct cp_run *r, const char *dst)
 {
-	if (unlink(dst) < 0 && errno != ENOENT) {
+	const char *name;
+	int at = cp_dst_at(r, dst, &name);
+
+	if (unlinkat(at, name, 0) < 0 && errno != ENOENT) {
 		cp_err(r, errno, _("cannot remove %s"), q(r, dst));
 		return -1;
 	}
@@ -55,6 +58,8 @@ static bool same_file_ok(const struct cp_run *r, const char *src,
 	const struct stat *sl = src_sb, *dl = dst_sb;
 	struct stat ts, td;
 	bool same = SAME_INODE(*src_sb, *dst_sb), same_link;
+	const char *dname;
+	int dat = cp_dst_at(r, dst, &dname);
 
 	*done = false;
 	if (r->o.deref == DEREF_NEVER) {
@@ -72,7 +77,7 @@ static bool same_file_ok(const struct cp_run *r, const char *src,
 	} else {
 		if (!same)
 			return true;
-		if (lstat(dst, &td) != 0 || lstat(src, &ts) != 0)
+		if (fstatat(dat, dname, &td, AT_SYMLINK_NOFOLLOW) != 0 || lstat(src, &ts) != 0)
 			return true;
 		sl = &ts;
 		dl = &td;
@@ -93,7 +98,7 @@ static bool same_file_ok(const struct cp_run *r, const char *src,
 		/* A symlink onto what it points to, or the reverse. */
 		if (S_ISLNK(sl->st_mode) ? stat(src, &ts) != 0 : (ts = *sl, false))
 			return true;
-		if (S_ISLNK(dl->st_mode) ? stat(dst, &td) != 0 : (td = *dl, false))
+		if (S_ISLNK(dl->st_mode) ? fstatat(dat, dname, &td, 0) != 0 : (td = *dl, false))
 			return true;
 		if (!SAME_INODE(ts, td))
 			return true;
@@ -116,11 +121,13 @@ static const char *remember(struct cp_run *r, const struct stat *st, const char 
  * force_linkat: a link under a temporary name in dst's directory, renamed
  * over dst), so a link that cannot be made leaves dst as it was. 0, 1 if
  * it replaced dst, or -errno. */
-static int link_replacing(const char *earlier, const char *dst)
+static int link_replacing(const struct cp_run *r, const char *earlier, const char *dst)
 {
 	size_t dir = strlen(dst);
+	const char *en, *dn, *tn;
+	int eat = cp_dst_at(r, earlier, &en), dat = cp_dst_at(r, dst, &dn), tat;
 
-	if (link(earlier, dst) == 0)
+	if (linkat(eat, en, dat, dn, 0) == 0)
 		return 0;
 	if (errno != EEXIST)
 		return -errno;
@@ -131,12 +138,13 @@ static int link_replacing(const char *earlier, const char *dst)
 	memcpy(tmp, dst, dir);
 	for (unsigned k = 0; k < 100; k++) {
 		snprintf(tmp + dir, 24, ".uaio-cp.%u.%u", (unsigned)getpid(), k);
-		if (link(earlier, tmp) == 0) {
+		tat = cp_dst_at(r, tmp, &tn);
+		if (linkat(eat, en, tat, tn, 0) == 0) {
 			/* rename does nothing when dst is already this file's
 			 * link: the temporary name goes either way */
-			int e = rename(tmp, dst) == 0 ? 0 : errno;
+			int e = renameat(tat, tn, dat, dn) == 0 ? 0 : errno;
 
-			unlink(tmp);
+			unlinkat(tat, tn, 0);
 			return e ? -e : 1;
 		}
 		if (errno != EEXIST)
@@ -148,7 +156,7 @@ static int link_replacing(const char *earlier, const char *dst)
 /* A hard link at dst to the copy made before. */
 static void hard_link(struct cp_run *r, const char *earlier, const char *dst)
 {
-	int ret = link_replacing(earlier, dst);
+	int ret = link_replacing(r, earlier, dst);
 
 	if (ret < 0)
 		cp_err(r, -ret, _("cannot create hard link %s to %s"), q(r, dst), q(r, earlier));
@@ -164,8 +172,8 @@ static bool copy_reg(struct cp_run *r, struct cp_dir *pd, const char *src,
 		     bool tracked, bool dangling)
 {
 	int follow = r->o.deref == DEREF_NEVER ? O_NOFOLLOW : 0, dfd = -1;
-	const char *name;
-	int at = cp_at(pd, false, src, &name);
+	const char *name, *dname;
+	int at = cp_at(pd, false, src, &name), dat = cp_dst_at(r, dst, &dname);
 	/* Already ours: no owner to change, so nothing to hide meanwhile. */
 	bool ours = r->o.p_owner && !exists && pd && pd->plain &&
 		    lst->st_uid == r->euid && lst->st_gid == r->egid;
@@ -190,7 +198,7 @@ static bool copy_reg(struct cp_run *r, struct cp_dir *pd, const char *src,
 		return false;
 	}
 	if (!exists && ((dangling && !r->o.open_dangling) || dst[strlen(dst) - 1] == '/' ||
-			strlen(dst) >= PATH_MAX)) {
+			cp_dst_too_long(r, dst))) {
 		int err = ENAMETOOLONG;
 
 		if (dangling) {
@@ -200,8 +208,8 @@ static bool copy_reg(struct cp_run *r, struct cp_dir *pd, const char *src,
 		}
 		/* "new/" is never made: the kernel's reason, as cp gives
 		 * it (EISDIR named as the missing directory's ENOTDIR) */
-		if (strlen(dst) < PATH_MAX) {
-			int fd = open(dst, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+		if (!cp_dst_too_long(r, dst)) {
+			int fd = openat(dat, dname, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
 
 			err = fd >= 0 ? EISDIR : errno;
 			if (fd >= 0)
@@ -231,7 +239,7 @@ static bool copy_reg(struct cp_run *r, struct cp_dir *pd, const char *src,
 		       ((create & ~r->umask) == (lst->st_mode & 07777) ? CP_HAS_MODE : 0);
 	if (exists) {
 		cp_wait_reader(r, dst);
-		while ((dfd = open(dst, O_WRONLY | O_TRUNC | O_CLOEXEC | O_NOCTTY)) < 0 &&
+		while ((dfd = openat(dat, dname, O_WRONLY | O_TRUNC | O_CLOEXEC | O_NOCTTY)) < 0 &&
 		       cp_fd_wait(r, errno))
 			;
 		if (dfd < 0) {
@@ -252,8 +260,8 @@ static bool copy_reg(struct cp_run *r, struct cp_dir *pd, const char *src,
 	/* POSIXLY_CORRECT: a dangling symlink is written through, its
 	 * target made, as cp 9.1 does (an open without O_EXCL) */
 	if (!exists && (tracked || r->o.tight || dangling)) {
-		while ((dfd = open(dst, O_WRONLY | O_CREAT | (dangling ? 0 : O_EXCL) | O_CLOEXEC,
-				   create)) < 0 &&
+		while ((dfd = openat(dat, dname, O_WRONLY | O_CREAT | (dangling ? 0 : O_EXCL) | O_CLOEXEC,
+				     create)) < 0 &&
 		       cp_fd_wait(r, errno))
 			;
 		if (dfd < 0) {
@@ -277,7 +285,8 @@ static void copy_other(struct cp_run *r, const char *src, const char *dst,
 		       const struct stat *st)
 {
 	mode_t omitted = r->o.p_owner ? st->st_mode & 077 : 0;
-	int ret;
+	const char *name;
+	int ret, at = cp_dst_at(r, dst, &name);
 
 	if (S_ISLNK(st->st_mode)) {
 		char *target = malloc((size_t)st->st_size + 2);
@@ -289,18 +298,18 @@ static void copy_other(struct cp_run *r, const char *src, const char *dst,
 			return;
 		}
 		target[n] = 0;
-		ret = symlink(target, dst);
+		ret = symlinkat(target, at, name);
 		free(target);
 		if (ret < 0) {
 			cp_err(r, errno, _("cannot create symbolic link %s"), q(r, dst));
 			return;
 		}
 	} else if (S_ISFIFO(st->st_mode)) {
-		if (mkfifo(dst, (st->st_mode & 07777) & ~omitted) < 0) {
+		if (mkfifoat(at, name, (st->st_mode & 07777) & ~omitted) < 0) {
 			cp_err(r, errno, _("cannot create fifo %s"), q(r, dst));
 			return;
 		}
-	} else if (mknod(dst, (st->st_mode & (S_IFMT | 07777)) & ~omitted, st->st_rdev) < 0) {
+	} else if (mknodat(at, name, (st->st_mode & (S_IFMT | 07777)) & ~omitted, st->st_rdev) < 0) {
 		cp_err(r, errno, _("cannot create special file %s"), q(r, dst));
 		return;
 	}
@@ -316,7 +325,7 @@ static bool existing(struct cp_run *r, const struct cp_dir *pd, const char *src,
 {
 	bool isdir = S_ISDIR(st->st_mode), done = false;
 	const char *name;
-	int at = cp_at(pd, true, dst, &name);
+	int at = cp_dst_at_dir(r, pd, dst, &name);
 
 	/* -n looks no further, not even at whether it is the same file. */
 	if (!r->o.no_clobber && !same_file_ok(r, src, st, dst, dst_st, &done)) {
@@ -400,14 +409,15 @@ static void decide(struct cp_run *r, struct cp_dir *pd, const char *src,
 	if (top && r->args_twice &&
 	    seen_find(&r->made, 0, seen_name_key(dst), SEEN_STRING, dst))
 		cp_drain(r, 1);	/* a name made just now: let its file appear */
-	if (strlen(dst) >= PATH_MAX && (!pd || !pd->fresh)) {
-		/* cp names files by their whole path: it stops here */
+	if (cp_dst_too_long(r, dst) && (!pd || !pd->fresh)) {
+		/* cp names files by their path (below the target
+		 * directory, when there is one): it stops here */
 		cp_err(r, ENAMETOOLONG, _("cannot stat %s"), q(r, dst));
 		return;
 	}
 	if (!pd || !pd->fresh) {
 		const char *name;
-		int at = cp_at(pd, true, dst, &name);
+		int at = cp_dst_at_dir(r, pd, dst, &name);
 		int ret = fstatat(at, name, &dst_st, AT_SYMLINK_NOFOLLOW);
 
 		/* Looked at first, followed only when it is a symlink a
@@ -513,8 +523,12 @@ static void decide(struct cp_run *r, struct cp_dir *pd, const char *src,
 	}
 	/* Still there (cp removes it first only under -P): a symlink is
 	 * replaced under -f, anything else fails to be made, as in cp. */
-	if (exists && S_ISLNK(st->st_mode) && r->o.force)
-		(void)unlink(dst);
+	if (exists && S_ISLNK(st->st_mode) && r->o.force) {
+		const char *name;
+		int at = cp_dst_at(r, dst, &name);
+
+		(void)unlinkat(at, name, 0);
+	}
 	copy_other(r, src, dst, st);
 }
 
@@ -538,11 +552,13 @@ void cp_entry(struct cp_run *r, struct cp_dir *pd, const char *src,
 void cp_create_failed(struct cp_run *r, int err, const char *dst)
 {
 	char c;
+	const char *name;
+	int at = cp_dst_at(r, dst, &name);
 
 	/* EEXIST on a name stat found nothing at: a symlink made dangling
 	 * since, which cp will not write through (under POSIXLY_CORRECT it
 	 * would: a race this leaves refused). */
-	if (err == EEXIST && readlink(dst, &c, 1) >= 0)
+	if (err == EEXIST && readlinkat(at, name, &c, 1) >= 0)
 		cp_err(r, 0, _("not writing through dangling symlink %s"), q(r, dst));
 	else
 		cp_err(r, err, _("cannot create regular file %s"), q(r, dst));

@@ -197,6 +197,7 @@ int main(int argc, char **argv)
 	r.args_twice = target && n >= 2;
 	r.target = target;
 	if (target) {
+		r.tgt = cp_target_new(target);
 		char *target_real = NULL;
 
 		for (int i = 0; i < n; i++) {
@@ -210,6 +211,7 @@ int main(int argc, char **argv)
 		cp_top(&r, files[0], files[1], false);
 	}
 	cp_drain(&r, 1);
+	cp_target_free(r.tgt);
 	cp_bar_stop(&r);
 	cp_data_fini(&r);
 	seen_free(&r.links);

@@ -248,13 +248,18 @@ static bool meta_apply(const struct cp_run *r, int src_fd, const char *src, int 
 	const struct cp_opts *o = &r->o;
 	bool link = S_ISLNK(st->st_mode), chown_failed = false;
 	int list_err = 0;
+	/* times and owner by the name below the target directory, as cp
+	 * 9.1 sets them (utimensat, lchownat from it); mode, ACLs and
+	 * xattrs by the whole name, as it sets those */
+	const char *rel;
+	int at = cp_dst_at(r, dst, &rel);
 	unsigned acl = 0;
 	unsigned xset = 0;
 
 	if (o->p_times) {
 		struct timespec ts[2] = { st->st_atim, st->st_mtim };
 		int ret = fd >= 0 ? futimens(fd, ts) :
-			  utimensat(AT_FDCWD, dst, ts, AT_SYMLINK_NOFOLLOW);
+			  utimensat(at, rel, ts, AT_SYMLINK_NOFOLLOW);
 
 		if (ret < 0 && !(link && errno == EOPNOTSUPP)) {
 			note(out, errno, "preserving times for %s");
@@ -268,13 +273,13 @@ static bool meta_apply(const struct cp_run *r, int src_fd, const char *src, int 
 	if (o->p_owner && !(has & CP_HAS_OWNER) && !is_new) {
 		struct stat now;
 
-		if ((fd >= 0 ? fstat(fd, &now) : lstat(dst, &now)) == 0 &&
+		if ((fd >= 0 ? fstat(fd, &now) : fstatat(at, rel, &now, AT_SYMLINK_NOFOLLOW)) == 0 &&
 		    now.st_uid == st->st_uid && now.st_gid == st->st_gid)
 			has |= CP_HAS_OWNER;
 	}
 	if (o->p_owner && !(has & CP_HAS_OWNER)) {
 		int ret = fd >= 0 ? fchown(fd, st->st_uid, st->st_gid) :
-			  lchown(dst, st->st_uid, st->st_gid);
+			  fchownat(at, rel, st->st_uid, st->st_gid, AT_SYMLINK_NOFOLLOW);
 
 		if (ret < 0) {
 			if (!r->root && (errno == EPERM || errno == EINVAL)) {
@@ -282,7 +287,8 @@ static bool meta_apply(const struct cp_run *r, int src_fd, const char *src, int 
 				if (fd >= 0)
 					(void)!fchown(fd, (uid_t)-1, st->st_gid);
 				else
-					(void)!lchown(dst, (uid_t)-1, st->st_gid);
+					(void)!fchownat(at, rel, (uid_t)-1, st->st_gid,
+							AT_SYMLINK_NOFOLLOW);
 				chown_failed = true;
 			} else {
 				note(out, errno, "failed to preserve ownership for %s");

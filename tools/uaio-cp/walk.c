@@ -76,7 +76,7 @@ static void dir_fds_open(struct cp_run *r, struct cp_dir *d)
 		return;
 	at = cp_at(d->parent, false, d->src_name, &name);
 	d->sfd = openat(at, name, O_PATH | O_DIRECTORY | O_CLOEXEC);
-	at = cp_at(d->parent, true, d->dst, &name);
+	at = cp_dst_at_dir(r, d->parent, d->dst, &name);
 	d->dfd = openat(at, name, O_PATH | O_DIRECTORY | O_CLOEXEC);
 	if (d->sfd < 0 || d->dfd < 0) {
 		if (d->sfd >= 0)
@@ -149,9 +149,11 @@ void cp_copy_dir(struct cp_run *r, struct cp_dir *pd, const char *src,
 		cp_drain(r, 1);
 	if (!exists) {
 		mode_t mode = st->st_mode & 07777;
+		const char *name;
+		int at = cp_dst_at(r, dst, &name);
 
 		d->omitted = mode & (r->o.p_owner ? 077 : 022);
-		if (mkdir(dst, mode & ~d->omitted) < 0) {
+		if (mkdirat(at, name, mode & ~d->omitted) < 0) {
 			cp_err(r, errno, _("cannot create directory %s"), q(r, dst));
 			free(d);
 			return;
@@ -162,8 +164,8 @@ void cp_copy_dir(struct cp_run *r, struct cp_dir *pd, const char *src,
 		if ((mode & ~d->omitted & ~r->umask & S_IRWXU) != S_IRWXU) {
 			struct stat now;
 
-			if (lstat(dst, &now) == 0 &&
-			    chmod(dst, (now.st_mode & 07777) | S_IRWXU) == 0)
+			if (fstatat(at, name, &now, AT_SYMLINK_NOFOLLOW) == 0 &&
+			    fchmodat(at, name, (now.st_mode & 07777) | S_IRWXU, 0) == 0)
 				d->restore = now.st_mode & 07777;
 		}
 		if (!r->first_dir) {
@@ -171,7 +173,7 @@ void cp_copy_dir(struct cp_run *r, struct cp_dir *pd, const char *src,
 			 * the walk meeting it is a copy into itself (entry.c) */
 			struct stat now;
 
-			if (lstat(dst, &now) == 0)
+			if (fstatat(at, name, &now, AT_SYMLINK_NOFOLLOW) == 0)
 				seen_add(&r->links, now.st_dev, now.st_ino, dst);
 			r->first_dir = true;
 		}
@@ -292,6 +294,32 @@ static char *strip_slashes(const char *s)
 }
 
 /* (trailing slashes are no part of the name, stripped or not) */
+struct cp_target *cp_target_new(const char *dir)
+{
+	struct cp_target *t = malloc(sizeof(*t));
+	char *p = join(dir, "");
+
+	if (!t)
+		cp_oom();
+	*t = (struct cp_target){ .path = dir, .fd = -1, .plen = strlen(p) };
+	free(p);
+	return t;
+}
+
+int cp_target_fd(struct cp_target *t)
+{
+	if (t->fd < 0)
+		t->fd = open(t->path, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	return t->fd;
+}
+
+void cp_target_free(struct cp_target *t)
+{
+	if (t && t->fd >= 0)
+		close(t->fd);
+	free(t);
+}
+
 char *cp_top_name(const char *src, const char *dir)
 {
 	const char *base = src + strlen(src);

@@ -17,7 +17,7 @@ static long whole_data(struct cp_job *j)
 	j->stage = STAGE_CREATE;
 	if (j->dfd < 0) {
 		const char *name;
-		int at = cp_at(j->dir, true, j->dst, &name);
+		int at = cp_dst_at_dir(j->r, j->dir, j->dst, &name);
 
 		j->dfd = openat(at, name, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC,
 				j->create_mode);

@@ -378,6 +378,50 @@ static void recvfrom_addr_cancel(void)
 	close(a);
 }
 
+/* A receive from an empty error queue is EAGAIN at once, as the kernel
+ * never waits there (it went to the background, waited for data, and
+ * never ended). */
+static void errqueue_empty(void)
+{
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	char b[16], ctl[64];
+	struct iovec iov = { b, sizeof(b) };
+	struct msghdr m = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl,
+			    .msg_controllen = sizeof(ctl) };
+	int u = socket(AF_INET, SOCK_DGRAM, 0);
+
+	CHECK(u >= 0 && bind(u, (struct sockaddr *)&a, sizeof(a)) == 0);
+	errno = 0;
+	CHECK_EQ(INL(laio_syscall(SYS_recvmsg, u, &m, MSG_ERRQUEUE)), -1);
+	CHECK_EQ(errno, EAGAIN);
+	CHECK_EQ(INL(laio_syscall(SYS_recvfrom, u, b, sizeof(b), MSG_ERRQUEUE, NULL, NULL)), -1);
+	CHECK_EQ(errno, EAGAIN);
+	close(u);
+}
+
+/* SO_RCVLOWAT: a read waits for that many bytes, as the plain call does
+ * (it ended with the first 10 of them). */
+static void rcvlowat(void)
+{
+	struct timespec ts = { 0, 200 * 1000 * 1000 };
+	struct laio_completion c;
+	int s[2], low = 20;
+	char b[40];
+	void *h;
+
+	CHECK(socketpair(AF_UNIX, SOCK_STREAM, 0, s) == 0);
+	CHECK(setsockopt(s[0], SOL_SOCKET, SO_RCVLOWAT, &low, sizeof(low)) == 0);
+	h = BG(laio_syscall(SYS_read, s[0], b, sizeof(b)));
+	CHECK_EQ(write(s[1], "0123456789", 10), 10);
+	CHECK_EQ(laio_poll(&c, 1, &ts), 0);	/* 10 of 20: still waiting */
+	CHECK_EQ(write(s[1], "abcdefghij", 10), 10);
+	c = wait_one(h);
+	CHECK_EQ(c.laio_return_value, 20);
+	CHECK(!memcmp(b, "0123456789abcdefghij", 20));
+	close(s[0]);
+	close(s[1]);
+}
+
 static void all(void)
 {
 	if (getenv("ONLY_TCP")) { RUN(tcp_accept_connect); return; }
@@ -389,6 +433,8 @@ static void all(void)
 	RUN(waitall);
 	RUN(big_sendmsg);
 	RUN(recvfrom_addr_cancel);
+	RUN(errqueue_empty);
+	RUN(rcvlowat);
 }
 
 int main(void)

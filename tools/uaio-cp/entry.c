@@ -356,7 +356,8 @@ static bool existing(struct cp_run *r, const struct cp_dir *pd, const char *src,
 
 			/* cp looks for the name with the inode its stat found:
 			 * followed, a link made just now is not that one */
-			if (!S_ISLNK(dst_st->st_mode) && lstat(dst, &l) == 0 && S_ISLNK(l.st_mode))
+			if (!S_ISLNK(dst_st->st_mode) &&
+			    cp_dst_stat(r, dst, &l, AT_SYMLINK_NOFOLLOW) == 0 && S_ISLNK(l.st_mode))
 				cp_err(r, 0, _("will not copy %s through just-created symlink %s"),
 				       q(r, src), q(r, dst));
 			else
@@ -451,7 +452,7 @@ static void decide(struct cp_run *r, struct cp_dir *pd, const char *src,
 		/* what stat could not follow: a dangling symlink made just now */
 		struct stat l;
 
-		if (lstat(dst, &l) == 0 && S_ISLNK(l.st_mode)) {
+		if (cp_dst_stat(r, dst, &l, AT_SYMLINK_NOFOLLOW) == 0 && S_ISLNK(l.st_mode)) {
 			cp_err(r, 0, _("will not copy %s through just-created symlink %s"),
 			       q(r, src), q(r, dst));
 			return;

@@ -248,9 +248,10 @@ static bool meta_apply(const struct cp_run *r, int src_fd, const char *src, int 
 	const struct cp_opts *o = &r->o;
 	bool link = S_ISLNK(st->st_mode), chown_failed = false;
 	int list_err = 0;
-	/* times and owner by the name below the target directory, as cp
-	 * 9.1 sets them (utimensat, lchownat from it); mode, ACLs and
-	 * xattrs by the whole name, as it sets those */
+	/* times, owner and the bits given back at the end by the name
+	 * below the target directory, as cp 9.1 sets them (utimensat,
+	 * lchownat, lchmodat from it); -p's mode, ACLs and xattrs by the
+	 * whole name, as it sets those */
 	const char *rel;
 	int at = cp_dst_at(r, dst, &rel);
 	unsigned acl = 0;
@@ -371,11 +372,14 @@ static bool meta_apply(const struct cp_run *r, int src_fd, const char *src, int 
 		/* Bits left out at creation for safety come back now, as cp. */
 		struct stat now;
 
-		if ((fd >= 0 ? fstat(fd, &now) : lstat(dst, &now)) == 0 &&
+		if ((fd >= 0 ? fstat(fd, &now) : fstatat(at, rel, &now, AT_SYMLINK_NOFOLLOW)) == 0 &&
 		    (omitted & ~now.st_mode))
 			restore_mode = (int)(now.st_mode & 07777);
 	}
-	if (restore_mode >= 0 && chmod_fd(fd, dst, (mode_t)restore_mode | omitted) < 0)
+	/* (by the name below the target, as cp's lchmodat) */
+	if (restore_mode >= 0 &&
+	    (fd >= 0 ? fchmod(fd, (mode_t)restore_mode | omitted) :
+		       fchmodat(at, rel, (mode_t)restore_mode | omitted, 0)) < 0)
 		note(out, errno, "preserving permissions for %s");
 	return true;
 }

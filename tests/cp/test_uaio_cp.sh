@@ -531,6 +531,22 @@ SETUP=deep_into_long
 both -M -r s "$T200"
 both -M -a s "$T200"
 both -M -r -t "$T200" s
+# ... and the modes given back at the end there: a read-only directory
+# (u+rwx while it is filled), and, at umask 000, a 0777 one (its bits
+# left out at creation); both went by the whole name (an error for the
+# first, the second silently narrower).
+deep_modes() {
+  deep_into_long && perl -e 'chdir "s" or die; $n = "n" x 50; for (1..78) { chdir $n or die } mkdir "ro" or die; open(F, ">ro/f") or die; close F; chmod 0500, "ro"; mkdir "wide" or die; chmod 0777, "wide"'
+}
+bottom_modes() {
+  perl -e 'chdir $ARGV[0] or die; chdir $ARGV[1] or die; chdir "s" or die; $n = "n" x 50; for (1..78) { chdir $n or die } printf "%o %o\n", (stat "ro")[2] & 07777, (stat "wide")[2] & 07777' "$1" "$T200"
+}
+SETUP=deep_modes
+UM=000
+both -M -r s "$T200"
+[ "$(bottom_modes "$T/g")" = "$(bottom_modes "$T/u")" ] ||
+  fail "modes below a long target: cp $(bottom_modes "$T/g"), uaio-cp $(bottom_modes "$T/u")"
+UM=022
 # Messages in the walk's order: a dangling destination symlink is known
 # when the walk meets it, not when a job fails. (Sorted: the walk goes in
 # inode order, and the two trees' s/f and s/dl need not have their

@@ -167,18 +167,6 @@ bool laio__sock_timeout(int fd, bool write)
 	       (tv.tv_sec || tv.tv_usec);
 }
 
-/* A socket whose receives wait for more than one byte (SO_RCVLOWAT): the
- * plain call waits for that many, the ring's (and a retry after
- * readiness) returns what the first arrival brought, so such a read
- * goes to the helper pool too. */
-bool laio__sock_lowat(int fd)
-{
-	int lowat = 1;
-	socklen_t len = sizeof(lowat);
-
-	return getsockopt(fd, SOL_SOCKET, SO_RCVLOWAT, &lowat, &len) == 0 && lowat > 1;
-}
-
 /* Drops the first n bytes of the remaining iovs (continuation). A
  * sendmsg or recvmsg goes on with a msghdr of ours: what the first part
  * carried besides data (ancillary data; the peer's address, received) is

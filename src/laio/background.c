@@ -178,13 +178,12 @@ static bool raises_sigpipe(struct laio_call *r)
 int laio__submit_rw_bg(struct laio_call *r)
 {
 	bool by_poll, sigpipe = raises_sigpipe(r);
-	bool wr = laio__is_write_nr(r->nr) || r->nr == SYS_sendto || r->nr == SYS_sendmsg;
 	int ret, d;
 
 	if (!r->timeo)
 		r->timeo = !laio__fd_isreg(r) &&
-			   (laio__sock_timeout((int)r->a[0], wr) ||
-			    (!wr && laio__sock_lowat((int)r->a[0]))) ? 2 : 1;
+			   laio__sock_timeout((int)r->a[0], laio__is_write_nr(r->nr) ||
+					      r->nr == SYS_sendto || r->nr == SYS_sendmsg) ? 2 : 1;
 	if (r->timeo == 2)
 		return laio__submit_work(r);
 	/* A pipe or socket on epoll waits for readiness and is tried again
@@ -556,6 +555,19 @@ static bool msghdr_peek(struct msghdr *m, const void *at)
 	return process_vm_readv(getpid(), &l, 1, &r, 1, 0) == (ssize_t)sizeof(*m);
 }
 
+/* A receive from the error queue of a socket that has one (IPv4, IPv6,
+ * packet): the kernel answers it at once. Others ignore the flag, and
+ * the receive waits for data as any other. */
+static bool errqueue(int fd, long flags)
+{
+	int dom = 0;
+	socklen_t len = sizeof(dom);
+
+	return (flags & MSG_ERRQUEUE) &&
+	       getsockopt(fd, SOL_SOCKET, SO_DOMAIN, &dom, &len) == 0 &&
+	       (dom == AF_INET || dom == AF_INET6 || dom == AF_PACKET);
+}
+
 long laio__rw_call(long nr, long *a)
 {
 	struct laio_call tmp;
@@ -570,14 +582,14 @@ long laio__rw_call(long nr, long *a)
 	if ((nr == SYS_preadv2 || nr == SYS_pwritev2) && (a[5] & RWF_NOWAIT))
 		return laio__ret_inline(uaio__sysret(syscall(nr, a[0], a[1], a[2], a[3],
 						 a[4], a[5])));
-	/* (nor does a receive from the error queue ever wait: EAGAIN when
-	 * it is empty, which no readiness would end) */
+	/* (nor does a receive from an error queue ever wait: EAGAIN when it
+	 * is empty, which no readiness would end) */
 	if ((nr == SYS_recvfrom || nr == SYS_sendto) &&
-	    (a[3] & (MSG_DONTWAIT | (nr == SYS_recvfrom ? MSG_ERRQUEUE : 0))))
+	    ((a[3] & MSG_DONTWAIT) || (nr == SYS_recvfrom && errqueue((int)a[0], a[3]))))
 		return laio__ret_inline(uaio__sysret(syscall(nr, a[0], a[1], a[2], a[3],
 						 a[4], a[5])));
 	if ((nr == SYS_recvmsg || nr == SYS_sendmsg) &&
-	    (a[2] & (MSG_DONTWAIT | (nr == SYS_recvmsg ? MSG_ERRQUEUE : 0))))
+	    ((a[2] & MSG_DONTWAIT) || (nr == SYS_recvmsg && errqueue((int)a[0], a[2]))))
 		return laio__ret_inline(uaio__sysret(syscall(nr, a[0], a[1], a[2])));
 	switch (nr) {
 	case SYS_read: case SYS_write: case SYS_pread64: case SYS_pwrite64:

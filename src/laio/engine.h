@@ -223,7 +223,6 @@ bool laio__continue(struct laio_call *r, long res, bool first_try);
 bool laio__peek_waitall(const struct laio_call *r);
 bool laio__whole(struct laio_call *r, long res);
 bool laio__sock_timeout(int fd, bool write);
-bool laio__sock_lowat(int fd);
 int64_t laio__call_off(const struct laio_call *r);
 struct msghdr *laio__call_msg(struct laio_call *r);
 bool laio__is_read_nr(long nr);

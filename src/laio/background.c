@@ -556,16 +556,22 @@ static bool msghdr_peek(struct msghdr *m, const void *at)
 }
 
 /* A receive from the error queue of a socket that has one (IPv4, IPv6,
- * packet): the kernel answers it at once. Others ignore the flag, and
+ * packet, vsock, CAN, RDS, Bluetooth: sock_recv_errqueue's callers): the
+ * kernel answers it at once. Others (Unix, netlink) ignore the flag, and
  * the receive waits for data as any other. */
 static bool errqueue(int fd, long flags)
 {
 	int dom = 0;
 	socklen_t len = sizeof(dom);
 
-	return (flags & MSG_ERRQUEUE) &&
-	       getsockopt(fd, SOL_SOCKET, SO_DOMAIN, &dom, &len) == 0 &&
-	       (dom == AF_INET || dom == AF_INET6 || dom == AF_PACKET);
+	if (!(flags & MSG_ERRQUEUE) || getsockopt(fd, SOL_SOCKET, SO_DOMAIN, &dom, &len) < 0)
+		return false;
+	switch (dom) {
+	case AF_INET: case AF_INET6: case AF_PACKET: case AF_VSOCK:
+	case AF_CAN: case AF_RDS: case AF_BLUETOOTH:
+		return true;
+	}
+	return false;
 }
 
 long laio__rw_call(long nr, long *a)

@@ -75,18 +75,18 @@ static bool opcode_taken(const struct aiocb *cb)
 
 UAIO_API int uaio_read(struct aiocb *cb)
 {
-	int ct = aio__nocancel_begin(), r;
+	int ct = uaio__nocancel_begin(), r;
 
 	if (opcode_taken(cb))
 		cb->aio_lio_opcode = LIO_READ;
 	r = aio__submit_rw(cb, K_READ, NULL, NULL);
-	aio__nocancel_end(ct);
+	uaio__nocancel_end(ct);
 	return posix_ret(r);
 }
 
 UAIO_API int uaio_write(struct aiocb *cb)
 {
-	int ct = aio__nocancel_begin(), r;
+	int ct = uaio__nocancel_begin(), r;
 	struct aio_xfsz x;
 
 	if (opcode_taken(cb))
@@ -94,7 +94,7 @@ UAIO_API int uaio_write(struct aiocb *cb)
 	aio__xfsz_hold(&x);
 	r = aio__submit_rw(cb, K_WRITE, NULL, NULL);
 	aio__xfsz_release(&x);
-	aio__nocancel_end(ct);
+	uaio__nocancel_end(ct);
 	return posix_ret(r);
 }
 
@@ -150,8 +150,8 @@ static int fsync_call(int op, struct aiocb *cb)
 
 UAIO_API int uaio_fsync(int op, struct aiocb *cb)
 {
-	int ct = aio__nocancel_begin(), r = fsync_call(op, cb);
+	int ct = uaio__nocancel_begin(), r = fsync_call(op, cb);
 
-	aio__nocancel_end(ct);
+	uaio__nocancel_end(ct);
 	return posix_ret(r);
 }

@@ -254,8 +254,8 @@ static int cancel_call(int fd, struct aiocb *cb)
 
 UAIO_API int uaio_cancel(int fd, struct aiocb *cb)
 {
-	int ct = aio__nocancel_begin(), r = cancel_call(fd, cb);
+	int ct = uaio__nocancel_begin(), r = cancel_call(fd, cb);
 
-	aio__nocancel_end(ct);
+	uaio__nocancel_end(ct);
 	return r;
 }

@@ -488,23 +488,9 @@ static inline bool fd_mode_ok(int fl, int kind)
 /* glibc's aio_read, aio_write, aio_fsync, lio_listio (LIO_WAIT's wait
  * too) and aio_cancel are no cancellation points; the libc calls they
  * make here (preadv2, send, sigtimedwait, ...) are, and a cancel acting
- * in one left a request in progress for ever, or the engine lock held. */
-static inline int aio__nocancel_begin(void)
-{
-	int old = PTHREAD_CANCEL_ENABLE;
-
-	pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &old);
-	return old;
-}
-
-static inline void aio__nocancel_end(int old)
-{
-	int was;
-
-	pthread_setcancelstate(old, &was);
-}
-
-/* aio_suspend is a cancellation point, as glibc's: its sleep (and only
+ * in one left a request in progress for ever, or the engine lock held:
+ * they run between uaio__nocancel_begin and _end (core/uaio_core.h).
+ * aio_suspend is a cancellation point, as glibc's: its sleep (and only
  * that, so no lock is ever held when it acts) takes a cancel at once. */
 static inline int aio__cancel_async(void)
 {

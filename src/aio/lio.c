@@ -276,13 +276,13 @@ static int lio_listio_call(int mode, struct aiocb *const list[], int nent,
 }
 
 /* The drop-in's lio_listio and ulio_listio: no cancellation point, as
- * glibc's (engine.h, aio__nocancel_begin). */
+ * glibc's (engine.h, uaio__nocancel_begin). */
 int aio__lio_listio(int mode, struct aiocb *const list[], int nent,
 		    struct sigevent *sig)
 {
-	int ct = aio__nocancel_begin(), r = lio_listio_call(mode, list, nent, sig);
+	int ct = uaio__nocancel_begin(), r = lio_listio_call(mode, list, nent, sig);
 
-	aio__nocancel_end(ct);
+	uaio__nocancel_end(ct);
 	return r;
 }
 

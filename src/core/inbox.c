@@ -24,12 +24,10 @@ void uaio__wake(uaio_loop *l)
 	if (atomic_exchange(&l->wake_pending, 1) == 0) {
 		/* not cancelled before the write (a cancellation point): a
 		 * wake marked pending and never written would be the last */
-		int cs;
-		ssize_t r;
+		int cs = uaio__nocancel_begin();
+		ssize_t r = write(l->wake_fd, &one, sizeof(one));
 
-		pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &cs);
-		r = write(l->wake_fd, &one, sizeof(one));
-		pthread_setcancelstate(cs, NULL);
+		uaio__nocancel_end(cs);
 		(void)r;
 	}
 }

@@ -293,7 +293,7 @@ static inline bool uaio__lock(uaio_loop *l)
 
 	if (!l->threadsafe || uaio__holds(l))
 		return false;
-	pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &cs);
+	cs = uaio__nocancel_begin();
 	pthread_mutex_lock(&l->lock);
 	atomic_store_explicit(&l->holder, (uintptr_t)&uaio__self, memory_order_relaxed);
 	l->holder_cs = cs;
@@ -308,7 +308,7 @@ static inline void uaio__unlock(uaio_loop *l, bool taken)
 			l->be->flush(l);
 		atomic_store_explicit(&l->holder, 0, memory_order_relaxed);
 		pthread_mutex_unlock(&l->lock);
-		pthread_setcancelstate(cs, NULL);
+		uaio__nocancel_end(cs);
 	}
 }
 

@@ -99,7 +99,7 @@ UAIO_API void uaio_loop_unlock(uaio_loop *l)
 	 * the parent's (its lock stays as it is), but the thread's cancel
 	 * state, which the lock took, comes back. */
 	atomic_store_explicit(&l->holder, 0, memory_order_relaxed);
-	pthread_setcancelstate(l->holder_cs, NULL);
+	uaio__nocancel_end(l->holder_cs);
 }
 
 /* ------------------------------------------------------------ completion */

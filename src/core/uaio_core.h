@@ -28,6 +28,26 @@ int uaio__thread_start(pthread_t *t, const pthread_attr_t *attr,
  * at least for much TLS or TLS aligned beyond a page (workers.c). */
 int uaio__thread_start_stack(pthread_t *t, size_t want, void *(*fn)(void *), void *arg);
 
+/* Cancellation off for a stretch that holds a lock across calls that are
+ * cancellation points (read, write, close, send...): a cancel acting in
+ * one would leave the lock held for good. Returns the state to give back
+ * with uaio__nocancel_end; a cancel that came meanwhile acts at the
+ * thread's next cancellation point. */
+static inline int uaio__nocancel_begin(void)
+{
+	int old = PTHREAD_CANCEL_ENABLE;
+
+	pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &old);
+	return old;
+}
+
+static inline void uaio__nocancel_end(int old)
+{
+	int was;
+
+	pthread_setcancelstate(old, &was);
+}
+
 /* The calling thread's token: nonzero, and never another thread's, even
  * one that reuses an exited thread's pthread_t (thread_token.c). */
 uint64_t uaio__thread_token(void);

@@ -524,9 +524,9 @@ static long dispatch(long nr, long *a)
 	/* The kernel would truncate it to an int and run another call. */
 	if (nr < 0 || nr > INT_MAX)
 		return laio__ret_inline(-ENOSYS);
-	laio__cancel_off(&cs);
+	cs = uaio__nocancel_begin();
 	r = dispatch_rows(nr, a);
-	pthread_setcancelstate(cs, NULL);
+	uaio__nocancel_end(cs);
 	return r;
 }
 
@@ -565,9 +565,9 @@ long laio_syscall(long nr, ...)
 			int cs;
 
 			laio__tmp_init(&tmp, nr, a);
-			laio__cancel_off(&cs);
+			cs = uaio__nocancel_begin();
 			r = laio__rw_after_try(&tmp, r);
-			pthread_setcancelstate(cs, NULL);
+			uaio__nocancel_end(cs);
 			return r;
 		}
 	}

@@ -276,9 +276,9 @@ void laio__drive_locked(int64_t timeout_ns)
 	pthread_mutex_unlock(&e->mu);
 	/* not cancelled in the loop's wait: the loop and driving would be
 	 * left mid-way; the cancel acts at laio_poll's next wait */
-	pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &cs);
+	cs = uaio__nocancel_begin();
 	uaio_loop_run_once(e->loop, timeout_ns);
-	pthread_setcancelstate(cs, NULL);
+	uaio__nocancel_end(cs);
 	pthread_mutex_lock(&e->mu);
 	e->driving = false;
 	if (e->waiters)
@@ -345,7 +345,7 @@ static void wait_locked(struct laio_engine *e, int64_t deadline, int cs)
 {
 	e->waiters++;
 	pthread_cleanup_push(waiter_cancelled, e);
-	pthread_setcancelstate(cs, NULL);
+	uaio__nocancel_end(cs);
 	if (deadline > 0) {
 		struct timespec ts = {
 			.tv_sec = deadline / 1000000000,
@@ -355,7 +355,7 @@ static void wait_locked(struct laio_engine *e, int64_t deadline, int cs)
 	} else {
 		pthread_cond_wait(&e->cv, &e->mu);
 	}
-	pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, NULL);
+	(void)uaio__nocancel_begin();	/* cs again at laio_poll's end */
 	pthread_cleanup_pop(0);
 	e->waiters--;
 }
@@ -390,7 +390,7 @@ int laio_poll(struct laio_completion *c, int n, const struct timespec *timeout)
 	} else if (timeout) {
 		deadline = 0;
 	}
-	laio__cancel_off(&cs);
+	cs = uaio__nocancel_begin();
 	pthread_mutex_lock(&e->mu);
 	for (;;) {
 		if (e->ncq) {
@@ -420,7 +420,7 @@ int laio_poll(struct laio_completion *c, int n, const struct timespec *timeout)
 	if (e->ncq && e->waiters)
 		pthread_cond_signal(&e->cv);
 	pthread_mutex_unlock(&e->mu);
-	pthread_setcancelstate(cs, NULL);
+	uaio__nocancel_end(cs);
 	return got;
 }
 
@@ -435,7 +435,7 @@ int laio_fd(void)
 		errno = -r;
 		return -1;
 	}
-	laio__cancel_off(&cs);
+	cs = uaio__nocancel_begin();
 	pthread_mutex_lock(&e->mu);
 	if (e->epfd < 0) {
 		int efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
@@ -451,7 +451,7 @@ int laio_fd(void)
 			if (epfd >= 0)
 				close(epfd);
 			pthread_mutex_unlock(&e->mu);
-			pthread_setcancelstate(cs, NULL);
+			uaio__nocancel_end(cs);
 			errno = r;
 			return -1;
 		}
@@ -462,7 +462,7 @@ int laio_fd(void)
 	}
 	fd = e->epfd;
 	pthread_mutex_unlock(&e->mu);
-	pthread_setcancelstate(cs, NULL);
+	uaio__nocancel_end(cs);
 	return fd;
 }
 
@@ -488,7 +488,7 @@ int laio_cancel(void *handle)
 		errno = EINVAL;
 		return -1;
 	}
-	laio__cancel_off(&cs);
+	cs = uaio__nocancel_begin();
 	pthread_mutex_lock(&e->mu);
 	if (!call_valid_locked(r) || r->magic != LAIO_MAGIC) {
 		ret = EINVAL;
@@ -501,7 +501,7 @@ int laio_cancel(void *handle)
 			r->flags |= CF_CANCEL_OP;
 	}
 	pthread_mutex_unlock(&e->mu);
-	pthread_setcancelstate(cs, NULL);
+	uaio__nocancel_end(cs);
 	if (ret) {
 		errno = ret;
 		return -1;

@@ -168,15 +168,9 @@ void laio__call_finish(struct laio_call *r, long res);
 void laio__call_free_parts(struct laio_call *r);
 void laio__outstanding_dec_locked(void);
 void laio__efd_sync_locked(void);
-/* The public calls run with cancellation disabled (the old state in *cs,
- * given back with pthread_setcancelstate): mu is held across read(),
- * write() and close(), which would act on a pending pthread_cancel and
- * leave it locked for good. laio_poll's wait is the one cancellation
- * point, with a handler that lets mu go. */
-static inline void laio__cancel_off(int *cs)
-{
-	pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, cs);
-}
+/* The public calls run with cancellation off (uaio__nocancel_begin): mu
+ * is held across read(), write() and close(). laio_poll's wait is the
+ * one cancellation point, with a handler that lets mu go. */
 void laio__drive_locked(int64_t timeout_ns);
 
 /* attempt.c */

@@ -198,7 +198,7 @@ static bool copy_reg(struct cp_run *r, struct cp_dir *pd, const char *src,
 		return false;
 	}
 	if (!exists && ((dangling && !r->o.open_dangling) || dst[strlen(dst) - 1] == '/' ||
-			cp_dst_too_long(r, dst))) {
+			strlen(dname) >= PATH_MAX)) {
 		int err = ENAMETOOLONG;
 
 		if (dangling) {
@@ -208,7 +208,7 @@ static bool copy_reg(struct cp_run *r, struct cp_dir *pd, const char *src,
 		}
 		/* "new/" is never made: the kernel's reason, as cp gives
 		 * it (EISDIR named as the missing directory's ENOTDIR) */
-		if (!cp_dst_too_long(r, dst)) {
+		if (strlen(dname) < PATH_MAX) {
 			int fd = openat(dat, dname, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
 
 			err = fd >= 0 ? EISDIR : errno;

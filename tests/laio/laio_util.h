@@ -46,6 +46,17 @@ static inline struct laio_completion wait_one_at(void *h, int line)
 
 #define wait_one(h) wait_one_at(h, __LINE__)
 
+/* Which of the n calls in h a completion's handle is (it must be one). */
+static inline int handle_index(void *const *h, int n, const struct laio_completion *c)
+{
+	int i = 0;
+
+	while (i < n && h[i] != c->laio_handle)
+		i++;
+	CHECK(i < n);
+	return i;
+}
+
 /* Runs fn in a child per background mechanism (the engine reads
  * LAIO_BG when it starts; a forked child starts afresh). */
 static inline void for_each_mech(void (*fn)(void), const char *name)

@@ -174,11 +174,8 @@ static void many_held(void)
 
 		CHECK(n > 0);
 		for (int k = 0; k < n; k++) {
-			int i = 0;
+			int i = handle_index(h, MANY, &c[k]);
 
-			while (i < MANY && h[i] != c[k].laio_handle)
-				i++;
-			CHECK(i < MANY);
 			CHECK((c[k].laio_return_value == 5 && !memcmp(b[i], "hello", 5)) ||
 			      (i == MANY - 1 && !strcmp(laio__backend_name(), "epoll") &&
 			       c[k].laio_return_value == -1 && c[k].laio_errno == EBADF));

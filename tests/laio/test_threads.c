@@ -207,11 +207,8 @@ static void callers_one_after_another(void)
 
 		CHECK(n > 0);
 		for (int k = 0; k < n; k++) {
-			int i = 0;
+			int i = handle_index(seq_h, SEQ, &c[k]);
 
-			while (i < SEQ && seq_h[i] != c[k].laio_handle)
-				i++;
-			CHECK(i < SEQ);
 			if (c[k].laio_return_value != 5)
 				fprintf(stderr, "call %d: %ld (%s)\n", i, c[k].laio_return_value,
 					strerror(c[k].laio_errno));

@@ -58,6 +58,10 @@ enum method { M_CLONE, M_CFR, M_SENDFILE, M_SPLICE, M_PIPELINE, M_COUNT };
 #define FF_STARTED	0x08
 #define FF_TIMER	0x10	/* the timer waits for the rate limit */
 #define FF_DONE		0x20	/* done is running or has run */
+/* Ending with its stream source's error: what the flow took before it
+ * still goes to the sink (steps that write only), as a read/write loop
+ * would have written it; a stream cannot give it again. */
+#define FF_FLUSH	0x40
 
 struct uaio_flow {
 	uaio_loop *l;
@@ -142,6 +146,11 @@ void flow__fail(uaio_flow *f, int err, int side);
 /* Ends the flow with err as given (a cancel, the tap's error): never read
  * as a method's refusal, nor -ENODATA as the source's end. */
 void flow__abort(uaio_flow *f, int err, int side);
+/* Ending while it flushes (FF_FLUSH): true, and the method may write. */
+static inline bool flow__flushing(const uaio_flow *f)
+{
+	return f->flags & FF_FLUSH;
+}
 /* A cancelled flow's write of bytes it took from a stream failed: the
  * end says err (from side), not -ECANCELED. */
 void flow__lost(uaio_flow *f, int err, int side);

@@ -208,7 +208,7 @@ static bool all_moved(const uaio_flow *f)
 /* Called where nothing of the flow runs below on the stack. */
 static void step(uaio_flow *f)
 {
-	if (!(f->flags & (FF_ENDING | FF_DONE)))
+	if (!(f->flags & FF_DONE) && (!(f->flags & FF_ENDING) || flow__flushing(f)))
 		methods[f->method]->kick(f);
 	if (f->inflight || (f->flags & FF_DONE))
 		return;
@@ -240,10 +240,22 @@ void flow__again(uaio_flow *f)
 	later(f, 0);
 }
 
+/* The flush ends (a cancel; the sink or the tap failed meanwhile): the
+ * rest is dropped as a cancel drops it, and the end still says the
+ * source's error, the first. */
+static void flush_stop(uaio_flow *f)
+{
+	f->flags &= (uint8_t)~FF_FLUSH;
+	if (f->run)
+		methods[f->method]->cancel(f);
+}
+
 void flow__fail(uaio_flow *f, int err, int side)
 {
 	int m;
 
+	if (flow__flushing(f))
+		flush_stop(f);
 	if (f->err || (f->flags & FF_DONE))
 		return;
 	flow__refusal(f, f->method, err);
@@ -266,11 +278,20 @@ void flow__fail(uaio_flow *f, int err, int side)
 
 void flow__abort(uaio_flow *f, int err, int side)
 {
+	if (flow__flushing(f))
+		flush_stop(f);
 	if (f->err || (f->flags & FF_DONE))
 		return;
 	f->err = err;
 	f->err_side = (uint8_t)side;
 	f->flags |= FF_ENDING;
+	/* A stream source failed: nothing of it is in flight (one read at
+	 * a time), and what it gave before goes on to the sink. */
+	if (err != -ECANCELED && side == UAIO_FLOW_SIDE_SRC && !f->src.seek &&
+	    f->dst.kind != EK_MEM) {
+		f->flags |= FF_FLUSH;
+		return;
+	}
 	if (f->run)
 		methods[f->method]->cancel(f);
 }
@@ -496,9 +517,14 @@ UAIO_API int uaio_flow_cancel(uaio_flow *f)
 		return -EINVAL;
 	if (forked(f->l))
 		return -ECHILD;
-	if (f->err)
+	if (f->err && !flow__flushing(f))
 		return -EALREADY;
 	f->flags &= (uint8_t)~FF_PAUSED;
+	if (f->err) {		/* a sink that never takes the rest */
+		flush_stop(f);
+		later(f, 0);
+		return 0;
+	}
 	flow__abort(f, -ECANCELED, UAIO_FLOW_SIDE_NONE);
 	later(f, 0);		/* the end comes from the loop, never from here */
 	return 0;

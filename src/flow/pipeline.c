@@ -376,6 +376,12 @@ static void read_done(uaio_op *op, int res, void *data)
 	} else if (res == -EAGAIN && fills(f) && s->got) {
 		s->st = S_FILLED;	/* the socket is empty for now */
 		r->next_pos = s->pos + s->got;
+	} else if (res < 0 && !f->src.seek && s->got) {
+		/* What the stream gave the chunk before it failed is the
+		 * sink's (the flow flushes it, flow__abort). */
+		s->st = S_FILLED;
+		r->next_pos = s->pos + s->got;
+		flow__fail(f, res, read_side(f, res));
 	} else if (res < 0) {
 		read_failed(f, s, res);
 	} else if (res == 0 || (!f->src.seek && !fills(f))) {
@@ -424,7 +430,7 @@ static void write_done(uaio_op *op, int res, void *data)
 	} else {
 		s->wdone += (uint32_t)res;
 		flow__moved(f, (uint64_t)res);
-		if (s->wdone < s->got && f->err && !fills(f)) {
+		if (s->wdone < s->got && f->err && !fills(f) && !flow__flushing(f)) {
 			/* Ending (progress may have cancelled): the rest is not
 			 * sent, where no cancel would reach its wait. A file's
 			 * rest is (pipeline_cancel): no peer to wait for. */
@@ -453,8 +459,9 @@ static bool tap_in_order(uaio_flow *f)
 		struct slot *s = &r->s[r->tseq % f->depth];
 		int ret;
 
-		/* ended (a cancel, a failure): its tap hears nothing more */
-		if (f->err)
+		/* ended (a cancel, a failure): its tap hears nothing more,
+		 * but for what a failed stream gave before (the flush) */
+		if (f->err && !flow__flushing(f))
 			return true;
 		if (r->tseq == r->rseq || s->st != S_FILLED)
 			return true;
@@ -527,7 +534,7 @@ static void pipeline_kick(uaio_flow *f)
 	}
 	/* Writes: any tapped chunk to a seekable sink; the next in order,
 	 * one at a time, to a stream. */
-	for (unsigned i = 0; i < f->depth && !f->err; i++) {
+	for (unsigned i = 0; i < f->depth && (!f->err || flow__flushing(f)); i++) {
 		struct slot *s = ordered_sink(f) ? &r->s[r->wseq % f->depth] : &r->s[i];
 
 		if (ordered_sink(f) && (r->writing || r->wseq == r->tseq))

@@ -70,7 +70,10 @@ struct uaio_flow_params {
 	void (*progress)(uaio_flow *f, uint64_t bytes, void *data);
 	/* The flow is over: res is the bytes moved (less than len when the
 	 * source ended first) or -errno (-ECANCELED after uaio_flow_cancel),
-	 * side says which end failed. The flow is freed when this returns. */
+	 * side says which end failed. A stream source's error comes after
+	 * the bytes it gave reached the sink, and stays the result whatever
+	 * ends that (a cancel, the sink, the tap). The flow is freed when
+	 * this returns. */
 	void (*done)(uaio_flow *f, int64_t res, int side, void *data);
 	/* Optional: sees each chunk in place, in source order, before the
 	 * sink gets it (no copy). A negative return ends the flow with that
@@ -90,7 +93,9 @@ int uaio_flow_start(uaio_loop *l, const struct uaio_flow_params *p,
 /* Pause stops new steps (those in flight finish); resume goes on. */
 int uaio_flow_pause(uaio_flow *f);
 int uaio_flow_resume(uaio_flow *f);
-/* Ends the flow: steps in flight are cancelled, then done(-ECANCELED). */
+/* Ends the flow: steps in flight are cancelled, then done(-ECANCELED);
+ * or, while it sends what a failed stream source gave, that sending
+ * stops and done says the source's error. */
 int uaio_flow_cancel(uaio_flow *f);
 /* Bytes the sink has taken so far. */
 uint64_t uaio_flow_bytes(const uaio_flow *f);

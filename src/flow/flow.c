@@ -286,9 +286,10 @@ void flow__abort(uaio_flow *f, int err, int side)
 	f->err_side = (uint8_t)side;
 	f->flags |= FF_ENDING;
 	/* A stream source failed: nothing of it is in flight (one read at
-	 * a time), and what it gave before goes on to the sink. */
+	 * a time), and what it gave before goes on to the sink. (Memory is
+	 * no stream: its -EFAULT is a hole, and nothing after it goes.) */
 	if (err != -ECANCELED && side == UAIO_FLOW_SIDE_SRC && !f->src.seek &&
-	    f->dst.kind != EK_MEM) {
+	    f->src.kind != EK_MEM && f->dst.kind != EK_MEM) {
 		f->flags |= FF_FLUSH;
 		return;
 	}

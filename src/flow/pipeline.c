@@ -340,8 +340,10 @@ static int start_chunk(uaio_flow *f, struct slot *s, uint32_t n)
 		uint32_t delta = (uint32_t)(off % pg);
 		void *m = mmap(NULL, delta + n, PROT_READ, MAP_SHARED, f->src.fd, off - delta);
 
-		if (m == MAP_FAILED)
+		if (m == MAP_FAILED) {
+			s->st = S_FREE;
 			return -errno;
+		}
 		s->buf = (char *)m + delta;
 		s->map_delta = delta;
 		s->mapped = true;
@@ -350,8 +352,10 @@ static int start_chunk(uaio_flow *f, struct slot *s, uint32_t n)
 	} else {
 		s->buf = f->dst.kind == EK_MEM ? f->dst.mem + pos :
 			 r->mem + (size_t)(r->rseq % f->depth) * r->chunk;
-		if ((ret = issue_read(f, s)) < 0)
+		if ((ret = issue_read(f, s)) < 0) {
+			s->st = S_FREE;
 			return ret;
+		}
 		f->inflight++;
 		r->reading++;
 	}
@@ -520,7 +524,9 @@ static void pipeline_kick(uaio_flow *f)
 				break;
 			if ((ret = start_chunk(f, &r->s[r->rseq % f->depth], (uint32_t)n)) < 0) {
 				flow__fail(f, ret, read_side(f, ret));
-				return;
+				if (!flow__flushing(f))
+					return;
+				break;	/* what the stream gave before still goes */
 			}
 		}
 		if (!tap_in_order(f))

@@ -14,6 +14,7 @@
 #include <netinet/tcp.h>
 #include <signal.h>
 #include <sys/ioctl.h>
+#include <sys/mman.h>
 
 #include "flow/flow_util.h"
 
@@ -186,6 +187,45 @@ static void one(uaio_loop *l, int mode, int sink)
 	free(rd.buf);
 }
 
+/* Memory is no stream: a source page that cannot be read (EFAULT) is a
+ * hole, and the stream sink gets nothing after it (the flush once sent
+ * the chunks behind it). */
+static void memory_hole(uaio_loop *l)
+{
+	long pg = sysconf(_SC_PAGESIZE);
+	char *mem = mmap(NULL, 3 * (size_t)pg, PROT_READ | PROT_WRITE,
+			 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0), buf[4 * 65536];
+	struct t_result r = { 0 };
+	struct uaio_flow_params p = { .len = 3 * (uint64_t)pg, .mode = UAIO_FLOW_KBUF,
+				      .chunk = (size_t)pg, .done = t_on_done, .data = &r };
+	size_t got = 0;
+	ssize_t n;
+	int k[2];
+	uaio_flow *f;
+
+	CHECK(mem != MAP_FAILED && pg <= 65536);
+	t_fill(mem, 3 * (size_t)pg, 12);
+	CHECK(mprotect(mem + pg, (size_t)pg, PROT_NONE) == 0);
+	CHECK(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, k) == 0);
+	p.src = (struct uaio_flow_ep){ .type = UAIO_FLOW_MEM, .mem = mem,
+				       .mem_len = 3 * (size_t)pg, .buf_index = -1, .off = -1 };
+	p.dst = (struct uaio_flow_ep){ .type = UAIO_FLOW_FD, .fd = k[0], .off = -1 };
+	CHECK_OK(uaio_flow_start(l, &p, &f));
+	T_RUN_UNTIL(l, r.done, 10000000);
+	close(k[0]);
+	while ((n = read(k[1], buf + got, sizeof(buf) - got)) > 0)
+		got += (size_t)n;
+	fprintf(stderr, "    memory with a hole into a socket: done %lld, side %d; the sink got %zu\n",
+		(long long)r.res, r.side, got);
+	CHECK_EQ(r.res, -EFAULT);
+	CHECK_EQ(r.side, UAIO_FLOW_SIDE_SRC);
+	CHECK_EQ(got, (size_t)pg);
+	CHECK(memcmp(buf, mem, (size_t)pg) == 0);
+	CHECK_EQ(uaio_loop_inflight(l), 0);
+	close(k[1]);
+	munmap(mem, 3 * (size_t)pg);
+}
+
 int main(void)
 {
 	uaio_loop *l;
@@ -198,6 +238,7 @@ int main(void)
 	for (int mode = UAIO_FLOW_AUTO; mode <= UAIO_FLOW_PAGECACHE; mode++)
 		for (int sink = TO_SOCKET; sink <= TO_FILE; sink++)
 			one(l, mode, sink);
+	memory_hole(l);
 	uaio_loop_free(l);
 	return T_EXIT_PASS;
 }

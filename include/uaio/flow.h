@@ -90,7 +90,8 @@ struct uaio_flow_params {
  * callback runs later, never from inside this call. */
 int uaio_flow_start(uaio_loop *l, const struct uaio_flow_params *p,
 		    uaio_flow **out);
-/* Pause stops new steps (those in flight finish); resume goes on. */
+/* Pause stops taking from the source (steps in flight finish, and what
+ * the flow holds still goes to the sink); resume goes on. */
 int uaio_flow_pause(uaio_flow *f);
 int uaio_flow_resume(uaio_flow *f);
 /* Ends the flow: steps in flight are cancelled, then done(-ECANCELED);

@@ -191,6 +191,12 @@ void flow__refusal(const uaio_flow *f, int m, int err);
  * its descriptor is closed or no longer open for writing (the program's
  * close or dup2 meanwhile), else the source's; the rest by the error. */
 int flow__side_of(const uaio_flow *f, int err);
+/* A tty source whose other end went away (a pty's master closed, or its
+ * slaves) has no read or splice left: a read gives EIO (a pty) or 0, a
+ * splice EINVAL, or EIO when the hang-up found it waiting (io_uring).
+ * That is its end, for every method, and what it gave before goes on
+ * to the sink. */
+bool flow__src_hung_up(const uaio_flow *f);
 
 /* methods.c, splice.c */
 extern const struct flow_method flow__clone, flow__cfr, flow__splice;

@@ -7,6 +7,7 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <poll.h>
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
@@ -315,6 +316,13 @@ void flow__eof(uaio_flow *f)
 
 /* ------------------------------------------------------ steps, counters */
 
+bool flow__src_hung_up(const uaio_flow *f)
+{
+	struct pollfd pf = { f->src.fd, POLLIN, 0 };
+
+	return f->src.kind == EK_CHR && poll(&pf, 1, 0) == 1 && (pf.revents & POLLHUP);
+}
+
 int flow__side_of(const uaio_flow *f, int err)
 {
 	int fl;
@@ -324,9 +332,12 @@ int flow__side_of(const uaio_flow *f, int err)
 		return fl < 0 || (fl & O_ACCMODE) == O_RDONLY ? UAIO_FLOW_SIDE_DST
 							     : UAIO_FLOW_SIDE_SRC;
 	}
-	/* a reset is a socket's: the source's when the sink is none (a
-	 * splice of a socket into a pipe says it, whichever end failed) */
-	if (err == -ECONNRESET)
+	/* a reset, a timeout or an unreachable peer is a socket's: the
+	 * source's when the sink is none (a splice of a socket into a pipe
+	 * says it, whichever end failed) */
+	if (err == -ECONNRESET || err == -ETIMEDOUT || err == -EHOSTUNREACH ||
+	    err == -ENETUNREACH || err == -ENETDOWN || err == -EHOSTDOWN ||
+	    err == -ECONNABORTED || err == -ECONNREFUSED || err == -ENOTCONN)
 		return f->dst.kind == EK_SOCK || f->src.kind != EK_SOCK ? UAIO_FLOW_SIDE_DST
 									: UAIO_FLOW_SIDE_SRC;
 	return err == -ENOSPC || err == -EDQUOT || err == -EFBIG || err == -EPIPE ?

@@ -372,6 +372,8 @@ static void read_done(uaio_op *op, int res, void *data)
 
 	f->inflight--;
 	r->reading--;
+	if (res == -EIO && flow__src_hung_up(f))
+		res = 0;	/* a tty's end, as splice takes it */
 	/* Ending: what the socket gave this file's chunk is written, and
 	 * nothing more is asked of the socket. */
 	if (f->err && fills(f) && (s->got || res > 0)) {

@@ -333,17 +333,6 @@ static void give_back(uaio_flow *f)
 	f->flags &= ~FF_EOF;
 }
 
-/* A tty whose other end went away (a pty's master closed) has no splice
- * left: its read gives EIO (a pty) or 0, a splice EINVAL, or EIO when
- * the hang-up found it waiting (io_uring). That is its end, as for kbuf,
- * and what it gave before goes on to the sink. */
-static bool hung_up(const uaio_flow *f)
-{
-	struct pollfd pf = { f->src.fd, POLLIN, 0 };
-
-	return f->src.kind == EK_CHR && poll(&pf, 1, 0) == 1 && (pf.revents & POLLHUP);
-}
-
 static void splice_in_done(uaio_op *op, int res, void *data)
 {
 	uaio_flow *f = data;
@@ -365,7 +354,7 @@ static void splice_in_done(uaio_op *op, int res, void *data)
 			flow__moved(f, (uint64_t)res);
 		else
 			r->inpipe += (uint64_t)res;
-	} else if (res == 0 || ((res == -EINVAL || res == -EIO) && hung_up(f))) {
+	} else if (res == 0 || ((res == -EINVAL || res == -EIO) && flow__src_hung_up(f))) {
 		flow__eof(f);
 	} else if (res == -EAGAIN && f->err) {
 		/* Ending (a cancel found it running): no wait, which no

@@ -124,12 +124,15 @@ static void test_cancel_silent_pty(void)
 
 /* A pty whose master wrote and closed: its bytes, then the end (EOF, as
  * read(2) of the hung-up slave gives 0, or EIO, as a read blocked at the
- * hangup gets), never the EINVAL a splice of the hung-up file meets. */
+ * hangup gets), never the EINVAL a splice of the hung-up file meets. The
+ * same read from the master, whose slave wrote and closed (read(2) says
+ * EIO there): kbuf ended with -EIO where splice found the end. */
 static void test_pty_hangup(void)
 {
 	static char data[1000], got[sizeof(data) + 1];
 
 	t_fill(data, sizeof(data), 9);
+	for (int master = 0; master < 2; master++)
 	for (int sock = 0; sock < 2; sock++)
 	for (int mode = UAIO_FLOW_AUTO; mode <= UAIO_FLOW_PAGECACHE; mode++) {
 		int m, s, sv[2] = { -1, -1 }, b = -1;
@@ -147,18 +150,19 @@ static void test_pty_hangup(void)
 		CHECK(tcgetattr(s, &raw) == 0);
 		cfmakeraw(&raw);
 		CHECK(tcsetattr(s, TCSANOW, &raw) == 0);
-		CHECK_EQ(write(m, data, sizeof(data)), (ssize_t)sizeof(data));
-		p.src = fd_ep(s, -1);
+		CHECK_EQ(write(master ? s : m, data, sizeof(data)), (ssize_t)sizeof(data));
+		p.src = fd_ep(master ? m : s, -1);
 		start(&p, &c);
 		for (int i = 0; i < 3; i++)
 			uaio_loop_run_once(L, 10 * 1000000);
-		close(m);
+		close(master ? s : m);
 		T_RUN_UNTIL(L, c.r.done, 1000);
 		/* a hung-up pty reads as EIO, splices as EINVAL or EIO: its
 		 * end, whatever the method, and what it gave arrives */
 		if (c.r.res != (int64_t)sizeof(data))
-			fprintf(stderr, "    %s, mode %d: res %lld side %d\n",
-				sock ? "socket" : "file", mode, (long long)c.r.res, c.r.side);
+			fprintf(stderr, "    %s from the %s, mode %d: res %lld side %d\n",
+				sock ? "socket" : "file", master ? "master" : "slave", mode,
+				(long long)c.r.res, c.r.side);
 		CHECK_EQ(c.r.res, (int64_t)sizeof(data));
 		if (sock) {
 			size_t n = 0;
@@ -174,7 +178,7 @@ static void test_pty_hangup(void)
 			check_file(b, data, sizeof(data));
 			close(b);
 		}
-		close(s);
+		close(master ? m : s);
 	}
 }
 

@@ -16,7 +16,6 @@ static void batch_flush_locked(struct lio_ctx *pc)
 	struct aio_req *lead = pc->mhead, *m;
 	struct iovec *iov = NULL;
 	unsigned i = 0;
-	size_t bytes = 0;
 	int ret;
 
 	pc->mhead = pc->mtail = NULL;
@@ -36,12 +35,10 @@ static void batch_flush_locked(struct lio_ctx *pc)
 	for (m = lead; m; m = m->next, i++) {
 		iov[i].iov_base = (void *)req_cb(m)->aio_buf;
 		iov[i].iov_len = cb_len(req_cb(m));
-		bytes += iov[i].iov_len;
 		m->flags |= m == lead ? RF_LEADER : RF_MEMBER;
 		m->state = RS_LOOP;
 	}
 	lead->u.iov = iov;
-	aio__req_size_flags(lead, bytes);
 	if (lead->kind == K_READ)
 		ret = uaio_op_readv(E->loop, &lead->op, lead->fd, iov, (int)i,
 				    req_cb(lead)->aio_offset, aio__req_cb, req_cb(lead));

@@ -604,8 +604,6 @@ void aio__serial_queue_locked(struct aio_serial *s, struct aio_req *r);
 /* The reads an O_APPEND write waited for have ended: the FIFO goes on. */
 void aio__serial_reads_done_locked(struct aio_serial *s);
 int aio__req_issue_locked(struct aio_req *r);
-/* r's op flags for a read or write of len bytes (queue.c). */
-void aio__req_size_flags(struct aio_req *r, size_t len);
 void aio__serial_started(struct aio_req *r);
 void aio__req_release_locked(struct aio_req *r, long res);
 void aio__req_end_locked(struct aio_req *r, long res);

@@ -83,20 +83,6 @@ static long blocking_call(void *arg)
 	return aio__glibc_rw(r->fd, req_cb(r), r->kind, sp.buf, sp.len, sp.off);
 }
 
-/* The fallback backend's loop tries a read or write at once, on the
- * thread that submits it, whatever its size (io_uring's hands it to the
- * engine's thread): a file's (not a stream's, whose blocking call would
- * wait for a peer past any cancel) of more than INLINE_MAX goes to the
- * worker pool as one blocking call instead, so the caller returns at
- * once and the request runs in the background, as glibc's helper runs
- * it (uaio_posix(7)). */
-void aio__req_size_flags(struct aio_req *r, size_t len)
-{
-	uaio_op_set_flags(&r->op, len > INLINE_MAX && !(r->flags & RF_SERIAL) &&
-				  uaio_loop_backend(E->loop) != UAIO_BACKEND_URING ?
-				  UAIO_OPF_BLOCKING : 0);
-}
-
 /* Hands r's (next) op to the loop. */
 int aio__req_issue_locked(struct aio_req *r)
 {
@@ -110,8 +96,6 @@ int aio__req_issue_locked(struct aio_req *r)
 			r->state = RS_QUEUED;
 		return ret;
 	}
-	if (r->kind <= K_WRITE)
-		aio__req_size_flags(r, sp.len);
 	switch (r->kind) {
 	case K_READ:
 		ret = uaio_op_read(E->loop, &r->op, r->fd, sp.buf, sp.len, sp.off,

@@ -13,6 +13,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <termios.h>
 #include <unistd.h>
 
 #include "flow/engine.h"
@@ -319,8 +320,13 @@ void flow__eof(uaio_flow *f)
 bool flow__src_hung_up(const uaio_flow *f)
 {
 	struct pollfd pf = { f->src.fd, POLLIN, 0 };
+	struct termios t;
 
-	return f->src.kind == EK_CHR && poll(&pf, 1, 0) == 1 && (pf.revents & POLLHUP);
+	/* a terminal only (a hung-up one answers tcgetattr with EIO, not
+	 * ENOTTY): another device gone (an unplugged hidraw says POLLHUP
+	 * and EIO too) has lost bytes, which is no end */
+	return f->src.kind == EK_CHR && poll(&pf, 1, 0) == 1 && (pf.revents & POLLHUP) &&
+	       (tcgetattr(f->src.fd, &t) == 0 || errno == EIO);
 }
 
 int flow__side_of(const uaio_flow *f, int err)
@@ -332,14 +338,15 @@ int flow__side_of(const uaio_flow *f, int err)
 		return fl < 0 || (fl & O_ACCMODE) == O_RDONLY ? UAIO_FLOW_SIDE_DST
 							     : UAIO_FLOW_SIDE_SRC;
 	}
-	/* a reset, a timeout or an unreachable peer is a socket's: the
+	/* a reset, a timeout or an unreachable peer is a socket's, the
 	 * source's when the sink is none (a splice of a socket into a pipe
-	 * says it, whichever end failed) */
-	if (err == -ECONNRESET || err == -ETIMEDOUT || err == -EHOSTUNREACH ||
-	    err == -ENETUNREACH || err == -ENETDOWN || err == -EHOSTDOWN ||
-	    err == -ECONNABORTED || err == -ECONNREFUSED || err == -ENOTCONN)
-		return f->dst.kind == EK_SOCK || f->src.kind != EK_SOCK ? UAIO_FLOW_SIDE_DST
-									: UAIO_FLOW_SIDE_SRC;
+	 * says it, whichever end failed); with no socket, a network file
+	 * system's (FUSE's ENOTCONN), as for the other errors below */
+	if ((err == -ECONNRESET || err == -ETIMEDOUT || err == -EHOSTUNREACH ||
+	     err == -ENETUNREACH || err == -ENETDOWN || err == -EHOSTDOWN ||
+	     err == -ECONNABORTED || err == -ECONNREFUSED || err == -ENOTCONN) &&
+	    (f->dst.kind == EK_SOCK || f->src.kind == EK_SOCK))
+		return f->dst.kind == EK_SOCK ? UAIO_FLOW_SIDE_DST : UAIO_FLOW_SIDE_SRC;
 	return err == -ENOSPC || err == -EDQUOT || err == -EFBIG || err == -EPIPE ?
 	       UAIO_FLOW_SIDE_DST : UAIO_FLOW_SIDE_SRC;
 }

@@ -148,7 +148,7 @@ static void one(uaio_loop *l, int mode, int sink)
 	/* The flow takes all it can and meets the reset; a socket sink is
 	 * full by then. */
 	for (int i = 0; i < 50 && !r.done; i++)
-		CHECK(uaio_loop_run_once(l, 10) >= 0);
+		CHECK(uaio_loop_run_once(l, 10 * 1000000) >= 0);	/* 10 ms */
 	if (sink == TO_SOCKET_CANCEL) {
 		CHECK_EQ(r.done, 0);		/* it waits for the sink's reader */
 		CHECK_OK(uaio_flow_cancel(f));

@@ -338,15 +338,25 @@ int flow__side_of(const uaio_flow *f, int err)
 		return fl < 0 || (fl & O_ACCMODE) == O_RDONLY ? UAIO_FLOW_SIDE_DST
 							     : UAIO_FLOW_SIDE_SRC;
 	}
-	/* a reset, a timeout or an unreachable peer is a socket's, the
-	 * source's when the sink is none (a splice of a socket into a pipe
-	 * says it, whichever end failed); with no socket, a network file
-	 * system's (FUSE's ENOTCONN), as for the other errors below */
+	/* A pipe fails only when its reader is gone (EPIPE): the rest is
+	 * the other end's (a direct splice). */
+	if (f->src.kind == EK_PIPE)
+		return UAIO_FLOW_SIDE_DST;
+	if (f->dst.kind == EK_PIPE)
+		return err == -EPIPE ? UAIO_FLOW_SIDE_DST : UAIO_FLOW_SIDE_SRC;
+	/* A reset, a timeout or an unreachable peer: the socket's when it
+	 * is down (POLLHUP or POLLERR), else the other end's, a network
+	 * file system's (FUSE's ENOTCONN once its server is gone). */
 	if ((err == -ECONNRESET || err == -ETIMEDOUT || err == -EHOSTUNREACH ||
 	     err == -ENETUNREACH || err == -ENETDOWN || err == -EHOSTDOWN ||
 	     err == -ECONNABORTED || err == -ECONNREFUSED || err == -ENOTCONN) &&
-	    (f->dst.kind == EK_SOCK || f->src.kind == EK_SOCK))
-		return f->dst.kind == EK_SOCK ? UAIO_FLOW_SIDE_DST : UAIO_FLOW_SIDE_SRC;
+	    (f->dst.kind == EK_SOCK || f->src.kind == EK_SOCK)) {
+		bool dst = f->dst.kind == EK_SOCK;
+		struct pollfd pf = { dst ? f->dst.fd : f->src.fd, POLLOUT, 0 };
+		bool down = poll(&pf, 1, 0) == 1 && (pf.revents & (POLLHUP | POLLERR));
+
+		return dst == down ? UAIO_FLOW_SIDE_DST : UAIO_FLOW_SIDE_SRC;
+	}
 	return err == -ENOSPC || err == -EDQUOT || err == -EFBIG || err == -EPIPE ?
 	       UAIO_FLOW_SIDE_DST : UAIO_FLOW_SIDE_SRC;
 }

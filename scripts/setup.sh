@@ -7,7 +7,7 @@ case "${1:-build}" in
   # bench: e2fsprogs for the cp and flows suites' fresh ext4 (mkfs.ext4),
   # git for make bench-reshape (git archive of the older commit).
   bench) want+=(python3 python3-venv python3-pip fio strace rsync iproute2 e2fsprogs git nginx lighttpd h2o wrk libh2o0.13 libhttp-parser-dev) ;;
-  test|fio) want+=(fio strace iproute2 e2fsprogs xfsprogs util-linux procps curl acl attr) ;;
+  test|fio) want+=(fio strace iproute2 e2fsprogs xfsprogs util-linux procps curl acl attr bindfs) ;;
   fuzz) want+=(clang libclang-rt-dev) ;;
 esac
 missing=()

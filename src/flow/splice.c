@@ -428,8 +428,6 @@ static long do_files_step(void *arg)
 	loff_t in = flow__src_off(f, f->taken), out = flow__dst_off(f, f->moved);
 	ssize_t n;
 
-	r->step_in = r->step_out = 0;
-	r->side = UAIO_FLOW_SIDE_NONE;
 	for (;;) {
 		/* Drained first: a step that failed on the sink left bytes. */
 		while (r->inpipe) {
@@ -484,6 +482,10 @@ static void files_kick(uaio_flow *f)
 	if (uaio_op_pending(&r->in) || !(n = flow__allow(f, flow__step_len(f, FLOW_PAGECACHE_CHUNK), 0)))
 		return;
 	r->asked = n;
+	/* Here, not in the job: one cancelled before a worker ran it would
+	 * count the last step's bytes again (and the positions past them). */
+	r->step_in = r->step_out = 0;
+	r->side = UAIO_FLOW_SIDE_NONE;
 	if ((ret = uaio_op_work(f->l, &r->in, do_files_step, f, files_step_done, f)) < 0) {
 		flow__fail(f, ret, UAIO_FLOW_SIDE_NONE);
 		return;

@@ -180,14 +180,24 @@ static int use_method(uaio_flow *f, int m)
 
 static void finish(uaio_flow *f)
 {
-	int64_t res = f->err ? f->err : (int64_t)f->moved;
+	int64_t res;
+	uint64_t upto;
 
+	/* The last progress call, while the flow is still the caller's to
+	 * pause or cancel (a cancel there makes the end -ECANCELED); should
+	 * that set anything going, the end waits for it. */
+	if (f->progress && f->moved != f->last_progress) {
+		f->last_progress = f->moved;
+		f->progress(f, f->moved, f->data);
+		if (f->inflight)
+			return;
+	}
+	res = f->err ? f->err : (int64_t)f->moved;
 	/* Positions go past what the sink has whole from the start: bytes
 	 * read ahead, or written past a chunk that failed, are moved again
 	 * by whoever goes on from them (a cancel, an error). */
-	uint64_t upto = f->run && methods[f->method]->done_upto ?
-			methods[f->method]->done_upto(f) : f->moved;
-
+	upto = f->run && methods[f->method]->done_upto ? methods[f->method]->done_upto(f) :
+							 f->moved;
 	f->flags |= FF_DONE;
 	uaio_timer_stop(f->l, &f->timer);
 	if (f->run)
@@ -196,8 +206,6 @@ static void finish(uaio_flow *f)
 		lseek(f->src.fd, f->src.off + (int64_t)upto, SEEK_SET);
 	if (f->dst.set_pos && !f->dst.append)
 		lseek(f->dst.fd, f->dst.off + (int64_t)upto, SEEK_SET);
-	if (f->progress && f->moved != f->last_progress)
-		f->progress(f, f->moved, f->data);
 	f->done(f, res, f->err ? f->err_side : UAIO_FLOW_SIDE_NONE, f->data);
 	free(f);
 }

@@ -52,6 +52,64 @@ static void test_pause_resume(void)
 	free(data);
 }
 
+/* The last progress call comes before done, with the flow still the
+ * caller's: pause, resume and cancel work there (a cancel makes the end
+ * -ECANCELED, as after every byte arrived). They said -EINVAL, as if
+ * done had run. A progress_ns of an hour leaves only that call. */
+struct last_call {
+	int calls, pause, resume, cancel, done;
+	int64_t res;
+};
+
+static void last_progress(uaio_flow *f, uint64_t bytes, void *data)
+{
+	struct last_call *c = data;
+
+	c->calls++;
+	if (bytes != 1000 || c->done)
+		return;
+	c->pause = uaio_flow_pause(f);
+	c->resume = uaio_flow_resume(f);
+	c->cancel = uaio_flow_cancel(f);
+}
+
+static void last_done(uaio_flow *f, int64_t res, int side, void *data)
+{
+	struct last_call *c = data;
+
+	(void)f;
+	(void)side;
+	c->done++;
+	c->res = res;
+}
+
+static void test_cancel_in_last_progress(void)
+{
+	static char src[1000];
+	struct last_call c = { .pause = 1, .resume = 1, .cancel = 1 };
+	int pf[2];
+	struct uaio_flow_params p = {
+		.src = { .type = UAIO_FLOW_MEM, .mem = src, .mem_len = sizeof(src), .buf_index = -1 },
+		.len = sizeof(src), .mode = UAIO_FLOW_KBUF, .chunk = 100,
+		.progress = last_progress, .progress_ns = 3600ull * 1000000000ull,
+		.done = last_done, .data = &c,
+	};
+	uaio_flow *f;
+
+	CHECK(pipe2(pf, O_CLOEXEC) == 0);
+	p.dst = fd_ep(pf[1], -1);
+	CHECK_OK(uaio_flow_start(L, &p, &f));
+	T_RUN_UNTIL(L, c.done, 100000);
+	CHECK_EQ(c.pause, 0);
+	CHECK_EQ(c.resume, 0);
+	CHECK_EQ(c.cancel, 0);
+	CHECK_EQ(c.done, 1);
+	CHECK_EQ(c.res, -ECANCELED);
+	CHECK_EQ(uaio_loop_inflight(L), 0);
+	close(pf[0]);
+	close(pf[1]);
+}
+
 static void test_cancel_mid(void)
 {
 	size_t n = 32u << 20;
@@ -622,6 +680,7 @@ int main(void)
 	RUN(test_bad_params);
 	RUN(test_pause_resume);
 	RUN(test_cancel_mid);
+	RUN(test_cancel_in_last_progress);
 	RUN(test_cancel_silent_peer);
 	RUN(test_cancel_silent_pty);
 	RUN(test_pty_hangup);

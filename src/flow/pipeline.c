@@ -162,14 +162,15 @@ static void pipeline_teardown(uaio_flow *f)
 }
 
 static bool fills(const uaio_flow *f);
+static bool salvages(const uaio_flow *f);
 static int issue_write(uaio_flow *f, struct slot *s);
 static void salvage(uaio_flow *f, struct slot *s);
 
-/* Bytes a socket gave a file's chunk are written, not dropped: they are
- * out of the socket, and a file's write does not wait for a peer. So a
- * write of them is left to finish, a chunk filled is written (untapped:
- * the tap hears nothing after the end), and a receive that filled part
- * of one (MSG_DONTWAIT, at once) is left to end and then written. */
+/* Bytes a stream gave a file's chunk are written, not dropped (salvages):
+ * a write of them is left to finish, a chunk filled is written (untapped:
+ * the tap hears nothing after the end), and a socket's receive that
+ * filled part of one (MSG_DONTWAIT, at once) is left to end and then
+ * written. */
 static void pipeline_cancel(uaio_flow *f)
 {
 	struct pipe_run *r = RUN(f);
@@ -177,9 +178,9 @@ static void pipeline_cancel(uaio_flow *f)
 	for (unsigned i = 0; i < f->depth; i++) {
 		struct slot *s = &r->s[i];
 
-		if (fills(f) && (s->st == S_WRITE || (s->st == S_READ && s->got)))
+		if (salvages(f) && (s->st == S_WRITE || (s->st == S_READ && s->got)))
 			continue;
-		if (fills(f) && (s->st == S_FILLED || s->st == S_TAPPED) && s->got)
+		if (salvages(f) && (s->st == S_FILLED || s->st == S_TAPPED) && s->got)
 			salvage(f, s);
 		else
 			flow__cancel_op(f, &s->op);
@@ -248,7 +249,7 @@ static void write_failed(uaio_flow *f, struct slot *s, int err)
 {
 	int side = write_side(f, s, err);	/* before the slot is freed */
 
-	if (fills(f))		/* a socket's bytes, written after a cancel */
+	if (salvages(f))		/* a stream's bytes, written after a cancel */
 		flow__lost(f, err, side);
 
 	lost_chunk(f, s);
@@ -283,6 +284,15 @@ static uaio_flow *flow_of(uaio_op *op)
 static bool fills(const uaio_flow *f)
 {
 	return f->src.kind == EK_SOCK && f->dst.seek && !f->dst.append;
+}
+
+/* Bytes a stream (socket, pipe, character device) gave a file are
+ * written, not dropped, when the flow ends (a cancel): they are out of
+ * the stream, and a file's write does not wait for a peer. */
+static bool salvages(const uaio_flow *f)
+{
+	return !f->src.seek && f->src.kind != EK_MEM && f->dst.seek && !f->dst.append &&
+	       f->dst.kind != EK_MEM;
 }
 
 /* Reads the rest of s (asked - got). */
@@ -376,7 +386,7 @@ static void read_done(uaio_op *op, int res, void *data)
 		res = 0;	/* a tty's end, as splice takes it */
 	/* Ending: what the socket gave this file's chunk is written, and
 	 * nothing more is asked of the socket. */
-	if (f->err && fills(f) && (s->got || res > 0)) {
+	if (f->err && salvages(f) && (s->got || res > 0)) {
 		s->got += res > 0 ? (uint32_t)res : 0;
 		salvage(f, s);
 	} else if (res == -EAGAIN && fills(f) && s->got) {
@@ -436,7 +446,7 @@ static void write_done(uaio_op *op, int res, void *data)
 	} else {
 		s->wdone += (uint32_t)res;
 		flow__moved(f, (uint64_t)res);
-		if (s->wdone < s->got && f->err && !fills(f) && !flow__flushing(f)) {
+		if (s->wdone < s->got && f->err && !salvages(f) && !flow__flushing(f)) {
 			/* Ending (progress may have cancelled): the rest is not
 			 * sent, where no cancel would reach its wait. A file's
 			 * rest is (pipeline_cancel): no peer to wait for. */

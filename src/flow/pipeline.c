@@ -501,6 +501,11 @@ static bool tap_in_order(uaio_flow *f)
 		}
 		if (s->got && f->tap &&
 		    (ret = f->tap(f, s->buf, s->got, s->pos, f->data)) < 0) {
+			/* refused: never the sink's, not even a stream's
+			 * chunk the end would write (salvages) */
+			lost_chunk(f, s);
+			unmap_slot(s);
+			s->st = S_FREE;
 			flow__abort(f, ret, UAIO_FLOW_SIDE_NONE);
 			return false;
 		}

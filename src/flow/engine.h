@@ -151,6 +151,13 @@ static inline bool flow__flushing(const uaio_flow *f)
 {
 	return f->flags & FF_FLUSH;
 }
+/* Whether the method may still write what it holds: the flow runs, or
+ * it flushes a failed stream's bytes (not after a cancel or another
+ * error). */
+static inline bool flow__writes(const uaio_flow *f)
+{
+	return !f->err || flow__flushing(f);
+}
 /* A cancelled flow's write of bytes it took from a stream failed: the
  * end says err (from side), not -ECANCELED. */
 void flow__lost(uaio_flow *f, int err, int side);

@@ -424,7 +424,7 @@ static void read_done(uaio_op *op, int res, void *data)
 	 * gave a memory sink is there, and counts (untapped: the tap hears
 	 * nothing after the end). Not counted, it was out of the stream and
 	 * reported nowhere. */
-	if (f->err && !flow__flushing(f) && f->dst.kind == EK_MEM && !f->src.seek &&
+	if (!flow__writes(f) && f->dst.kind == EK_MEM && !f->src.seek &&
 	    s->st == S_FILLED && r->tseq % f->depth == (uint32_t)(s - r->s)) {
 		flow__taken(f, s->got);
 		flow__moved(f, s->got);
@@ -457,7 +457,7 @@ static void write_done(uaio_op *op, int res, void *data)
 	} else {
 		s->wdone += (uint32_t)res;
 		flow__moved(f, (uint64_t)res);
-		if (s->wdone < s->got && f->err && !salvages(f) && !flow__flushing(f)) {
+		if (s->wdone < s->got && !flow__writes(f) && !salvages(f)) {
 			/* Ending (progress may have cancelled): the rest is not
 			 * sent, where no cancel would reach its wait. A file's
 			 * rest is (pipeline_cancel): no peer to wait for. */
@@ -488,7 +488,7 @@ static bool tap_in_order(uaio_flow *f)
 
 		/* ended (a cancel, a failure): its tap hears nothing more,
 		 * but for what a failed stream gave before (the flush) */
-		if (f->err && !flow__flushing(f))
+		if (!flow__writes(f))
 			return true;
 		if (r->tseq == r->rseq || s->st != S_FILLED)
 			return true;
@@ -568,7 +568,7 @@ static void pipeline_kick(uaio_flow *f)
 	}
 	/* Writes: any tapped chunk to a seekable sink; the next in order,
 	 * one at a time, to a stream. */
-	for (unsigned i = 0; i < f->depth && (!f->err || flow__flushing(f)); i++) {
+	for (unsigned i = 0; i < f->depth && flow__writes(f); i++) {
 		struct slot *s = ordered_sink(f) ? &r->s[r->wseq % f->depth] : &r->s[i];
 
 		if (ordered_sink(f) && (r->writing || r->wseq == r->tseq))

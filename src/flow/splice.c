@@ -391,10 +391,9 @@ static void splice_out_done(uaio_op *op, int res, void *data)
 		r->full = false;
 		flow__moved(f, (uint64_t)res);
 	} else if (res == -EAGAIN) {
-		if ((!f->err || flow__flushing(f)) &&
-		    (res = wait_ready(f, &r->out, f->dst.fd, POLLOUT)) < 0)
+		if (flow__writes(f) && (res = wait_ready(f, &r->out, f->dst.fd, POLLOUT)) < 0)
 			flow__fail(f, res, UAIO_FLOW_SIDE_DST);
-	} else if (f->err && !flow__flushing(f)) {
+	} else if (!flow__writes(f)) {
 		r->sink_failed = true;	/* ending: a drain of what was left failed */
 		if (salvages(f))	/* (others' drains are cancelled) */
 			flow__lost(f, res ? res : -ENOSPC, UAIO_FLOW_SIDE_DST);
@@ -531,8 +530,7 @@ static void splice_kick(uaio_flow *f)
 	/* Drained only as far as it is known to hold: never a wait on an
 	 * empty pipe. Errors end the flow without draining, but for a
 	 * failed stream's bytes (the flush). */
-	if (!direct(f) && r->inpipe && !uaio_op_pending(&r->out) &&
-	    (!f->err || flow__flushing(f))) {
+	if (!direct(f) && r->inpipe && !uaio_op_pending(&r->out) && flow__writes(f)) {
 		n = r->inpipe;
 		ret = gate(f, &r->out, &r->out_ready, &f->dst, POLLOUT, &n);
 		if (ret == 0)

@@ -55,8 +55,10 @@ static inline int t_tmpfile(const char *dir)
 	return fd;
 }
 
-/* A connected TCP pair over loopback. */
-static inline void t_tcp_pair(int sv[2])
+/* A connected TCP pair over loopback; sv[0]'s send buffer and sv[1]'s
+ * receive buffer set before the connection when not 0 (a window once
+ * offered is never taken back). */
+static inline void t_tcp_pair_bufs(int sv[2], int sndbuf, int rcvbuf)
 {
 	struct sockaddr_in a = { .sin_family = AF_INET,
 				 .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
@@ -64,14 +66,25 @@ static inline void t_tcp_pair(int sv[2])
 	int ls = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
 
 	CHECK(ls >= 0);
+	if (rcvbuf)	/* the accepted socket inherits it */
+		CHECK(setsockopt(ls, SOL_SOCKET, SO_RCVBUF, &rcvbuf, sizeof(rcvbuf)) == 0);
 	CHECK(bind(ls, (struct sockaddr *)&a, sizeof(a)) == 0);
 	CHECK(listen(ls, 1) == 0);
 	CHECK(getsockname(ls, (struct sockaddr *)&a, &al) == 0);
 	sv[0] = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	CHECK(sv[0] >= 0);
+	if (sndbuf)
+		CHECK(setsockopt(sv[0], SOL_SOCKET, SO_SNDBUF, &sndbuf, sizeof(sndbuf)) == 0);
 	CHECK(connect(sv[0], (struct sockaddr *)&a, sizeof(a)) == 0);
 	sv[1] = accept4(ls, NULL, NULL, SOCK_CLOEXEC);
 	CHECK(sv[1] >= 0);
 	close(ls);
+}
+
+/* A connected TCP pair over loopback. */
+static inline void t_tcp_pair(int sv[2])
+{
+	t_tcp_pair_bufs(sv, 0, 0);
 }
 
 static void *feeder(void *arg)

@@ -63,28 +63,6 @@ static void wait_reset(int fd)
 	CHECK(!"the reset never arrived");
 }
 
-/* A TCP pair whose k[0] takes a few KiB and then waits for k[1]'s reader:
- * both buffers set small before the connection (a window once offered
- * is never taken back). */
-static void small_tcp_pair(int k[2])
-{
-	struct sockaddr_in a = { .sin_family = AF_INET,
-				 .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
-	socklen_t al = sizeof(a);
-	int ls = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0), small = 4096;
-
-	CHECK(ls >= 0);
-	CHECK(setsockopt(ls, SOL_SOCKET, SO_RCVBUF, &small, sizeof(small)) == 0);
-	CHECK(bind(ls, (struct sockaddr *)&a, sizeof(a)) == 0);
-	CHECK(listen(ls, 1) == 0);
-	CHECK(getsockname(ls, (struct sockaddr *)&a, &al) == 0);
-	CHECK((k[0] = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0)) >= 0);
-	CHECK(setsockopt(k[0], SOL_SOCKET, SO_SNDBUF, &small, sizeof(small)) == 0);
-	CHECK(connect(k[0], (struct sockaddr *)&a, sizeof(a)) == 0);
-	CHECK((k[1] = accept4(ls, NULL, NULL, SOCK_CLOEXEC)) >= 0);
-	close(ls);
-}
-
 struct reader {
 	int fd;
 	char *buf;
@@ -136,7 +114,7 @@ static void one(uaio_loop *l, int mode, int sink)
 	if (sink == TO_FILE)
 		k[0] = t_tmpfile("/var/tmp");
 	else
-		small_tcp_pair(k);
+		t_tcp_pair_bufs(k, 4096, 4096);	/* a few KiB, then it waits */
 	rd.fd = k[1];
 	p.src = (struct uaio_flow_ep){ .type = UAIO_FLOW_FD, .fd = sv[0], .off = -1 };
 	p.dst = (struct uaio_flow_ep){ .type = UAIO_FLOW_FD, .fd = k[0],

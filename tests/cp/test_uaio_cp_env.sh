@@ -246,6 +246,40 @@ else
   echo "skip: a source whose ACL cannot be read (needs strace)"
 fi
 
+# -p over a file that exists with another owner: cp's set_owner first
+# narrows it, through its ACL, to the owner bits both modes share, then
+# chowns. A set-group-ID bit stays through the ACL and, with no group
+# execute left, through the chown (cp ends with 2644); uaio-cp chowned
+# first and the kernel cleared it (644). Not the file's owner, the ACL
+# write fails: cp makes no chown and fails, saying nothing (uaio-cp said
+# "preserving permissions"). A followed symlink to a directory (-L, -H):
+# cp reads its ACLs through the link; uaio-cp read the link's, none.
+if [ $root = 1 ]; then
+  SETUP='echo hello >s; chmod 644 s; echo old >d; chown 1234:5678 d; chmod 2755 d'
+  both -p s d
+  both --preserve=ownership,mode s d
+  SETUP='mkdir e; chown 1234:5678 e; chmod 2775 e; echo x >e/f; mkdir s; chmod 750 s; cp -p e/f s/'
+  both -a s/. e
+  if [ $have_nobody = 1 ]; then
+    SETUP='echo hello >s; chmod 644 s; chown 65534 s; echo old >d; chmod 666 d'
+    AS=$NOBODY
+    both --preserve=mode,ownership s d
+    both -p s d
+    AS=
+  fi
+  ok "-p over a file of another owner: narrowed through its ACL before the chown, as cp"
+  if command -v setfacl >/dev/null && setfacl -m u:1234:rwx "$T" 2>/dev/null; then
+    setfacl -b "$T"
+    SETUP='mkdir s; chmod 750 s; setfacl -m u:1234:rwx s; setfacl -d -m o::--- s
+           echo f >s/f; setfacl -m u:1234:r s/f; ln -s s ls; mkdir w; ln -s ../s w/l'
+    both -rLp ls o
+    both -a -H ls o
+    both -rL --preserve=mode w o
+    both -a w o
+    ok "a followed symlink to a directory: its ACLs copied, as cp"
+  fi
+fi
+
 # 10 000 files in 100 directories.
 mkdir "$T/many" || fail mkdir
 i=0

@@ -31,9 +31,11 @@ static ssize_t x_list(int fd, const char *path, char *buf, size_t n)
 	return fd >= 0 ? flistxattr(fd, buf, n) : llistxattr(path, buf, n);
 }
 
-static ssize_t x_get(int fd, const char *path, const char *name, void *v, size_t n)
+/* follow: through a symlink by that name (a source reached by -L or -H) */
+static ssize_t x_get(int fd, const char *path, bool follow, const char *name, void *v, size_t n)
 {
-	return fd >= 0 ? fgetxattr(fd, name, v, n) : lgetxattr(path, name, v, n);
+	return fd >= 0 ? fgetxattr(fd, name, v, n) :
+	       follow ? getxattr(path, name, v, n) : lgetxattr(path, name, v, n);
 }
 
 static int x_set(int fd, const char *path, const char *name, const void *v, size_t n)
@@ -95,7 +97,7 @@ void cp_notes_report(struct cp_run *r, struct cp_notes *n, const char *dst)
 		if (t->warn)
 			r->status = status;
 	}
-	if (n->lost)
+	if (n->lost || n->quiet_fail)
 		r->status = 1;
 	free(n->v);
 	*n = (struct cp_notes){ 0 };
@@ -123,15 +125,65 @@ static void xattr_note(const struct cp_run *r, struct cp_notes *out, int err,
 		note_x(out, err, "attr", fmt, false, true, name);
 }
 
-/* *acl: ACL_* of the ACLs copied; *list_err: why the source's could not
- * be listed (0: they were). */
-static unsigned xattrs(const struct cp_run *r, int src_fd, const char *src, int fd,
-		       const char *dst, struct cp_notes *out, unsigned *acl, int *list_err)
+struct xattr_buf {
+	char *val;
+	size_t cap;
+};
+
+/* One attribute from the source to the destination: 1 set, 0 not,
+ * -errno the source's read failed (gone since the list: libattr skips
+ * it too). */
+static int xattr_copy(const struct cp_run *r, int src_fd, const char *src, bool follow,
+		      int fd, const char *dst, const char *name, struct xattr_buf *b,
+		      struct cp_notes *out, unsigned *acl, unsigned *unsupported)
 {
+	ssize_t vn = x_get(src_fd, src, follow, name, NULL, 0);
+
+	if (vn >= 0 && (size_t)vn > b->cap) {
+		char *nv = realloc(b->val, (size_t)vn);
+
+		if (!nv)
+			return 0;
+		b->val = nv;
+		b->cap = (size_t)vn;
+	}
+	if (vn >= 0)
+		vn = x_get(src_fd, src, follow, name, b->val, (size_t)vn);
+	if (vn < 0) {
+		if (!is_acl(name) && errno != ENODATA)
+			xattr_note(r, out, errno, "getting attribute %s of %s", name);
+		return -errno;
+	}
+	if (x_set(fd, dst, name, b->val, (size_t)vn) == 0) {
+		*acl |= !strcmp(name, "system.posix_acl_access") ? ACL_ACCESS :
+			!strcmp(name, "system.posix_acl_default") ? ACL_DEFAULT : 0;
+		return 1;
+	}
+	if (!strcmp(name, "system.posix_acl_access")) {
+		*acl = (*acl & (ACL_ACCESS | ACL_DEFAULT)) | ACL_LOST |
+		       (unsigned)errno << ACL_ERR_SHIFT;
+	} else if (!is_acl(name)) {
+		if (errno == ENOTSUP)	/* said once, for the file */
+			(*unsupported)++;
+		else
+			xattr_note(r, out, errno, "setting attribute %s for %s", name);
+	}
+	return 0;
+}
+
+/* *acl: ACL_* of the ACLs copied; *list_err: why the source's could not
+ * be listed (0: they were). follow_acl: the source's name may be a
+ * symlink followed (-L, -H) to what st describes: cp's copy_acl reads
+ * the ACLs through it (acl_get_file), its attr_copy_file the other
+ * attributes of the link itself. */
+static unsigned xattrs(const struct cp_run *r, int src_fd, const char *src, bool follow_acl,
+		       int fd, const char *dst, struct cp_notes *out, unsigned *acl, int *list_err)
+{
+	static const char *const acls[] = { "system.posix_acl_access", "system.posix_acl_default" };
 	unsigned set = 0, unsupported = 0;
-	char stackbuf[1024], *names = stackbuf, *val = NULL;
+	char stackbuf[1024], *names = stackbuf;
+	struct xattr_buf b = { 0 };
 	ssize_t n = x_list(src_fd, src, names, sizeof(stackbuf));
-	size_t vcap = 0;
 
 	if (n < 0 && errno == ERANGE) {
 		n = x_list(src_fd, src, NULL, 0);
@@ -142,55 +194,25 @@ static unsigned xattrs(const struct cp_run *r, int src_fd, const char *src, int 
 		*list_err = errno;
 	if (n < 0 && errno != ENOSYS && errno != ENOTSUP && r->o.p_xattr)
 		xattr_note(r, out, errno, "listing attributes of %s", src);
-	if (n <= 0)
-		goto out;
-	for (char *name = names; name < names + n; name += strlen(name) + 1) {
-		ssize_t vn;
-
+	for (char *name = names; n > 0 && name < names + n; name += strlen(name) + 1) {
 		if (strcmp(name, "security.selinux") == 0)
 			continue;
-		if (is_acl(name) ? !r->o.p_mode : !r->o.p_xattr)
+		if (is_acl(name) ? !r->o.p_mode || follow_acl : !r->o.p_xattr)
 			continue;
-		vn = x_get(src_fd, src, name, NULL, 0);
-		if (vn < 0) {
-			/* gone since the list: libattr skips it too */
-			if (!is_acl(name) && errno != ENODATA)
-				xattr_note(r, out, errno, "getting attribute %s of %s", name);
-			continue;
-		}
-		if ((size_t)vn > vcap) {
-			char *nv = realloc(val, (size_t)vn);
+		set += xattr_copy(r, src_fd, src, false, fd, dst, name, &b, out, acl,
+				  &unsupported) > 0;
+	}
+	for (unsigned i = 0; follow_acl && r->o.p_mode && i < 2; i++) {
+		int ret = xattr_copy(r, src_fd, src, true, fd, dst, acls[i], &b, out, acl,
+				     &unsupported);
 
-			if (!nv)
-				continue;
-			val = nv;
-			vcap = (size_t)vn;
-		}
-		vn = x_get(src_fd, src, name, val, (size_t)vn);
-		if (vn < 0) {
-			/* gone since the list: libattr skips it too */
-			if (!is_acl(name) && errno != ENODATA)
-				xattr_note(r, out, errno, "getting attribute %s of %s", name);
-			continue;
-		}
-		if (x_set(fd, dst, name, val, (size_t)vn) == 0) {
-			set++;
-			*acl |= !strcmp(name, "system.posix_acl_access") ? ACL_ACCESS :
-				!strcmp(name, "system.posix_acl_default") ? ACL_DEFAULT : 0;
-		} else if (!strcmp(name, "system.posix_acl_access")) {
-			*acl = (*acl & (ACL_ACCESS | ACL_DEFAULT)) | ACL_LOST |
-			       (unsigned)errno << ACL_ERR_SHIFT;
-		} else if (!is_acl(name)) {
-			if (errno == ENOTSUP)	/* said once, for the file */
-				unsupported++;
-			else
-				xattr_note(r, out, errno, "setting attribute %s for %s", name);
-		}
+		set += ret > 0;
+		if (ret < 0 && ret != -ENODATA && !*list_err)
+			*list_err = -ret;
 	}
 	if (unsupported && r->o.require_xattr)
 		note_x(out, ENOTSUP, "attr", "setting attributes for %s", false, false, NULL);
-out:
-	free(val);
+	free(b.val);
 	if (names != stackbuf)
 		free(names);
 	return set;
@@ -271,12 +293,30 @@ static bool meta_apply(const struct cp_run *r, int src_fd, const char *src, int 
 	/* cp's fchown to the owner the file has already would change only
 	 * its ctime, which no copy keeps; and cp makes none where the file
 	 * it overwrote had the owner (a chown clears set-ID bits). */
-	if (o->p_owner && !(has & CP_HAS_OWNER) && !is_new) {
-		struct stat now;
+	struct stat now;
+	bool seen = false;
 
-		if ((fd >= 0 ? fstat(fd, &now) : fstatat(at, rel, &now, AT_SYMLINK_NOFOLLOW)) == 0 &&
-		    now.st_uid == st->st_uid && now.st_gid == st->st_gid)
+	if (o->p_owner && !(has & CP_HAS_OWNER) && !is_new &&
+	    (fd >= 0 ? fstat(fd, &now) : fstatat(at, rel, &now, AT_SYMLINK_NOFOLLOW)) == 0) {
+		seen = true;
+		if (now.st_uid == st->st_uid && now.st_gid == st->st_gid)
 			has |= CP_HAS_OWNER;
+	}
+	/* cp's set_owner: a file that existed is first narrowed to the
+	 * owner bits both modes share, so that its new owner never gets its
+	 * old rights; through the access ACL, so a set-group-ID bit stays
+	 * and, without group execute now, survives the chown. Where that
+	 * fails the chown is not made. */
+	if (o->p_owner && !(has & CP_HAS_OWNER) && seen && o->p_mode && !link &&
+	    set_mode(fd, dst, now.st_mode & st->st_mode & S_IRWXU) < 0) {
+		if (r->root || (errno != EPERM && errno != EINVAL))
+			note(out, errno, "clearing permissions for %s");
+		if (o->require_preserve) {
+			out->quiet_fail = true;
+			return false;
+		}
+		chown_failed = true;
+		has |= CP_HAS_OWNER;
 	}
 	if (o->p_owner && !(has & CP_HAS_OWNER)) {
 		int ret = fd >= 0 ? fchown(fd, st->st_uid, st->st_gid) :
@@ -302,13 +342,13 @@ static bool meta_apply(const struct cp_run *r, int src_fd, const char *src, int 
 		/* a link has no mode or ACL, but may have attributes
 		 * (trusted.*, as overlayfs's): cp copies them */
 		if (o->p_xattr)
-			xattrs(r, src_fd, src, fd, dst, out, &acl, &list_err);
+			xattrs(r, src_fd, src, false, fd, dst, out, &acl, &list_err);
 		return true;
 	}
 	if (o->p_xattr || o->p_mode) {
 		unsigned before = out->n;
 
-		xset = xattrs(r, src_fd, src, fd, dst, out, &acl, &list_err);
+		xset = xattrs(r, src_fd, src, src_fd < 0, fd, dst, out, &acl, &list_err);
 		/* --preserve=xattr named and an attribute not copied: cp
 		 * stops there for anything but a regular file (no mode, no
 		 * u+rwx given back: copy_internal returns), and counts a

@@ -13,6 +13,7 @@
 
 struct uaio_post {
 	struct uaio_post *next;
+	uint64_t seq;		/* uaio_loop.post_seq when made */
 	void (*fn)(void *);
 	void *data;
 };
@@ -32,21 +33,25 @@ void uaio__wake(uaio_loop *l)
 	}
 }
 
-/* Puts posts taken but not run back ahead of later ones, as callbacks
- * left for the next iteration are. */
-static void posts_back(uaio_loop *l, struct uaio_post *first)
+/* The next post for a drain that began at post number end, unlinked;
+ * NULL when none is that old. Posts stay in the inbox until their turn,
+ * so that a run nested in one of them (a post that runs the loop) runs
+ * the ones after it first, in order. */
+static struct uaio_post *post_next(uaio_loop *l, uint64_t end)
 {
-	struct uaio_post *last = first;
+	struct uaio_post *pn;
 
-	while (last->next)
-		last = last->next;
 	pthread_mutex_lock(&l->inbox_lock);
-	last->next = l->post_head;
-	if (!l->post_head)
-		l->post_tail = last;
-	l->post_head = first;
+	pn = l->post_head;
+	if (pn && pn->seq <= end) {
+		l->post_head = pn->next;
+		if (!l->post_head)
+			l->post_tail = NULL;
+	} else {
+		pn = NULL;
+	}
 	pthread_mutex_unlock(&l->inbox_lock);
-	uaio__wake(l);
+	return pn;
 }
 
 struct drain {
@@ -54,36 +59,34 @@ struct drain {
 	struct uaio_post *cur;
 };
 
-/* A posted function left its thread (pthread_exit, a cancel): the posts
- * behind it are not lost with the drain's list. (None runs: a cancel in
- * posts_back's wake-up, the rest already given back.) */
-static void post_left(void *arg)
+/* The drain's end, also when a posted function leaves its thread
+ * (pthread_exit, a cancel): the posts behind it wait in the inbox, and
+ * the wake-up brings the next iteration to them. */
+static void drain_end(void *arg)
 {
 	struct drain *d = arg;
-	struct uaio_post *rest;
 
+	d->l->draining--;
 	if (!d->cur)
 		return;
-	rest = d->cur->next;
 	free(d->cur);
-	if (rest)
-		posts_back(d->l, rest);
+	uaio__wake(d->l);
 }
 
 /* Runs posts and moves worker results to the done list. */
 int uaio__drain_inbox(uaio_loop *l)
 {
-	struct uaio_post *pn, *pnext;
+	struct uaio_post *pn;
 	struct drain d = { l, NULL };
 	uaio_op *op, *next;
+	uint64_t end;
 	int n = 0;
 
 	/* Clear first: a post racing with the drain wakes us again. */
 	atomic_store(&l->wake_pending, 0);
 	pthread_mutex_lock(&l->inbox_lock);
-	pn = l->post_head;
+	end = l->post_seq;	/* later posts wait for the next iteration */
 	op = l->wdone_head;
-	l->post_head = l->post_tail = NULL;
 	l->wdone_head = l->wdone_tail = NULL;
 	pthread_mutex_unlock(&l->inbox_lock);
 
@@ -95,22 +98,26 @@ int uaio__drain_inbox(uaio_loop *l)
 		}
 		uaio__unlock(l, lk);
 	}
-	pthread_cleanup_push(post_left, &d);
-	for (; pn; pn = pnext, n++) {
-		pnext = pn->next;
+	l->draining++;
+	pthread_cleanup_push(drain_end, &d);
+	while ((pn = post_next(l, end))) {
 		d.cur = pn;
 		pn->fn(pn->data);
 		d.cur = NULL;
 		free(pn);
-		if (UAIO_UNLIKELY(l->stop) && pnext) {
+		n++;
+		if (UAIO_UNLIKELY(l->stop)) {
 			/* stopped by this one: the rest wait for the next
 			 * iteration */
-			posts_back(l, pnext);
-			n++;
+			pthread_mutex_lock(&l->inbox_lock);
+			pn = l->post_head;
+			pthread_mutex_unlock(&l->inbox_lock);
+			if (pn)
+				uaio__wake(l);
 			break;
 		}
 	}
-	pthread_cleanup_pop(0);
+	pthread_cleanup_pop(1);
 	return n;
 }
 
@@ -129,6 +136,7 @@ UAIO_API int uaio_loop_post(uaio_loop *l, void (*fn)(void *), void *data)
 	pn->data = data;
 	pn->next = NULL;
 	pthread_mutex_lock(&l->inbox_lock);
+	pn->seq = ++l->post_seq;
 	if (l->post_tail)
 		l->post_tail->next = pn;
 	else

@@ -224,6 +224,10 @@ struct uaio_loop {
 	atomic_int wake_pending;
 	pthread_mutex_t inbox_lock;
 	struct uaio_post *post_head, *post_tail;
+	uint64_t post_seq;		/* the last post's number */
+	/* Drains under way on the loop's thread: a run nested in a post
+	 * runs the posts the outer drain has not reached (inbox.c) */
+	unsigned draining;
 	uaio_op *wdone_head, *wdone_tail;
 
 	struct uaio_workers workers;

@@ -435,6 +435,9 @@ static int run_once(uaio_loop *l, int64_t timeout_ns)
 	l->now_valid = false;
 	l->stop = false;
 	n = dispatch(l);	/* what a stopped iteration left */
+	/* nested in a posted function: the posts after it (inbox.c) */
+	if (UAIO_UNLIKELY(l->draining) && !l->stop)
+		n += uaio__drain_inbox(l);
 	if (!l->stop)
 		n += run_ready(l);
 	if (l->stop)	/* a callback asked to return: don't wait or reap */

@@ -110,6 +110,48 @@ static void stops_in_post(void)
 	uaio_loop_free(L);
 }
 
+/* A posted function that runs the loop itself: the nested run runs the
+ * posts made before it that the drain had not reached, first and in
+ * order (they waited in the drain's list, behind the nested run's newer
+ * posts: 0 3 1 2), and a nested run that may wait runs them rather than
+ * sleep with them ready (it slept). */
+static int nested_ret;
+
+static void nested_post(void *data)
+{
+	order[norder++] = (int)(intptr_t)data;
+	if (data != (void *)(intptr_t)0)
+		return;
+	CHECK_OK(uaio_loop_post(L, nested_post, (void *)(intptr_t)3));
+	nested_ret = uaio_loop_run_once(L, 0);
+}
+
+static void waiting_post(void *data)
+{
+	order[norder++] = (int)(intptr_t)data;
+	if (data == (void *)(intptr_t)0)
+		nested_ret = uaio_loop_run_once(L, -1);	/* the watchdog: a hang */
+}
+
+static void nested_in_post(void)
+{
+	L = t_loop_new(0);
+	norder = 0;
+	for (int i = 0; i < 3; i++)
+		CHECK_OK(uaio_loop_post(L, nested_post, (void *)(intptr_t)i));
+	CHECK_EQ(uaio_loop_run(L), 0);
+	all_in_order(4);
+	CHECK(nested_ret >= 3);
+
+	norder = 0;
+	for (int i = 0; i < 2; i++)
+		CHECK_OK(uaio_loop_post(L, waiting_post, (void *)(intptr_t)i));
+	CHECK_EQ(uaio_loop_run(L), 0);
+	all_in_order(2);
+	CHECK(nested_ret >= 1);
+	uaio_loop_free(L);
+}
+
 static void exit_post(void *data)
 {
 	order[norder++] = (int)(intptr_t)data;
@@ -157,5 +199,6 @@ int main(void)
 	RUN(wakes_sleeper);
 	RUN(stops_in_post);
 	RUN(exits_in_post);
+	RUN(nested_in_post);
 	return T_EXIT_PASS;
 }

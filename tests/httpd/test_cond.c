@@ -147,6 +147,27 @@ static void t_if_modified_since(void)
 	     "If-Unmodified-Since: RFC 850 year 99 (1999, before Last-Modified)", 412);
 	cond("GET", "If-Unmodified-Since: Friday, 01-Jan-21 00:00:00 GMT\r\n",
 	     "If-Unmodified-Since: RFC 850 year 21 (2021, before Last-Modified)", 412);
+	/* RFC 9110 5.6.7's forms exactly, or no date (13.1.3: ignored):
+	 * each below is 1999, before Last-Modified, so 412 had it been
+	 * taken as a date (sscanf took the loose ones) */
+	cond("GET", "If-Unmodified-Since: Fri Jan  1 00:00:00 1999\r\n",
+	     "If-Unmodified-Since: asctime form", 412);
+	static const char *const loose[] = {
+		"Fri, 1 Jan 1999 00:00:00 GMT", "Fri,  01 Jan 1999 00:00:00 GMT",
+		"Fri, 01 Jan 1999 0:00:00 GMT", "Fri, 01 Jan 1999 00:00:00 UTC",
+		"Xyz, 01 Jan 1999 00:00:00 GMT", "Fri, 01 JAN 1999 00:00:00 GMT",
+		"Fri, 01-Jan-99 00:00:00 GMT", "Friday, 1-Jan-99 00:00:00 GMT",
+		"Fri Jan 1 00:00:00 1999", "Fri Jan 01 00:00:00 +999",
+		"Fri, 01 Jan 1999 00:00:+0 GMT",
+	};
+	for (size_t i = 0; i < sizeof(loose) / sizeof(loose[0]); i++) {
+		char what[96];
+
+		snprintf(h, sizeof(h), "If-Unmodified-Since: %s\r\n", loose[i]);
+		snprintf(what, sizeof(what), "If-Unmodified-Since: '%s' (not a date: ignored)",
+			 loose[i]);
+		cond("GET", h, what, 200);
+	}
 
 	/* If-None-Match wins when both are present */
 	ht_fmt_date(lm + 3600, d);

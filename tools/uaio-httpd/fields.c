@@ -153,36 +153,77 @@ static int rfc850_year(int yy)
 	return year - 1900;
 }
 
+/* n digits at p, and nothing else: their value, or -1. */
+static int digits(const char *p, int n)
+{
+	int v = 0;
+
+	for (int i = 0; i < n; i++) {
+		if (p[i] < '0' || p[i] > '9')
+			return -1;
+		v = v * 10 + (p[i] - '0');
+	}
+	return v;
+}
+
+/* "HH:MM:SS" at p (RFC 9110 5.6.7 time-of-day), into tm. */
+static bool time_of_day(const char *p, struct tm *tm)
+{
+	return p[2] == ':' && p[5] == ':' && (tm->tm_hour = digits(p, 2)) >= 0 &&
+	       (tm->tm_min = digits(p + 3, 2)) >= 0 && (tm->tm_sec = digits(p + 6, 2)) >= 0;
+}
+
+/* day-name (Sun), or day-name-l (Sunday) when full */
+static bool day_name(const char *p, size_t n, bool full)
+{
+	static const char *const longname[7] = { "Sunday", "Monday", "Tuesday", "Wednesday",
+						 "Thursday", "Friday", "Saturday" };
+
+	for (int i = 0; i < 7; i++)
+		if (full ? n == strlen(longname[i]) && !memcmp(p, longname[i], n) :
+			   n == 3 && !memcmp(p, wday[i], 3))
+			return true;
+	return false;
+}
+
+/*
+ * The three forms of RFC 9110 5.6.7, exactly as written there (fixed
+ * digits, single spaces, case-sensitive names, "GMT"): a field that must
+ * be an HTTP-date is ignored when it is not one (13.1.3), so "1 Jan" or
+ * a lowercase month is no date.
+ */
 int proto_parse_date(struct span s, time_t *t)
 {
-	char buf[64], m[4], w[16], tz[4];
+	const char *p = s.p, *comma = memchr(s.p, ',', s.n);
 	struct tm tm = { 0 };
-	int n = 0;
+	char m[4] = { 0 };
 
-	if (s.n == 0 || s.n >= sizeof(buf))
-		return -1;
-	memcpy(buf, s.p, s.n);
-	buf[s.n] = 0;
-	/* IMF-fixdate, then RFC 850, then asctime (RFC 9110 5.6.7). */
-	if (sscanf(buf, "%3s, %2d %3s %4d %2d:%2d:%2d %3s%n", w, &tm.tm_mday, m,
-		   &tm.tm_year, &tm.tm_hour, &tm.tm_min, &tm.tm_sec, tz, &n) == 8 &&
-	    n == (int)s.n && !strcmp(tz, "GMT")) {
+	if (s.n == 29 && comma == p + 3 && day_name(p, 3, false) && p[4] == ' ' && p[7] == ' ' &&
+	    p[11] == ' ' && p[16] == ' ' && p[25] == ' ' && !memcmp(p + 26, "GMT", 3) &&
+	    (tm.tm_mday = digits(p + 5, 2)) >= 0 && (tm.tm_year = digits(p + 12, 4)) >= 0 &&
+	    time_of_day(p + 17, &tm)) {
+		/* IMF-fixdate: Sun, 06 Nov 1994 08:49:37 GMT */
+		memcpy(m, p + 8, 3);
 		tm.tm_year -= 1900;
-	} else if (n = 0, sscanf(buf, "%15[A-Za-z], %2d-%3s-%2d %2d:%2d:%2d %3s%n",
-			  w, &tm.tm_mday, m, &tm.tm_year, &tm.tm_hour, &tm.tm_min,
-			  &tm.tm_sec, tz, &n) == 8 && n == (int)s.n &&
-		   !strcmp(tz, "GMT")) {
-		tm.tm_year = rfc850_year(tm.tm_year);
-	} else if (n = 0, sscanf(buf, "%3s %3s %2d %2d:%2d:%2d %4d%n", w, m,
-			  &tm.tm_mday, &tm.tm_hour, &tm.tm_min, &tm.tm_sec,
-			  &tm.tm_year, &n) == 7 && n == (int)s.n) {
+	} else if (comma && day_name(p, (size_t)(comma - p), true) && s.n - (size_t)(comma - p) == 24 &&
+		   (p = comma)[1] == ' ' && p[4] == '-' && p[8] == '-' && p[11] == ' ' &&
+		   p[20] == ' ' && !memcmp(p + 21, "GMT", 3) &&
+		   (tm.tm_mday = digits(p + 2, 2)) >= 0 &&
+		   (tm.tm_year = rfc850_year(digits(p + 9, 2))) >= 0 && time_of_day(p + 12, &tm)) {
+		/* rfc850-date: Sunday, 06-Nov-94 08:49:37 GMT */
+		memcpy(m, p + 5, 3);
+	} else if (s.n == 24 && !comma && day_name(p, 3, false) && p[3] == ' ' && p[7] == ' ' &&
+		   p[10] == ' ' && p[19] == ' ' &&
+		   (tm.tm_mday = p[8] == ' ' ? digits(p + 9, 1) : digits(p + 8, 2)) >= 0 &&
+		   time_of_day(p + 11, &tm) && (tm.tm_year = digits(p + 20, 4)) >= 0) {
+		/* asctime-date: Sun Nov  6 08:49:37 1994 */
+		memcpy(m, p + 4, 3);
 		tm.tm_year -= 1900;
 	} else {
 		return -1;
 	}
 	if ((tm.tm_mon = month(m)) < 0 || tm.tm_mday < 1 || tm.tm_mday > 31 ||
-	    tm.tm_hour < 0 || tm.tm_hour > 23 || tm.tm_min < 0 || tm.tm_min > 59 ||
-	    tm.tm_sec < 0 || tm.tm_sec > 60 || tm.tm_year < 0)
+	    tm.tm_hour > 23 || tm.tm_min > 59 || tm.tm_sec > 60 || tm.tm_year < 0)
 		return -1;
 	/* timegm would carry 31 Feb into March: not a date, so the header
 	 * is ignored (RFC 9110 13.1.3: not a valid HTTP-date). */

@@ -194,7 +194,7 @@ static bool day_name(const char *p, size_t n, bool full)
  */
 int proto_parse_date(struct span s, time_t *t)
 {
-	const char *p = s.p, *comma = memchr(s.p, ',', s.n);
+	const char *p = s.p, *comma = s.n ? memchr(s.p, ',', s.n) : NULL;
 	struct tm tm = { 0 };
 	char m[4] = { 0 };
 

@@ -10,6 +10,7 @@
 #include <poll.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include <uaio/loop.h>
@@ -293,6 +294,42 @@ static void test_pipe(void)
 	uaio_loop_free(l);
 }
 
+/* A read of nothing on a stream whose read side epoll still watches (a
+ * read waited there just before, and took all the data): read(2) answers
+ * 0 at once, as io_uring does; the epoll backend waited for data that
+ * never came (old code: hung). A pipe and a socket, read and readv. */
+static void test_read_nothing(void)
+{
+	uaio_loop *l = t_loop_new(0);
+	uaio_op rd = { 0 };
+	struct res rr = { 0 };
+	char buf[16];
+	struct iovec none = { buf, 0 };
+	int p[2];
+
+	for (int kind = 0; kind < 2; kind++) {
+		CHECK(kind ? socketpair(AF_UNIX, SOCK_STREAM, 0, p) == 0 : pipe(p) == 0);
+		for (int vec = 0; vec < 2; vec++) {
+			rr = (struct res){ 0 };
+			CHECK_OK(uaio_op_read(l, &rd, p[0], buf, sizeof(buf), -1, rec, &rr));
+			CHECK_EQ(uaio_loop_run_once(l, 0), 0);
+			CHECK_EQ(write(p[1], "12345", 5), 5);
+			CHECK_EQ(uaio_loop_run(l), 0);
+			CHECK_EQ(rr.res, 5);
+			if (vec)
+				CHECK_OK(uaio_op_readv(l, &rd, p[0], &none, 1, -1, rec, &rr));
+			else
+				CHECK_OK(uaio_op_read(l, &rd, p[0], buf, 0, -1, rec, &rr));
+			CHECK_EQ(uaio_loop_run(l), 0);
+			CHECK_EQ(rr.n, 2);
+			CHECK_EQ(rr.res, 0);
+		}
+		close(p[0]);
+		close(p[1]);
+	}
+	uaio_loop_free(l);
+}
+
 /* A full pipe, one page read out, a byte written into the freed slot:
  * every slot is in use, so poll says no room, yet the last page takes
  * another small write, as write(2) finds. The next byte is written at
@@ -436,6 +473,7 @@ int main(void)
 	RUN(test_many_then_run);
 	RUN(test_pipe);
 	RUN(test_pipe_order);
+	RUN(test_read_nothing);
 	RUN(test_pipe_last_page);
 	RUN(test_poll_op);
 	RUN(test_timeout_op);

@@ -10,6 +10,8 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <liburing.h>
+#include <poll.h>
+#include <sys/socket.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -405,6 +407,66 @@ void uring__cancels_settle(uaio_loop *l, uaio_op *op)
 			c->addr2 = 1;
 		pp = &c->next;
 	}
+}
+
+/*
+ * io_uring may end a read or write of an O_NONBLOCK pipe or socket with
+ * -EAGAIN: when its poll-driven retry of the op cannot arm a poll again
+ * (a partial send, a wake-up that found no room) it hands the op to a
+ * worker, whose one call on the non-blocking file gives that (liburing
+ * issue #364; seastar #3435). The loop's stream ops wait for readiness,
+ * as on epoll: the op stays its side's busy op, a poll under its own
+ * user_data waits (a cancel finds it there), then the op goes again.
+ */
+static bool waits_for_room(const uaio_op *op)
+{
+	switch (op->opcode) {
+	case OP_SEND:
+	case OP_RECV:
+	case OP_SENDMSG:
+	case OP_RECVMSG:
+		return !(op->rw_flags & MSG_DONTWAIT);
+	}
+	return (uaio__opdef(op)->flags & OPF_RW) && !(op->rw_flags & RWF_NOWAIT);
+}
+
+/* op's completion *res: true when taken (the op waits on, not counted as
+ * ended), else *res is what it ends with. */
+bool uring__again(uaio_loop *l, uaio_op *op, int *res)
+{
+	struct io_uring_sqe *sqe;
+	bool polled = op->xflags & OX_REPOLL, lk;
+
+	if (!polled && (*res != -EAGAIN || !waits_for_room(op)))
+		return false;
+	op->xflags &= (uint16_t)~OX_REPOLL;
+	if (polled && *res < 0)		/* cancelled, or the file gone */
+		return false;
+	lk = uaio__lock(l);
+	/* A cancel or close on its way would miss the op sent again: it
+	 * ends as they would end it, having moved nothing (the cancel's own
+	 * answer may be -ENOENT: the kernel's request had ended). */
+	if ((op->xflags & OX_FDCANCEL) || cancel_in_kernel(U(l), op)) {
+		*res = -ECANCELED;
+		uaio__unlock(l, lk);
+		return false;
+	}
+	if (!uring__order_busy(l, op) || !(sqe = uring__get_sqe(l)))
+		goto keep;
+	if (polled) {
+		prep(sqe, op);
+	} else {
+		io_uring_prep_poll_add(sqe, op->fd,
+				       uaio__opdef(op)->side == SIDE_W ? POLLOUT : POLLIN);
+		io_uring_sqe_set_data64(sqe, ud(op, TAG_OP));
+		op->xflags |= OX_REPOLL;
+	}
+	uaio__unlock(l, lk);
+	return true;
+keep:
+	*res = -EAGAIN;
+	uaio__unlock(l, lk);
+	return false;
 }
 
 static int uring_cancel_fd(uaio_loop *l, uaio_op *op)

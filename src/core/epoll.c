@@ -246,10 +246,11 @@ static int ep_submit(uaio_loop *l, uaio_op *op)
 	 * write may go where poll says no room (a pipe's last page takes a
 	 * small one with every slot in use; a socket's send buffer takes one
 	 * below the third poll wants free), and no event would come. Nor a
-	 * read of nothing, which read(2) answers 0 at once, data or none. */
+	 * read of nothing (no bytes, or no vectors: the caller's vectors are
+	 * not read here), which read(2) answers 0 at once, data or none. */
 	if (e && e->q && uaio__op_read_side(op) && (e->q->reg & EPOLLIN) &&
 	    !uaio__ep_dontwait(op) && op->opcode != OP_POLL &&
-	    !(uaio__ep_is_rw(op) && !uaio__ep_rw_total(op)))
+	    !(uaio__ep_is_rw(op) && !op->len))
 		return uaio__ep_enqueue(l, op);
 	if (op->opcode == OP_ACCEPT_MULTI) {
 		if ((r = uaio__accept_refused(op->fd)) < 0) {

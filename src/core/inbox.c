@@ -54,6 +54,16 @@ static struct uaio_post *post_next(uaio_loop *l, uint64_t end)
 	return pn;
 }
 
+static bool posts_waiting(uaio_loop *l)
+{
+	bool any;
+
+	pthread_mutex_lock(&l->inbox_lock);
+	any = l->post_head != NULL;
+	pthread_mutex_unlock(&l->inbox_lock);
+	return any;
+}
+
 struct drain {
 	uaio_loop *l;
 	struct uaio_post *cur;
@@ -98,6 +108,15 @@ int uaio__drain_inbox(uaio_loop *l)
 		}
 		uaio__unlock(l, lk);
 	}
+	/* Two drains deep at most: a post that runs the loop runs the posts
+	 * after it, but theirs wait for it, so that a queue of posts that
+	 * each run the loop does not nest as deep as it is long (the stack).
+	 * The wake-up stays, for whoever drains next. */
+	if (UAIO_UNLIKELY(l->draining >= 2)) {
+		if (posts_waiting(l))
+			uaio__wake(l);
+		return 0;
+	}
 	l->draining++;
 	pthread_cleanup_push(drain_end, &d);
 	while ((pn = post_next(l, end))) {
@@ -109,10 +128,7 @@ int uaio__drain_inbox(uaio_loop *l)
 		if (UAIO_UNLIKELY(l->stop)) {
 			/* stopped by this one: the rest wait for the next
 			 * iteration */
-			pthread_mutex_lock(&l->inbox_lock);
-			pn = l->post_head;
-			pthread_mutex_unlock(&l->inbox_lock);
-			if (pn)
+			if (posts_waiting(l))
 				uaio__wake(l);
 			break;
 		}

@@ -120,7 +120,8 @@ static int reap(uaio_loop *l)
 					uaio__fire(l, op, res, FIRED_OP_MORE);
 					break;
 				}
-				if (UAIO_UNLIKELY(res == -EAGAIN || (op->xflags & OX_REPOLL)) &&
+				if (UAIO_UNLIKELY((res == -EAGAIN && (op->xflags & OX_ORDERED)) ||
+						  (op->xflags & OX_REPOLL)) &&
 				    uring__again(l, op, &res))
 					break;
 				ended++;

@@ -161,7 +161,7 @@ int uring__order_cancel_fd(uaio_loop *l, int fd)
 
 	for (int s = 0; e && s < 2; s++)
 		if (e->busy[s])
-			e->busy[s]->xflags |= OX_FDCANCEL;
+			e->busy[s]->xflags |= OX_CANCELASKED;
 	return cancel_held(l, fd, NULL);
 }
 

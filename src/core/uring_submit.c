@@ -12,6 +12,7 @@
 #include <liburing.h>
 #include <poll.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -378,6 +379,7 @@ static int uring_cancel(uaio_loop *l, uaio_op *op, uaio_op *target)
 			return -EAGAIN;
 		io_uring_prep_cancel64(sqe, ud(target, TAG_OP), 0);
 		io_uring_sqe_set_data64(sqe, ud(op, TAG_OP));
+		target->xflags |= OX_CANCELASKED;	/* (uring__again) */
 		op->next = u->cancels;
 		u->cancels = op;
 		op->state = OS_KERNEL;
@@ -417,17 +419,26 @@ void uring__cancels_settle(uaio_loop *l, uaio_op *op)
  * issue #364; seastar #3435). The loop's stream ops wait for readiness,
  * as on epoll: the op stays its side's busy op, a poll under its own
  * user_data waits (a cancel finds it there), then the op goes again.
+ * Only pipes and sockets, whose poll and calls agree on room: an eventfd
+ * says POLLOUT to a write its counter cannot take, and would spin.
  */
 static bool waits_for_room(const uaio_op *op)
 {
+	struct stat st;
+
 	switch (op->opcode) {
 	case OP_SEND:
 	case OP_RECV:
 	case OP_SENDMSG:
 	case OP_RECVMSG:
-		return !(op->rw_flags & MSG_DONTWAIT);
+		if (op->rw_flags & MSG_DONTWAIT)
+			return false;
+		break;
+	default:
+		if (!(uaio__opdef(op)->flags & OPF_RW))
+			return false;
 	}
-	return (uaio__opdef(op)->flags & OPF_RW) && !(op->rw_flags & RWF_NOWAIT);
+	return fstat(op->fd, &st) == 0 && (S_ISFIFO(st.st_mode) || S_ISSOCK(st.st_mode));
 }
 
 /* op's completion *res: true when taken (the op waits on, not counted as
@@ -435,38 +446,32 @@ static bool waits_for_room(const uaio_op *op)
 bool uring__again(uaio_loop *l, uaio_op *op, int *res)
 {
 	struct io_uring_sqe *sqe;
-	bool polled = op->xflags & OX_REPOLL, lk;
+	bool polled = op->xflags & OX_REPOLL, lk, taken = false;
 
-	if (!polled && (*res != -EAGAIN || !waits_for_room(op)))
-		return false;
 	op->xflags &= (uint16_t)~OX_REPOLL;
 	if (polled && *res < 0)		/* cancelled, or the file gone */
 		return false;
+	/* A cancel that went out for it (or its descriptor: cancel_fd, a
+	 * close) found it ending, or would miss it sent again: it ends as
+	 * the kernel ended it, -EAGAIN, its cancel's answer and count true
+	 * to that (uaio_op_cancel(3)). Likewise with no room for it. */
 	lk = uaio__lock(l);
-	/* A cancel or close on its way would miss the op sent again: it
-	 * ends as they would end it, having moved nothing (the cancel's own
-	 * answer may be -ENOENT: the kernel's request had ended). */
-	if ((op->xflags & OX_FDCANCEL) || cancel_in_kernel(U(l), op)) {
-		*res = -ECANCELED;
-		uaio__unlock(l, lk);
-		return false;
-	}
-	if (!uring__order_busy(l, op) || !(sqe = uring__get_sqe(l)))
-		goto keep;
-	if (polled) {
-		prep(sqe, op);
-	} else {
-		io_uring_prep_poll_add(sqe, op->fd,
-				       uaio__opdef(op)->side == SIDE_W ? POLLOUT : POLLIN);
-		io_uring_sqe_set_data64(sqe, ud(op, TAG_OP));
-		op->xflags |= OX_REPOLL;
+	if (!(op->xflags & OX_CANCELASKED) && uring__order_busy(l, op) &&
+	    (polled || waits_for_room(op)) && (sqe = uring__get_sqe(l))) {
+		if (polled) {
+			prep(sqe, op);
+		} else {
+			io_uring_prep_poll_add(sqe, op->fd,
+					       uaio__opdef(op)->side == SIDE_W ? POLLOUT : POLLIN);
+			io_uring_sqe_set_data64(sqe, ud(op, TAG_OP));
+			op->xflags |= OX_REPOLL;
+		}
+		taken = true;
 	}
 	uaio__unlock(l, lk);
-	return true;
-keep:
-	*res = -EAGAIN;
-	uaio__unlock(l, lk);
-	return false;
+	if (!taken)
+		*res = -EAGAIN;
+	return taken;
 }
 
 static int uring_cancel_fd(uaio_loop *l, uaio_op *op)

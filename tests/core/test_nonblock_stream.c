@@ -40,6 +40,7 @@ struct wop {
 struct rop {
 	uaio_op op, cancel;
 	struct stream *s;
+	bool asked;		/* a cancel went out for it */
 	char buf[32768];
 };
 
@@ -124,7 +125,8 @@ static void got(uaio_op *op, int res, void *data)
 
 	(void)op;
 	s->rout--;
-	if (res == -ECANCELED || res == -EINTR) {	/* ours, below */
+	/* ours, below; -EAGAIN only for a cancelled one (uaio_op_cancel(3)) */
+	if (res == -ECANCELED || res == -EINTR || (res == -EAGAIN && r->asked)) {
 		read_some(s);
 		return;
 	}
@@ -165,7 +167,8 @@ static void read_some(struct stream *s)
 	s->rout++;
 	/* cancelled at once now and then: the wake-ups on the writer's side
 	 * that find no room */
-	if (!rnd(4) && !uaio_op_pending(&r->cancel))
+	r->asked = !rnd(4) && !uaio_op_pending(&r->cancel);
+	if (r->asked)
 		CHECK_OK(uaio_op_cancel(L, &r->cancel, &r->op, cancelled, NULL));
 	}
 }

@@ -133,6 +133,15 @@ static void waiting_post(void *data)
 		nested_ret = uaio_loop_run_once(L, -1);	/* the watchdog: a hang */
 }
 
+static int deep_ran;
+
+static void deep_post(void *data)
+{
+	(void)data;
+	deep_ran++;
+	CHECK(uaio_loop_run_once(L, 0) >= 0);
+}
+
 static void nested_in_post(void)
 {
 	L = t_loop_new(0);
@@ -149,6 +158,14 @@ static void nested_in_post(void)
 	CHECK_EQ(uaio_loop_run(L), 0);
 	all_in_order(2);
 	CHECK(nested_ret >= 1);
+
+	/* a queue of posts that each run the loop nests one level, not as
+	 * deep as the queue is long (200 000: the stack overflowed) */
+	deep_ran = 0;
+	for (int i = 0; i < 200000; i++)
+		CHECK_OK(uaio_loop_post(L, deep_post, NULL));
+	CHECK_EQ(uaio_loop_run(L), 0);
+	CHECK_EQ(deep_ran, 200000);
 	uaio_loop_free(L);
 }
 

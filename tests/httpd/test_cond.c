@@ -152,6 +152,31 @@ static void t_if_modified_since(void)
 	 * taken as a date (sscanf took the loose ones) */
 	cond("GET", "If-Unmodified-Since: Fri Jan  1 00:00:00 1999\r\n",
 	     "If-Unmodified-Since: asctime form", 412);
+	/* the second before 1970 (timegm's -1) and years before 1900 are
+	 * dates; a leap second is one only at 23:59 */
+	cond("GET", "If-Unmodified-Since: Wed, 31 Dec 1969 23:59:59 GMT\r\n",
+	     "If-Unmodified-Since: the second before 1970", 412);
+	cond("GET", "If-Unmodified-Since: Sun, 31 Dec 1899 00:00:00 GMT\r\n",
+	     "If-Unmodified-Since: 1899", 412);
+	cond("GET", "If-Unmodified-Since: Thu, 31 Dec 1998 23:59:60 GMT\r\n",
+	     "If-Unmodified-Since: a leap second", 412);
+	cond("GET", "If-Unmodified-Since: Thu, 31 Dec 1998 12:59:60 GMT\r\n",
+	     "If-Unmodified-Since: second 60 at 12:59 (ignored)", 200);
+	/* RFC 850: more than 50 years ahead by the timestamp, not the
+	 * year, is the century before (a day past now + 50 years: before
+	 * Last-Modified, 412) */
+	{
+		time_t ahead = time(NULL) + 86400;
+		struct tm tm;
+		char d850[64], what[160];
+
+		gmtime_r(&ahead, &tm);
+		tm.tm_year += 50;
+		strftime(d850, sizeof(d850), "%A, %d-%b-%y %H:%M:%S GMT", &tm);
+		snprintf(h, sizeof(h), "If-Unmodified-Since: %s\r\n", d850);
+		snprintf(what, sizeof(what), "If-Unmodified-Since: '%s' (the last century)", d850);
+		cond("GET", h, what, 412);
+	}
 	static const char *const loose[] = {
 		"Fri, 1 Jan 1999 00:00:00 GMT", "Fri,  01 Jan 1999 00:00:00 GMT",
 		"Fri, 01 Jan 1999 0:00:00 GMT", "Fri, 01 Jan 1999 00:00:00 UTC",

@@ -5,6 +5,7 @@
  * of conditional requests (RFC 9110 13). Driven by the fuzz target with
  * proto.c.
  */
+#include <errno.h>
 #include <ctype.h>
 #include <stdio.h>
 #include <string.h>
@@ -135,22 +136,24 @@ static int month_days(int m, int year)
 }
 
 /*
- * RFC 850's two-digit year: the one in this century, unless that is more
- * than 50 years ahead, then the one a century before (RFC 9110 5.6.7).
- * In 2026, "70" is 2070 and "77" is 1977. As tm_year (from 1900).
+ * RFC 850's two-digit year (in tm_year): the one in this century, unless
+ * the timestamp is then more than 50 years ahead, then the one a century
+ * before (RFC 9110 5.6.7). In late 2026, "76" is 1976 from 30 Nov on.
  */
-static int rfc850_year(int yy)
+static int rfc850_year(struct tm *tm)
 {
-	struct tm now;
-	time_t t = time(NULL);
-	int year;
+	struct tm now, c;
+	time_t t = time(NULL), limit;
 
-	if (yy < 0 || yy > 99 || !gmtime_r(&t, &now))
+	if (!gmtime_r(&t, &now))
 		return -1;
-	year = (now.tm_year + 1900) / 100 * 100 + yy;
-	if (year > now.tm_year + 1900 + 50)
-		year -= 100;
-	return year - 1900;
+	tm->tm_year += (now.tm_year + 1900) / 100 * 100 - 1900;
+	now.tm_year += 50;
+	limit = timegm(&now);
+	c = *tm;
+	if (timegm(&c) > limit)
+		tm->tm_year -= 100;
+	return 0;
 }
 
 /* n digits at p, and nothing else: their value, or -1. */
@@ -209,9 +212,11 @@ int proto_parse_date(struct span s, time_t *t)
 		   (p = comma)[1] == ' ' && p[4] == '-' && p[8] == '-' && p[11] == ' ' &&
 		   p[20] == ' ' && !memcmp(p + 21, "GMT", 3) &&
 		   (tm.tm_mday = digits(p + 2, 2)) >= 0 &&
-		   (tm.tm_year = rfc850_year(digits(p + 9, 2))) >= 0 && time_of_day(p + 12, &tm)) {
+		   (tm.tm_year = digits(p + 9, 2)) >= 0 && time_of_day(p + 12, &tm)) {
 		/* rfc850-date: Sunday, 06-Nov-94 08:49:37 GMT */
 		memcpy(m, p + 5, 3);
+		if ((tm.tm_mon = month(m)) < 0 || rfc850_year(&tm) < 0)
+			return -1;
 	} else if (s.n == 24 && !comma && day_name(p, 3, false) && p[3] == ' ' && p[7] == ' ' &&
 		   p[10] == ' ' && p[19] == ' ' &&
 		   (tm.tm_mday = p[8] == ' ' ? digits(p + 9, 1) : digits(p + 8, 2)) >= 0 &&
@@ -222,15 +227,18 @@ int proto_parse_date(struct span s, time_t *t)
 	} else {
 		return -1;
 	}
+	/* (a leap second is 23:59:60, carried into the next day) */
 	if ((tm.tm_mon = month(m)) < 0 || tm.tm_mday < 1 || tm.tm_mday > 31 ||
-	    tm.tm_hour > 23 || tm.tm_min > 59 || tm.tm_sec > 60 || tm.tm_year < 0)
+	    tm.tm_hour > 23 || tm.tm_min > 59 ||
+	    tm.tm_sec > (tm.tm_hour == 23 && tm.tm_min == 59 ? 60 : 59))
 		return -1;
 	/* timegm would carry 31 Feb into March: not a date, so the header
 	 * is ignored (RFC 9110 13.1.3: not a valid HTTP-date). */
 	if (tm.tm_mday > month_days(tm.tm_mon, tm.tm_year + 1900))
 		return -1;
+	errno = 0;	/* -1 is also 1969-12-31 23:59:59 */
 	*t = timegm(&tm);
-	return *t == (time_t)-1 ? -1 : 0;
+	return *t == (time_t)-1 && errno ? -1 : 0;
 }
 
 /* ------------------------------------------------------------ validators */

@@ -108,11 +108,12 @@ int uaio__drain_inbox(uaio_loop *l)
 		}
 		uaio__unlock(l, lk);
 	}
-	/* Two drains deep at most: a post that runs the loop runs the posts
-	 * after it, but theirs wait for it, so that a queue of posts that
-	 * each run the loop does not nest as deep as it is long (the stack).
-	 * The wake-up stays, for whoever drains next. */
-	if (UAIO_UNLIKELY(l->draining >= 2)) {
+	/* UAIO_DRAIN_DEPTH drains deep at most: a post that runs the loop
+	 * runs the posts after it, and so on, but not as deep as a queue of
+	 * posts that each run the loop is long (the stack); past it they
+	 * wait for the drain above. The wake-up stays, for whoever drains
+	 * next. */
+	if (UAIO_UNLIKELY(l->draining >= UAIO_DRAIN_DEPTH)) {
 		if (posts_waiting(l))
 			uaio__wake(l);
 		return 0;

@@ -69,6 +69,8 @@ enum {
 #define WS_REASON_SHIFT	8	/* -reason stored above the flags */
 #define WS_PEER_CLOSED	(1u << 30)	/* an event said POLLRDHUP / POLLHUP */
 
+#define UAIO_DRAIN_DEPTH	32
+
 struct uaio_fdent {
 	uaio_watch *w;
 	union {			/* freed with the table (loop.c) */
@@ -228,7 +230,8 @@ struct uaio_loop {
 	struct uaio_post *post_head, *post_tail;
 	uint64_t post_seq;		/* the last post's number */
 	/* Drains under way on the loop's thread: a run nested in a post
-	 * runs the posts the outer drain has not reached (inbox.c) */
+	 * runs the posts the outer drain has not reached (inbox.c), to
+	 * UAIO_DRAIN_DEPTH drains deep */
 	unsigned draining;
 	uaio_op *wdone_head, *wdone_tail;
 

@@ -435,9 +435,8 @@ static int run_once(uaio_loop *l, int64_t timeout_ns)
 	l->now_valid = false;
 	l->stop = false;
 	n = dispatch(l);	/* what a stopped iteration left */
-	/* nested in a posted function: the posts after it (inbox.c; one
-	 * level: theirs wait for it) */
-	if (UAIO_UNLIKELY(l->draining == 1) && !l->stop)
+	/* nested in a posted function: the posts after it (inbox.c) */
+	if (UAIO_UNLIKELY(l->draining) && l->draining < UAIO_DRAIN_DEPTH && !l->stop)
 		n += uaio__drain_inbox(l);
 	if (!l->stop)
 		n += run_ready(l);

@@ -419,8 +419,8 @@ void uring__cancels_settle(uaio_loop *l, uaio_op *op)
  * issue #364; seastar #3435). The loop's stream ops wait for readiness,
  * as on epoll: the op stays its side's busy op, a poll under its own
  * user_data waits (a cancel finds it there), then the op goes again.
- * Only pipes and sockets, whose poll and calls agree on room: an eventfd
- * says POLLOUT to a write its counter cannot take, and would spin.
+ * Only pipes and stream sockets, whose poll and calls agree on room: an
+ * eventfd says POLLOUT to a write its counter cannot take, and would spin.
  */
 static bool waits_for_room(const uaio_op *op)
 {
@@ -438,7 +438,18 @@ static bool waits_for_room(const uaio_op *op)
 		if (!(uaio__opdef(op)->flags & OPF_RW))
 			return false;
 	}
-	return fstat(op->fd, &st) == 0 && (S_ISFIFO(st.st_mode) || S_ISSOCK(st.st_mode));
+	if (fstat(op->fd, &st) < 0)
+		return false;
+	/* a stream socket: a datagram's poll cannot see a peer's full queue
+	 * (unconnected AF_UNIX) */
+	if (S_ISSOCK(st.st_mode)) {
+		int type = 0;
+		socklen_t n = sizeof(type);
+
+		return getsockopt(op->fd, SOL_SOCKET, SO_TYPE, &type, &n) == 0 &&
+		       type == SOCK_STREAM;
+	}
+	return S_ISFIFO(st.st_mode);
 }
 
 /* op's completion *res: true when taken (the op waits on, not counted as

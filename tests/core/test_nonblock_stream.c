@@ -5,19 +5,22 @@
  * -EAGAIN, and the bytes arrive whole and in write order. On io_uring a
  * write could end with -EAGAIN where the kernel's retry after a poll went
  * to a worker, whose one call on the non-blocking socket gave that; the
- * loop now polls and sends it again (uring_submit.c, uring__again). That
- * race is the kernel's and this test did not hit it on this machine (the
- * audit's stress did, 5 runs in 40): it guards the data and the order
- * around the op sent again. Seeded, so a failure can be re-run.
+ * loop now polls and sends it again (uring_submit.c, uring__again). The
+ * streams below did not hit that race on this machine (the audit's stress
+ * did, 5 runs in 40); stolen_bytes makes it on purpose. Seeded, so a
+ * failure can be re-run.
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <limits.h>
 #include <fcntl.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <stddef.h>
 #include <sys/socket.h>
+#include <sys/un.h>
 #include <unistd.h>
 #include <uaio/loop.h>
 
@@ -173,6 +176,83 @@ static void read_some(struct stream *s)
 	}
 }
 
+static void stolen_cb(uaio_op *op, int res, void *data)
+{
+	(void)op;
+	*(int *)data = res;
+}
+
+/* The kernel's race made on purpose: each byte a pipe read's poll is
+ * woken for, another reader takes before io_uring retries the read;
+ * past its retries (128) the kernel hands the read to a worker, which
+ * gives -EAGAIN (5 tries: most gave it before). The read must wait on
+ * and then get the data (or win a byte: 1). On epoll it waits anyway. */
+static void stolen_bytes(void)
+{
+	for (int t = 0; t < 5; t++) {
+		uaio_op op = { 0 };
+		int p[2], res = INT_MIN;
+		char buf[64], c;
+
+		L = t_loop_new(0);
+		CHECK(pipe2(p, O_NONBLOCK) == 0);
+		CHECK_OK(uaio_op_read(L, &op, p[0], buf, sizeof(buf), -1, stolen_cb, &res));
+		CHECK(uaio_loop_run_once(L, 0) >= 0);
+		for (int i = 0; i < 200 && res == INT_MIN; i++) {
+			CHECK_EQ(write(p[1], "x", 1), 1);
+			(void)!read(p[0], &c, 1);	/* the read may win it */
+			CHECK(uaio_loop_run_once(L, 0) >= 0);
+		}
+		if (res == INT_MIN) {
+			CHECK_EQ(write(p[1], "hello", 5), 5);
+			while (res == INT_MIN)
+				CHECK(uaio_loop_run_once(L, -1) >= 0);
+			CHECK_EQ(res, 5);
+			CHECK(!memcmp(buf, "hello", 5));
+		} else {
+			CHECK_EQ(res, 1);
+		}
+		close(p[0]);
+		close(p[1]);
+		uaio_loop_free(L);
+	}
+}
+
+/* A datagram to an unconnected AF_UNIX peer whose queue is full: poll
+ * says POLLOUT (it cannot see the peer), sendmsg says EAGAIN. That answer
+ * is the op's: waiting for readiness would spin (it did on io_uring; the
+ * epoll backend still does, so only io_uring here). */
+static void dgram_full_peer(void)
+{
+	struct sockaddr_un a = { .sun_family = AF_UNIX };
+	char msg[16] = "m";
+	struct iovec iov = { msg, sizeof(msg) };
+	struct msghdr mh = { .msg_name = &a, .msg_iov = &iov, .msg_iovlen = 1 };
+	uaio_op op = { 0 };
+	int r, s, res = INT_MIN;
+
+	L = t_loop_new(0);
+	if (strcmp(uaio_loop_backend_name(L), "io_uring")) {
+		fprintf(stderr, "    skipped on %s\n", uaio_loop_backend_name(L));
+		uaio_loop_free(L);
+		return;
+	}
+	snprintf(a.sun_path + 1, sizeof(a.sun_path) - 1, "uaio-test-dgram-%d", getpid());
+	mh.msg_namelen = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + strlen(a.sun_path + 1));
+	r = socket(AF_UNIX, SOCK_DGRAM, 0);
+	s = socket(AF_UNIX, SOCK_DGRAM | SOCK_NONBLOCK, 0);
+	CHECK(r >= 0 && s >= 0 && bind(r, (struct sockaddr *)&a, mh.msg_namelen) == 0);
+	while (sendmsg(s, &mh, 0) > 0)
+		;
+	CHECK(errno == EAGAIN);
+	CHECK_OK(uaio_op_sendmsg(L, &op, s, &mh, 0, stolen_cb, &res));
+	CHECK_EQ(uaio_loop_run(L), 0);	/* (the watchdog: a spin) */
+	CHECK_EQ(res, -EAGAIN);
+	close(r);
+	close(s);
+	uaio_loop_free(L);
+}
+
 int main(int argc, char **argv)
 {
 	static struct stream st[STREAMS];
@@ -180,6 +260,8 @@ int main(int argc, char **argv)
 
 	t_watchdog(240);
 	t_banner("test_nonblock_stream");
+	RUN(stolen_bytes);
+	RUN(dgram_full_peer);
 	for (unsigned round = 0; round < rounds; round++) {
 		seed = 1000 + round;
 		L = t_loop_new(0);

@@ -5,6 +5,7 @@
  * one returns the run after it.
  */
 #include <pthread.h>
+#include <stdbool.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <uaio/loop.h>
@@ -134,6 +135,26 @@ static void waiting_post(void *data)
 }
 
 static int deep_ran;
+static bool c_ran;
+
+/* 0 runs the loop once, in which 1 (two posts deep) waits for what 2,
+ * posted before it ran, does (a drain at that depth ran no posts: it
+ * hung, or spun with the wake-up kept) */
+static void waits_for_later(void *data)
+{
+	switch ((int)(intptr_t)data) {
+	case 0:
+		CHECK(uaio_loop_run_once(L, 0) >= 0);
+		break;
+	case 1:
+		while (!c_ran)
+			CHECK(uaio_loop_run_once(L, -1) >= 0);
+		break;
+	case 2:
+		c_ran = true;
+		break;
+	}
+}
 
 static void deep_post(void *data)
 {
@@ -159,8 +180,14 @@ static void nested_in_post(void)
 	all_in_order(2);
 	CHECK(nested_ret >= 1);
 
-	/* a queue of posts that each run the loop nests one level, not as
-	 * deep as the queue is long (200 000: the stack overflowed) */
+	c_ran = false;
+	for (int i = 0; i < 3; i++)
+		CHECK_OK(uaio_loop_post(L, waits_for_later, (void *)(intptr_t)i));
+	CHECK_EQ(uaio_loop_run(L), 0);
+	CHECK(c_ran);
+
+	/* a queue of posts that each run the loop nests 32 deep at most,
+	 * not as deep as the queue is long (200 000: the stack overflowed) */
 	deep_ran = 0;
 	for (int i = 0; i < 200000; i++)
 		CHECK_OK(uaio_loop_post(L, deep_post, NULL));

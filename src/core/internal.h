@@ -51,9 +51,7 @@ enum {
 #define OX_STARTED	0x8000	/* io_uring close: local cancels done */
 /* The caller's UAIO_OPF_* flags live above the private ones. */
 #define OX_USER_SHIFT	8
-#define OX_USER_MASK	0x0f00
-#define OX_REPOLL	0x1000	/* io_uring: a poll, then the op again (uring_submit.c) */
-#define OX_CANCELASKED	0x2000	/* io_uring: a cancel of it, or of or by its descriptor's close, went out */
+#define OX_USER_MASK	0x7f00
 #define OX_ISSUE_HERE	(UAIO_OPF_ISSUE_HERE << OX_USER_SHIFT)
 #define OX_BLOCKING	(UAIO_OPF_BLOCKING << OX_USER_SHIFT)
 

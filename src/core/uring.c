@@ -120,10 +120,6 @@ static int reap(uaio_loop *l)
 					uaio__fire(l, op, res, FIRED_OP_MORE);
 					break;
 				}
-				if (UAIO_UNLIKELY((res == -EAGAIN && (op->xflags & OX_ORDERED)) ||
-						  (op->xflags & OX_REPOLL)) &&
-				    uring__again(l, op, &res))
-					break;
 				ended++;
 				if (UAIO_UNLIKELY(u->cancels != NULL))
 					uring__cancels_settle(l, op);

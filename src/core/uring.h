@@ -108,8 +108,6 @@ void uring__order_pool_next(uaio_loop *l, uaio_op *op);
 void uring__order_forget_fd(uaio_loop *l, int fd);
 int uring__order_cancel(uaio_loop *l, uaio_op *target);
 int uring__order_cancel_fd(uaio_loop *l, int fd);
-bool uring__order_busy(uaio_loop *l, const uaio_op *op);
-bool uring__again(uaio_loop *l, uaio_op *op, int *res);
 /* Ops that look their descriptors up late (OPF_LATE: io_uring's worker,
  * or the pool's): counted as they go in (late.c), and as they end the
  * closes that waited for them go */

@@ -153,25 +153,9 @@ int uring__order_cancel(uaio_loop *l, uaio_op *target)
 	return cancel_held(l, target->fd, target) ? 0 : -ENOENT;
 }
 
-/* (The busy ops are the kernel's to cancel; marked, so that one whose
- * -EAGAIN was already on its way does not wait again: uring__again.) */
 int uring__order_cancel_fd(uaio_loop *l, int fd)
 {
-	struct uaio_fdent *e = uaio__fdent(l, fd, false);
-
-	for (int s = 0; e && s < 2; s++)
-		if (e->busy[s])
-			e->busy[s]->xflags |= OX_CANCELASKED;
 	return cancel_held(l, fd, NULL);
-}
-
-/* op is its stream side's busy op still (no close, no new file since). */
-bool uring__order_busy(uaio_loop *l, const uaio_op *op)
-{
-	struct uaio_fdent *e;
-
-	return (op->xflags & OX_ORDERED) && (e = uaio__fdent(l, op->fd, false)) &&
-	       e->busy[side(op)] == op;
 }
 
 /* fd is being closed: a busy op that a worker runs (UAIO_OPF_BLOCKING),

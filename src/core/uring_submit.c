@@ -10,9 +10,6 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <liburing.h>
-#include <poll.h>
-#include <sys/socket.h>
-#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -379,7 +376,6 @@ static int uring_cancel(uaio_loop *l, uaio_op *op, uaio_op *target)
 			return -EAGAIN;
 		io_uring_prep_cancel64(sqe, ud(target, TAG_OP), 0);
 		io_uring_sqe_set_data64(sqe, ud(op, TAG_OP));
-		target->xflags |= OX_CANCELASKED;	/* (uring__again) */
 		op->next = u->cancels;
 		u->cancels = op;
 		op->state = OS_KERNEL;
@@ -409,80 +405,6 @@ void uring__cancels_settle(uaio_loop *l, uaio_op *op)
 			c->addr2 = 1;
 		pp = &c->next;
 	}
-}
-
-/*
- * io_uring may end a read or write of an O_NONBLOCK pipe or socket with
- * -EAGAIN: when its poll-driven retry of the op cannot arm a poll again
- * (a partial send, a wake-up that found no room) it hands the op to a
- * worker, whose one call on the non-blocking file gives that (liburing
- * issue #364; seastar #3435). The loop's stream ops wait for readiness,
- * as on epoll: the op stays its side's busy op, a poll under its own
- * user_data waits (a cancel finds it there), then the op goes again.
- * Only pipes and stream sockets, whose poll and calls agree on room: an
- * eventfd says POLLOUT to a write its counter cannot take, and would spin.
- */
-static bool waits_for_room(const uaio_op *op)
-{
-	struct stat st;
-
-	switch (op->opcode) {
-	case OP_SEND:
-	case OP_RECV:
-	case OP_SENDMSG:
-	case OP_RECVMSG:
-		if (op->rw_flags & MSG_DONTWAIT)
-			return false;
-		break;
-	default:
-		if (!(uaio__opdef(op)->flags & OPF_RW))
-			return false;
-	}
-	if (fstat(op->fd, &st) < 0)
-		return false;
-	/* a stream socket: a datagram's poll cannot see a peer's full queue
-	 * (unconnected AF_UNIX) */
-	if (S_ISSOCK(st.st_mode)) {
-		int type = 0;
-		socklen_t n = sizeof(type);
-
-		return getsockopt(op->fd, SOL_SOCKET, SO_TYPE, &type, &n) == 0 &&
-		       type == SOCK_STREAM;
-	}
-	return S_ISFIFO(st.st_mode);
-}
-
-/* op's completion *res: true when taken (the op waits on, not counted as
- * ended), else *res is what it ends with. */
-bool uring__again(uaio_loop *l, uaio_op *op, int *res)
-{
-	struct io_uring_sqe *sqe;
-	bool polled = op->xflags & OX_REPOLL, lk, taken = false;
-
-	op->xflags &= (uint16_t)~OX_REPOLL;
-	if (polled && *res < 0)		/* cancelled, or the file gone */
-		return false;
-	/* A cancel that went out for it (or its descriptor: cancel_fd, a
-	 * close) found it ending, or would miss it sent again: it ends as
-	 * the kernel ended it, -EAGAIN, its cancel's answer and count true
-	 * to that (uaio_op_cancel(3)). Likewise with no room for it. */
-	lk = uaio__lock(l);
-	if (!(op->xflags & OX_CANCELASKED) && uring__order_busy(l, op) &&
-	    (polled || waits_for_room(op)) && (sqe = uring__get_sqe(l))) {
-		if (polled) {
-			prep(sqe, op);
-		} else {
-			io_uring_prep_poll_add(sqe, op->fd,
-					       uaio__opdef(op)->side == SIDE_W ? POLLOUT : POLLIN);
-			io_uring_sqe_set_data64(sqe, ud(op, TAG_OP));
-			op->xflags |= OX_REPOLL;
-		}
-		taken = true;
-	}
-	uaio__unlock(l, lk);
-	if (!taken)
-		*res = -EAGAIN;
-	return taken;
 }
 
 static int uring_cancel_fd(uaio_loop *l, uaio_op *op)

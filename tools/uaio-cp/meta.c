@@ -150,9 +150,11 @@ static int xattr_copy(const struct cp_run *r, int src_fd, const char *src, bool 
 	if (vn >= 0)
 		vn = x_get(src_fd, src, follow, name, b->val, (size_t)vn);
 	if (vn < 0) {
-		if (!is_acl(name) && errno != ENODATA)
-			xattr_note(r, out, errno, "getting attribute %s of %s", name);
-		return -errno;
+		int err = errno;
+
+		if (!is_acl(name) && err != ENODATA)
+			xattr_note(r, out, err, "getting attribute %s of %s", name);
+		return -err;
 	}
 	if (x_set(fd, dst, name, b->val, (size_t)vn) == 0) {
 		*acl |= !strcmp(name, "system.posix_acl_access") ? ACL_ACCESS :

@@ -138,7 +138,8 @@ static int month_days(int m, int year)
 /*
  * RFC 850's two-digit year (in tm_year): the one in this century, unless
  * the timestamp is then more than 50 years ahead, then the one a century
- * before (RFC 9110 5.6.7). In late 2026, "76" is 1976 from 30 Nov on.
+ * before (RFC 9110 5.6.7): on 29 Nov 2026, 31-Dec-76 is 1976 and
+ * 01-Nov-76 is 2076.
  */
 static int rfc850_year(struct tm *tm)
 {

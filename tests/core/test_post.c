@@ -91,6 +91,13 @@ static void all_in_order(int n)
 		CHECK_EQ(order[i], i);
 }
 
+/* Posts fn n times, with 0 .. n-1. */
+static void post_n(void (*fn)(void *), int n)
+{
+	for (int i = 0; i < n; i++)
+		CHECK_OK(uaio_loop_post(L, fn, (void *)(intptr_t)i));
+}
+
 static void stop_post(void *data)
 {
 	order[norder++] = (int)(intptr_t)data;
@@ -102,8 +109,7 @@ static void stops_in_post(void)
 {
 	L = t_loop_new(0);
 	norder = 0;
-	for (int i = 0; i < 10; i++)
-		CHECK_OK(uaio_loop_post(L, stop_post, (void *)(intptr_t)i));
+	post_n(stop_post, 10);
 	CHECK_EQ(uaio_loop_run(L), 1);
 	CHECK_EQ(norder, 4);
 	CHECK_EQ(uaio_loop_run(L), 0);
@@ -167,22 +173,19 @@ static void nested_in_post(void)
 {
 	L = t_loop_new(0);
 	norder = 0;
-	for (int i = 0; i < 3; i++)
-		CHECK_OK(uaio_loop_post(L, nested_post, (void *)(intptr_t)i));
+	post_n(nested_post, 3);
 	CHECK_EQ(uaio_loop_run(L), 0);
 	all_in_order(4);
 	CHECK(nested_ret >= 3);
 
 	norder = 0;
-	for (int i = 0; i < 2; i++)
-		CHECK_OK(uaio_loop_post(L, waiting_post, (void *)(intptr_t)i));
+	post_n(waiting_post, 2);
 	CHECK_EQ(uaio_loop_run(L), 0);
 	all_in_order(2);
 	CHECK(nested_ret >= 1);
 
 	c_ran = false;
-	for (int i = 0; i < 3; i++)
-		CHECK_OK(uaio_loop_post(L, waits_for_later, (void *)(intptr_t)i));
+	post_n(waits_for_later, 3);
 	CHECK_EQ(uaio_loop_run(L), 0);
 	CHECK(c_ran);
 
@@ -225,8 +228,7 @@ static void exits_in_post(void)
 		return;
 	}
 	norder = 0;
-	for (int i = 0; i < 6; i++)
-		CHECK_OK(uaio_loop_post(L, exit_post, (void *)(intptr_t)i));
+	post_n(exit_post, 6);
 	CHECK(pthread_create(&t, NULL, run_loop, NULL) == 0);
 	CHECK(pthread_join(t, NULL) == 0);
 	CHECK_EQ(norder, 3);

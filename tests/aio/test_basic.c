@@ -6,6 +6,7 @@
  */
 #include "aio/aio_util.h"
 #include <limits.h>
+#include <sys/socket.h>
 #include <sys/uio.h>
 
 #define SZ (256 * 1024)
@@ -138,6 +139,29 @@ static void pipe_paths(void)
 	CHECK_EQ(uaio_read(&cb), 0);
 	CHECK_EQ(t_wait(&cb, &err), 0);
 	close(p[0]);
+}
+
+/* A read of 0 bytes queued behind a read that takes all the data: 0 at
+ * its turn, as glibc's read(2) gives (the epoll backend waited for the
+ * descriptor's next event: EINPROGRESS for ever). A socket and a pipe. */
+static void zero_read_behind(void)
+{
+	for (int sock = 0; sock < 2; sock++) {
+		int p[2], err;
+		static char b1[3028], b0[1];
+
+		CHECK(sock ? socketpair(AF_UNIX, SOCK_STREAM, 0, p) == 0 : pipe(p) == 0);
+		struct aiocb a = t_cb(p[0], b1, sizeof(b1), 0), z = t_cb(p[0], b0, 0, 0);
+
+		CHECK_EQ(uaio_read(&a), 0);
+		CHECK_EQ(uaio_read(&z), 0);
+		CHECK(write(p[1], b1, 672) == 672);
+		CHECK_EQ(t_wait(&a, &err), 672);
+		CHECK_EQ(t_wait(&z, &err), 0);	/* (the watchdog: a hang) */
+		CHECK_EQ(err, 0);
+		close(p[0]);
+		close(p[1]);
+	}
 }
 
 static void status_semantics(void)
@@ -312,6 +336,7 @@ int main(void)
 	RUN(writes_then_read_back);
 	RUN(odirect);
 	RUN(pipe_paths);
+	RUN(zero_read_behind);
 	RUN(status_semantics);
 	RUN(bad_input);
 	RUN(limits);

@@ -67,8 +67,6 @@ enum {
 #define WS_REASON_SHIFT	8	/* -reason stored above the flags */
 #define WS_PEER_CLOSED	(1u << 30)	/* an event said POLLRDHUP / POLLHUP */
 
-#define UAIO_DRAIN_DEPTH	32
-
 struct uaio_fdent {
 	uaio_watch *w;
 	union {			/* freed with the table (loop.c) */
@@ -230,6 +228,7 @@ struct uaio_loop {
 	/* Drains under way on the loop's thread: a run nested in a post
 	 * runs the posts the outer drain has not reached (inbox.c), to
 	 * UAIO_DRAIN_DEPTH drains deep */
+#define UAIO_DRAIN_DEPTH	32
 	unsigned draining;
 	uaio_op *wdone_head, *wdone_tail;
 

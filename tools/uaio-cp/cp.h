@@ -341,7 +341,7 @@ struct cp_note {
 struct cp_notes {
 	unsigned n, cap;
 	bool lost;		/* a note that could not be kept */
-	bool quiet_fail;	/* failed with nothing said, as cp may */
+	bool failed;		/* the copy failed, said or not (cp's set_owner says nothing) */
 	struct cp_note *v;
 };
 /* What a new file already has, so cp_meta_apply need not set it; and

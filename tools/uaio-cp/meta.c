@@ -97,7 +97,7 @@ void cp_notes_report(struct cp_run *r, struct cp_notes *n, const char *dst)
 		if (t->warn)
 			r->status = status;
 	}
-	if (n->lost || n->quiet_fail)
+	if (n->lost || n->failed)
 		r->status = 1;
 	free(n->v);
 	*n = (struct cp_notes){ 0 };
@@ -175,7 +175,8 @@ static int xattr_copy(const struct cp_run *r, int src_fd, const char *src, bool 
 
 /* *acl: ACL_* of the ACLs copied; *list_err: why the source's could not
  * be listed (0: they were). follow_acl: the source's name may be a
- * symlink followed (-L, -H) to what st describes: cp's copy_acl reads
+ * symlink followed (-L, -H; never under -P, where the listing has them)
+ * to what st describes: cp's copy_acl reads
  * the ACLs through it (acl_get_file), its attr_copy_file the other
  * attributes of the link itself. */
 static unsigned xattrs(const struct cp_run *r, int src_fd, const char *src, bool follow_acl,
@@ -314,7 +315,7 @@ static bool meta_apply(const struct cp_run *r, int src_fd, const char *src, int 
 		if (r->root || (errno != EPERM && errno != EINVAL))
 			note(out, errno, "clearing permissions for %s");
 		if (o->require_preserve) {
-			out->quiet_fail = true;
+			out->failed = true;
 			return false;
 		}
 		chown_failed = true;
@@ -350,7 +351,8 @@ static bool meta_apply(const struct cp_run *r, int src_fd, const char *src, int 
 	if (o->p_xattr || o->p_mode) {
 		unsigned before = out->n;
 
-		xset = xattrs(r, src_fd, src, src_fd < 0, fd, dst, out, &acl, &list_err);
+		xset = xattrs(r, src_fd, src, src_fd < 0 && o->deref != DEREF_NEVER, fd, dst,
+			      out, &acl, &list_err);
 		/* --preserve=xattr named and an attribute not copied: cp
 		 * stops there for anything but a regular file (no mode, no
 		 * u+rwx given back: copy_internal returns), and counts a

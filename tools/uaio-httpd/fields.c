@@ -201,6 +201,7 @@ int proto_parse_date(struct span s, time_t *t)
 	const char *p = s.p, *comma = s.n ? memchr(s.p, ',', s.n) : NULL;
 	struct tm tm = { 0 };
 	char m[4] = { 0 };
+	bool two_digit = false;
 
 	if (s.n == 29 && comma == p + 3 && day_name(p, 3, false) && p[4] == ' ' && p[7] == ' ' &&
 	    p[11] == ' ' && p[16] == ' ' && p[25] == ' ' && !memcmp(p + 26, "GMT", 3) &&
@@ -216,8 +217,7 @@ int proto_parse_date(struct span s, time_t *t)
 		   (tm.tm_year = digits(p + 9, 2)) >= 0 && time_of_day(p + 12, &tm)) {
 		/* rfc850-date: Sunday, 06-Nov-94 08:49:37 GMT */
 		memcpy(m, p + 5, 3);
-		if ((tm.tm_mon = month(m)) < 0 || rfc850_year(&tm) < 0)
-			return -1;
+		two_digit = true;
 	} else if (s.n == 24 && !comma && day_name(p, 3, false) && p[3] == ' ' && p[7] == ' ' &&
 		   p[10] == ' ' && p[19] == ' ' &&
 		   (tm.tm_mday = p[8] == ' ' ? digits(p + 9, 1) : digits(p + 8, 2)) >= 0 &&
@@ -231,7 +231,8 @@ int proto_parse_date(struct span s, time_t *t)
 	/* (a leap second is 23:59:60, carried into the next day) */
 	if ((tm.tm_mon = month(m)) < 0 || tm.tm_mday < 1 || tm.tm_mday > 31 ||
 	    tm.tm_hour > 23 || tm.tm_min > 59 ||
-	    tm.tm_sec > (tm.tm_hour == 23 && tm.tm_min == 59 ? 60 : 59))
+	    tm.tm_sec > (tm.tm_hour == 23 && tm.tm_min == 59 ? 60 : 59) ||
+	    (two_digit && rfc850_year(&tm) < 0))
 		return -1;
 	/* timegm would carry 31 Feb into March: not a date, so the header
 	 * is ignored (RFC 9110 13.1.3: not a valid HTTP-date). */

@@ -36,6 +36,7 @@ static int ep_init(uaio_loop *l, const struct uaio_loop_params *p)
 		free(es);
 		return err;
 	}
+	uaio_timer_init(&es->mute_timer, uaio__ep_unmute, l);
 	l->bs = es;
 	return 0;
 }
@@ -45,6 +46,8 @@ static void ep_fini(uaio_loop *l)
 	struct epoll_state *es = E(l);
 
 	uaio__fd_close(es->epfd);
+	uaio__timer_unlink(l, &es->mute_timer);
+	free(es->muted);
 	free(es->always);
 	free(es->idle);
 	free(es);
@@ -226,7 +229,7 @@ static int ep_submit(uaio_loop *l, uaio_op *op)
 	/* Behind the op of that side on a worker: at a file's position, a
 	 * stream's (its sends and receives too), or a flagged one */
 	if (((uaio__opdef(op)->flags & OPF_ST) && (op->off == (uint64_t)-1 || !uaio__ep_is_rw(op))) ||
-	    ((op->xflags & OX_BLOCKING) && uaio__ep_is_rw(op)))
+	    ((op->xflags & OX_EP_BLOCKING) && uaio__ep_is_rw(op)))
 		if (uaio__ep_pos_held(l, op))
 			return 0;
 	/* Keep per-fd order: behind anything already queued on that side.
@@ -234,7 +237,7 @@ static int ep_submit(uaio_loop *l, uaio_op *op)
 	e = uaio__fdent(l, op->fd, false);
 	/* The caller's word (loop.h): no try, a blocking call on a worker
 	 * in its turn; what comes after it on that side is held behind it */
-	if ((op->xflags & OX_BLOCKING) && uaio__ep_is_rw(op))
+	if ((op->xflags & OX_EP_BLOCKING) && uaio__ep_is_rw(op))
 		return e && e->q && (uaio__op_read_side(op) ? e->q->rh : e->q->wh) ?
 		       uaio__ep_enqueue(l, op) : uaio__ep_pos_worker(l, op);
 	if (e && e->q && (uaio__op_read_side(op) ? e->q->rh : e->q->wh) &&
@@ -277,8 +280,8 @@ static int ep_submit(uaio_loop *l, uaio_op *op)
 		if (uaio__ep_is_rw(op) && uaio__ep_blocks_on_disk(op->fd))
 			return op->off == (uint64_t)-1 ? uaio__ep_pos_worker(l, op) :
 							 uaio__ep_work(l, op, true);
-		if (r == -EOPNOTSUPP)
-			op->xflags |= OX_PLAIN;
+		if (r == -EOPNOTSUPP && uaio__ep_go_plain(op))
+			return uaio__ep_pos_worker(l, op);
 		return uaio__ep_enqueue(l, op);
 	}
 	/* Part of a file from the cache, the rest on disk: io_uring would

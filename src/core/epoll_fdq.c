@@ -28,9 +28,9 @@ static uint32_t want_mask(const struct uaio_fdent *e)
 		if ((e->w->events & UAIO_EDGE) && want)
 			want |= EPOLLET;
 	}
-	if (e->q && e->q->rh)
+	if (e->q && e->q->rh && !(e->q->muted & 1))
 		want |= EPOLLIN | EPOLLRDHUP;
-	if (e->q && e->q->wh)
+	if (e->q && e->q->wh && !(e->q->muted & 2))
 		want |= EPOLLOUT;
 	/* Queued ops are retried until EAGAIN only while level-triggered. */
 	if (e->q && (e->q->rh || e->q->wh))
@@ -199,6 +199,25 @@ void uaio__ep_rest_at_pos(uaio_op *op, long done)
 	op->xflags |= OX_HEAD;
 }
 
+/* op's file refuses RWF_NOWAIT: readiness, then plain I/O (OX_PLAIN).
+ * True when it is to be a blocking call on a worker instead, as flagged
+ * (OX_BLOCKING): a write to a blocking anonymous-inode file (an eventfd),
+ * whose readiness promises room for 1, not for the value written, so
+ * that the plain write could block the loop's thread (io_uring's worker
+ * makes that call too). */
+bool uaio__ep_go_plain(uaio_op *op)
+{
+	struct stat st;
+	int fl;
+
+	op->xflags |= OX_PLAIN;
+	if (uaio__op_read_side(op) || fstat(op->fd, &st) < 0 || (st.st_mode & S_IFMT) ||
+	    (fl = fcntl(op->fd, F_GETFL)) < 0 || (fl & O_NONBLOCK))
+		return false;
+	op->xflags |= OX_WORKCALL;
+	return true;
+}
+
 bool uaio__ep_is_fifo(int fd)
 {
 	struct stat st;
@@ -237,16 +256,21 @@ static void drop_stale(uaio_loop *l, int fd, struct uaio_fdq *q)
 int uaio__ep_enqueue(uaio_loop *l, uaio_op *op)
 {
 	struct uaio_fdq *q = fdq(l, op->fd);
-	int r;
+	int r, sd;
 
 	if (!q)
 		return -ENOMEM;
 	if (q->rh || q->wh)
 		drop_stale(l, op->fd, q);
-	if (uaio__op_read_side(op))
-		q_push(&q->rh, &q->rt, op);
-	else
+	sd = uaio__op_read_side(op) ? 0 : 1;
+	if (!(sd ? q->wh : q->rh)) {	/* a new first op: not muted */
+		q->dry[sd] = 0;
+		q->muted &= (uint8_t)~(1u << sd);
+	}
+	if (sd)
 		q_push(&q->wh, &q->wt, op);
+	else
+		q_push(&q->rh, &q->rt, op);
 	op->state = OS_FDQ;
 	/* A registration kept past an emptied queue (mark_idle) may be
 	 * stale: the caller can have closed the fd and got the number back
@@ -261,7 +285,7 @@ int uaio__ep_enqueue(uaio_loop *l, uaio_op *op)
 			uaio__ep_q_unlink(&q->wh, &q->wt, op);
 		op->state = OS_MOVING;
 		/* Not pollable after all (EPERM): let a worker block on it. */
-		return r == -EPERM ? uaio__ep_work(l, op, !(op->xflags & OX_BLOCKING)) : r;
+		return r == -EPERM ? uaio__ep_work(l, op, !(op->xflags & OX_EP_BLOCKING)) : r;
 	}
 	return 0;
 }
@@ -331,7 +355,7 @@ int uaio__ep_pos_worker(uaio_loop *l, uaio_op *op)
 	op->xflags |= OX_POSBUSY;
 	q->pbusy[pos_side(op)] = op;
 	/* a flagged op may be a stream's, which may wait for ever */
-	if ((r = uaio__ep_work(l, op, !(op->xflags & OX_BLOCKING))) < 0) {
+	if ((r = uaio__ep_work(l, op, !(op->xflags & OX_EP_BLOCKING))) < 0) {
 		op->xflags &= ~OX_POSBUSY;
 		q->pbusy[pos_side(op)] = NULL;
 	}
@@ -412,16 +436,21 @@ void uaio__ep_pos_next(uaio_loop *l, uaio_op *done)
 			if (!e->q->ph[sd])
 				e->q->pt[sd] = NULL;
 			op->state = OS_MOVING;
-			bool flagged = (op->xflags & OX_BLOCKING) && uaio__ep_is_rw(op);
+			bool flagged = (op->xflags & OX_EP_BLOCKING) && uaio__ep_is_rw(op);
 
 			r = flagged ? -EAGAIN : uaio__ep_attempt(op);
+			if (r == -EOPNOTSUPP && !flagged && uaio__ep_is_rw(op) &&
+			    !(op->xflags & OX_PLAIN) && uaio__ep_go_plain(op)) {
+				flagged = true;
+				r = -EAGAIN;
+			}
 			if ((r == -EAGAIN || r == -EOPNOTSUPP) && !flagged &&
 			    (!uaio__ep_is_rw(op) || !uaio__ep_blocks_on_disk(op->fd))) {
 				/* a stream behind a flagged op: it and the rest
 				 * wait for readiness, in order, as they would
 				 * have without it */
 				if (r == -EOPNOTSUPP)
-					op->xflags |= OX_PLAIN;
+					uaio__ep_go_plain(op);	/* (a read) */
 				r = unhold_side(l, e->q, sd, op);
 				if (r < 0)
 					uaio__complete(l, op, r);
@@ -495,15 +524,78 @@ static void hold_behind(uaio_loop *l, uaio_op **t, uaio_op **pp, uaio_op *prev,
 	}
 }
 
+/*
+ * Readiness that no call can use: epoll says a side is ready while its
+ * first op answers EAGAIN at every wake-up (a datagram to an unconnected
+ * AF_UNIX peer whose queue is full: epoll looks at the sender's socket;
+ * an eventfd write the counter cannot take: epoll asks for room for 1).
+ * Level-triggered, that spun the loop's thread. After EP_DRY_WAKES such
+ * wake-ups in a row epoll stops watching that side for 1 ms, then 2, 4,
+ * up to 8 ms at a time, until a try makes progress; the op stays queued
+ * and cancellable, and is tried once at each turn. (io_uring instead
+ * hands such an op to a blocking worker, which cannot be cancelled
+ * here.) A loser of a race for shared readiness (other processes read
+ * the pipe first) waits the same way after as many losses in a row.
+ */
+#define EP_DRY_WAKES	16
+#define EP_MUTE_MS_MAX	8
+
+static void mute_side(uaio_loop *l, int fd, struct uaio_fdq *q, int sd)
+{
+	struct epoll_state *es = E(l);
+	unsigned sh = q->dry[sd] - EP_DRY_WAKES;
+	uint64_t ms = 1u << (sh > 3 ? 3 : sh), now = (uint64_t)uaio__now_ns();
+	uaio_timer *t = &es->mute_timer;
+
+	if (UAIO_GROW(es->muted, es->capmuted, (size_t)es->nmuted + 1) < 0)
+		return;	/* watched as before */
+	es->muted[es->nmuted++] = (struct ep_muted){ now + ms * 1000000, fd, (uint8_t)(1u << sd) };
+	q->muted |= (uint8_t)(1u << sd);
+	if (!uaio_timer_pending(t) || t->when > now + ms * 1000000)
+		uaio_timer_start(l, t, ms * 1000000, 0);
+}
+
+/* The mute timer: sides whose time has come are watched again (and tried
+ * at their next readiness); the timer is set for the next. */
+void uaio__ep_unmute(uaio_timer *t)
+{
+	uaio_loop *l = t->data;
+	bool lk = uaio__lock(l);
+	struct epoll_state *es = E(l);
+	uint64_t now = (uint64_t)uaio__now_ns(), next = UINT64_MAX;
+
+	for (unsigned i = 0; i < es->nmuted;) {
+		struct ep_muted m = es->muted[i];
+		struct uaio_fdent *e;
+
+		if (m.when > now) {
+			next = m.when < next ? m.when : next;
+			i++;
+			continue;
+		}
+		es->muted[i] = es->muted[--es->nmuted];
+		/* (a number closed since, maybe reused: at worst an early try) */
+		if ((e = uaio__fdent(l, m.fd, false)) && e->q && (e->q->muted & m.side)) {
+			e->q->muted &= (uint8_t)~m.side;
+			uaio__ep_update_reg(l, m.fd);
+		}
+	}
+	if (next != UINT64_MAX)
+		uaio_timer_start(l, t, next - now, 0);
+	uaio__unlock(l, lk);
+}
+
 /* Tries the queue's polls (kind 1) or its other ops (kind 0): a poll
  * waits for readiness, not for its turn, so it is tried wherever it
  * stands, first (it sees the readiness the data op after it may use up,
  * as io_uring's poll is woken with the read), and holds nothing up. Other
  * ops go while the first of them makes progress: results go to the done
- * list, a multishot op's to l->fired (while there is room). */
-static void run_kind(uaio_loop *l, uaio_op **h, uaio_op **t, bool polls, bool rdhup)
+ * list, a multishot op's to l->fired (while there is room). True when the
+ * first op tried answered EAGAIN: a fruitless wake-up. */
+static bool run_kind(uaio_loop *l, uaio_op **h, uaio_op **t, bool polls, bool rdhup)
 {
 	uaio_op **pp = h, *prev = NULL;
+	bool moved = false;
 
 	while (*pp) {
 		uaio_op *op = *pp;
@@ -516,7 +608,7 @@ static void run_kind(uaio_loop *l, uaio_op **h, uaio_op **t, bool polls, bool rd
 		}
 		if (op->opcode == OP_ACCEPT_MULTI && !uaio__fired_room(l))
 			break;
-		if ((op->xflags & OX_BLOCKING) && uaio__ep_is_rw(op)) {
+		if ((op->xflags & OX_EP_BLOCKING) && uaio__ep_is_rw(op)) {
 			hold_behind(l, t, pp, prev, op);
 			break;
 		}
@@ -524,7 +616,10 @@ static void run_kind(uaio_loop *l, uaio_op **h, uaio_op **t, bool polls, bool rd
 		/* Queued behind another without its own first try: a file
 		 * that refuses RWF_NOWAIT (a named FIFO) is learnt here. */
 		if (r == -EOPNOTSUPP && uaio__ep_is_rw(op) && !(op->xflags & OX_PLAIN)) {
-			op->xflags |= OX_PLAIN;
+			if (uaio__ep_go_plain(op)) {
+				hold_behind(l, t, pp, prev, op);
+				break;
+			}
 			r = uaio__ep_attempt(op);
 		}
 		/* A datagram socket shut for reading: epoll says readable
@@ -536,11 +631,12 @@ static void run_kind(uaio_loop *l, uaio_op **h, uaio_op **t, bool polls, bool rd
 			r = 0;
 		if (r == -EAGAIN && !uaio__ep_dontwait(op)) {
 			if (!polls)
-				break;		/* the others wait their turn */
+				return !moved;	/* the others wait their turn */
 			prev = op;
 			pp = &op->next;
 			continue;
 		}
+		moved = true;
 		if (op->opcode == OP_ACCEPT_MULTI && r >= 0) {
 			uaio__fire(l, op, (int32_t)r, FIRED_OP_MORE);
 			continue;
@@ -550,12 +646,19 @@ static void run_kind(uaio_loop *l, uaio_op **h, uaio_op **t, bool polls, bool rd
 			*t = prev;
 		uaio__complete(l, op, r);
 	}
+	return false;
 }
 
-static void run_queue(uaio_loop *l, uaio_op **h, uaio_op **t, bool rdhup)
+/* Side sd (0 read, 1 write) of fd is ready. */
+static void run_queue(uaio_loop *l, int fd, struct uaio_fdq *q, int sd, bool rdhup)
 {
+	uaio_op **h = sd ? &q->wh : &q->rh, **t = sd ? &q->wt : &q->rt;
+
 	run_kind(l, h, t, true, false);
-	run_kind(l, h, t, false, rdhup);
+	if (!run_kind(l, h, t, false, rdhup))
+		q->dry[sd] = 0;
+	else if ((q->dry[sd] += q->dry[sd] < UINT8_MAX) >= EP_DRY_WAKES)
+		mute_side(l, fd, q, sd);
 }
 
 /* One descriptor's readiness: its queued ops run, its watch's readiness
@@ -567,10 +670,11 @@ void uaio__ep_handle_fd(uaio_loop *l, int fd, uint32_t events)
 	struct uaio_fdent *e = uaio__fdent(l, fd, false);
 
 	if (e && e->q) {
-		if (events & (EPOLLIN | EPOLLHUP | EPOLLERR | EPOLLRDHUP))
-			run_queue(l, &e->q->rh, &e->q->rt, events & EPOLLRDHUP);
-		if (events & (EPOLLOUT | EPOLLHUP | EPOLLERR))
-			run_queue(l, &e->q->wh, &e->q->wt, false);
+		/* (a muted side's events are the watch's) */
+		if ((events & (EPOLLIN | EPOLLHUP | EPOLLERR | EPOLLRDHUP)) && !(e->q->muted & 1))
+			run_queue(l, fd, e->q, 0, events & EPOLLRDHUP);
+		if ((events & (EPOLLOUT | EPOLLHUP | EPOLLERR)) && !(e->q->muted & 2))
+			run_queue(l, fd, e->q, 1, false);
 	}
 	uaio__epoll_fire(l, fd, events, 0);
 	if (e && e->q && !(want_mask(e) & ~reg_of(e)))

@@ -48,10 +48,11 @@ enum {
 #define OX_PART		0x20	/* epoll: MSG_WAITALL part done, in op->off */
 #define OX_BLOCKSOCK	0x40	/* epoll: a connect on a blocking socket */
 #define OX_LATE		0x80	/* counted among its descriptors' late ops (a close waits) */
+#define OX_WORKCALL	0x1000	/* epoll: as OX_BLOCKING, the backend's choice (epoll_fdq.c) */
 #define OX_STARTED	0x8000	/* io_uring close: local cancels done */
 /* The caller's UAIO_OPF_* flags live above the private ones. */
 #define OX_USER_SHIFT	8
-#define OX_USER_MASK	0x7f00
+#define OX_USER_MASK	0x0f00
 #define OX_ISSUE_HERE	(UAIO_OPF_ISSUE_HERE << OX_USER_SHIFT)
 #define OX_BLOCKING	(UAIO_OPF_BLOCKING << OX_USER_SHIFT)
 
@@ -356,6 +357,7 @@ static inline struct uaio_fdent *uaio__fdent(uaio_loop *l, int fd, bool grow)
 }
 int uaio__heap_push(uaio_loop *l, uint64_t when, uintptr_t p);
 void uaio__heap_remove(uaio_loop *l, uint32_t idx);
+int uaio__timer_unlink(uaio_loop *l, uaio_timer *t);
 void uaio__timers_forget(uaio_loop *l);
 void uaio__watches_forget(uaio_loop *l);
 /* reactor.c: the epoll reactor of both backends. */

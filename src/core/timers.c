@@ -129,19 +129,26 @@ UAIO_API int uaio_timer_start(uaio_loop *l, uaio_timer *t, uint64_t timeout_ns,
 UAIO_API int uaio_timer_stop(uaio_loop *l, uaio_timer *t)
 {
 	bool lk;
-	int r = 0;
+	int r;
 
 	if (!l || !t)
 		return -EINVAL;
 	if (uaio__foreign(l))
 		return -ECHILD;
 	lk = uaio__lock(l);
-	if (t->heap_index == UINT32_MAX || !timer_of(l, t))
-		r = -ENOENT;
-	else
-		uaio__heap_remove(l, t->heap_index);
+	r = uaio__timer_unlink(l, t);
 	uaio__unlock(l, lk);
 	return r;
+}
+
+/* uaio_timer_stop without its checks: a forked child's loop frees its
+ * own timers too. */
+int uaio__timer_unlink(uaio_loop *l, uaio_timer *t)
+{
+	if (t->heap_index == UINT32_MAX || !timer_of(l, t))
+		return -ENOENT;
+	uaio__heap_remove(l, t->heap_index);
+	return 0;
 }
 
 UAIO_API int uaio_timer_pending(const uaio_timer *t)

@@ -415,7 +415,7 @@ int uaio_op_write_fixed(uaio_loop *l, uaio_op *op, int fd, const void *buf,
  * op ends (uaio_op_set_flags(3)). For files whose readiness never comes
  * though the call would not wait (a write to /dev/kmsg), and for the plain
  * call's semantics (LAIO's writes at a file's position). Once running, the
- * op cannot be cancelled;
+ * op cannot be cancelled (the pool may start a thread more meanwhile);
  * while it waits for a worker, uaio_op_cancel_fd and uaio_op_close cancel
  * it. On io_uring, by a registered-slot pin it goes to the ring as
  * without the flag. Other ops ignore the flag.

@@ -37,6 +37,7 @@ static int ep_init(uaio_loop *l, const struct uaio_loop_params *p)
 		return err;
 	}
 	uaio_timer_init(&es->mute_timer, uaio__ep_unmute, l);
+	l->be_timer = &es->mute_timer;
 	l->bs = es;
 	return 0;
 }
@@ -47,6 +48,7 @@ static void ep_fini(uaio_loop *l)
 
 	uaio__fd_close(es->epfd);
 	uaio__timer_unlink(l, &es->mute_timer);
+	l->be_timer = NULL;
 	free(es->muted);
 	free(es->always);
 	free(es->idle);

@@ -32,9 +32,15 @@ static uint32_t want_mask(const struct uaio_fdent *e)
 		want |= EPOLLIN | EPOLLRDHUP;
 	if (e->q && e->q->wh && !(e->q->muted & 2))
 		want |= EPOLLOUT;
-	/* Queued ops are retried until EAGAIN only while level-triggered. */
-	if (e->q && (e->q->rh || e->q->wh))
+	/* Queued ops are retried until EAGAIN only while level-triggered
+	 * (a muted side's are not retried). */
+	if (e->q && ((e->q->rh && !(e->q->muted & 1)) || (e->q->wh && !(e->q->muted & 2))))
 		want &= ~EPOLLET;
+	/* A muted side keeps a registration (for edges only): drop_stale
+	 * tells a closed descriptor by it, before the ops run on a file that
+	 * got the number since. */
+	if (!want && e->q && ((e->q->rh && (e->q->muted & 1)) || (e->q->wh && (e->q->muted & 2))))
+		want = EPOLLET;
 	return want;
 }
 
@@ -577,6 +583,8 @@ void uaio__ep_unmute(uaio_timer *t)
 		/* (a number closed since, maybe reused: at worst an early try) */
 		if ((e = uaio__fdent(l, m.fd, false)) && e->q && (e->q->muted & m.side)) {
 			e->q->muted &= (uint8_t)~m.side;
+			if (e->q->rh || e->q->wh)
+				drop_stale(l, m.fd, e->q);
 			uaio__ep_update_reg(l, m.fd);
 		}
 	}
@@ -596,6 +604,7 @@ static bool run_kind(uaio_loop *l, uaio_op **h, uaio_op **t, bool polls, bool rd
 {
 	uaio_op **pp = h, *prev = NULL;
 	bool moved = false;
+	uint64_t off0;
 
 	while (*pp) {
 		uaio_op *op = *pp;
@@ -612,6 +621,7 @@ static bool run_kind(uaio_loop *l, uaio_op **h, uaio_op **t, bool polls, bool rd
 			hold_behind(l, t, pp, prev, op);
 			break;
 		}
+		off0 = op->off;
 		r = uaio__ep_attempt(op);
 		/* Queued behind another without its own first try: a file
 		 * that refuses RWF_NOWAIT (a named FIFO) is learnt here. */
@@ -630,8 +640,9 @@ static bool run_kind(uaio_loop *l, uaio_op **h, uaio_op **t, bool polls, bool rd
 		    op->opcode != OP_ACCEPT && op->opcode != OP_ACCEPT_MULTI)
 			r = 0;
 		if (r == -EAGAIN && !uaio__ep_dontwait(op)) {
+			/* (a MSG_WAITALL part moved: progress) */
 			if (!polls)
-				return !moved;	/* the others wait their turn */
+				return !moved && !((op->xflags & OX_PART) && op->off != off0);
 			prev = op;
 			pp = &op->next;
 			continue;

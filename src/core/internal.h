@@ -175,8 +175,9 @@ struct uaio_workers {
 	pthread_cond_t cv;
 	uaio_op *head, *tail;
 	pthread_t *tids;
-	unsigned nthreads, max, idle;
+	unsigned nthreads, max, idle, captids;
 	unsigned nqueued;	/* ops in head..tail */
+	unsigned nwaiting;	/* running calls that may wait for ever */
 	bool stop;
 };
 
@@ -218,6 +219,10 @@ struct uaio_loop {
 	struct uaio_heap_ent *heap;
 	uint32_t nheap, capheap;
 	uint64_t heap_seq;
+	/* The backend's own timer (epoll: its mute timer), if any: not the
+	 * caller's, so it runs no callback of theirs and, with no op in
+	 * flight, keeps no run going (uaio__be_timer_idle). */
+	uaio_timer *be_timer;
 
 	/* Cross-thread inbox: posts and worker completions. */
 	int wake_fd;			/* eventfd */

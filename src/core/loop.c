@@ -35,11 +35,26 @@ UAIO_API uint64_t uaio_loop_now(uaio_loop *l)
 	return loop_now(l);
 }
 
+/* The backend's timer serves ops in flight: with none, it goes. */
+static void be_timer_idle(uaio_loop *l)
+{
+	if (l->be_timer && !l->inflight && uaio_timer_pending(l->be_timer)) {
+		bool lk = uaio__lock(l);
+
+		uaio__timer_unlink(l, l->be_timer);
+		uaio__unlock(l, lk);
+	}
+}
+
 /* ns until the earliest timer (0: due), or -1 with none. */
 static int64_t timer_wait_ns(uaio_loop *l)
 {
-	bool lk = uaio__lock(l);
-	bool any = l->nheap;
+	bool lk;
+	bool any;
+
+	be_timer_idle(l);
+	lk = uaio__lock(l);
+	any = l->nheap;
 	uint64_t when = any ? l->heap[0].when : 0, now;
 
 	uaio__unlock(l, lk);
@@ -229,7 +244,7 @@ static int run_timers(uaio_loop *l)
 		}
 		uaio__unlock(l, lk);
 		t->cb(t);
-		n++;
+		n += t != l->be_timer;
 	}
 	return n;
 }
@@ -417,6 +432,7 @@ static int dispatch(uaio_loop *l)
 
 static bool loop_alive(uaio_loop *l)
 {
+	be_timer_idle(l);
 	return l->inflight || l->nwatch || l->nheap || l->closing ||
 	       l->post_head || atomic_load(&l->wake_pending) ||
 	       l->fired_next < l->nfired;

@@ -2,7 +2,8 @@
 /*
  * The loop's small worker pool: blocking calls that have no kernel async
  * path on the current backend (file ops on epoll, uaio_op_work on both).
- * Threads start on first need, up to loop->nworkers. Results go back
+ * Threads start on first need, up to loop->nworkers (and one more for
+ * each call running that may wait for ever). Results go back
  * through the loop's inbox, so callbacks always run on the loop thread.
  */
 #define _GNU_SOURCE
@@ -29,11 +30,55 @@ long uaio__op_exec(uaio_op *op)
 	return d->exec ? d->exec(op) : -EINVAL;
 }
 
+/* A blocking call on a stream that may wait for ever (the caller's
+ * UAIO_OPF_BLOCKING; the epoll backend's eventfd writes, OX_WORKCALL):
+ * while one runs, the pool may start one thread more, as io_uring's
+ * unbounded workers, so that such calls never hold up the file ops
+ * behind them; up to EXTRA_MAX beyond the pool's size. */
+#define EXTRA_MAX	256
+
+static bool may_wait(const uaio_op *op)
+{
+	struct stat st;
+
+	if (op->xflags & OX_WORKCALL)
+		return true;
+	/* (LAIO's writes at a file's position are bounded) */
+	return (op->xflags & OX_BLOCKING) && (uaio__opdef(op)->flags & OPF_RW) &&
+	       !(fstat(op->fd, &st) == 0 && (S_ISREG(st.st_mode) || S_ISBLK(st.st_mode)));
+}
+
+static void *worker_main(void *arg);
+
+/* One more thread if the queue has more ops than idle threads and the
+ * pool may grow; under w->mu. -EAGAIN when none could start and none
+ * runs. */
+static int grow(uaio_loop *l, struct uaio_workers *w)
+{
+	unsigned extra = w->nwaiting < EXTRA_MAX ? w->nwaiting : EXTRA_MAX;
+
+	if (w->nqueued <= w->idle || w->nthreads >= w->max + extra)
+		return 0;
+	if (w->nthreads == w->captids) {
+		pthread_t *t = realloc(w->tids, 2 * w->captids * sizeof(*t));
+
+		if (!t)
+			return w->nthreads ? 0 : -ENOMEM;
+		w->tids = t;
+		w->captids *= 2;
+	}
+	if (uaio__thread_start_stack(&w->tids[w->nthreads], 64 * 1024, worker_main, l) == 0)
+		w->nthreads++;
+	else if (!w->nthreads)
+		return -EAGAIN;
+	return 0;
+}
+
 static void *worker_main(void *arg)
 {
 	uaio_loop *l = arg;
 	struct uaio_workers *w = &l->workers;
-	bool ours;
+	bool ours, waits;
 
 	/* Cancelled only inside a system call of the loop's own ops (see
 	 * uaio__workers_stop). */
@@ -56,6 +101,12 @@ static void *worker_main(void *arg)
 		w->nqueued--;
 		op->state = OS_RUNNING;
 		pthread_mutex_unlock(&w->mu);
+		if ((waits = may_wait(op))) {
+			pthread_mutex_lock(&w->mu);
+			w->nwaiting++;
+			grow(l, w);	/* for the ops queued behind it */
+			pthread_mutex_unlock(&w->mu);
+		}
 
 		ours = op->opcode != OP_WORK;
 		if (ours)
@@ -64,6 +115,11 @@ static void *worker_main(void *arg)
 		if (ours)
 			pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, NULL);
 
+		if (waits) {
+			pthread_mutex_lock(&w->mu);
+			w->nwaiting--;
+			pthread_mutex_unlock(&w->mu);
+		}
 		uaio__inbox_done(l, op);
 		pthread_mutex_lock(&w->mu);
 	}
@@ -175,24 +231,19 @@ int uaio__workers_submit(uaio_loop *l, uaio_op *op)
 			pthread_mutex_unlock(&w->mu);
 			return -ENOMEM;
 		}
-		w->max = l->nworkers;
+		w->max = w->captids = l->nworkers;
 	}
 	op->state = OS_WORKQ;
 	UAIO_FIFO_PUSH(w->head, w->tail, op);
 	/* An idle thread already signalled for an earlier op stays counted
 	 * in idle until it wakes: start a thread for each op beyond them, or
 	 * two quick ops run one after the other on one thread. */
-	if (++w->nqueued > w->idle && w->nthreads < w->max) {
-		if (uaio__thread_start_stack(&w->tids[w->nthreads], 64 * 1024, worker_main, l) == 0)
-			w->nthreads++;
-		else if (!w->nthreads)
-			ret = -EAGAIN;
-		if (ret) {
-			w->head = w->tail = NULL;
-			w->nqueued = 0;
-			pthread_mutex_unlock(&w->mu);
-			return ret;
-		}
+	w->nqueued++;
+	if ((ret = grow(l, w)) < 0) {
+		w->head = w->tail = NULL;
+		w->nqueued = 0;
+		pthread_mutex_unlock(&w->mu);
+		return ret;
 	}
 	pthread_cond_signal(&w->cv);
 	pthread_mutex_unlock(&w->mu);

@@ -12,7 +12,10 @@
  * makes a few dozen, and fewer on a slow machine, never more.
  */
 #define _GNU_SOURCE
+#include <pthread.h>
+#include <fcntl.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
@@ -120,6 +123,38 @@ static void test_eventfd_write(void)
 	uaio_loop_free(l);
 }
 
+/* Blocking eventfd writes that wait, more than the pool has workers:
+ * a file op after them still goes (the pool grows for such calls). */
+static void test_pool_not_held(void)
+{
+	uaio_loop *l = t_loop_new_p(0, 0, 2);
+	uint64_t v = UINT64_MAX - 2, add = 2, got;
+	uaio_op ops[5] = { { 0 } }, open_op = { 0 };
+	struct res r[5] = { { 0 } }, ro = { 0 };
+	int efd[5];
+
+	for (int i = 0; i < 5; i++) {
+		CHECK((efd[i] = eventfd(0, EFD_CLOEXEC)) >= 0);
+		CHECK_EQ(write(efd[i], &v, sizeof(v)), 8);
+		CHECK_OK(uaio_op_write(l, &ops[i], efd[i], &add, sizeof(add), -1, rec, &r[i]));
+	}
+	CHECK_OK(uaio_op_openat(l, &open_op, AT_FDCWD, "/dev/null", O_RDONLY | O_CLOEXEC, 0,
+				rec, &ro));
+	run_until(l, &ro);	/* (a hang is the watchdog's) */
+	CHECK(ro.res >= 0);
+	close(ro.res);
+	for (int i = 0; i < 5; i++) {
+		CHECK_EQ(r[i].n, 0);
+		CHECK_EQ(read(efd[i], &got, sizeof(got)), 8);
+	}
+	CHECK_EQ(uaio_loop_run(l), 0);
+	for (int i = 0; i < 5; i++) {
+		CHECK_EQ(r[i].res, 8);
+		close(efd[i]);
+	}
+	uaio_loop_free(l);
+}
+
 /* A non-blocking eventfd: io_uring answers -EAGAIN at once, as it does
  * for such files; the epoll backend waits for room as for any, without
  * spinning, and a cancel ends the wait. */
@@ -145,9 +180,33 @@ static void test_eventfd_write_nonblock(void)
 	CHECK_OK(uaio_op_write(l, &op, efd, &add, sizeof(add), -1, rec, &r));
 	CHECK(iterations_in_60ms(l, &r) < SPIN_LIMIT);
 	CHECK_OK(uaio_op_cancel(l, &c, &op, rec, &cr));
-	CHECK_EQ(uaio_loop_run(l), 0);
+	while (!cr.n || !r.n)
+		CHECK(uaio_loop_run_once(l, 0) >= 0);
 	CHECK_EQ(cr.res, 0);
 	CHECK_EQ(r.res, -ECANCELED);
+	/* nothing of the caller's left: no timer of the backend's shows */
+	CHECK_EQ(uaio_loop_timeout(l), -1);
+
+	/* muted, then the descriptor closed and its number reused: the op
+	 * ends -EBADF and never writes to the new file */
+	r.n = 0;
+	CHECK_OK(uaio_op_write(l, &op, efd, &add, sizeof(add), -1, rec, &r));
+	CHECK(iterations_in_60ms(l, &r) < SPIN_LIMIT);
+	{
+		int fd2;
+		uint64_t got;
+		uaio_op op2 = { 0 };
+		struct res r2 = { 0 };
+
+		close(efd);
+		CHECK_EQ((fd2 = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)), efd);
+		CHECK_OK(uaio_op_write(l, &op2, fd2, &add, sizeof(add), -1, rec, &r2));
+		CHECK_EQ(uaio_loop_run(l), 0);
+		CHECK_EQ(r.res, -EBADF);
+		CHECK_EQ(r2.res, 8);
+		CHECK_EQ(read(fd2, &got, sizeof(got)), 8);
+		CHECK_EQ(got, 2);
+	}
 out:
 	close(efd);
 	uaio_loop_free(l);
@@ -216,12 +275,73 @@ out:
 	uaio_loop_free(l);
 }
 
+struct writer {
+	int fd;
+	size_t total;
+};
+
+static void *write_all(void *arg)
+{
+	struct writer *w = arg;
+	static char b[65536];
+	size_t put = 0;
+
+	memset(b, 'w', sizeof(b));
+	while (put < w->total) {
+		size_t n = w->total - put < sizeof(b) ? w->total - put : sizeof(b);
+		ssize_t r = write(w->fd, b, n);
+
+		if (r <= 0)
+			break;
+		put += (size_t)r;
+	}
+	return NULL;
+}
+
+/* A MSG_WAITALL receive moves part of its bytes at each wake-up and then
+ * answers EAGAIN: progress, never taken for readiness no call can use
+ * (which would mute the side, and show as a backend timer in
+ * uaio_loop_timeout). */
+static void test_waitall_progress(void)
+{
+	uaio_loop *l = t_loop_new(0);
+	struct writer w = { .total = 32u << 20 };
+	char *buf = malloc(w.total);
+	uaio_op op = { 0 };
+	struct res r = { 0 };
+	int sv[2], wakes = 0;
+	pthread_t th;
+
+	CHECK(buf);
+	CHECK(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) == 0);
+	w.fd = sv[1];
+	CHECK(pthread_create(&th, NULL, write_all, &w) == 0);
+	CHECK_OK(uaio_op_recv(l, &op, sv[0], buf, w.total, MSG_WAITALL, rec, &r));
+	while (!r.n) {	/* (it returns only for the op: no timer is due) */
+		int64_t t;
+
+		CHECK(uaio_loop_run_once(l, -1) >= 0);
+		t = uaio_loop_timeout(l);
+		CHECK(r.n || t == -1 || t == 0);
+		wakes++;
+	}
+	fprintf(stderr, "    %d returns of uaio_loop_run_once\n", wakes);
+	CHECK_EQ(r.res, (long long)w.total);
+	CHECK(pthread_join(th, NULL) == 0);
+	close(sv[0]);
+	close(sv[1]);
+	free(buf);
+	uaio_loop_free(l);
+}
+
 int main(void)
 {
 	t_watchdog(60);
 	t_banner("test_dry_ready");
 	RUN(test_eventfd_write);
+	RUN(test_pool_not_held);
 	RUN(test_eventfd_write_nonblock);
 	RUN(test_dgram_full_peer);
+	RUN(test_waitall_progress);
 	return T_EXIT_PASS;
 }

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The epoll backend's private header: its state and what its two files
+ * The epoll backend's private header: its state and what its files
  * share (epoll.c: the backend's entry points; epoll_fdq.c: the ops
- * queued per descriptor and the one epoll registration each has).
+ * queued per descriptor and the one epoll registration each has;
+ * epoll_pos.c: the ops that run on the pool in their turn).
  */
 #ifndef UAIO_CORE_EPOLL_H
 #define UAIO_CORE_EPOLL_H
@@ -53,7 +54,18 @@ struct epoll_state {
 
 #define E(l) ((struct epoll_state *)(l)->bs)
 
+static inline void uaio__ep_q_push(uaio_op **h, uaio_op **t, uaio_op *op)
+{
+	op->next = NULL;
+	if (*t)
+		(*t)->next = op;
+	else
+		*h = op;
+	*t = op;
+}
+
 /* epoll_fdq.c */
+struct uaio_fdq *uaio__ep_fdq(uaio_loop *l, int fd);
 int uaio__ep_update_reg(uaio_loop *l, int fd);
 void uaio__ep_flush_idle(uaio_loop *l);
 bool uaio__ep_q_unlink(uaio_op **h, uaio_op **t, uaio_op *op);
@@ -69,12 +81,15 @@ void uaio__ep_rest_at_pos(uaio_op *op, long done);
 int uaio__ep_enqueue(uaio_loop *l, uaio_op *op);
 int uaio__ep_cancel_fd_ops(uaio_loop *l, int fd);
 void uaio__ep_handle_fd(uaio_loop *l, int fd, uint32_t events);
+void uaio__ep_unmute(uaio_timer *t);
+/* epoll_pos.c */
 bool uaio__ep_pos_held(uaio_loop *l, uaio_op *op);
 int uaio__ep_pos_worker(uaio_loop *l, uaio_op *op);
 void uaio__ep_pos_next(uaio_loop *l, uaio_op *done);
 bool uaio__ep_pos_cancel(uaio_loop *l, uaio_op *op);
 int uaio__ep_work(uaio_loop *l, uaio_op *op, bool counted);
-void uaio__ep_unmute(uaio_timer *t);
+void uaio__ep_hold_behind(uaio_loop *l, uaio_op **t, uaio_op **pp, uaio_op *prev,
+			  uaio_op *op);
 /* epoll.c */
 int uaio__ep_close(uaio_loop *l, uaio_op *op);
 

@@ -32,7 +32,7 @@ enum {
 	OS_TIMERQ,	/* epoll: timeout op in the timer heap */
 	OS_DONE,	/* result known, callback not yet run (loop->done) */
 	OS_HELD,	/* behind an op on its stream (io_uring: uring_order.c) or,
-			 * on epoll, at its file's position (epoll_fdq.c); or a
+			 * on epoll, at its file's position (epoll_pos.c); or a
 			 * close waiting for late ops (late.c) */
 	OS_MOVING,	/* taken off a queue to start again (under the lock):
 			 * in flight still to uaio_op_pending and to another
@@ -48,7 +48,7 @@ enum {
 #define OX_PART		0x20	/* epoll: MSG_WAITALL part done, in op->off */
 #define OX_BLOCKSOCK	0x40	/* epoll: a connect on a blocking socket */
 #define OX_LATE		0x80	/* counted among its descriptors' late ops (a close waits) */
-#define OX_WORKCALL	0x1000	/* epoll: as OX_BLOCKING, the backend's choice (epoll_fdq.c) */
+#define OX_WORKCALL	0x1000	/* epoll: as OX_BLOCKING, the backend's choice (epoll_fdq.c, go_plain) */
 #define OX_STARTED	0x8000	/* io_uring close: local cancels done */
 /* The caller's UAIO_OPF_* flags live above the private ones. */
 #define OX_USER_SHIFT	8

@@ -74,6 +74,26 @@ static int grow(uaio_loop *l, struct uaio_workers *w)
 	return 0;
 }
 
+/* After a call that may wait for ever, under w->mu: a thread more than
+ * the pool's size and the calls still waiting goes (unlocking w->mu), so
+ * that the other ops never run on more threads than the pool's size. Not
+ * once the pool stops: uaio__workers_stop joins the threads in tids. */
+static bool retire(struct uaio_workers *w)
+{
+	unsigned extra = w->nwaiting < EXTRA_MAX ? w->nwaiting : EXTRA_MAX;
+
+	if (w->stop || w->nthreads <= w->max + extra)
+		return false;
+	for (unsigned i = 0; i < w->nthreads; i++)
+		if (pthread_equal(w->tids[i], pthread_self())) {
+			w->tids[i] = w->tids[--w->nthreads];
+			break;
+		}
+	pthread_detach(pthread_self());
+	pthread_mutex_unlock(&w->mu);
+	return true;
+}
+
 static void *worker_main(void *arg)
 {
 	uaio_loop *l = arg;
@@ -122,6 +142,8 @@ static void *worker_main(void *arg)
 		}
 		uaio__inbox_done(l, op);
 		pthread_mutex_lock(&w->mu);
+		if (waits && retire(w))
+			return NULL;
 	}
 	pthread_mutex_unlock(&w->mu);
 	return NULL;
@@ -328,9 +350,11 @@ void uaio__workers_stop(uaio_loop *l, bool join)
 {
 	struct uaio_workers *w = &l->workers;
 
-	if (!w->tids)
-		return;
 	pthread_mutex_lock(&w->mu);
+	if (!w->tids) {
+		pthread_mutex_unlock(&w->mu);
+		return;
+	}
 	w->stop = true;
 	w->head = w->tail = NULL;
 	w->nqueued = 0;

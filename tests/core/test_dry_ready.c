@@ -13,6 +13,7 @@
  */
 #define _GNU_SOURCE
 #include <pthread.h>
+#include <stdatomic.h>
 #include <fcntl.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -152,6 +153,50 @@ static void test_pool_not_held(void)
 		CHECK_EQ(r[i].res, 8);
 		close(efd[i]);
 	}
+	uaio_loop_free(l);
+}
+
+static atomic_int running, most;
+
+static long one_at_a_time(void *arg)
+{
+	int now = atomic_fetch_add(&running, 1) + 1, seen = atomic_load(&most);
+
+	(void)arg;
+	while (now > seen && !atomic_compare_exchange_weak(&most, &seen, now))
+		;
+	usleep(20000);	/* (overlap, were there two threads for them) */
+	atomic_fetch_sub(&running, 1);
+	return 0;
+}
+
+/* The threads the pool started for calls that waited go when those end:
+ * afterwards the pool runs no more at once than its size (1 here). */
+static void test_pool_shrinks(void)
+{
+	uaio_loop *l = t_loop_new_p(0, 0, 1);
+	uint64_t v = UINT64_MAX - 2, add = 2, got;
+	uaio_op ops[3] = { { 0 } }, work[4] = { { 0 } };
+	struct res r[3] = { { 0 } }, rw[4] = { { 0 } };
+	int efd[3];
+
+	for (int i = 0; i < 3; i++) {
+		CHECK((efd[i] = eventfd(0, EFD_CLOEXEC)) >= 0);
+		CHECK_EQ(write(efd[i], &v, sizeof(v)), 8);
+		CHECK_OK(uaio_op_write(l, &ops[i], efd[i], &add, sizeof(add), -1, rec, &r[i]));
+	}
+	CHECK(iterations_in_60ms(l, &r[0]) < SPIN_LIMIT);
+	for (int i = 0; i < 3; i++)
+		CHECK_EQ(read(efd[i], &got, sizeof(got)), 8);
+	CHECK_EQ(uaio_loop_run(l), 0);
+	for (int i = 0; i < 4; i++)
+		CHECK_OK(uaio_op_work(l, &work[i], one_at_a_time, NULL, rec, &rw[i]));
+	CHECK_EQ(uaio_loop_run(l), 0);
+	for (int i = 0; i < 3; i++) {
+		CHECK_EQ(r[i].res, 8);
+		close(efd[i]);
+	}
+	CHECK_EQ(atomic_load(&most), 1);
 	uaio_loop_free(l);
 }
 
@@ -340,6 +385,7 @@ int main(void)
 	t_banner("test_dry_ready");
 	RUN(test_eventfd_write);
 	RUN(test_pool_not_held);
+	RUN(test_pool_shrinks);
 	RUN(test_eventfd_write_nonblock);
 	RUN(test_dgram_full_peer);
 	RUN(test_waitall_progress);

@@ -178,6 +178,8 @@ struct uaio_workers {
 	unsigned nthreads, max, idle, captids;
 	unsigned nqueued;	/* ops in head..tail */
 	unsigned nwaiting;	/* running calls that may wait for ever */
+	pthread_t *retired;	/* threads gone from tids, to join */
+	unsigned nretired, capretired;
 	bool stop;
 };
 

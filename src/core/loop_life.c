@@ -130,6 +130,7 @@ UAIO_API void uaio_loop_free(uaio_loop *l)
 	free(l->pinrefs);
 	uaio__bufs_free(l);
 	free(l->workers.tids);
+	free(l->workers.retired);
 	uaio__fd_close(l->wake_fd);
 	free(l);
 }

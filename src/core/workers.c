@@ -76,22 +76,37 @@ static int grow(uaio_loop *l, struct uaio_workers *w)
 
 /* After a call that may wait for ever, under w->mu: a thread more than
  * the pool's size and the calls still waiting goes (unlocking w->mu), so
- * that the other ops never run on more threads than the pool's size. Not
- * once the pool stops: uaio__workers_stop joins the threads in tids. */
+ * that the other ops never run on more threads than the pool's size. It
+ * stays joinable (retired): the next submission or uaio__workers_stop
+ * joins it, so that no thread of the library's runs once the loop is
+ * freed (a dlclose may follow). Not once the pool stops. */
 static bool retire(struct uaio_workers *w)
 {
 	unsigned extra = w->nwaiting < EXTRA_MAX ? w->nwaiting : EXTRA_MAX;
 
-	if (w->stop || w->nthreads <= w->max + extra)
+	if (w->stop || w->nthreads <= w->max + extra ||
+	    UAIO_GROW(w->retired, w->capretired, (size_t)w->nretired + 1) < 0)
 		return false;
 	for (unsigned i = 0; i < w->nthreads; i++)
 		if (pthread_equal(w->tids[i], pthread_self())) {
 			w->tids[i] = w->tids[--w->nthreads];
 			break;
 		}
-	pthread_detach(pthread_self());
+	w->retired[w->nretired++] = pthread_self();
 	pthread_mutex_unlock(&w->mu);
 	return true;
+}
+
+/* Joins the retired threads; w->mu held, and let go while joining. */
+static void reap(struct uaio_workers *w)
+{
+	while (w->nretired) {
+		pthread_t t = w->retired[--w->nretired];
+
+		pthread_mutex_unlock(&w->mu);
+		pthread_join(t, NULL);
+		pthread_mutex_lock(&w->mu);
+	}
 }
 
 static void *worker_main(void *arg)
@@ -247,6 +262,7 @@ int uaio__workers_submit(uaio_loop *l, uaio_op *op)
 	int ret = 0;
 
 	pthread_mutex_lock(&w->mu);
+	reap(w);
 	if (!w->tids) {
 		w->tids = calloc(l->nworkers, sizeof(*w->tids));
 		if (!w->tids) {
@@ -369,5 +385,7 @@ void uaio__workers_stop(uaio_loop *l, bool join)
 		pthread_cancel(w->tids[i]);
 	for (unsigned i = 0; join && i < w->nthreads; i++)
 		pthread_join(w->tids[i], NULL);
-	w->nthreads = 0;
+	for (unsigned i = 0; join && i < w->nretired; i++)
+		pthread_join(w->retired[i], NULL);
+	w->nthreads = w->nretired = 0;
 }

@@ -335,7 +335,8 @@ static void mute_side(uaio_loop *l, int fd, struct uaio_fdq *q, int sd)
 {
 	struct epoll_state *es = E(l);
 	unsigned sh = q->dry[sd] - EP_DRY_WAKES;
-	uint64_t ms = 1u << (sh > 3 ? 3 : sh), now = (uint64_t)uaio__now_ns();
+	uint64_t ms = sh < 8 && (1u << sh) < EP_MUTE_MS_MAX ? 1u << sh : EP_MUTE_MS_MAX;
+	uint64_t now = (uint64_t)uaio__now_ns();
 	uaio_timer *t = &es->mute_timer;
 
 	if (UAIO_GROW(es->muted, es->capmuted, (size_t)es->nmuted + 1) < 0)

@@ -172,7 +172,10 @@ def main():
     run_dir.mkdir(parents=True)
 
     machine = common.machine_info()
-    cmd = " ".join([Path(sys.executable).name, "bench/run.py"] +
+    # (the settings that change what a suite measures, as they were set)
+    cmd = " ".join([f"{k}={os.environ[k]}" for k in ("UAIO_RESHAPE_BEFORE", "UAIO_RESHAPE_DIR")
+                    if k in os.environ] +
+                   [Path(sys.executable).name, "bench/run.py"] +
                    [f"--build {args.build}", f"--mode {args.mode}"] +
                    ([f"--only {args.only}"] if args.only else []))
     common.log(f"machine: {machine}")

@@ -37,12 +37,14 @@ BEFORE = "94c7e0e"  # the last commit before the core reshaping (76ef3d8 onwards
 OLD_BASE = Path("/var/tmp/uaio-bench-old")
 STAMP = ".uaio-reshape-built"
 
-RING_MODES = ["uaio-reactor", "uaio-reactor-et", "uaio-reactor-epoll", "uaio-proactor", "epoll"]
+RING_MODES = ["uaio-reactor", "uaio-reactor-et", "uaio-reactor-epoll", "uaio-proactor",
+              "uaio-proactor-epoll", "epoll"]
 RING_LABEL = {
     "uaio-reactor": "uaio Reactor",
     "uaio-reactor-et": "uaio Reactor, UAIO_EDGE",
     "uaio-reactor-epoll": "uaio Reactor, epoll backend",
     "uaio-proactor": "uaio Proactor (read)",
+    "uaio-proactor-epoll": "uaio Proactor (read), epoll backend",
     "epoll": "epoll (LT)",
 }
 RING_REF = {"epoll"}

@@ -244,7 +244,8 @@ static int set_mode(int fd, const char *path, mode_t m)
 		return -1;
 	if (x_set(fd, path, "system.posix_acl_access", &acl, sizeof(acl)) == 0)
 		return 0;
-	if (errno != EOPNOTSUPP)
+	/* gnulib's ACL_NOT_WELL_SUPPORTED: a chmod instead */
+	if (errno != EOPNOTSUPP && errno != ENOSYS && errno != EINVAL && errno != EBUSY)
 		return -1;
 	return (m & 07000) ? 0 : chmod_fd(fd, path, m);
 }

@@ -49,6 +49,7 @@ enum {
 #define OX_BLOCKSOCK	0x40	/* epoll: a connect on a blocking socket */
 #define OX_LATE		0x80	/* counted among its descriptors' late ops (a close waits) */
 #define OX_WORKCALL	0x1000	/* epoll: as OX_BLOCKING, the backend's choice (epoll_fdq.c, go_plain) */
+#define OX_MAYWAIT	0x2000	/* on the pool, a call that may wait for ever (workers.c) */
 #define OX_STARTED	0x8000	/* io_uring close: local cancels done */
 /* The caller's UAIO_OPF_* flags live above the private ones. */
 #define OX_USER_SHIFT	8
@@ -177,6 +178,7 @@ struct uaio_workers {
 	pthread_t *tids;
 	unsigned nthreads, max, idle, captids;
 	unsigned nqueued;	/* ops in head..tail */
+	unsigned nqueued_wait;	/* of them, calls that may wait for ever */
 	unsigned nwaiting;	/* running calls that may wait for ever */
 	pthread_t *retired;	/* threads gone from tids, to join */
 	unsigned nretired, capretired;

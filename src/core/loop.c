@@ -35,15 +35,18 @@ UAIO_API uint64_t uaio_loop_now(uaio_loop *l)
 	return loop_now(l);
 }
 
-/* The backend's timer serves ops in flight: with none, it goes. */
+/* The backend's timer serves ops in flight: with none, it goes. (Under
+ * the lock: other threads' ops and timers change both.) */
 static void be_timer_idle(uaio_loop *l)
 {
-	if (l->be_timer && !l->inflight && uaio_timer_pending(l->be_timer)) {
-		bool lk = uaio__lock(l);
+	bool lk;
 
+	if (!l->be_timer)
+		return;
+	lk = uaio__lock(l);
+	if (!l->inflight && uaio_timer_pending(l->be_timer))
 		uaio__timer_unlink(l, l->be_timer);
-		uaio__unlock(l, lk);
-	}
+	uaio__unlock(l, lk);
 }
 
 /* ns until the earliest timer (0: due), or -1 with none. */

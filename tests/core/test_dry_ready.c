@@ -12,6 +12,7 @@
  * makes a few dozen, and fewer on a slow machine, never more.
  */
 #define _GNU_SOURCE
+#include <dlfcn.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <fcntl.h>
@@ -197,6 +198,57 @@ static void test_pool_shrinks(void)
 		close(efd[i]);
 	}
 	CHECK_EQ(atomic_load(&most), 1);
+	uaio_loop_free(l);
+}
+
+/* Threads started, counted (the library's calls come here first). */
+static atomic_int created;
+
+int pthread_create(pthread_t *t, const pthread_attr_t *a, void *(*fn)(void *), void *arg)
+{
+	static int (*real)(pthread_t *, const pthread_attr_t *, void *(*)(void *), void *);
+
+	if (!real)
+		*(void **)&real = dlsym(RTLD_NEXT, "pthread_create");
+	atomic_fetch_add(&created, 1);
+	return real(t, a, fn, arg);
+}
+
+/* Flagged calls that may wait for ever but end at once (the data is
+ * there), many queued together: they take the pool's threads in turn,
+ * and start none beyond its size (each started and joined a thread). */
+static void test_pool_no_churn(void)
+{
+	uaio_loop *l = t_loop_new_p(0, 0, 1);
+	enum { N = 64 };
+	int p[N][2];
+	char c[N];
+	uaio_op ops[N] = { { 0 } };
+	struct res r[N] = { { 0 } };
+
+	for (int i = 0; i < N; i++) {
+		CHECK(pipe2(p[i], O_CLOEXEC) == 0);
+		CHECK_EQ(write(p[i][1], "x", 1), 1);
+	}
+	atomic_store(&created, 0);
+	for (int round = 0; round < 3; round++) {
+		for (int i = 0; i < N; i++) {
+			r[i].n = 0;
+			uaio_op_set_flags(&ops[i], UAIO_OPF_BLOCKING);
+			CHECK_OK(uaio_op_read(l, &ops[i], p[i][0], &c[i], 1, -1, rec, &r[i]));
+		}
+		CHECK_EQ(uaio_loop_run(l), 0);
+		for (int i = 0; i < N; i++) {
+			CHECK_EQ(r[i].res, 1);
+			CHECK_EQ(write(p[i][1], "x", 1), 1);
+		}
+	}
+	fprintf(stderr, "    %d threads started\n", atomic_load(&created));
+	CHECK(atomic_load(&created) <= 1);
+	for (int i = 0; i < N; i++) {
+		close(p[i][0]);
+		close(p[i][1]);
+	}
 	uaio_loop_free(l);
 }
 
@@ -386,6 +438,7 @@ int main(void)
 	RUN(test_eventfd_write);
 	RUN(test_pool_not_held);
 	RUN(test_pool_shrinks);
+	RUN(test_pool_no_churn);
 	RUN(test_eventfd_write_nonblock);
 	RUN(test_dgram_full_peer);
 	RUN(test_waitall_progress);

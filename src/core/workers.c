@@ -100,9 +100,16 @@ static bool retire(struct uaio_workers *w)
 	return true;
 }
 
-/* Joins the retired threads; w->mu held, and let go while joining. */
+/* Joins the retired threads; w->mu held, and let go while joining. Not
+ * a cancellation point of the submitting thread's (pthread_join is one):
+ * a thread taken off the list would never be joined. */
 static void reap(struct uaio_workers *w)
 {
+	int cs;
+
+	if (!w->nretired)
+		return;
+	pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &cs);
 	while (w->nretired) {
 		pthread_t t = w->retired[--w->nretired];
 
@@ -110,6 +117,7 @@ static void reap(struct uaio_workers *w)
 		pthread_join(t, NULL);
 		pthread_mutex_lock(&w->mu);
 	}
+	pthread_setcancelstate(cs, NULL);
 }
 
 static void *worker_main(void *arg)

@@ -178,7 +178,6 @@ struct uaio_workers {
 	pthread_t *tids;
 	unsigned nthreads, max, idle, captids;
 	unsigned nqueued;	/* ops in head..tail */
-	unsigned nqueued_wait;	/* of them, calls that may wait for ever */
 	unsigned nwaiting;	/* running calls that may wait for ever */
 	pthread_t *retired;	/* threads gone from tids, to join */
 	unsigned nretired, capretired;

@@ -52,15 +52,15 @@ static void *worker_main(void *arg);
 
 /* One more thread if the queue has more ops than idle threads and the
  * pool may grow; under w->mu. -EAGAIN when none could start and none
- * runs. Beyond the pool's size only for other ops queued (calls that
- * may wait queued behind such calls wait their turn): a burst of such
- * calls that end at once would start and join a thread each. */
+ * runs. (For calls that may wait queued behind such calls too: one may
+ * be the way out of another, a pipe's reader behind its writer. The
+ * price: a burst of such calls that end at once starts and joins a
+ * thread for many of them.) */
 static int grow(uaio_loop *l, struct uaio_workers *w)
 {
 	unsigned extra = w->nwaiting < EXTRA_MAX ? w->nwaiting : EXTRA_MAX;
 
-	if (w->nqueued <= w->idle || w->nthreads >= w->max + extra ||
-	    (w->nthreads >= w->max && w->nqueued == w->nqueued_wait))
+	if (w->nqueued <= w->idle || w->nthreads >= w->max + extra)
 		return 0;
 	if (w->nthreads == w->captids) {
 		pthread_t *t = realloc(w->tids, 2 * w->captids * sizeof(*t));
@@ -147,7 +147,6 @@ static void *worker_main(void *arg)
 		w->nqueued--;
 		op->state = OS_RUNNING;
 		if ((waits = op->xflags & OX_MAYWAIT)) {
-			w->nqueued_wait--;
 			w->nwaiting++;
 			grow(l, w);	/* for the ops queued behind it */
 		}
@@ -285,15 +284,13 @@ int uaio__workers_submit(uaio_loop *l, uaio_op *op)
 	}
 	op->state = OS_WORKQ;
 	UAIO_FIFO_PUSH(w->head, w->tail, op);
-	if (op->xflags & OX_MAYWAIT)
-		w->nqueued_wait++;
 	/* An idle thread already signalled for an earlier op stays counted
 	 * in idle until it wakes: start a thread for each op beyond them, or
 	 * two quick ops run one after the other on one thread. */
 	w->nqueued++;
 	if ((ret = grow(l, w)) < 0) {
 		w->head = w->tail = NULL;
-		w->nqueued = w->nqueued_wait = 0;
+		w->nqueued = 0;
 		pthread_mutex_unlock(&w->mu);
 		return ret;
 	}
@@ -320,7 +317,6 @@ int uaio__workers_cancel(uaio_loop *l, uaio_op *target)
 				if (w->tail == target)
 					w->tail = prev;
 				w->nqueued--;
-				w->nqueued_wait -= !!(target->xflags & OX_MAYWAIT);
 				ret = 0;
 				break;
 			}
@@ -361,7 +357,6 @@ int uaio__workers_cancel_fd(uaio_loop *l, int fd)
 			if (w->tail == op)
 				w->tail = prev;
 			w->nqueued--;
-			w->nqueued_wait -= !!(op->xflags & OX_MAYWAIT);
 			op->next = NULL;	/* in the order they were queued */
 			*hit_end = op;
 			hit_end = &op->next;
@@ -389,7 +384,7 @@ void uaio__workers_stop(uaio_loop *l, bool join)
 	}
 	w->stop = true;
 	w->head = w->tail = NULL;
-	w->nqueued = w->nqueued_wait = 0;
+	w->nqueued = 0;
 	pthread_cond_broadcast(&w->cv);
 	pthread_mutex_unlock(&w->mu);
 	/* A thread in one of the loop's own system calls may wait there for

@@ -334,17 +334,17 @@ int uaio__ep_cancel_fd_ops(uaio_loop *l, int fd)
 static void mute_side(uaio_loop *l, int fd, struct uaio_fdq *q, int sd)
 {
 	struct epoll_state *es = E(l);
-	unsigned sh = q->dry[sd] - EP_DRY_WAKES;
-	uint64_t ms = sh < 8 && (1u << sh) < EP_MUTE_MS_MAX ? 1u << sh : EP_MUTE_MS_MAX;
-	uint64_t now = (uint64_t)uaio__now_ns();
+	unsigned sh = q->dry[sd] - EP_DRY_WAKES;	/* 1, 2, 4 ms, then the most */
+	uint64_t wait = (sh < 3 ? 1u << sh : EP_MUTE_MS_MAX) * 1000000ull;
+	uint64_t when = (uint64_t)uaio__now_ns() + wait;
 	uaio_timer *t = &es->mute_timer;
 
 	if (UAIO_GROW(es->muted, es->capmuted, (size_t)es->nmuted + 1) < 0)
 		return;	/* watched as before */
-	es->muted[es->nmuted++] = (struct ep_muted){ now + ms * 1000000, fd, (uint8_t)(1u << sd) };
+	es->muted[es->nmuted++] = (struct ep_muted){ when, fd, (uint8_t)(1u << sd) };
 	q->muted |= (uint8_t)(1u << sd);
-	if (!uaio_timer_pending(t) || t->when > now + ms * 1000000)
-		uaio_timer_start(l, t, ms * 1000000, 0);
+	if (!uaio_timer_pending(t) || t->when > when)
+		uaio_timer_start(l, t, wait, 0);
 }
 
 /* The mute timer: sides whose time has come are watched again (and tried

@@ -175,9 +175,10 @@ bool uaio__ep_pos_cancel(uaio_loop *l, uaio_op *op)
 }
 
 
-/* op, a flagged one (UAIO_OPF_BLOCKING) at *pp in its side's queue (t
- * its tail, prev before it), has its turn: it goes to a worker as the side's busy
- * op, and the other ops after it (not the polls) are held behind it. */
+/* op, a flagged one (UAIO_OPF_BLOCKING, OX_WORKCALL) at *pp in its side's
+ * queue (t its tail, prev before it), has its turn: it goes to a worker as
+ * the side's busy op, and the other ops after it (not the polls) are held
+ * behind it. */
 void uaio__ep_hold_behind(uaio_loop *l, uaio_op **t, uaio_op **pp, uaio_op *prev,
 			  uaio_op *op)
 {

@@ -418,5 +418,7 @@ int uaio__workers_cancel(uaio_loop *l, uaio_op *op);
 int uaio__workers_cancel_fd(uaio_loop *l, int fd);
 void uaio__workers_stop(uaio_loop *l, bool join);
 long uaio__op_exec(uaio_op *op);
+/* A call that may wait, tried first without waiting (ops.c). */
+long uaio__exec_nowait(uaio_op *op);
 
 #endif

@@ -188,12 +188,18 @@ static void prep_shutdown(struct io_uring_sqe *s, const uaio_op *op)
 
 /* ------------------------------------------------- workers, blocking */
 
-/* What follows the part an epoll try moved already (OX_HEAD: op->addr2
- * bytes), for a worker: a buffer's rest, or the iovecs' from that byte
- * on, a few at a time on this small stack. */
+/* What follows the part moved already (OX_HEAD: op->addr2 bytes; by an
+ * epoll try, or by uaio__exec_nowait), for a worker: a buffer's rest, or
+ * the iovecs' from that byte on, a few at a time on this small stack, at
+ * the offset that far on (a stream's position stays -1). */
 static size_t head(const uaio_op *op)
 {
 	return op->xflags & OX_HEAD ? (size_t)op->addr2 : 0;
+}
+
+static off_t rest_off(const uaio_op *op)
+{
+	return (off_t)op->off == -1 ? -1 : (off_t)(op->off + head(op));
 }
 
 static long rw_rest(uaio_op *op, bool wr)
@@ -202,6 +208,7 @@ static long rw_rest(uaio_op *op, bool wr)
 	size_t skip = head(op);
 	uint32_t i = 0;
 	long total = 0;
+	off_t off = rest_off(op);
 
 	while (i < op->len && skip >= iov[i].iov_len)
 		skip -= iov[i++].iov_len;
@@ -218,9 +225,11 @@ static long rw_rest(uaio_op *op, bool wr)
 			want += part[k].iov_len;
 			skip = 0;
 		}
-		if ((r = uaio__rw_iov(op->fd, part, k, -1, 0, wr)) < 0)
+		if ((r = uaio__rw_iov(op->fd, part, k, off, 0, wr)) < 0)
 			return total ? total : r;
 		total += r;
+		if (off != -1)
+			off += r;
 		if ((size_t)r < want)
 			break;
 	}
@@ -230,13 +239,50 @@ static long rw_rest(uaio_op *op, bool wr)
 static long exec_read(uaio_op *op)
 {
 	struct iovec iov = { (char *)A(op) + head(op), op->len - head(op) };
-	return uaio__rw_iov(op->fd, &iov, 1, (off_t)op->off, 0, false);
+	return uaio__rw_iov(op->fd, &iov, 1, rest_off(op), 0, false);
 }
 
 static long exec_write(uaio_op *op)
 {
 	struct iovec iov = { (char *)A(op) + head(op), op->len - head(op) };
-	return uaio__rw_iov(op->fd, &iov, 1, (off_t)op->off, 0, true);
+	return uaio__rw_iov(op->fd, &iov, 1, rest_off(op), 0, true);
+}
+
+/* A call that may wait for ever (workers.c), tried once first without
+ * waiting, where the file allows (RWF_NOWAIT: pipes, sockets; not ttys):
+ * its answer, or -EAGAIN when it is to wait after all. A read answers
+ * with whatever it found; a write only when it moved every byte, the part
+ * it moved kept for the blocking call (OX_HEAD), as one blocking write
+ * would have moved it. An error is the answer: a socket reports one once
+ * (a reset, then EOF), so a second call would give another. */
+long uaio__exec_nowait(uaio_op *op)
+{
+	struct iovec one = { A(op), op->len };
+	const struct iovec *iov = &one;
+	bool wr = uaio__opdef(op)->side == SIDE_W;
+	uint64_t total = op->len;
+	int n = 1;
+	long r;
+
+	if (op->xflags & OX_HEAD)
+		return -EAGAIN;
+	if (op->opcode == OP_READV || op->opcode == OP_WRITEV) {
+		iov = A(op);
+		n = (int)op->len;
+		total = 0;
+		for (int i = 0; i < n; i++)
+			total += iov[i].iov_len;
+	}
+	r = uaio__rw_iov(op->fd, iov, n, (off_t)op->off, RWF_NOWAIT, wr);
+	if (r == -EAGAIN || r == -EOPNOTSUPP)	/* (the file refuses the flag) */
+		return -EAGAIN;
+	if (r < 0 || !wr || (uint64_t)r == total)
+		return r;
+	if (r) {
+		op->addr2 = (uint64_t)r;
+		op->xflags |= OX_HEAD;
+	}
+	return -EAGAIN;
 }
 
 static long exec_readv(uaio_op *op)

@@ -54,8 +54,9 @@ static void *worker_main(void *arg);
  * pool may grow; under w->mu. -EAGAIN when none could start and none
  * runs. (For calls that may wait queued behind such calls too: one may
  * be the way out of another, a pipe's reader behind its writer. The
- * price: a burst of such calls that end at once starts and joins a
- * thread for many of them.) */
+ * price: a burst of such calls that do wait, and then end at once, starts
+ * and joins a thread for many of them; those that need not wait are
+ * answered first without counting, uaio__exec_nowait.) */
 static int grow(uaio_loop *l, struct uaio_workers *w)
 {
 	unsigned extra = w->nwaiting < EXTRA_MAX ? w->nwaiting : EXTRA_MAX;
@@ -125,6 +126,7 @@ static void *worker_main(void *arg)
 	uaio_loop *l = arg;
 	struct uaio_workers *w = &l->workers;
 	bool ours, waits;
+	long res;
 
 	/* Cancelled only inside a system call of the loop's own ops (see
 	 * uaio__workers_stop). */
@@ -146,18 +148,31 @@ static void *worker_main(void *arg)
 			w->tail = NULL;
 		w->nqueued--;
 		op->state = OS_RUNNING;
-		if ((waits = op->xflags & OX_MAYWAIT)) {
-			w->nwaiting++;
-			grow(l, w);	/* for the ops queued behind it */
-		}
+		waits = op->xflags & OX_MAYWAIT;
 		pthread_mutex_unlock(&w->mu);
 
-		ours = op->opcode != OP_WORK;
-		if (ours)
-			pthread_setcancelstate(PTHREAD_CANCEL_ENABLE, NULL);
-		op->off = (uint64_t)uaio__op_exec(op);
-		if (ours)
-			pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, NULL);
+		/* One that need not wait (its data there, room for all
+		 * of it) is answered at once and counts as none: a burst
+		 * of them starts no threads (the caller's flag) */
+		res = -EAGAIN;
+		if (waits && !(op->xflags & OX_WORKCALL) &&
+		    (res = uaio__exec_nowait(op)) != -EAGAIN)
+			waits = false;
+		if (waits) {
+			pthread_mutex_lock(&w->mu);
+			w->nwaiting++;
+			grow(l, w);	/* for the ops queued behind it */
+			pthread_mutex_unlock(&w->mu);
+		}
+		if (res == -EAGAIN) {
+			ours = op->opcode != OP_WORK;
+			if (ours)
+				pthread_setcancelstate(PTHREAD_CANCEL_ENABLE, NULL);
+			res = uaio__op_exec(op);
+			if (ours)
+				pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, NULL);
+		}
+		op->off = (uint64_t)res;
 
 		if (waits) {
 			pthread_mutex_lock(&w->mu);

@@ -50,6 +50,7 @@ enum {
 #define OX_LATE		0x80	/* counted among its descriptors' late ops (a close waits) */
 #define OX_WORKCALL	0x1000	/* epoll: as OX_BLOCKING, the backend's choice (epoll_fdq.c, go_plain) */
 #define OX_MAYWAIT	0x2000	/* on the pool, a call that may wait for ever (workers.c) */
+#define OX_SOCK		0x4000	/* such a call's file is a socket (workers.c) */
 #define OX_STARTED	0x8000	/* io_uring close: local cancels done */
 /* The caller's UAIO_OPF_* flags live above the private ones. */
 #define OX_USER_SHIFT	8
@@ -418,7 +419,9 @@ int uaio__workers_cancel(uaio_loop *l, uaio_op *op);
 int uaio__workers_cancel_fd(uaio_loop *l, int fd);
 void uaio__workers_stop(uaio_loop *l, bool join);
 long uaio__op_exec(uaio_op *op);
-/* A call that may wait, tried first without waiting (ops.c). */
-long uaio__exec_nowait(uaio_op *op);
+/* A call that may wait, tried first without waiting; the rest of a part
+ * it moved (ops.c). */
+long uaio__exec_nowait(uaio_op *op, size_t *moved);
+long uaio__exec_rest(uaio_op *op, size_t moved);
 
 #endif

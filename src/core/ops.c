@@ -188,37 +188,39 @@ static void prep_shutdown(struct io_uring_sqe *s, const uaio_op *op)
 
 /* ------------------------------------------------- workers, blocking */
 
-/* What follows the part moved already (OX_HEAD: op->addr2 bytes; by an
- * epoll try, or by uaio__exec_nowait), for a worker: a buffer's rest, or
- * the iovecs' from that byte on, a few at a time on this small stack, at
- * the offset that far on (a stream's position stays -1). */
+/* The part an epoll try moved already (OX_HEAD: op->addr2 bytes). */
 static size_t head(const uaio_op *op)
 {
 	return op->xflags & OX_HEAD ? (size_t)op->addr2 : 0;
 }
 
-static off_t rest_off(const uaio_op *op)
+static bool is_vec(const uaio_op *op)
 {
-	return (off_t)op->off == -1 ? -1 : (off_t)(op->off + head(op));
+	return op->opcode == OP_READV || op->opcode == OP_WRITEV;
 }
 
-static long rw_rest(uaio_op *op, bool wr)
+/* A worker's read or write from byte skip of the op's bytes on: the whole
+ * call, or the rest of a buffer or of the iovecs (a few at a time on this
+ * small stack), at the offset that far on (a stream's position stays -1). */
+static long rw_from(uaio_op *op, size_t skip, bool wr)
 {
-	const struct iovec *iov = A(op);
-	size_t skip = head(op);
-	uint32_t i = 0;
+	struct iovec one = { A(op), op->len };
+	const struct iovec *iov = is_vec(op) ? A(op) : &one;
+	uint32_t n = is_vec(op) ? op->len : 1, i = 0;
+	off_t off = (off_t)op->off == -1 ? -1 : (off_t)(op->off + skip);
 	long total = 0;
-	off_t off = rest_off(op);
 
-	while (i < op->len && skip >= iov[i].iov_len)
+	if (!skip)
+		return uaio__rw_iov(op->fd, iov, (int)n, off, 0, wr);
+	while (i < n && skip >= iov[i].iov_len)
 		skip -= iov[i++].iov_len;
-	while (i < op->len) {
+	while (i < n) {
 		struct iovec part[64];
 		size_t want = 0;
 		int k = 0;
 		long r;
 
-		for (; i < op->len && k < 64; i++, k++) {
+		for (; i < n && k < 64; i++, k++) {
 			part[k] = iov[i];
 			part[k].iov_base = (char *)part[k].iov_base + skip;
 			part[k].iov_len -= skip;
@@ -238,65 +240,66 @@ static long rw_rest(uaio_op *op, bool wr)
 
 static long exec_read(uaio_op *op)
 {
-	struct iovec iov = { (char *)A(op) + head(op), op->len - head(op) };
-	return uaio__rw_iov(op->fd, &iov, 1, rest_off(op), 0, false);
+	return rw_from(op, head(op), false);
 }
 
 static long exec_write(uaio_op *op)
 {
-	struct iovec iov = { (char *)A(op) + head(op), op->len - head(op) };
-	return uaio__rw_iov(op->fd, &iov, 1, rest_off(op), 0, true);
+	return rw_from(op, head(op), true);
+}
+
+static long exec_readv(uaio_op *op)
+{
+	return rw_from(op, head(op), false);
+}
+
+static long exec_writev(uaio_op *op)
+{
+	return rw_from(op, head(op), true);
 }
 
 /* A call that may wait for ever (workers.c), tried once first without
- * waiting, where the file allows (RWF_NOWAIT: pipes, sockets; not ttys):
- * its answer, or -EAGAIN when it is to wait after all. A read answers
- * with whatever it found; a write only when it moved every byte, the part
- * it moved kept for the blocking call (OX_HEAD), as one blocking write
- * would have moved it. An error is the answer: a socket reports one once
- * (a reset, then EOF), so a second call would give another. */
-long uaio__exec_nowait(uaio_op *op)
+ * waiting where the file allows (RWF_NOWAIT: pipes, sockets; not ttys,
+ * named FIFOs): its answer, or -EAGAIN when it is to wait after all,
+ * *moved bytes of it moved (uaio__exec_rest moves the rest, as one
+ * blocking write would have). A read answers with what it found; not on
+ * a socket with a low-water mark, whose blocking read waits for that
+ * much. A write answers once it moved every byte. An error is the
+ * answer: a socket reports one once (a reset, then EOF). */
+long uaio__exec_nowait(uaio_op *op, size_t *moved)
 {
 	struct iovec one = { A(op), op->len };
-	const struct iovec *iov = &one;
+	const struct iovec *iov = is_vec(op) ? A(op) : &one;
+	int n = is_vec(op) ? (int)op->len : 1, lowat = 1;
 	bool wr = uaio__opdef(op)->side == SIDE_W;
-	uint64_t total = op->len;
-	int n = 1;
+	socklen_t sl = sizeof(lowat);
+	uint64_t total = 0;
 	long r;
 
+	*moved = 0;
 	if (op->xflags & OX_HEAD)
 		return -EAGAIN;
-	if (op->opcode == OP_READV || op->opcode == OP_WRITEV) {
-		iov = A(op);
-		n = (int)op->len;
-		total = 0;
-		for (int i = 0; i < n; i++)
-			total += iov[i].iov_len;
-	}
+	if (!wr && (op->xflags & OX_SOCK) &&
+	    getsockopt(op->fd, SOL_SOCKET, SO_RCVLOWAT, &lowat, &sl) == 0 && lowat > 1)
+		return -EAGAIN;
+	for (int i = 0; i < n; i++)
+		total += iov[i].iov_len;
 	r = uaio__rw_iov(op->fd, iov, n, (off_t)op->off, RWF_NOWAIT, wr);
 	if (r == -EAGAIN || r == -EOPNOTSUPP)	/* (the file refuses the flag) */
 		return -EAGAIN;
 	if (r < 0 || !wr || (uint64_t)r == total)
 		return r;
-	if (r) {
-		op->addr2 = (uint64_t)r;
-		op->xflags |= OX_HEAD;
-	}
+	*moved = (size_t)r;
 	return -EAGAIN;
 }
 
-static long exec_readv(uaio_op *op)
+/* The blocking call after uaio__exec_nowait moved a part: the part
+ * counts, as in one write(2), whatever the rest gives. */
+long uaio__exec_rest(uaio_op *op, size_t moved)
 {
-	if (op->xflags & OX_HEAD)
-		return rw_rest(op, false);
-	return uaio__rw_iov(op->fd, A(op), (int)op->len, (off_t)op->off, 0, false);
-}
+	long r = rw_from(op, moved, uaio__opdef(op)->side == SIDE_W);
 
-static long exec_writev(uaio_op *op)
-{
-	if (op->xflags & OX_HEAD)
-		return rw_rest(op, true);
-	return uaio__rw_iov(op->fd, A(op), (int)op->len, (off_t)op->off, 0, true);
+	return r >= 0 ? r + (long)moved : (long)moved;
 }
 
 static long exec_recv(uaio_op *op)

@@ -37,15 +37,21 @@ long uaio__op_exec(uaio_op *op)
  * behind them; up to EXTRA_MAX beyond the pool's size. */
 #define EXTRA_MAX	256
 
-static bool may_wait(const uaio_op *op)
+static bool may_wait(uaio_op *op)
 {
 	struct stat st;
+	bool known;
 
 	if (op->xflags & OX_WORKCALL)
 		return true;
 	/* (LAIO's writes at a file's position are bounded) */
-	return (op->xflags & OX_BLOCKING) && (uaio__opdef(op)->flags & OPF_RW) &&
-	       !(fstat(op->fd, &st) == 0 && (S_ISREG(st.st_mode) || S_ISBLK(st.st_mode)));
+	if (!(op->xflags & OX_BLOCKING) || !(uaio__opdef(op)->flags & OPF_RW))
+		return false;
+	if ((known = fstat(op->fd, &st) == 0) && (S_ISREG(st.st_mode) || S_ISBLK(st.st_mode)))
+		return false;
+	if (known && S_ISSOCK(st.st_mode))
+		op->xflags |= OX_SOCK;
+	return true;
 }
 
 static void *worker_main(void *arg);
@@ -126,6 +132,7 @@ static void *worker_main(void *arg)
 	uaio_loop *l = arg;
 	struct uaio_workers *w = &l->workers;
 	bool ours, waits;
+	size_t moved;
 	long res;
 
 	/* Cancelled only inside a system call of the loop's own ops (see
@@ -155,8 +162,9 @@ static void *worker_main(void *arg)
 		 * of it) is answered at once and counts as none: a burst
 		 * of them starts no threads (the caller's flag) */
 		res = -EAGAIN;
+		moved = 0;
 		if (waits && !(op->xflags & OX_WORKCALL) &&
-		    (res = uaio__exec_nowait(op)) != -EAGAIN)
+		    (res = uaio__exec_nowait(op, &moved)) != -EAGAIN)
 			waits = false;
 		if (waits) {
 			pthread_mutex_lock(&w->mu);
@@ -168,7 +176,7 @@ static void *worker_main(void *arg)
 			ours = op->opcode != OP_WORK;
 			if (ours)
 				pthread_setcancelstate(PTHREAD_CANCEL_ENABLE, NULL);
-			res = uaio__op_exec(op);
+			res = moved ? uaio__exec_rest(op, moved) : uaio__op_exec(op);
 			if (ours)
 				pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, NULL);
 		}

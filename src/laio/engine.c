@@ -79,10 +79,22 @@ static void engine_fork_child(void)
 	atomic_store(&e->ready, false);
 }
 
+static bool atfork_done;
+
+/* At load, not at the engine's start under init_mu: pthread_atfork waits
+ * for a fork under way, and that fork would copy init_mu locked into a
+ * child that runs none of our handlers, whose first call then waited for
+ * ever. After the loop layer's own (its constructor has a priority):
+ * child handlers run in the order they were registered. */
+__attribute__((constructor)) static void engine_atfork(void)
+{
+	(void)uaio__atfork_once(&atfork_done, engine_fork_prepare, engine_fork_parent,
+				engine_fork_child);
+}
+
 static int engine_init_locked(void)
 {
 	struct laio_engine *e = &laio__engine;
-	static bool atfork_done;
 	struct uaio_loop_params p = {
 		.flags = UAIO_LOOP_THREADSAFE,
 		.entries = 1024,
@@ -93,7 +105,7 @@ static int engine_init_locked(void)
 
 	if (uaio__atfork_once(&atfork_done, engine_fork_prepare, engine_fork_parent,
 			      engine_fork_child))
-		return -ENOMEM;
+		return -ENOMEM;	/* (the constructor's failed: no memory) */
 	e->mech = LAIO_MECH_DEFAULT;
 	if (m && !strcmp(m, "op"))
 		e->mech = LAIO_MECH_OP;

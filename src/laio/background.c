@@ -7,6 +7,10 @@
 #include "laio/engine.h"
 
 #include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 /* ----------------------------------------------------- background */
 
@@ -274,17 +278,37 @@ static void resubmit(struct laio_call *r, int (*fn)(struct laio_call *))
 		laio__call_finish(r, with_done(r, ret));
 }
 
-/* -ECANCELED that laio_cancel() did not ask for: the thread that issued
- * the op exited (io_uring cancels a task's requests then) before it
- * moved any byte. The call goes on; resubmit() ends it if a cancel has
+/* Whether -ECANCELED may be the call's own answer: a timerfd's read
+ * whose clock was set (TFD_TIMER_CANCEL_ON_SET), said once; or a file
+ * /proc cannot name. */
+static bool own_ecanceled(const struct laio_call *r)
+{
+	char path[40], link[32];
+	ssize_t n;
+
+	if (r->nr != SYS_read && r->nr != SYS_readv)
+		return false;
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", (int)r->a[0]);
+	n = readlink(path, link, sizeof(link));
+	return n < 0 || (n == 20 && !memcmp(link, "anon_inode:[timerfd]", 20));
+}
+
+/* -ECANCELED that laio_cancel() did not ask for, before the op moved
+ * any byte: the thread that issued it exited (io_uring cancels a task's
+ * requests then); or io-wq could not start a worker for it (a signal was
+ * pending at the issuing thread at each of its tries) and cancelled it
+ * unstarted. The call goes on, a few times for the second, never for a
+ * call whose own answer it may be; resubmit() ends it if a cancel has
  * been asked since. */
 static bool orphaned(struct laio_call *r, int res)
 {
-	/* No thread that ran the loop has exited since it was submitted:
-	 * the call's own answer (a timerfd read whose clock was set). */
-	if (res != -ECANCELED || !r->submit ||
-	    r->gen == atomic_load(&laio__engine.driver_exits))
+	if (res != -ECANCELED || !r->submit)
 		return false;
+	if (r->gen == atomic_load(&laio__engine.driver_exits)) {
+		if (r->unasked >= 8 || own_ecanceled(r))
+			return false;
+		r->unasked++;
+	}
 	resubmit(r, r->submit);
 	return true;
 }

@@ -214,6 +214,7 @@ struct laio_call *laio__call_new(long nr, const long *a)
 	r->ftype = 0;
 	r->timeo = 0;
 	r->retries = 0;
+	r->unasked = 0;
 	r->no_nowait = false;
 	r->submit = NULL;
 	r->gen = atomic_load(&laio__engine.driver_exits);

@@ -112,6 +112,7 @@ struct laio_call {
 	uint8_t flags;			/* CF_CANCEL_*, CF_RELEASE: under mu */
 	uint8_t ftype;			/* CF_ISREG / CF_NOTREG (| CF_PIPELIKE): owner only */
 	uint8_t retries;
+	uint8_t unasked;		/* -ECANCELED nobody asked for, resubmitted */
 	bool no_nowait;			/* a try said EOPNOTSUPP: never RWF_NOWAIT */
 	uint8_t timeo;			/* socket timeout: 0 unknown, 1 none, 2 set */
 	unsigned gen;			/* driver_exits when its op was submitted */

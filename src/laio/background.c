@@ -7,8 +7,6 @@
 #include "laio/engine.h"
 
 #include <signal.h>
-#include <stdio.h>
-#include <string.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -278,19 +276,16 @@ static void resubmit(struct laio_call *r, int (*fn)(struct laio_call *))
 		laio__call_finish(r, with_done(r, ret));
 }
 
-/* Whether -ECANCELED may be the call's own answer: a timerfd's read
- * whose clock was set (TFD_TIMER_CANCEL_ON_SET), said once; or a file
- * /proc cannot name. */
+/* Whether -ECANCELED may be the call's own answer: a read of a file not
+ * known, when it was made, to be a regular file or a pipe, FIFO or
+ * socket (a timerfd's whose clock was set, TFD_TIMER_CANCEL_ON_SET, says
+ * it once). Known then, not looked up now: the number may lead to
+ * another file since. */
 static bool own_ecanceled(const struct laio_call *r)
 {
-	char path[40], link[32];
-	ssize_t n;
-
-	if (r->nr != SYS_read && r->nr != SYS_readv)
+	if (r->nr != SYS_read && r->nr != SYS_readv && r->nr != SYS_preadv2)
 		return false;
-	snprintf(path, sizeof(path), "/proc/self/fd/%d", (int)r->a[0]);
-	n = readlink(path, link, sizeof(link));
-	return n < 0 || (n == 20 && !memcmp(link, "anon_inode:[timerfd]", 20));
+	return !(r->ftype & (CF_ISREG | CF_PIPELIKE));
 }
 
 /* -ECANCELED that laio_cancel() did not ask for, before the op moved

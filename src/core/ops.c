@@ -284,6 +284,10 @@ long uaio__exec_nowait(uaio_op *op, size_t *moved)
 		return -EAGAIN;
 	for (int i = 0; i < n; i++)
 		total += iov[i].iov_len;
+	/* more than one call moves (MAX_RW_COUNT): a part and the rest
+	 * could add up past what write(2) answers */
+	if (wr && total > 0x7ffff000)
+		return -EAGAIN;
 	r = uaio__rw_iov(op->fd, iov, n, (off_t)op->off, RWF_NOWAIT, wr);
 	if (r == -EAGAIN || r == -EOPNOTSUPP)	/* (the file refuses the flag) */
 		return -EAGAIN;

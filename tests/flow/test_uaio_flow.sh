@@ -419,8 +419,10 @@ echo "a pipe closed by its reader: as cat: ok"
 # A failed transfer leaves no file that looks complete (nor a temporary).
 if [ "$(id -u)" = 0 ] && mnt=$(mktemp -d /tmp/uaio-flow-full-XXXXXX) && { mount -t tmpfs -o size=1m tmpfs "$mnt" 2>/dev/null || { rmdir "$mnt"; false; }; }; then
   for m in auto kbuf pagecache; do
-    expect_rc 1 "$F" copy --mode=$m "$dir/src" "$mnt/dst"
+    expect_rc 1 "$F" copy --stats --mode=$m "$dir/src" "$mnt/dst"
     grep -q "^$F: $mnt/dst: write: No space left on device" "$dir/err" || { cat "$dir/err"; fail "ENOSPC message ($m)"; }
+    # --stats counts what moved before the failure (it said 0 bytes)
+    grep -Eq "^$F: [1-9][0-9]* bytes in " "$dir/err" || { cat "$dir/err"; fail "--stats after ENOSPC ($m)"; }
     [ -z "$(ls -A "$mnt")" ] || { ls -la "$mnt"; fail "files left after ENOSPC ($m)"; }
   done
   echo "ENOSPC on a 1 MiB tmpfs: exit 1, message names the sink, nothing left"

@@ -223,10 +223,10 @@ bool legs_run(struct tool *t)
 	for (int i = 0; i < t->nlegs; i++) {
 		struct leg *g = &t->legs[i];
 
-		if (g->res >= 0) {
-			total += (uint64_t)g->res;
+		/* what moved, a failed leg's too (--stats) */
+		total += g->res >= 0 ? (uint64_t)g->res : g->bytes;
+		if (g->res >= 0)
 			continue;
-		}
 		ok = false;
 		/* the flow ignored SIGPIPE for the write; a pipe's reader is
 		 * gone, not a peer's connection */

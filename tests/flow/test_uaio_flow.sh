@@ -130,6 +130,10 @@ grep -qx "$F: '$dir/priv' and '$dir/priv.link' are the same file" "$dir/err" || 
 expect_rc 1 "$F" copy "$dir/priv" "$dir/"
 grep -qx "$F: '$dir/priv' and '$dir/priv' are the same file" "$dir/err" || { cat "$dir/err"; fail "same-file message into a directory"; }
 cmp -s "$dir/one" "$dir/priv" || fail "a same-file copy changed the file"
+# A device onto itself too, as cp's "'/dev/null' and '/dev/null' are the
+# same file".
+expect_rc 1 "$F" copy /dev/null /dev/null
+grep -qx "$F: '/dev/null' and '/dev/null' are the same file" "$dir/err" || { cat "$dir/err"; fail "same-file message, a device"; }
 # sysfs says 4096 bytes and refuses mmap (ENODEV): mmap mode reads it.
 s=/sys/devices/system/cpu/online
 if [ -r $s ]; then

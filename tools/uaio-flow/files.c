@@ -113,7 +113,8 @@ static void replace(struct outfile *o, const struct stat *old)
 
 /* DST may be -, an existing device or fifo (written in place), a
  * directory (SRC's name inside it), or a file to create or replace.
- * src_st: the source's, when it is a file (the same file is refused). */
+ * src_st: the source's, when it is a named file (the same file is
+ * refused). */
 void open_out(const struct tool *t, struct outfile *o, const char *dst,
 	      const char *src, const struct stat *src_st, mode_t mode)
 {
@@ -164,19 +165,19 @@ void open_out(const struct tool *t, struct outfile *o, const char *dst,
 			fail_file(o->path, EISDIR);
 	}
 	replacing = stat(o->path, &old) == 0;
-	if (replacing && !S_ISREG(old.st_mode)) {
-		if ((o->fd = open_waiting(o->path, O_WRONLY)) < 0)
-			fail_file(o->path, errno);
-		return;
-	}
 	/* (stat followed any symbolic link: old is the file it leads to;
 	 * the name shown is the one given, in DST when DST is a directory,
-	 * as cp shows it) */
-	if (replacing && src_st && S_ISREG(src_st->st_mode) &&
+	 * as cp shows it; a device or FIFO too, as cp refuses them) */
+	if (replacing && src_st && src && strcmp(src, "-") &&
 	    old.st_dev == src_st->st_dev && old.st_ino == src_st->st_ino) {
 		fprintf(stderr, "%s: %s and %s are the same file\n", ME, QAS(0, src),
 			QAS(1, o->path));
 		exit(1);
+	}
+	if (replacing && !S_ISREG(old.st_mode)) {
+		if ((o->fd = open_waiting(o->path, O_WRONLY)) < 0)
+			fail_file(o->path, errno);
+		return;
 	}
 	/* A symbolic link is written through, as cp writes: the file it
 	 * leads to is the one replaced, never the link. */

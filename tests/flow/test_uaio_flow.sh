@@ -130,6 +130,12 @@ grep -qx "$F: '$dir/priv' and '$dir/priv.link' are the same file" "$dir/err" || 
 expect_rc 1 "$F" copy "$dir/priv" "$dir/"
 grep -qx "$F: '$dir/priv' and '$dir/priv' are the same file" "$dir/err" || { cat "$dir/err"; fail "same-file message into a directory"; }
 cmp -s "$dir/one" "$dir/priv" || fail "a same-file copy changed the file"
+# Standard input that is the file itself, written in place (a second
+# link): refused, the file whole (it was emptied, exit 0).
+printf 'hello world\n' >"$dir/g"; ln "$dir/g" "$dir/g2"
+expect_rc 1 "$F" copy - "$dir/g" <"$dir/g"
+grep -qx "$F: '-' and '$dir/g' are the same file" "$dir/err" || { cat "$dir/err"; fail "same-file message, stdin"; }
+[ "$(cat "$dir/g")" = "hello world" ] || fail "copy - FILE < FILE changed the file"
 # A device onto itself too, as cp's "'/dev/null' and '/dev/null' are the
 # same file".
 expect_rc 1 "$F" copy /dev/null /dev/null

@@ -167,8 +167,10 @@ void open_out(const struct tool *t, struct outfile *o, const char *dst,
 	replacing = stat(o->path, &old) == 0;
 	/* (stat followed any symbolic link: old is the file it leads to;
 	 * the name shown is the one given, in DST when DST is a directory,
-	 * as cp shows it; a device or FIFO too, as cp refuses them) */
-	if (replacing && src_st && src && strcmp(src, "-") &&
+	 * as cp shows it; a device or FIFO too, as cp refuses them; standard
+	 * input when it is the file itself, which writing in place would
+	 * have emptied before the read) */
+	if (replacing && src_st && src && (strcmp(src, "-") || S_ISREG(src_st->st_mode)) &&
 	    old.st_dev == src_st->st_dev && old.st_ino == src_st->st_ino) {
 		fprintf(stderr, "%s: %s and %s are the same file\n", ME, QAS(0, src),
 			QAS(1, o->path));

@@ -7,6 +7,8 @@
 #include "laio/engine.h"
 
 #include <signal.h>
+#include <stdio.h>
+#include <string.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -176,16 +178,41 @@ static bool raises_sigpipe(struct laio_call *r)
 	return false;
 }
 
+static bool is_read_nr(long nr)
+{
+	return nr == SYS_read || nr == SYS_readv || nr == SYS_preadv2;
+}
+
+/* A read of a file neither regular nor a pipe, FIFO or socket: whether
+ * it is a timerfd, whose read may answer ECANCELED of its own, told by
+ * its /proc/self/fd link once, when it first goes to the background
+ * (own_ecanceled: not at the end, when the number may name another
+ * file). */
+static void note_own_cancel(struct laio_call *r)
+{
+	char path[40], link[32];
+	ssize_t n;
+
+	if (!is_read_nr(r->nr) || laio__fd_isreg(r) || (r->ftype & CF_PIPELIKE))
+		return;
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", (int)r->a[0]);
+	n = readlink(path, link, sizeof(link));
+	if (n < 0 || (n == 20 && !memcmp(link, "anon_inode:[timerfd]", 20)))
+		r->ftype |= CF_OWNCANCEL;
+}
+
 /* Next background step of a read/write-class call that would block. */
 int laio__submit_rw_bg(struct laio_call *r)
 {
 	bool by_poll, sigpipe = raises_sigpipe(r);
 	int ret, d;
 
-	if (!r->timeo)
+	if (!r->timeo) {
+		note_own_cancel(r);
 		r->timeo = !laio__fd_isreg(r) &&
 			   laio__sock_timeout((int)r->a[0], laio__is_write_nr(r->nr) ||
 					      r->nr == SYS_sendto || r->nr == SYS_sendmsg) ? 2 : 1;
+	}
 	if (r->timeo == 2)
 		return laio__submit_work(r);
 	/* A pipe or socket on epoll waits for readiness and is tried again
@@ -276,16 +303,13 @@ static void resubmit(struct laio_call *r, int (*fn)(struct laio_call *))
 		laio__call_finish(r, with_done(r, ret));
 }
 
-/* Whether -ECANCELED may be the call's own answer: a read of a file not
- * known, when it was made, to be a regular file or a pipe, FIFO or
- * socket (a timerfd's whose clock was set, TFD_TIMER_CANCEL_ON_SET, says
- * it once). Known then, not looked up now: the number may lead to
- * another file since. */
+/* Whether -ECANCELED may be the call's own answer: a timerfd's read
+ * whose clock was set (TFD_TIMER_CANCEL_ON_SET) says it once. Known when
+ * the call went to the background (note_own_cancel), not looked up now:
+ * the number may lead to another file since. */
 static bool own_ecanceled(const struct laio_call *r)
 {
-	if (r->nr != SYS_read && r->nr != SYS_readv && r->nr != SYS_preadv2)
-		return false;
-	return !(r->ftype & (CF_ISREG | CF_PIPELIKE));
+	return is_read_nr(r->nr) && (!r->ftype || (r->ftype & CF_OWNCANCEL));
 }
 
 /* -ECANCELED that laio_cancel() did not ask for, before the op moved

@@ -73,6 +73,8 @@ enum {
 #define CF_NOTREG	0x10	/* fd is not a regular file (known) */
 #define CF_PIPELIKE	0x20	/* ... and a pipe, FIFO or socket: a write
 				 * there raises SIGPIPE (with CF_NOTREG) */
+#define CF_OWNCANCEL	0x40	/* ... or a timerfd (or a file /proc cannot
+				 * name): ECANCELED may be its read's own */
 
 
 /* A socket call continued by a msghdr of ours: recvfrom/sendto with an

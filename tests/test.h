@@ -162,6 +162,17 @@ static inline int t_work(uaio_loop *l, long (*fn)(void *))
 
 #include <sys/wait.h>
 #include <unistd.h>
+/* Waits for the child pid, which must exit 0. */
+static inline void t_wait_ok(pid_t pid)
+{
+	int st;
+
+	CHECK(waitpid(pid, &st, 0) == pid);
+	if (!WIFEXITED(st))
+		fprintf(stderr, "  child %d: killed by signal %d\n", (int)pid, WTERMSIG(st));
+	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+}
+
 /* This test once more, in a child started afresh with GLIBC_TUNABLES set
  * to tunables (glibc reads them at start only): it must pass. Nothing in
  * that child (which has them set). */

@@ -79,15 +79,12 @@ static void round_in_child(void)
 int main(void)
 {
 	for (int i = 0; i < ROUNDS; i++) {
-		int st;
-
 		fflush(NULL);
 		pid_t pid = fork();
 		CHECK(pid >= 0);
 		if (pid == 0)
 			round_in_child();
-		CHECK(waitpid(pid, &st, 0) == pid);
-		CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+		t_wait_ok(pid);
 	}
 	return T_EXIT_PASS;
 }

@@ -101,6 +101,10 @@ static void t_rfc(void)
 	expect_refused_alone("GET /plain.txt HTTP/1.1\r\nHost: t\r\n\rXGET /index.html HTTP/1.1\r\n"
 			     "Host: t\r\n\r\n", "a bare CR ending the head");
 	expect_refused_alone("HEAD /plain.txt HTTP/1.1\r\nHost: t\r\n\r\r", "CR CR ending the head");
+	/* a HEAD refused inside its target: the head of the 400 alone (the
+	 * method was known only once the target ended: the page followed) */
+	expect_refused_alone("HEAD /\x7f HTTP/1.1\r\nHost: t\r\n\r\n", "HEAD with a DEL in its target");
+	expect_refused_alone("HEAD /a\x01 HTTP/1.1\r\nHost: t\r\n\r\n", "HEAD with a control byte in its target");
 	/* and a bare LF there, as a bare LF ending any other line of the
 	 * head (llhttp took this one alone) */
 	expect_refused_alone("GET /plain.txt HTTP/1.1\r\nHost: t\r\n\nGET /index.html HTTP/1.1\r\n"

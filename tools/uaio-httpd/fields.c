@@ -26,13 +26,16 @@ static const char *number(const char *p, const char *end, uint64_t *v, bool *ok)
 	*ok = p < end && isdigit((unsigned char)*p);
 	*v = 0;
 	while (p < end && isdigit((unsigned char)*p)) {
-		/* A position past any file is still a position: saturate, so
+		uint64_t d = (uint64_t)(*p - '0');
+
+		/* A position past 64 bits is still a position: saturate, so
 		 * a first-pos that large is unsatisfiable (416, as nginx) and a
-		 * last-pos or suffix that large means "to the end". */
-		if (*v > (UINT64_MAX - 9) / 10)
+		 * last-pos or suffix that large means "to the end". One that
+		 * fits is kept exact (18446744073709551614 is no 2^64 - 1). */
+		if (*v > (UINT64_MAX - d) / 10)
 			*v = UINT64_MAX;
 		else
-			*v = *v * 10 + (uint64_t)(*p - '0');
+			*v = *v * 10 + d;
 		p++;
 	}
 	return p;

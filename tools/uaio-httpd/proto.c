@@ -33,14 +33,22 @@ static int too_big(struct request *r, const char *end)
 	return 0;
 }
 
+/* Known from here: a HEAD refused before its head ends (431, 414, a
+ * 400 for a byte its target may not hold) still gets no body (RFC 9110
+ * 9.3.2). */
+static int on_method_done(llhttp_t *p)
+{
+	struct request *r = p->data;
+
+	r->method = (uint8_t)llhttp_get_method(p);
+	r->method_known = true;
+	return 0;
+}
+
 static int on_url(llhttp_t *p, const char *at, size_t n)
 {
 	struct request *r = p->data;
 
-	/* known from here: a HEAD refused before its head ends (431, 414,
-	 * 400) still gets no body (RFC 9110 9.3.2) */
-	r->method = (uint8_t)llhttp_get_method(p);
-	r->method_known = true;
 	extend(&r->target, at, n);
 	return too_big(r, at + n);
 }
@@ -178,6 +186,7 @@ static int on_message_done(llhttp_t *p)
 void proto_settings(llhttp_settings_t *s)
 {
 	llhttp_settings_init(s);
+	s->on_method_complete = on_method_done;
 	s->on_url = on_url;
 	s->on_version = on_version;
 	s->on_header_field = on_field;

@@ -79,8 +79,6 @@ static void engine_fork_child(void)
 	atomic_store(&e->ready, false);
 }
 
-static bool atfork_done;
-
 /* At load, not at the engine's start under init_mu: pthread_atfork waits
  * for a fork under way, and that fork would copy init_mu locked into a
  * child that runs none of our handlers, whose first call then waited for
@@ -88,7 +86,7 @@ static bool atfork_done;
  * child handlers run in the order they were registered. */
 __attribute__((constructor)) static void engine_atfork(void)
 {
-	(void)uaio__atfork_once(&atfork_done, engine_fork_prepare, engine_fork_parent,
+	(void)uaio__atfork_once(&laio__engine.atfork, engine_fork_prepare, engine_fork_parent,
 				engine_fork_child);
 }
 
@@ -103,7 +101,7 @@ static int engine_init_locked(void)
 	pthread_condattr_t ca;
 	const char *m = getenv("LAIO_BG");
 
-	if (uaio__atfork_once(&atfork_done, engine_fork_prepare, engine_fork_parent,
+	if (uaio__atfork_once(&e->atfork, engine_fork_prepare, engine_fork_parent,
 			      engine_fork_child))
 		return -ENOMEM;	/* (the constructor's failed: no memory) */
 	e->mech = LAIO_MECH_DEFAULT;

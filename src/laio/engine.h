@@ -128,6 +128,7 @@ struct laio_engine {
 	atomic_bool ready;
 	uaio_loop *loop;
 	int mech;			/* LAIO_MECH_OP or LAIO_MECH_POLL */
+	bool atfork;			/* fork handlers registered (at load) */
 
 	pthread_mutex_t mu;		/* everything below */
 	pthread_cond_t cv;		/* completions queued / driver gone */

@@ -69,7 +69,6 @@ struct uaio_fdq *uaio__ep_fdq(uaio_loop *l, int fd);
 int uaio__ep_update_reg(uaio_loop *l, int fd);
 void uaio__ep_flush_idle(uaio_loop *l);
 bool uaio__ep_q_unlink(uaio_op **h, uaio_op **t, uaio_op *op);
-uint64_t uaio__ep_rw_total(const uaio_op *op);
 bool uaio__ep_is_rw(const uaio_op *op);
 bool uaio__ep_dontwait(const uaio_op *op);
 long uaio__ep_attempt(uaio_op *op);

@@ -142,18 +142,6 @@ bool uaio__ep_q_unlink(uaio_op **h, uaio_op **t, uaio_op *op)
 	return false;
 }
 
-uint64_t uaio__ep_rw_total(const uaio_op *op)
-{
-	const struct iovec *iov = (const struct iovec *)(uintptr_t)op->addr;
-	uint64_t n = 0;
-
-	if (op->opcode != OP_READV && op->opcode != OP_WRITEV)
-		return op->len;
-	for (uint32_t i = 0; i < op->len; i++)
-		n += iov[i].iov_len;
-	return n;
-}
-
 /* A recv or send with the caller's MSG_DONTWAIT: one try is its answer
  * (-EAGAIN too), as io_uring gives it, never a wait. */
 bool uaio__ep_dontwait(const uaio_op *op)
@@ -179,7 +167,7 @@ long uaio__ep_attempt(uaio_op *op)
  * on disk: io_uring, and read(2), would give it all (or stop at EOF). */
 bool uaio__ep_moved_part(const uaio_op *op, long r)
 {
-	return r > 0 && uaio__ep_is_rw(op) && (uint64_t)r < uaio__ep_rw_total(op) &&
+	return r > 0 && uaio__ep_is_rw(op) && (uint64_t)r < uaio__rw_total(op) &&
 	       uaio__ep_blocks_on_disk(op->fd);
 }
 

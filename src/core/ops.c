@@ -194,9 +194,27 @@ static size_t head(const uaio_op *op)
 	return op->xflags & OX_HEAD ? (size_t)op->addr2 : 0;
 }
 
-static bool is_vec(const uaio_op *op)
+const struct iovec *uaio__rw_iovs(const uaio_op *op, struct iovec *one, int *n)
 {
-	return op->opcode == OP_READV || op->opcode == OP_WRITEV;
+	if (op->opcode == OP_READV || op->opcode == OP_WRITEV) {
+		*n = (int)op->len;
+		return A(op);
+	}
+	*one = (struct iovec){ A(op), op->len };
+	*n = 1;
+	return one;
+}
+
+uint64_t uaio__rw_total(const uaio_op *op)
+{
+	struct iovec one;
+	int n;
+	const struct iovec *iov = uaio__rw_iovs(op, &one, &n);
+	uint64_t total = 0;
+
+	for (int i = 0; i < n; i++)
+		total += iov[i].iov_len;
+	return total;
 }
 
 /* A worker's read or write from byte skip of the op's bytes on: the whole
@@ -204,14 +222,14 @@ static bool is_vec(const uaio_op *op)
  * small stack), at the offset that far on (a stream's position stays -1). */
 static long rw_from(uaio_op *op, size_t skip, bool wr)
 {
-	struct iovec one = { A(op), op->len };
-	const struct iovec *iov = is_vec(op) ? A(op) : &one;
-	uint32_t n = is_vec(op) ? op->len : 1, i = 0;
+	struct iovec one;
+	int n, i = 0;
+	const struct iovec *iov = uaio__rw_iovs(op, &one, &n);
 	off_t off = (off_t)op->off == -1 ? -1 : (off_t)(op->off + skip);
 	long total = 0;
 
 	if (!skip)
-		return uaio__rw_iov(op->fd, iov, (int)n, off, 0, wr);
+		return uaio__rw_iov(op->fd, iov, n, off, 0, wr);
 	while (i < n && skip >= iov[i].iov_len)
 		skip -= iov[i++].iov_len;
 	while (i < n) {
@@ -268,12 +286,12 @@ static long exec_writev(uaio_op *op)
  * answer: a socket reports one once (a reset, then EOF). */
 long uaio__exec_nowait(uaio_op *op, size_t *moved)
 {
-	struct iovec one = { A(op), op->len };
-	const struct iovec *iov = is_vec(op) ? A(op) : &one;
-	int n = is_vec(op) ? (int)op->len : 1, lowat = 1;
+	struct iovec one;
+	int n, lowat = 1;
+	const struct iovec *iov = uaio__rw_iovs(op, &one, &n);
 	bool wr = uaio__opdef(op)->side == SIDE_W;
 	socklen_t sl = sizeof(lowat);
-	uint64_t total = 0;
+	uint64_t total = uaio__rw_total(op);
 	long r;
 
 	*moved = 0;
@@ -282,8 +300,6 @@ long uaio__exec_nowait(uaio_op *op, size_t *moved)
 	if (!wr && (op->xflags & OX_SOCK) &&
 	    getsockopt(op->fd, SOL_SOCKET, SO_RCVLOWAT, &lowat, &sl) == 0 && lowat > 1)
 		return -EAGAIN;
-	for (int i = 0; i < n; i++)
-		total += iov[i].iov_len;
 	/* more than one call moves (MAX_RW_COUNT): a part and the rest
 	 * could add up past what write(2) answers */
 	if (wr && total > 0x7ffff000)

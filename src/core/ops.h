@@ -132,6 +132,11 @@ struct uaio_opdef {
 
 extern const struct uaio_opdef uaio__opdefs[OP_COUNT];
 
+/* A read or write op's bytes as iovecs (ops.c): a readv's or writev's
+ * own, or *one made of its buffer; *n of them. Their sum. */
+const struct iovec *uaio__rw_iovs(const uaio_op *op, struct iovec *one, int *n);
+uint64_t uaio__rw_total(const uaio_op *op);
+
 /* The epoll tries (ops_try.c). */
 long uaio__try_rw(uaio_op *op);
 /* preadv2/pwritev2 (-errno), at the file's position where it has no offset */

@@ -89,9 +89,9 @@ static long plain_write(int fd, const struct iovec *iov, int n, off_t off)
  * file that refuses it (OX_PLAIN), readiness first and then plain I/O. */
 long uaio__try_rw(uaio_op *op)
 {
-	struct iovec one = { A(op), op->len };
-	const struct iovec *iov = &one;
-	int n = 1;
+	struct iovec one;
+	const struct iovec *iov;
+	int n;
 	off_t off = (off_t)op->off;
 	bool wr = uaio__opdef(op)->side == SIDE_W;
 	bool plain = op->xflags & OX_PLAIN;
@@ -103,10 +103,7 @@ long uaio__try_rw(uaio_op *op)
 	if (plain && !ready(op->fd, wr ? POLLOUT : POLLIN) &&
 	    (wr || !(fcntl(op->fd, F_GETFL) & O_NONBLOCK) || !uaio__ep_is_fifo(op->fd)))
 		return -EAGAIN;
-	if (op->opcode == OP_READV || op->opcode == OP_WRITEV) {
-		iov = A(op);
-		n = (int)op->len;
-	}
+	iov = uaio__rw_iovs(op, &one, &n);
 	if (plain && wr)
 		return plain_write(op->fd, iov, n, off);
 	return uaio__rw_iov(op->fd, iov, n, off, plain ? 0 : RWF_NOWAIT, wr);

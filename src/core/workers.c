@@ -3,7 +3,8 @@
  * The loop's small worker pool: blocking calls that have no kernel async
  * path on the current backend (file ops on epoll, uaio_op_work on both).
  * Threads start on first need, up to loop->nworkers (and one more for
- * each call running that may wait for ever). Results go back
+ * each call running that may wait for ever and, tried once without
+ * waiting, did not end there). Results go back
  * through the loop's inbox, so callbacks always run on the loop thread.
  */
 #define _GNU_SOURCE
